@@ -1,0 +1,95 @@
+// Constant tensors (initializers, Constant-node values, attribute tensors)
+// and the provenance every IR object carries.
+#ifndef SLIMPACK_IR_TENSOR_H_
+#define SLIMPACK_IR_TENSOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "converter/ir/dtype.h"
+
+namespace slimpack::ir {
+
+// Where an IR object came from. Passes that rewrite a node merge the
+// provenance of every node they consume, so errors and reports can point
+// back to the user's original layer names.
+struct Provenance {
+  std::vector<std::string> source_nodes;  // original node names, in order
+  std::string file;                       // source file, if known
+  int64_t offset = -1;                    // byte offset in `file`, or -1
+
+  static Provenance FromNode(std::string node_name);
+  static Provenance FromFile(std::string file, int64_t offset);
+  // Union of both, keeping order and dropping duplicates.
+  static Provenance Merge(const Provenance& a, const Provenance& b);
+  // "conv1", "fused[conv1,bn1]", "model.safetensors@4096".
+  std::string ToString() const;
+  bool operator==(const Provenance& o) const {
+    return source_nodes == o.source_nodes && file == o.file &&
+           offset == o.offset;
+  }
+};
+
+// Immutable bytes of a tensor: either owned, or a zero-copy view into memory
+// kept alive by `owner` (an mmapped file, or a parsed protobuf).
+class TensorData {
+ public:
+  TensorData() = default;
+  static TensorData Owned(std::vector<uint8_t> bytes);
+  // A view of [data, data+size) valid while `owner` lives.
+  static TensorData View(std::shared_ptr<const void> owner,
+                         const uint8_t* data, uint64_t size);
+
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // True when the bytes are a view into something else (mmap, proto).
+  bool is_view() const { return is_view_; }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+  bool is_view_ = false;
+};
+
+// Coarse role of a weight inside a known architecture (HF checkpoints).
+enum class WeightRole : uint8_t {
+  kUnknown = 0,
+  kEmbedding,
+  kQProj,
+  kKProj,
+  kVProj,
+  kOProj,
+  kGateProj,
+  kUpProj,
+  kDownProj,
+  kAttnNorm,
+  kMlpNorm,
+  kFinalNorm,
+  kLmHead,
+  kBias,
+};
+std::string_view WeightRoleName(WeightRole r);
+
+struct Tensor {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  std::vector<int64_t> dims;
+  TensorData data;
+  Provenance provenance;
+  WeightRole role = WeightRole::kUnknown;
+  int layer = -1;  // decoder layer index for HF checkpoints, else -1
+
+  // Checked element count; InvalidArgument on negative dim or overflow.
+  absl::StatusOr<uint64_t> NumElements() const;
+  // Checked byte size for dtype and dims.
+  absl::StatusOr<uint64_t> ExpectedBytes() const;
+};
+
+}  // namespace slimpack::ir
+
+#endif  // SLIMPACK_IR_TENSOR_H_
