@@ -1,0 +1,194 @@
+#include "cli/inspect_command.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "cli/exit_codes.h"
+#include "converter/import.h"
+#include "converter/model_summary.h"
+#include "nlohmann/json.hpp"
+
+namespace slimpack::cli {
+namespace {
+
+using nlohmann::ordered_json;
+
+ordered_json ShapeJson(const ir::Shape& shape) {
+  if (!shape.rank_known()) return nullptr;
+  ordered_json dims = ordered_json::array();
+  for (const auto& d : shape.dims()) {
+    if (d.is_static()) {
+      dims.push_back(d.value);
+    } else if (!d.symbol.empty()) {
+      dims.push_back(d.symbol);
+    } else {
+      dims.push_back(nullptr);
+    }
+  }
+  return dims;
+}
+
+ordered_json ValuesJson(const std::vector<ir::ValueInfo>& values) {
+  ordered_json out = ordered_json::array();
+  for (const auto& v : values) {
+    out.push_back({{"name", v.name},
+                   {"dtype", std::string(ir::DTypeName(v.dtype))},
+                   {"shape", ShapeJson(v.shape)}});
+  }
+  return out;
+}
+
+ordered_json ArchitectureJson(const ir::ArchitectureInfo& a) {
+  return {{"model_type", a.model_type},
+          {"architectures", a.architectures},
+          {"known_family", a.known},
+          {"num_layers", a.num_layers},
+          {"hidden_size", a.hidden_size},
+          {"intermediate_size", a.intermediate_size},
+          {"num_heads", a.num_heads},
+          {"num_kv_heads", a.num_kv_heads},
+          {"head_dim", a.head_dim},
+          {"vocab_size", a.vocab_size},
+          {"max_position_embeddings", a.max_position_embeddings},
+          {"rope_theta", a.rope_theta},
+          {"norm_eps", a.norm_eps},
+          {"tie_word_embeddings", a.tie_word_embeddings},
+          {"torch_dtype", a.torch_dtype}};
+}
+
+ordered_json SummaryJson(const ir::Model& m, const converter::ModelSummary& s) {
+  ordered_json j;
+  j["path"] = m.source_path;
+  j["format"] = m.source_format == ir::SourceFormat::kOnnx ? "onnx" : "safetensors";
+  if (m.source_format == ir::SourceFormat::kOnnx) {
+    j["ir_version"] = m.ir_version;
+    ordered_json opsets = ordered_json::object();
+    for (const auto& [domain, v] : m.opset_imports) opsets[domain] = v;
+    j["opset_imports"] = opsets;
+    auto it = m.opset_imports.find("");
+    j["opset"] = it == m.opset_imports.end() ? ordered_json(nullptr)
+                                             : ordered_json(it->second);
+    j["producer"] = m.producer_name + (m.producer_version.empty() ? "" : " " + m.producer_version);
+  }
+  j["inputs"] = ValuesJson(m.graph.inputs);
+  j["outputs"] = ValuesJson(m.graph.outputs);
+  j["node_count"] = s.node_count;
+  j["subgraph_count"] = s.subgraph_count;
+  j["op_histogram"] = s.op_histogram;
+  j["tensor_count"] = s.tensor_count;
+  j["parameter_count"] = s.parameter_count;
+  j["parameter_bytes"] = s.parameter_bytes;
+  ordered_json by_dtype = ordered_json::object();
+  for (const auto& [name, t] : s.by_dtype) {
+    by_dtype[name] = {{"tensors", t.tensors}, {"elements", t.elements}, {"bytes", t.bytes}};
+  }
+  j["by_dtype"] = by_dtype;
+  j["zero_copy_bytes"] = s.zero_copy_bytes;
+  if (!s.by_role.empty()) j["by_role"] = s.by_role;
+  j["input_files"] = m.input_files;
+  j["carried_files"] = m.carried_files;
+  j["architecture"] = m.architecture ? ArchitectureJson(*m.architecture) : ordered_json(nullptr);
+  j["warnings"] = m.warnings;
+  return j;
+}
+
+std::string HumanBytes(uint64_t b) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = static_cast<double>(b);
+  int u = 0;
+  while (v >= 1024 && u < 4) {
+    v /= 1024;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), u == 0 ? "%.0f %s" : "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::string Grouped(uint64_t n) {
+  std::string s = std::to_string(n);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(i, ",");
+  return s;
+}
+
+void PrintValues(const char* title, const std::vector<ir::ValueInfo>& values) {
+  std::printf("%s:\n", title);
+  if (values.empty()) std::printf("  (none)\n");
+  for (const auto& v : values) {
+    std::printf("  %-24s %s%s\n", v.name.c_str(),
+                std::string(ir::DTypeName(v.dtype)).c_str(),
+                v.shape.ToString().c_str());
+  }
+}
+
+void PrintHuman(const ir::Model& m, const converter::ModelSummary& s) {
+  if (m.source_format == ir::SourceFormat::kOnnx) {
+    auto it = m.opset_imports.find("");
+    std::printf("model: %s (ONNX, ir_version %lld, opset %s, producer %s %s)\n",
+                m.source_path.c_str(), static_cast<long long>(m.ir_version),
+                it == m.opset_imports.end() ? "?" : std::to_string(it->second).c_str(),
+                m.producer_name.empty() ? "?" : m.producer_name.c_str(),
+                m.producer_version.c_str());
+    PrintValues("inputs", m.graph.inputs);
+    PrintValues("outputs", m.graph.outputs);
+    std::printf("nodes: %s", Grouped(s.node_count).c_str());
+    if (s.subgraph_count) std::printf(" (in %llu subgraphs too)", static_cast<unsigned long long>(s.subgraph_count));
+    std::printf("\nops:\n");
+    for (const auto& [op, n] : s.op_histogram) {
+      std::printf("  %-28s %s\n", op.c_str(), Grouped(n).c_str());
+    }
+  } else {
+    std::printf("checkpoint: %s (safetensors, %zu file%s)\n", m.source_path.c_str(),
+                m.input_files.size(), m.input_files.size() == 1 ? "" : "s");
+    if (m.architecture) {
+      const auto& a = *m.architecture;
+      std::printf("architecture: %s%s%s layers=%lld hidden=%lld heads=%lld kv_heads=%lld "
+                  "head_dim=%lld intermediate=%lld vocab=%lld rope_theta=%g norm_eps=%g tied=%s\n",
+                  a.model_type.c_str(), a.architectures.empty() ? "" : " ",
+                  a.architectures.empty() ? "" : a.architectures[0].c_str(),
+                  static_cast<long long>(a.num_layers), static_cast<long long>(a.hidden_size),
+                  static_cast<long long>(a.num_heads), static_cast<long long>(a.num_kv_heads),
+                  static_cast<long long>(a.head_dim), static_cast<long long>(a.intermediate_size),
+                  static_cast<long long>(a.vocab_size), a.rope_theta, a.norm_eps,
+                  a.tie_word_embeddings ? "yes" : "no");
+    } else {
+      std::printf("architecture: unknown (no config.json)\n");
+    }
+    if (!s.by_role.empty()) {
+      std::printf("weights by role:\n");
+      for (const auto& [role, n] : s.by_role) std::printf("  %-12s %s\n", role.c_str(), Grouped(n).c_str());
+    }
+  }
+  std::printf("tensors: %s, parameters: %s (%s)\n", Grouped(s.tensor_count).c_str(),
+              Grouped(s.parameter_count).c_str(), HumanBytes(s.parameter_bytes).c_str());
+  for (const auto& [name, t] : s.by_dtype) {
+    std::printf("  %-5s %6s tensors %16s elements %12s\n", name.c_str(),
+                Grouped(t.tensors).c_str(), Grouped(t.elements).c_str(), HumanBytes(t.bytes).c_str());
+  }
+  std::printf("files read:\n");
+  for (const auto& f : m.input_files) std::printf("  %s\n", f.c_str());
+  if (!m.carried_files.empty()) {
+    std::printf("carried files:\n");
+    for (const auto& f : m.carried_files) std::printf("  %s\n", f.c_str());
+  }
+  for (const auto& w : m.warnings) std::printf("warning: %s\n", w.c_str());
+}
+
+}  // namespace
+
+int RunInspect(const InspectOptions& options) {
+  auto model = converter::ImportModel(options.path);
+  if (!model.ok()) {
+    std::fprintf(stderr, "slimpack inspect: %s\n", model.status().ToString().c_str());
+    return kExitInputError;
+  }
+  converter::ModelSummary summary = converter::Summarize(*model);
+  if (options.json) {
+    std::cout << SummaryJson(*model, summary).dump(2) << "\n";
+  } else {
+    PrintHuman(*model, summary);
+  }
+  return kExitOk;
+}
+
+}  // namespace slimpack::cli
