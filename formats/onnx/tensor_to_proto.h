@@ -1,0 +1,30 @@
+// ir::Tensor -> TensorProto, embedded as raw_data or placed in the external
+// data file.
+#ifndef SLIMPACK_FORMATS_ONNX_TENSOR_TO_PROTO_H_
+#define SLIMPACK_FORMATS_ONNX_TENSOR_TO_PROTO_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "converter/ir/tensor.h"
+#include "formats/onnx/external_data_writer.h"
+#include "onnx/onnx_pb.h"
+
+namespace slimpack::onnx_format {
+
+// Where tensor bytes go: with `external` set, tensors of at least
+// `threshold` bytes go to the external file; everything else is raw_data.
+struct TensorPlacement {
+  ExternalDataWriter* external = nullptr;
+  uint64_t threshold = 1024;
+};
+
+// InvalidArgument naming the tensor if its dtype is undefined or its byte
+// count does not match dtype x dims.
+absl::Status TensorToProto(const ir::Tensor& tensor,
+                           const TensorPlacement& placement,
+                           onnx::TensorProto* proto);
+
+}  // namespace slimpack::onnx_format
+
+#endif  // SLIMPACK_FORMATS_ONNX_TENSOR_TO_PROTO_H_
