@@ -25,7 +25,8 @@ def main():
     for path in models:
         got = json.loads(subprocess.run([slimpack, "inspect", "--json", path], check=True,
                                         capture_output=True, text=True).stdout)
-        want = expected[os.path.basename(path)] if os.path.basename(path) in expected else expected[path]
+        want = next(v for k, v in expected.items()
+                    if os.path.abspath(k) == os.path.abspath(path))
         checks = {
             "op_histogram": (got["op_histogram"], want["op_histogram"]),
             "parameter_count": (got["parameter_count"], want["parameter_count"]),
