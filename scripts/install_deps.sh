@@ -9,6 +9,7 @@ PKGS=(
   build-essential cmake pkg-config
   libonnx-dev libprotobuf-dev protobuf-compiler libabsl-dev libcli11-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
+  libopenblas-dev libonnx-testdata
   python3 python3-onnx python3-numpy
   g++-aarch64-linux-gnu qemu-user
 )

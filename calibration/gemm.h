@@ -1,0 +1,29 @@
+// Single-precision GEMM through OpenBLAS. Large products are cut into tiles
+// whose shape depends only on (m, n, k), never on the thread count, and each
+// tile is one single-threaded BLAS call: results are bitwise identical for
+// any number of threads.
+#ifndef SLIMPACK_CALIBRATION_GEMM_H_
+#define SLIMPACK_CALIBRATION_GEMM_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "calibration/thread_pool.h"
+
+namespace slimpack::calibration {
+
+// C[m,n] = alpha * op(A) * op(B) + beta * C, all row-major. op(A) is m x k
+// (A is k x m when trans_a), op(B) is k x n. InvalidArgument if a size or
+// leading dimension exceeds the BLAS integer range.
+absl::Status Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
+                   int64_t k, float alpha, const float* a, int64_t lda,
+                   const float* b, int64_t ldb, float beta, float* c,
+                   int64_t ldc, ThreadPool* pool);
+
+// Makes OpenBLAS run every call on the calling thread: the interpreter does
+// its own threading. OpenBLAS keeps this setting process-wide.
+void UseSingleThreadedBlas();
+
+}  // namespace slimpack::calibration
+
+#endif  // SLIMPACK_CALIBRATION_GEMM_H_

@@ -1,0 +1,211 @@
+// Pooling and normalization kernels: hand-computed values and naive loops.
+#include <cmath>
+#include <limits>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/calibration/op_test_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace slimpack::calibration {
+namespace {
+
+using ::slimpack::calibration::testing::ExpectFloats;
+using ::slimpack::calibration::testing::ExpectValues;
+using ::slimpack::calibration::testing::F32;
+using ::slimpack::calibration::testing::OpTest;
+using ::slimpack::calibration::testing::Random;
+using ::slimpack::calibration::testing::RunOne;
+using ::slimpack::testing::StatusIs;
+using ::testing::HasSubstr;
+using Attr = ir::Attribute;
+
+// 4x4 plane 1..16.
+RtTensor Plane4x4() {
+  std::vector<float> v(16);
+  for (int i = 0; i < 16; ++i) v[i] = static_cast<float>(i + 1);
+  return F32({1, 1, 4, 4}, v);
+}
+
+TEST(PoolTest, MaxPoolWithPadsStridesAndIndices) {
+  // 2x2 windows, stride 2: maxima at the bottom-right of each window.
+  OpTest t{"MaxPool", {{"x", Plane4x4()}},
+           {{"kernel_shape", Attr::Ints({2, 2})}, {"strides", Attr::Ints({2, 2})}}, 2};
+  auto out = t.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  ExpectFloats((*out)[0], {1, 1, 2, 2}, {6, 8, 14, 16});
+  ExpectValues<int64_t>((*out)[1], {1, 1, 2, 2}, {5, 7, 13, 15});
+  // 3x3 with pad 1, stride 1: every output is the max of its clipped window.
+  RtTensor y = RunOne({"MaxPool", {{"x", Plane4x4()}},
+                       {{"kernel_shape", Attr::Ints({3, 3})}, {"pads", Attr::Ints({1, 1, 1, 1})}}});
+  std::vector<float> want;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      want.push_back(static_cast<float>(std::min(i + 1, 3) * 4 + std::min(j + 1, 3) + 1));
+    }
+  }
+  ExpectFloats(y, {1, 1, 4, 4}, want);
+}
+
+TEST(PoolTest, MaxPoolCeilModeAndDilation) {
+  // 4x4, kernel 3, stride 2: floor gives 1x1, ceil gives 2x2 (last window
+  // clipped to the input).
+  RtTensor floor_y = RunOne({"MaxPool", {{"x", Plane4x4()}},
+                             {{"kernel_shape", Attr::Ints({3, 3})}, {"strides", Attr::Ints({2, 2})}}});
+  ExpectFloats(floor_y, {1, 1, 1, 1}, {11});
+  RtTensor ceil_y = RunOne({"MaxPool", {{"x", Plane4x4()}},
+                            {{"kernel_shape", Attr::Ints({3, 3})}, {"strides", Attr::Ints({2, 2})},
+                             {"ceil_mode", Attr::Int(1)}}});
+  ExpectFloats(ceil_y, {1, 1, 2, 2}, {11, 12, 15, 16});
+  // Dilation 2 with a 2x2 kernel reads (0,0),(0,2),(2,0),(2,2) offsets.
+  RtTensor dil = RunOne({"MaxPool", {{"x", Plane4x4()}},
+                         {{"kernel_shape", Attr::Ints({2, 2})}, {"dilations", Attr::Ints({2, 2})}}});
+  ExpectFloats(dil, {1, 1, 2, 2}, {11, 12, 15, 16});
+}
+
+TEST(PoolTest, AveragePoolCountIncludePad) {
+  const std::map<std::string, Attr> base = {{"kernel_shape", Attr::Ints({2, 2})},
+                                            {"strides", Attr::Ints({2, 2})},
+                                            {"pads", Attr::Ints({1, 1, 1, 1})}};
+  // Windows: {1}, {2,3}, {4}, {5,9}, {6,7,10,11}, ...
+  RtTensor excl = RunOne({"AveragePool", {{"x", Plane4x4()}}, base});
+  ExpectFloats(excl, {1, 1, 3, 3}, {1, 2.5f, 4, 7, 8.5f, 10, 13, 14.5f, 16});
+  auto with_pad = base;
+  with_pad["count_include_pad"] = Attr::Int(1);
+  RtTensor incl = RunOne({"AveragePool", {{"x", Plane4x4()}}, with_pad});
+  ExpectFloats(incl, {1, 1, 3, 3},
+               {0.25f, 1.25f, 1, 3.5f, 8.5f, 5, 3.25f, 7.25f, 4});
+}
+
+TEST(PoolTest, AveragePoolSameUpperMatchesNaive) {
+  const auto x = Random(2 * 3 * 5 * 6, 31);
+  RtTensor y = RunOne({"AveragePool", {{"x", F32({2, 3, 5, 6}, x)}},
+                       {{"kernel_shape", Attr::Ints({3, 2})}, {"strides", Attr::Ints({2, 2})},
+                        {"auto_pad", Attr::String("SAME_UPPER")}}});
+  // out = ceil(5/2)=3, ceil(6/2)=3; total pad h = 2*2+3-5 = 2 -> (1,1);
+  // w = 2*2+2-6 = 0.
+  std::vector<float> want;
+  for (int p = 0; p < 6; ++p) {
+    for (int oy = 0; oy < 3; ++oy) {
+      for (int ox = 0; ox < 3; ++ox) {
+        double s = 0;
+        int n = 0;
+        for (int ky = 0; ky < 3; ++ky) {
+          for (int kx = 0; kx < 2; ++kx) {
+            const int iy = oy * 2 - 1 + ky, ix = ox * 2 + kx;
+            if (iy < 0 || iy >= 5 || ix >= 6) continue;
+            s += x[(p * 5 + iy) * 6 + ix];
+            ++n;
+          }
+        }
+        want.push_back(static_cast<float>(s / n));
+      }
+    }
+  }
+  ExpectFloats(y, {2, 3, 3, 3}, want);
+}
+
+TEST(PoolTest, GlobalPools) {
+  RtTensor x = F32({1, 2, 2, 2}, {1, 2, 3, 4, -1, -2, -3, -8});
+  ExpectFloats(RunOne({"GlobalAveragePool", {{"x", x}}}), {1, 2, 1, 1}, {2.5f, -3.5f});
+  ExpectFloats(RunOne({"GlobalMaxPool", {{"x", x}}}), {1, 2, 1, 1}, {4, -1});
+}
+
+TEST(NormTest, BatchNormalizationInference) {
+  RtTensor x = F32({1, 2, 1, 2}, {1, 2, 3, 4});
+  RtTensor y = RunOne({"BatchNormalization",
+                       {{"x", x}, {"s", F32({2}, {2, 0.5f})}, {"b", F32({2}, {1, -1})},
+                        {"m", F32({2}, {1, 3})}, {"v", F32({2}, {4, 1})}},
+                       {{"epsilon", Attr::Float(0)}}});
+  // c0: (x-1)/2*2+1, c1: (x-3)/1*0.5-1.
+  ExpectFloats(y, {1, 2, 1, 2}, {1, 2, -1, -0.5f});
+  auto train = OpTest{"BatchNormalization",
+                      {{"x", x}, {"s", F32({2}, {1, 1})}, {"b", F32({2}, {0, 0})},
+                       {"m", F32({2}, {0, 0})}, {"v", F32({2}, {1, 1})}},
+                      {{"training_mode", Attr::Int(1)}}}.Run();
+  EXPECT_THAT(train, StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("training mode")));
+}
+
+TEST(NormTest, LayerNormalizationOverTrailingAxes) {
+  const auto x = Random(2 * 3 * 4, 41);
+  const auto scale = Random(12, 42), bias = Random(12, 43);
+  OpTest t{"LayerNormalization",
+           {{"x", F32({2, 3, 4}, x)}, {"s", F32({3, 4}, scale)}, {"b", F32({3, 4}, bias)}},
+           {{"axis", Attr::Int(1)}, {"epsilon", Attr::Float(1e-3f)}}, 3};
+  auto out = t.Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  std::vector<float> want, means, invs;
+  for (int r = 0; r < 2; ++r) {
+    double m = 0, v = 0;
+    for (int i = 0; i < 12; ++i) m += x[r * 12 + i];
+    m /= 12;
+    for (int i = 0; i < 12; ++i) v += (x[r * 12 + i] - m) * (x[r * 12 + i] - m);
+    v /= 12;
+    const double inv = 1 / std::sqrt(v + 1e-3);
+    for (int i = 0; i < 12; ++i) {
+      want.push_back(static_cast<float>((x[r * 12 + i] - m) * inv * scale[i] + bias[i]));
+    }
+    means.push_back(static_cast<float>(m));
+    invs.push_back(static_cast<float>(inv));
+  }
+  ExpectFloats((*out)[0], {2, 3, 4}, want);
+  ExpectFloats((*out)[1], {2, 1, 1}, means);
+  ExpectFloats((*out)[2], {2, 1, 1}, invs);
+  // Default axis -1 with a 1-d scale and no bias.
+  RtTensor y = RunOne({"LayerNormalization", {{"x", F32({1, 2}, {1, 3})}, {"s", F32({2}, {1, 2})}},
+                       {{"epsilon", Attr::Float(0)}}});
+  ExpectFloats(y, {1, 2}, {-1, 2});
+}
+
+TEST(NormTest, InstanceNormalization) {
+  RtTensor y = RunOne({"InstanceNormalization",
+                       {{"x", F32({1, 2, 2}, {1, 3, 10, 10})},
+                        {"s", F32({2}, {2, 1})}, {"b", F32({2}, {0, 5})}},
+                       {{"epsilon", Attr::Float(1)}}});
+  // Channel 0: mean 2, var 1 -> (x-2)/sqrt(2)*2; channel 1 is constant.
+  ExpectFloats(y, {1, 2, 2}, {-std::sqrt(2.0f), std::sqrt(2.0f), 5, 5});
+}
+
+std::vector<float> SoftmaxRows(const std::vector<float>& x, int rows, int cols, bool log) {
+  std::vector<float> y;
+  for (int r = 0; r < rows; ++r) {
+    double mx = -1e30, s = 0;
+    for (int c = 0; c < cols; ++c) mx = std::max<double>(mx, x[r * cols + c]);
+    for (int c = 0; c < cols; ++c) s += std::exp(x[r * cols + c] - mx);
+    for (int c = 0; c < cols; ++c) {
+      const double e = x[r * cols + c] - mx;
+      y.push_back(static_cast<float>(log ? e - std::log(s) : std::exp(e) / s));
+    }
+  }
+  return y;
+}
+
+TEST(NormTest, SoftmaxAxisSemanticsChangeAtOpset13) {
+  const auto x = Random(2 * 3 * 4, 51, -5, 5);
+  for (bool log : {false, true}) {
+    const std::string op = log ? "LogSoftmax" : "Softmax";
+    SCOPED_TRACE(op);
+    // Opset 11, axis 1: each batch row of 12 values is one distribution.
+    RtTensor y11 = RunOne({op, {{"x", F32({2, 3, 4}, x)}}, {}, 1, 11});
+    ExpectFloats(y11, {2, 3, 4}, SoftmaxRows(x, 2, 12, log));
+    // Opset 13, default axis -1: rows of 4.
+    RtTensor y13 = RunOne({op, {{"x", F32({2, 3, 4}, x)}}, {}, 1, 13});
+    ExpectFloats(y13, {2, 3, 4}, SoftmaxRows(x, 6, 4, log));
+    // Opset 13, axis 1: along the middle axis (stride 4).
+    RtTensor mid = RunOne({op, {{"x", F32({2, 3, 4}, x)}}, {{"axis", Attr::Int(1)}}, 1, 13});
+    std::vector<float> t(24), want(24);
+    for (int b = 0; b < 2; ++b)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j) t[(b * 4 + j) * 3 + i] = x[(b * 3 + i) * 4 + j];
+    const auto sm = SoftmaxRows(t, 8, 3, log);
+    for (int b = 0; b < 2; ++b)
+      for (int i = 0; i < 3; ++i)
+        for (int j = 0; j < 4; ++j) want[(b * 3 + i) * 4 + j] = sm[(b * 4 + j) * 3 + i];
+    ExpectFloats(mid, {2, 3, 4}, want);
+  }
+  // Large inputs do not overflow.
+  ExpectFloats(RunOne({"Softmax", {{"x", F32({2}, {1000, 1000})}}}), {2}, {0.5f, 0.5f});
+}
+
+}  // namespace
+}  // namespace slimpack::calibration
