@@ -1,0 +1,48 @@
+// Inner dequantization kernels: one run of contiguous elements sharing one
+// scale (broadcast) or with one scale per element (vector). Every kernel
+// computes float(q - zp) * s exactly as the scalar reference does. Internal.
+#ifndef SLIMPACK_FORMATS_SHARD_LOADER_DEQUANT_KERNELS_H_
+#define SLIMPACK_FORMATS_SHARD_LOADER_DEQUANT_KERNELS_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace slimpack::loader::internal {
+
+struct DequantKernels {
+  const char* name;
+  // out[i] = float(q[i] - zp) * s for 8-bit q (int8 if is_signed).
+  void (*bcast8)(const uint8_t* q, size_t n, bool is_signed, int32_t zp,
+                 float s, float* out);
+  // out[i] = float(q[i] - zp[i]) * s[i]; zp may be nullptr (0).
+  void (*vec8)(const uint8_t* q, size_t n, bool is_signed, const int16_t* zp,
+               const float* s, float* out);
+  // Same for the 4-bit elements [first, first + n) of a packed array
+  // (element k in byte k/2, low nibble first).
+  void (*bcast4)(const uint8_t* packed, uint64_t first, size_t n,
+                 bool is_signed, int32_t zp, float s, float* out);
+  void (*vec4)(const uint8_t* packed, uint64_t first, size_t n, bool is_signed,
+               const int16_t* zp, const float* s, float* out);
+};
+
+const DequantKernels& ScalarKernels();
+// The fastest kernels this CPU supports (ScalarKernels() if none).
+const DequantKernels& BestKernels();
+
+// Element k of a packed 4-bit array as an integer.
+inline int32_t Nibble(const uint8_t* packed, uint64_t k, bool is_signed) {
+  const uint8_t byte = packed[k >> 1];
+  const int32_t v = (k & 1) ? (byte >> 4) : (byte & 0x0F);
+  return is_signed ? ((v ^ 8) - 8) : v;
+}
+
+#if defined(__x86_64__)
+const DequantKernels* Avx2Kernels();  // nullptr when the CPU lacks AVX2
+#endif
+#if defined(__aarch64__)
+const DequantKernels& NeonKernels();
+#endif
+
+}  // namespace slimpack::loader::internal
+
+#endif  // SLIMPACK_FORMATS_SHARD_LOADER_DEQUANT_KERNELS_H_

@@ -1,0 +1,54 @@
+// Dequantization to f32 of the layouts in spec.md section 5:
+//   x = float32(q - zero_point) * scale   (one rounding, no FMA),
+// int8 per-channel and int4 group-wise (low nibble first), plus plain
+// f32/f16/bf16 conversion. The vectorised kernels (AVX2 on x86-64 chosen at
+// run time, NEON on arm64) are bit-identical to the scalar reference.
+#ifndef SLIMPACK_FORMATS_SHARD_LOADER_DEQUANTIZE_H_
+#define SLIMPACK_FORMATS_SHARD_LOADER_DEQUANTIZE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "formats/shard/format.h"
+#include "formats/shard/loader/status.h"
+
+namespace slimpack::loader {
+
+// A tensor and its quantization parameters, as raw memory (typically
+// TensorView data). Byte counts are checked against the shape.
+struct QuantizedTensorRef {
+  shard::LayoutKind layout = shard::LayoutKind::kPlain;
+  shard::DType dtype = shard::DType::kF32;
+  std::vector<uint64_t> shape;
+  int32_t axis = 0;          // quantized layouts
+  uint64_t group_size = 0;   // kInt4GroupWise
+  const void* data = nullptr;
+  uint64_t data_bytes = 0;
+  const float* scale = nullptr;     // f32, shape per spec.md
+  uint64_t scale_count = 0;         // elements
+  const void* zero_point = nullptr;  // same dtype as data, or nullptr
+  uint64_t zero_point_bytes = 0;
+};
+
+enum class DequantImpl {
+  kBest,    // AVX2 / NEON when available
+  kScalar,  // the reference
+};
+
+// Writes the tensor's numel f32 values to out[0, out_count).
+// InvalidArgument when out_count != numel, a byte count does not match the
+// shape, or axis/group size are invalid; Unimplemented for a plain dtype
+// other than f32/f16/bf16.
+Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
+                       uint64_t out_count, DequantImpl impl = DequantImpl::kBest);
+
+// Which kernels kBest uses on this CPU: "avx2", "neon" or "scalar".
+const char* DequantImplementation();
+
+// IEEE half / bfloat16 bits to float (exact).
+float HalfToFloat(uint16_t h);
+float BFloat16ToFloat(uint16_t b);
+
+}  // namespace slimpack::loader
+
+#endif  // SLIMPACK_FORMATS_SHARD_LOADER_DEQUANTIZE_H_

@@ -1,0 +1,126 @@
+// Tensor layouts of the manifest (spec.md section 5, "Layouts"): resolves
+// scale and zero-point references and checks their dtypes and shapes.
+#include "formats/shard/loader/manifest_layout.h"
+
+#include <string>
+#include <vector>
+
+namespace slimpack::loader::internal {
+namespace {
+
+// Resolves a scale / zero-point reference and checks its dtype and shape.
+Status ResolveQuantParam(const Fields& f, std::string_view key, const Manifest& m,
+                         DType want_dtype, const std::vector<uint64_t>& want_shape,
+                         bool required, int32_t* out) {
+  const JsonValue* v = f.Optional(key);
+  if (v == nullptr) {
+    if (required) return f.Error(key, "missing required key");
+    return OkStatus();
+  }
+  if (!v->is_string()) {
+    return f.Error(key, "expected a tensor name, found " + DescribeValue(*v));
+  }
+  int32_t idx = m.FindTensor(v->string_value());
+  if (idx < 0) {
+    return f.Error(key, "refers to missing tensor '" + std::string(v->string_value()) + "'");
+  }
+  const TensorInfo& p = m.tensors[static_cast<size_t>(idx)];
+  if (p.dtype != want_dtype) {
+    return f.Error(key, "tensor '" + p.name + "' has dtype " +
+                            std::string(shard::DTypeName(p.dtype)) + ", expected " +
+                            std::string(shard::DTypeName(want_dtype)));
+  }
+  if (p.shape != want_shape) {
+    auto dims = [](const std::vector<uint64_t>& s) {
+      std::string out = "[";
+      for (size_t i = 0; i < s.size(); ++i) {
+        out += (i ? "," : "") + std::to_string(s[i]);
+      }
+      return out + "]";
+    };
+    return f.Error(key, "tensor '" + p.name + "' has shape " + dims(p.shape) +
+                            ", expected " + dims(want_shape));
+  }
+  *out = idx;
+  return OkStatus();
+}
+
+Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
+                   const Manifest& m, TensorInfo* t) {
+  ObjectPath path{nullptr, "layout", -1, {}, &tensor_path};
+  Fields f(v, path);
+  if (!v.is_object()) {
+    return f.Error("", "expected an object, found " + DescribeValue(v));
+  }
+  SLP_ASSIGN_OR_RETURN(std::string_view kind_view, f.StringView("kind"));
+  if (kind_view == shard::kLayoutPlain) {
+    t->layout.kind = LayoutKind::kPlain;
+    return OkStatus();
+  }
+  const std::string kind(kind_view);
+  const bool int8 = kind == shard::kLayoutInt8PerChannel;
+  const bool int4 = kind == shard::kLayoutInt4GroupWise;
+  if (!int8 && !int4) {
+    return f.Error("kind", "unknown layout \"" + kind + "\" (supported: plain, " +
+                               std::string(shard::kLayoutInt8PerChannel) + ", " +
+                               std::string(shard::kLayoutInt4GroupWise) + ")",
+                   StatusCode::kUnimplemented);
+  }
+  t->layout.kind = int8 ? LayoutKind::kInt8PerChannel : LayoutKind::kInt4GroupWise;
+  const bool dtype_ok = int8 ? (t->dtype == DType::kI8 || t->dtype == DType::kU8)
+                             : (t->dtype == DType::kI4 || t->dtype == DType::kU4);
+  if (!dtype_ok) {
+    return f.Error("kind", "layout " + kind + " needs dtype " +
+                               (int8 ? "i8 or u8" : "i4 or u4") + ", found " +
+                               std::string(shard::DTypeName(t->dtype)));
+  }
+  uint64_t axis = 0;
+  SLP_ASSIGN_OR_RETURN(axis, f.SafeUint("axis"));
+  if (axis >= t->shape.size()) {
+    return f.Error("axis", "axis " + std::to_string(axis) +
+                               " is out of range for rank " +
+                               std::to_string(t->shape.size()));
+  }
+  t->layout.axis = static_cast<int32_t>(axis);
+  std::vector<uint64_t> param_shape;
+  if (int8) {
+    param_shape = {t->shape[axis]};
+  } else {
+    SLP_ASSIGN_OR_RETURN(t->layout.group_size, f.SafeUint("group_size"));
+    if (t->layout.group_size == 0) return f.Error("group_size", "must be at least 1");
+    SLP_ASSIGN_OR_RETURN(std::string packing, f.String("packing"));
+    if (packing != shard::kPackingLowNibbleFirst) {
+      return f.Error("packing", "unknown packing \"" + packing + "\" (supported: " +
+                                    std::string(shard::kPackingLowNibbleFirst) + ")",
+                     StatusCode::kUnimplemented);
+    }
+    param_shape = t->shape;
+    const uint64_t g = t->layout.group_size;
+    param_shape[axis] = t->shape[axis] / g + (t->shape[axis] % g != 0);
+  }
+  SLP_RETURN_IF_ERROR(ResolveQuantParam(f, "scale", m, DType::kF32, param_shape,
+                                        /*required=*/true, &t->layout.scale));
+  SLP_RETURN_IF_ERROR(ResolveQuantParam(f, "zero_point", m, t->dtype, param_shape,
+                                        /*required=*/false, &t->layout.zero_point));
+  for (int32_t p : {t->layout.scale, t->layout.zero_point}) {
+    if (p >= 0 && m.tensors[static_cast<size_t>(p)].layout.kind != LayoutKind::kPlain) {
+      return f.Error("", "quantization parameter '" +
+                             m.tensors[static_cast<size_t>(p)].name +
+                             "' must have layout plain");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status ParseLayouts(const Fields& top, const PendingLayouts& pending, Manifest* m) {
+  for (const auto& [i, layout] : pending) {
+    TensorInfo& t = m->tensors[i];
+    ObjectPath path{top.path().file, "tensors", static_cast<int64_t>(i), t.name};
+    SLP_RETURN_IF_ERROR(ParseLayout(*layout, path, *m, &t));
+  }
+  return OkStatus();
+}
+
+}  // namespace slimpack::loader::internal

@@ -1,0 +1,23 @@
+// The valid artifacts the loader tests start from (and then corrupt).
+#ifndef SLIMPACK_TESTS_SHARD_LOADER_SAMPLE_ARTIFACTS_H_
+#define SLIMPACK_TESTS_SHARD_LOADER_SAMPLE_ARTIFACTS_H_
+
+#include "tests/shard/loader/test_artifact_writer.h"
+
+namespace slimpack::loader::testing {
+
+// Nine tensors in two shards, in storage order:
+//   shard 0: a f32[4,4] (0..15), b f32[8], c i8[3,5] int8_per_channel
+//            (axis 0, scale c.scale, zero point c.zp), c.scale f32[3], c.zp i8[3]
+//   shard 1: d f32[100], q4 i4[4,10] int4_groupwise (axis 1, group 4,
+//            scale q4.scale f32[4,3], zero point q4.zp i4[4,3]), q4.scale, q4.zp
+// An ONNX graph x -> MatMul(a) -> Add(b) -> If(then: Identity(y)), with a
+// tensor attribute referring to d; carried tokenizer.json.
+TestArtifactSpec SampleSpec();
+
+// Index of each tensor in the manifest's storage order.
+enum SampleTensor { kA = 0, kB, kC, kCScale, kCZp, kD, kQ4, kQ4Scale, kQ4Zp };
+
+}  // namespace slimpack::loader::testing
+
+#endif  // SLIMPACK_TESTS_SHARD_LOADER_SAMPLE_ARTIFACTS_H_
