@@ -1,0 +1,34 @@
+// Interpreter kernels for the ops our passes emit in the "slimpack" domain,
+// registered into a copy of the built-in registry (no global state).
+//
+//   slimpack.FusedConv / slimpack.FusedGemm: Conv / Gemm (same inputs and
+//     attributes) followed by `activation` (string: Relu, Clip, LeakyRelu,
+//     HardSwish, Sigmoid) with `activation_params` (floats: Clip [min, max],
+//     LeakyRelu [alpha], otherwise empty).
+//   slimpack.Gelu: ONNX Gelu (opset 20) semantics for models whose opset
+//     predates it; attribute `approximate` ("none" or "tanh").
+//   slimpack.LayerNormGelu: LayerNormalization (same inputs/attributes)
+//     followed by Gelu with attribute `approximate`.
+// Each fused kernel runs the interpreter's own kernels back to back, so a
+// fused graph computes bit-identical values to the unfused one.
+#ifndef SLIMPACK_PASSES_FUSED_KERNELS_H_
+#define SLIMPACK_PASSES_FUSED_KERNELS_H_
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "calibration/kernel_registry.h"
+
+namespace slimpack::passes {
+
+inline constexpr char kSlimpackDomain[] = "slimpack";
+
+// Adds the kernels above. AlreadyExists if one is registered already.
+absl::Status RegisterFusedKernels(calibration::KernelRegistry& registry);
+
+// BuiltinKernels() plus RegisterFusedKernels.
+std::shared_ptr<const calibration::KernelRegistry> KernelsWithFusedOps();
+
+}  // namespace slimpack::passes
+
+#endif  // SLIMPACK_PASSES_FUSED_KERNELS_H_

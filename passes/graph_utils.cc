@@ -1,0 +1,199 @@
+// Shared helpers for the passes (see graph_utils.h).
+#include "passes/graph_utils.h"
+
+#include <cmath>
+#include <cstring>
+#include <unordered_set>
+
+namespace slimpack::passes {
+namespace {
+
+template <typename T>
+std::vector<T> ReadAs(const ir::Tensor& t) {
+  std::vector<T> out(t.data.size() / sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), t.data.data(), out.size() * sizeof(T));
+  return out;
+}
+
+bool IsGraphInput(const ir::Graph& graph, const std::string& name) {
+  for (const ir::ValueInfo& v : graph.inputs) {
+    if (v.name == name) return true;
+  }
+  return false;
+}
+
+// Byte size agrees with dtype x dims (the verifier checks this too, but
+// passes may run on unverified graphs).
+bool WellFormed(const ir::Tensor& t) {
+  auto bytes = t.ExpectedBytes();
+  return bytes.ok() && *bytes == t.data.size();
+}
+
+}  // namespace
+
+const ir::Tensor* FindConstant(const ir::Graph& graph, const std::string& name) {
+  if (name.empty() || IsGraphInput(graph, name)) return nullptr;
+  return graph.FindInitializer(name);
+}
+
+std::optional<double> ConstantScalar(const ir::Graph& graph,
+                                     const std::string& name) {
+  const ir::Tensor* t = FindConstant(graph, name);
+  if (t == nullptr || !WellFormed(*t)) return std::nullopt;
+  auto n = t->NumElements();
+  if (!n.ok() || *n != 1) return std::nullopt;
+  switch (t->dtype) {
+    case ir::DType::kF32: return ReadAs<float>(*t)[0];
+    case ir::DType::kF64: return ReadAs<double>(*t)[0];
+    case ir::DType::kI32: return ReadAs<int32_t>(*t)[0];
+    case ir::DType::kI64: return static_cast<double>(ReadAs<int64_t>(*t)[0]);
+    case ir::DType::kBool:
+    case ir::DType::kU8: return ReadAs<uint8_t>(*t)[0];
+    default: return std::nullopt;
+  }
+}
+
+std::optional<std::vector<float>> ConstantFloats(const ir::Graph& graph,
+                                                 const std::string& name) {
+  const ir::Tensor* t = FindConstant(graph, name);
+  if (t == nullptr || t->dtype != ir::DType::kF32 || !WellFormed(*t)) {
+    return std::nullopt;
+  }
+  return ReadAs<float>(*t);
+}
+
+std::optional<std::vector<int64_t>> ConstantInts(const ir::Graph& graph,
+                                                 const std::string& name) {
+  const ir::Tensor* t = FindConstant(graph, name);
+  if (t == nullptr || !WellFormed(*t)) return std::nullopt;
+  if (t->dtype == ir::DType::kI64) return ReadAs<int64_t>(*t);
+  if (t->dtype == ir::DType::kI32) {
+    std::vector<int64_t> out;
+    for (int32_t v : ReadAs<int32_t>(*t)) out.push_back(v);
+    return out;
+  }
+  return std::nullopt;
+}
+
+bool IsGraphOutput(const ir::Graph& graph, const std::string& value) {
+  for (const ir::ValueInfo& v : graph.outputs) {
+    if (v.name == value) return true;
+  }
+  return false;
+}
+
+size_t UseCount(const ir::Graph& graph, const ir::UseDefIndex& index,
+                const std::string& value) {
+  size_t n = 0;
+  auto it = index.consumers.find(value);
+  if (it != index.consumers.end()) n += it->second.size();
+  for (const ir::ValueInfo& v : graph.outputs) n += v.name == value ? 1 : 0;
+  return n;
+}
+
+bool HasSingleUse(const ir::Graph& graph, const ir::UseDefIndex& index,
+                  const std::string& value) {
+  return UseCount(graph, index, value) == 1 && !IsGraphOutput(graph, value);
+}
+
+std::optional<size_t> ProducerIndex(const ir::UseDefIndex& index,
+                                    const std::string& value) {
+  auto it = index.producer.find(value);
+  if (it == index.producer.end()) return std::nullopt;
+  return it->second;
+}
+
+const ir::Node* ProducerOf(const ir::Graph& graph, const ir::UseDefIndex& index,
+                           const std::string& value) {
+  auto i = ProducerIndex(index, value);
+  return i ? &graph.nodes[*i] : nullptr;
+}
+
+std::string UniqueValueName(const ir::Graph& graph, const std::string& base) {
+  std::unordered_set<std::string> taken;
+  for (const ir::ValueInfo& v : graph.inputs) taken.insert(v.name);
+  for (const ir::ValueInfo& v : graph.outputs) taken.insert(v.name);
+  for (const ir::Tensor& t : graph.initializers()) taken.insert(t.name);
+  for (const ir::Node& n : graph.nodes) {
+    taken.insert(n.name);
+    for (const std::string& o : n.outputs) taken.insert(o);
+    for (const std::string& i : n.inputs) taken.insert(i);
+  }
+  if (!taken.count(base)) return base;
+  for (int k = 1;; ++k) {
+    std::string name = base + "_" + std::to_string(k);
+    if (!taken.count(name)) return name;
+  }
+}
+
+ir::Tensor MakeF32Tensor(std::string name, std::vector<int64_t> dims,
+                         const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(float));
+  if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  ir::Tensor t;
+  t.name = std::move(name);
+  t.dtype = ir::DType::kF32;
+  t.dims = std::move(dims);
+  t.data = ir::TensorData::Owned(std::move(bytes));
+  return t;
+}
+
+int64_t StaticByteSize(const ir::Graph& graph, const std::string& value) {
+  std::optional<ir::ValueInfo> info = graph.FindValueInfo(value);
+  if (!info) return 0;
+  std::optional<uint64_t> n = info->shape.NumElements();
+  if (!n) return 0;
+  std::optional<uint64_t> bytes = ir::DTypeByteSize(info->dtype, *n);
+  return bytes ? static_cast<int64_t>(*bytes) : 0;
+}
+
+int64_t EraseNodes(ir::Graph& graph, const std::vector<bool>& dead) {
+  std::vector<ir::Node> kept;
+  kept.reserve(graph.nodes.size());
+  int64_t removed = 0;
+  for (size_t i = 0; i < graph.nodes.size(); ++i) {
+    if (i < dead.size() && dead[i]) {
+      ++removed;
+    } else {
+      kept.push_back(std::move(graph.nodes[i]));
+    }
+  }
+  graph.nodes = std::move(kept);
+  return removed;
+}
+
+int64_t IntAttrOr(const ir::Node& node, const std::string& name, int64_t def) {
+  const ir::Attribute* a = node.FindAttribute(name);
+  return a && a->kind == ir::Attribute::Kind::kInt ? a->i : def;
+}
+
+float FloatAttrOr(const ir::Node& node, const std::string& name, float def) {
+  const ir::Attribute* a = node.FindAttribute(name);
+  return a && a->kind == ir::Attribute::Kind::kFloat ? a->f : def;
+}
+
+std::optional<size_t> SingleUseProducer(const ir::Graph& graph,
+                                        const ir::UseDefIndex& index,
+                                        const std::vector<bool>& dead,
+                                        const std::string& value,
+                                        std::string_view op_type) {
+  std::optional<size_t> p = ProducerIndex(index, value);
+  if (!p || (*p < dead.size() && dead[*p])) return std::nullopt;
+  const ir::Node& node = graph.nodes[*p];
+  if (!node.domain.empty() || node.op_type != op_type) return std::nullopt;
+  if (!HasSingleUse(graph, index, value)) return std::nullopt;
+  return p;
+}
+
+bool IsScalarNear(const ir::Graph& graph, const std::string& name, double want,
+                  double rel_tol) {
+  std::optional<double> v = ConstantScalar(graph, name);
+  return v && std::fabs(*v - want) <= rel_tol * std::fabs(want);
+}
+
+std::string Describe(const ir::Node& node) {
+  return "node '" + node.name + "' (" +
+         (node.domain.empty() ? "" : node.domain + ".") + node.op_type + ")";
+}
+
+}  // namespace slimpack::passes

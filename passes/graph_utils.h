@@ -1,0 +1,79 @@
+// Small queries and edits shared by the passes: constants, use counts,
+// fresh names, node removal.
+#ifndef SLIMPACK_PASSES_GRAPH_UTILS_H_
+#define SLIMPACK_PASSES_GRAPH_UTILS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "converter/ir/graph.h"
+
+namespace slimpack::passes {
+
+// The initializer `name` if it is a true constant: an initializer that is
+// not also a graph input (inputs may override initializers at run time).
+const ir::Tensor* FindConstant(const ir::Graph& graph, const std::string& name);
+// A one-element f32/f64/i32/i64/u8/bool constant as double.
+std::optional<double> ConstantScalar(const ir::Graph& graph,
+                                     const std::string& name);
+// All elements of an f32 constant.
+std::optional<std::vector<float>> ConstantFloats(const ir::Graph& graph,
+                                                 const std::string& name);
+// All elements of an i32/i64 constant.
+std::optional<std::vector<int64_t>> ConstantInts(const ir::Graph& graph,
+                                                 const std::string& name);
+
+bool IsGraphOutput(const ir::Graph& graph, const std::string& value);
+// Readers of `value`: consuming nodes plus one per graph-output use.
+size_t UseCount(const ir::Graph& graph, const ir::UseDefIndex& index,
+                const std::string& value);
+// True when `value` is read by exactly one node and is not a graph output,
+// so the pattern that reads it may absorb its producer.
+bool HasSingleUse(const ir::Graph& graph, const ir::UseDefIndex& index,
+                  const std::string& value);
+// The node producing `value`, or null (graph input, initializer, unknown).
+const ir::Node* ProducerOf(const ir::Graph& graph, const ir::UseDefIndex& index,
+                           const std::string& value);
+std::optional<size_t> ProducerIndex(const ir::UseDefIndex& index,
+                                    const std::string& value);
+
+// A value/initializer name not yet used anywhere in `graph`: `base`, or
+// `base_1`, `base_2`, ...
+std::string UniqueValueName(const ir::Graph& graph, const std::string& base);
+// A tensor owning a copy of `values`.
+ir::Tensor MakeF32Tensor(std::string name, std::vector<int64_t> dims,
+                         const std::vector<float>& values);
+
+// Byte size of `value` when its dtype and shape are statically known
+// (value_info / inputs / outputs), else 0.
+int64_t StaticByteSize(const ir::Graph& graph, const std::string& value);
+
+// Removes the nodes whose `dead` flag is set, keeping the others' order.
+// Returns how many were removed.
+int64_t EraseNodes(ir::Graph& graph, const std::vector<bool>& dead);
+
+// Attribute readers with defaults (kind mismatches read as the default,
+// callers that care check the kind themselves).
+int64_t IntAttrOr(const ir::Node& node, const std::string& name, int64_t def);
+float FloatAttrOr(const ir::Node& node, const std::string& name, float def);
+
+// Index of the live default-domain `op_type` node producing `value`, if
+// `value` is read exactly once (so a fusion may absorb that node).
+std::optional<size_t> SingleUseProducer(const ir::Graph& graph,
+                                        const ir::UseDefIndex& index,
+                                        const std::vector<bool>& dead,
+                                        const std::string& value,
+                                        std::string_view op_type);
+// True when `name` is a one-element constant within `rel_tol` of `want`.
+bool IsScalarNear(const ir::Graph& graph, const std::string& name, double want,
+                  double rel_tol);
+
+// "node 'conv1' (Conv)" for messages.
+std::string Describe(const ir::Node& node);
+
+}  // namespace slimpack::passes
+
+#endif  // SLIMPACK_PASSES_GRAPH_UTILS_H_

@@ -1,0 +1,179 @@
+// The pass table and spec parsing (see registry.h).
+#include "passes/registry.h"
+
+#include "absl/strings/numbers.h"
+#include "passes/eliminate_dead_nodes.h"
+#include "passes/eliminate_identity.h"
+#include "passes/fold_constants.h"
+#include "passes/fuse_bn_into_conv.h"
+#include "passes/fuse_conv_activation.h"
+#include "passes/fuse_gelu.h"
+#include "passes/fuse_layernorm.h"
+#include "passes/fuse_layernorm_gelu.h"
+#include "passes/fuse_matmul_add.h"
+#include "support/status_macros.h"
+
+namespace slimpack::passes {
+namespace {
+
+template <typename P>
+absl::StatusOr<std::unique_ptr<Pass>> CreateSimple(const PassOptionValues&) {
+  return std::unique_ptr<Pass>(std::make_unique<P>());
+}
+
+absl::StatusOr<std::unique_ptr<Pass>> CreateFoldConstants(
+    const PassOptionValues& values) {
+  FoldConstantsOptions options;
+  auto it = values.find("max-output-bytes");
+  if (it != values.end() &&
+      (!absl::SimpleAtoi(it->second, &options.max_output_bytes) ||
+       options.max_output_bytes < 0)) {
+    return absl::InvalidArgumentError(
+        "fold-constants: option max-output-bytes expects a non-negative "
+        "integer, found '" + it->second + "'");
+  }
+  return std::unique_ptr<Pass>(std::make_unique<FoldConstantsPass>(options));
+}
+
+std::string Trim(std::string_view s) {
+  size_t b = s.find_first_not_of(" \t");
+  if (b == std::string_view::npos) return "";
+  size_t e = s.find_last_not_of(" \t");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+}  // namespace
+
+std::vector<PassInfo> AllPasses() {
+  return {
+      {"eliminate-identity",
+       "Remove Identity, inference Dropout, no-op Cast and no-op Reshape",
+       {},
+       CreateSimple<EliminateIdentityPass>},
+      {"eliminate-dead-nodes",
+       "Remove nodes and initializers that do not reach a graph output",
+       {},
+       CreateSimple<EliminateDeadNodesPass>},
+      {"fold-constants",
+       "Evaluate nodes whose inputs are all constants into initializers",
+       {{"max-output-bytes", "1048576",
+         "largest total size of one node's folded outputs"}},
+       CreateFoldConstants},
+      {"fuse-bn-into-conv",
+       "Fold inference BatchNormalization into Conv/ConvTranspose/Gemm weights",
+       {},
+       CreateSimple<FuseBnIntoConvPass>},
+      {"fuse-matmul-add",
+       "Rewrite 2-D MatMul + constant bias Add as Gemm",
+       {},
+       CreateSimple<FuseMatMulAddPass>},
+      {"fuse-conv-activation",
+       "Merge Relu/Clip/LeakyRelu/HardSwish/Sigmoid into slimpack.FusedConv/FusedGemm",
+       {},
+       CreateSimple<FuseConvActivationPass>},
+      {"fuse-layernorm",
+       "Rewrite the decomposed ReduceMean/Sub/Pow/.../Add pattern as LayerNormalization",
+       {},
+       CreateSimple<FuseLayerNormPass>},
+      {"fuse-gelu",
+       "Rewrite erf- and tanh-form GELU subgraphs as one Gelu node",
+       {},
+       CreateSimple<FuseGeluPass>},
+      {"fuse-layernorm-gelu",
+       "Merge LayerNormalization + Gelu into slimpack.LayerNormGelu",
+       {},
+       CreateSimple<FuseLayerNormGeluPass>},
+  };
+}
+
+std::optional<PassInfo> FindPass(std::string_view name) {
+  for (PassInfo& info : AllPasses()) {
+    if (info.name == name) return std::move(info);
+  }
+  return std::nullopt;
+}
+
+absl::StatusOr<std::unique_ptr<Pass>> CreatePass(std::string_view spec) {
+  std::string text = Trim(spec);
+  std::string name = text;
+  std::string body;
+  size_t brace = text.find('{');
+  if (brace != std::string::npos) {
+    if (text.back() != '}') {
+      return absl::InvalidArgumentError("pass spec '" + text +
+                                        "': expected '}' at the end");
+    }
+    name = Trim(std::string_view(text).substr(0, brace));
+    body = text.substr(brace + 1, text.size() - brace - 2);
+  }
+  std::optional<PassInfo> info = FindPass(name);
+  if (!info) {
+    std::string known;
+    for (const PassInfo& p : AllPasses()) known += (known.empty() ? "" : ", ") + p.name;
+    return absl::InvalidArgumentError("unknown pass '" + name + "' in spec '" +
+                                      text + "'; known passes: " + known);
+  }
+  PassOptionValues values;
+  size_t pos = 0;
+  while (pos < body.size()) {
+    size_t end = body.find(' ', pos);
+    if (end == std::string::npos) end = body.size();
+    std::string item = Trim(std::string_view(body).substr(pos, end - pos));
+    pos = end + 1;
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      return absl::InvalidArgumentError("pass spec '" + text + "': option '" +
+                                        item + "' has no '=value'");
+    }
+    std::string key = item.substr(0, eq);
+    bool known = false;
+    std::string options;
+    for (const PassOptionInfo& o : info->options) {
+      known |= o.name == key;
+      options += (options.empty() ? "" : ", ") + o.name;
+    }
+    if (!known) {
+      return absl::InvalidArgumentError(
+          "pass spec '" + text + "': unknown option '" + key + "'; " + name +
+          " options: " + (options.empty() ? std::string("none") : options));
+    }
+    values[key] = item.substr(eq + 1);
+  }
+  return info->create(values);
+}
+
+std::vector<std::string> SplitPipeline(std::string_view pipeline) {
+  std::vector<std::string> specs;
+  int depth = 0;
+  std::string current;
+  for (char c : pipeline) {
+    if (c == '{') ++depth;
+    if (c == '}') --depth;
+    if (c == ',' && depth == 0) {
+      if (!Trim(current).empty()) specs.push_back(Trim(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (!Trim(current).empty()) specs.push_back(Trim(current));
+  return specs;
+}
+
+std::vector<std::string> DefaultPipeline(ir::SourceFormat input_kind) {
+  if (input_kind == ir::SourceFormat::kSafetensors) {
+    // Graphs we build from checkpoints are already minimal.
+    return {"eliminate-dead-nodes"};
+  }
+  // Cleanup first so fusions see canonical chains; folding before fusion
+  // turns computed constants (e.g. a scaled epsilon) into initializers;
+  // BN folding before activation fusion so Conv+BN+Relu becomes one node;
+  // a final dead-node sweep drops the absorbed parameters.
+  return {"eliminate-identity",  "fold-constants",       "eliminate-dead-nodes",
+          "fuse-bn-into-conv",   "fuse-matmul-add",      "fuse-conv-activation",
+          "fuse-layernorm",      "fuse-gelu",            "fuse-layernorm-gelu",
+          "eliminate-dead-nodes"};
+}
+
+}  // namespace slimpack::passes
