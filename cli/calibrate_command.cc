@@ -1,0 +1,111 @@
+// `slimpack calibrate`: flags -> dataset + observer options, then
+// Calibrate, the atomic table write and the optional coverage check.
+#include "cli/calibrate_command.h"
+
+#include <cstdio>
+#include <optional>
+
+#include "calibration/datasets/dataset.h"
+#include "calibration/observers/calibrator.h"
+#include "cli/exit_codes.h"
+#include "converter/import.h"
+#include "support/status_macros.h"
+
+namespace slimpack::cli {
+namespace {
+
+using calibration::Dataset;
+
+absl::StatusOr<calibration::DatasetOptions> DatasetOptionsFrom(const CalibrateOptions& o) {
+  calibration::DatasetOptions d;
+  d.max_batch = o.max_batch;
+  for (const std::string& m : o.input_map) {
+    const size_t eq = m.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size()) {
+      return absl::InvalidArgumentError("--input-map '" + m +
+                                        "': expected MODEL_INPUT=ARRAY_NAME");
+    }
+    d.rename[m.substr(0, eq)] = m.substr(eq + 1);
+  }
+  return d;
+}
+
+absl::StatusOr<calibration::ObserverOptions> ObserverOptionsFrom(const CalibrateOptions& o) {
+  calibration::ObserverOptions obs;
+  ASSIGN_OR_RETURN(obs.method, calibration::RangeMethodFromName(o.method));
+  obs.per_channel = o.per_channel;
+  obs.channel_axis = o.channel_axis;
+  obs.percentile = o.percentile;
+  obs.num_bins = o.num_bins;
+  obs.entropy_levels = o.entropy_levels;
+  return obs;
+}
+
+absl::Status Run(const CalibrateOptions& o) {
+  ASSIGN_OR_RETURN(calibration::ObserverOptions obs, ObserverOptionsFrom(o));
+  ASSIGN_OR_RETURN(calibration::DatasetOptions dopts, DatasetOptionsFrom(o));
+  ASSIGN_OR_RETURN(ir::Model model, converter::ImportModel(o.model));
+  const std::vector<ir::ValueInfo> inputs = calibration::FeedInputs(model.graph);
+  for (const auto& [name, array] : dopts.rename) {
+    bool known = false;
+    for (const auto& in : inputs) known |= in.name == name;
+    if (!known) {
+      return absl::InvalidArgumentError("--input-map: model has no input '" + name + "'");
+    }
+  }
+  std::optional<Dataset> data;
+  if (o.random_samples > 0) {
+    std::fprintf(stderr,
+                 "slimpack calibrate: warning: --calib-random uses synthetic inputs; the "
+                 "ranges are for smoke tests only, this is not calibration\n");
+    ASSIGN_OR_RETURN(data, Dataset::Random(o.random_samples, o.seed, inputs));
+  } else {
+    ASSIGN_OR_RETURN(data, Dataset::Open(o.data, inputs, dopts));
+  }
+  calibration::CalibrateOptions copts;
+  copts.observer = obs;
+  copts.collect_xtx = o.xtx;
+  copts.num_threads = o.threads;
+  if (o.verbose) {
+    copts.progress = [](int64_t runs) { std::fprintf(stderr, "run %lld\n", static_cast<long long>(runs)); };
+  }
+  ASSIGN_OR_RETURN(calibration::CalibrationTable table,
+                   calibration::Calibrate(model, *data, copts));
+  ASSIGN_OR_RETURN(table.model_sha256, calibration::ModelDigest(model));
+  RETURN_IF_ERROR(calibration::WriteCalibrationTable(table, o.output));
+  std::printf("calibrated %zu tensors, %zu linear layers with %s%s over %lld samples "
+              "(%lld runs) -> %s\n",
+              table.tensors.size(), table.linears.size(), o.method.c_str(),
+              o.per_channel ? " (per-channel)" : "", static_cast<long long>(table.samples),
+              static_cast<long long>(table.runs), o.output.c_str());
+  if (o.check_data.empty()) return absl::OkStatus();
+
+  ASSIGN_OR_RETURN(Dataset check, Dataset::Open(o.check_data, inputs, dopts));
+  ASSIGN_OR_RETURN(auto issues, calibration::CheckCoverage(model, table, check, o.threads));
+  std::printf("coverage on %zu check file(s): %zu tensor(s) exceed their calibrated range\n",
+              check.files().size(), issues.size());
+  for (const auto& c : issues) {
+    std::printf("  %s: calibrated [%g, %g], observed [%g, %g], %.4g%% outside\n",
+                c.tensor.c_str(), c.calibrated_lo, c.calibrated_hi, c.observed_min,
+                c.observed_max, 100 * c.fraction_outside);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+int RunCalibrate(const CalibrateOptions& options) {
+  if (options.output.empty() || options.data.empty() == (options.random_samples == 0)) {
+    std::fprintf(stderr, "slimpack calibrate: give -o/--output and exactly one of --data "
+                         "and --calib-random\n");
+    return kExitUsage;
+  }
+  absl::Status s = Run(options);
+  if (!s.ok()) {
+    std::fprintf(stderr, "slimpack calibrate: %s\n", s.ToString().c_str());
+    return kExitInputError;
+  }
+  return kExitOk;
+}
+
+}  // namespace slimpack::cli

@@ -1,0 +1,37 @@
+// `slimpack calibrate MODEL --data DIR -o calib.json`: runs the model on a
+// calibration dataset and writes a reusable activation-range table.
+#ifndef SLIMPACK_CLI_CALIBRATE_COMMAND_H_
+#define SLIMPACK_CLI_CALIBRATE_COMMAND_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace slimpack::cli {
+
+struct CalibrateOptions {
+  std::string model;
+  std::vector<std::string> data;       // directories and/or files
+  std::string output;                  // calib.json
+  std::string method = "minmax";       // minmax|moving_minmax|percentile|entropy|mse
+  bool per_channel = false;
+  int channel_axis = -1;               // -1: auto (1 for rank 4/5, else last)
+  double percentile = 99.99;
+  int num_bins = 4096;
+  int entropy_levels = 128;
+  int64_t max_batch = 32;              // rows per run when a file holds a batch
+  std::vector<std::string> input_map;  // "model_input=array_name"
+  int64_t random_samples = 0;          // --calib-random N (smoke runs only)
+  uint64_t seed = 0;
+  bool xtx = false;                    // also store X^T X per linear layer
+  int threads = 1;
+  std::vector<std::string> check_data;  // coverage check on other data
+  bool verbose = false;
+};
+
+// Returns a process exit code (see exit_codes.h); errors go to stderr.
+int RunCalibrate(const CalibrateOptions& options);
+
+}  // namespace slimpack::cli
+
+#endif  // SLIMPACK_CLI_CALIBRATE_COMMAND_H_

@@ -1,0 +1,79 @@
+// The eval subcommand: load, check ids against the vocabulary, score.
+#include "cli/eval_command.h"
+
+#include <chrono>
+#include <cstdio>
+
+#include "calibration/eval/perplexity.h"
+#include "calibration/eval/runnable_model.h"
+#include "calibration/eval/token_ids.h"
+#include "calibration/interpreter.h"
+#include "cli/exit_codes.h"
+#include "nlohmann/json.hpp"
+
+namespace slimpack::cli {
+namespace {
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "slimpack eval: %s\n", std::string(s.message()).c_str());
+  return kExitInputError;
+}
+
+}  // namespace
+
+int RunEval(const EvalOptions& options) {
+  if (options.threads < 1 || options.window < 0) {
+    std::fprintf(stderr, "slimpack eval: --threads must be >= 1 and --window >= 2\n");
+    return kExitUsage;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  auto model = eval::LoadRunnableModel(options.model);
+  if (!model.ok()) return Fail(model.status());
+  auto tokens = eval::LoadTokenIds(options.tokens);
+  if (!tokens.ok()) return Fail(tokens.status());
+  int64_t window = options.window;
+  if (model->architecture) {
+    absl::Status s = eval::CheckTokenIds(*tokens, model->architecture->vocab_size, options.tokens);
+    if (!s.ok()) return Fail(s);
+    if (window == 0) window = model->architecture->max_position_embeddings;
+  }
+  if (window == 0) {
+    return Fail(absl::InvalidArgumentError(options.model +
+                                           ": no max_position_embeddings; pass --window"));
+  }
+  calibration::InterpreterOptions iopts;
+  iopts.num_threads = options.threads;
+  auto interp = calibration::Interpreter::Create(*model, iopts);
+  if (!interp.ok()) return Fail(interp.status());
+  eval::PerplexityOptions popts;
+  popts.window = window;
+  auto r = eval::ComputePerplexity(*interp, *tokens, popts);
+  if (!r.ok()) return Fail(r.status());
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (options.json) {
+    nlohmann::ordered_json j = {
+        {"model", options.model},
+        {"tokens_file", options.tokens},
+        {"protocol", "non-overlapping windows from token 0, each scored on its last W-1 "
+                     "positions, trailing partial window dropped, PPL = exp(mean NLL)"},
+        {"window", r->window},
+        {"windows", r->windows},
+        {"scored_tokens", r->scored_tokens},
+        {"dropped_tokens", r->dropped_tokens},
+        {"mean_nll", r->mean_nll},
+        {"perplexity", r->perplexity},
+        {"seconds", seconds},
+    };
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("perplexity %.6f (mean NLL %.6f nats over %lld tokens: %lld windows of %lld, "
+                "%lld trailing tokens dropped; %.2f s)\n",
+                r->perplexity, r->mean_nll, static_cast<long long>(r->scored_tokens),
+                static_cast<long long>(r->windows), static_cast<long long>(r->window),
+                static_cast<long long>(r->dropped_tokens), seconds);
+  }
+  return kExitOk;
+}
+
+}  // namespace slimpack::cli

@@ -1,0 +1,53 @@
+// The run subcommand: load, match inputs to the graph, run, save outputs.
+#include "cli/run_command.h"
+
+#include <cstdio>
+
+#include "calibration/eval/named_tensors.h"
+#include "calibration/eval/runnable_model.h"
+#include "calibration/interpreter.h"
+#include "cli/exit_codes.h"
+#include "formats/numpy/numpy_io.h"
+
+namespace slimpack::cli {
+namespace {
+
+int Fail(const absl::Status& s) {
+  std::fprintf(stderr, "slimpack run: %s\n", std::string(s.message()).c_str());
+  return kExitInputError;
+}
+
+}  // namespace
+
+int RunRun(const RunOptions& options) {
+  if (options.threads < 1) {
+    std::fprintf(stderr, "slimpack run: --threads must be >= 1\n");
+    return kExitUsage;
+  }
+  if (options.output.size() < 4 || options.output.compare(options.output.size() - 4, 4, ".npz") != 0) {
+    return Fail(absl::InvalidArgumentError(options.output + ": output must be a .npz file"));
+  }
+  auto model = eval::LoadRunnableModel(options.model);
+  if (!model.ok()) return Fail(model.status());
+  auto tensors = numpy::ReadNpyOrNpz(options.inputs);
+  if (!tensors.ok()) return Fail(tensors.status());
+  auto inputs = eval::MatchGraphInputs(model->graph, *tensors, options.inputs);
+  if (!inputs.ok()) return Fail(inputs.status());
+  calibration::InterpreterOptions iopts;
+  iopts.num_threads = options.threads;
+  auto interp = calibration::Interpreter::Create(*model, iopts);
+  if (!interp.ok()) return Fail(interp.status());
+  auto outputs = interp->Run(*inputs);
+  if (!outputs.ok()) return Fail(outputs.status());
+  std::vector<ir::Tensor> out;
+  for (size_t i = 0; i < outputs->size(); ++i) {
+    std::string name = interp->output_names()[i];
+    while (!name.empty() && name[0] == '/') name.erase(0, 1);
+    out.push_back(eval::IrTensorFromRt(name, (*outputs)[i]));
+  }
+  absl::Status s = numpy::WriteNpz(options.output, out);
+  if (!s.ok()) return Fail(s);
+  return kExitOk;
+}
+
+}  // namespace slimpack::cli
