@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/exit_codes.h"
+#include "cli/verify_command.h"
 #include "converter/import.h"
 #include "converter/model_summary.h"
 #include "nlohmann/json.hpp"
@@ -177,6 +178,11 @@ void PrintHuman(const ir::Model& m, const converter::ModelSummary& s) {
 }  // namespace
 
 int RunInspect(const InspectOptions& options) {
+  // An artifact directory (written by `slimpack convert`) is summarised from
+  // its manifest through the loader.
+  if (IsArtifactDirectory(options.path)) {
+    return RunInspectArtifact(options.path, options.json);
+  }
   auto model = converter::ImportModel(options.path);
   if (!model.ok()) {
     std::fprintf(stderr, "slimpack inspect: %s\n", model.status().ToString().c_str());

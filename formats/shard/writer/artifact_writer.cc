@@ -1,0 +1,388 @@
+#include "formats/shard/writer/artifact_writer.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "formats/shard/format.h"
+#include "formats/shard/writer/artifact_tensors.h"
+#include "formats/shard/writer/checked_io.h"
+#include "formats/shard/writer/file_digest.h"
+#include "formats/shard/writer/input_pages.h"
+#include "formats/shard/writer/manifest_json.h"
+#include "formats/shard/writer/model_json.h"
+#include "formats/shard/writer/output_preflight.h"
+#include "formats/shard/writer/parallel_tasks.h"
+#include "formats/shard/writer/shard_file.h"
+#include "formats/shard/writer/staging_dir.h"
+#include "support/status_macros.h"
+
+#ifndef SLIMPACK_VERSION
+#define SLIMPACK_VERSION "0.0.0"
+#endif
+
+namespace slimpack::shard_writer {
+namespace {
+
+// Room for manifest.json and directory entries in the free-space check.
+constexpr uint64_t kManifestReserve = 16ull << 20;
+
+struct PlannedTensor {
+  ArtifactTensor source;
+  ir::DType dtype = ir::DType::kUndefined;  // as stored
+  uint64_t nbytes = 0;                      // as stored
+};
+
+struct CarriedFile {
+  std::string path;
+  std::string name;
+  uint64_t size = 0;
+};
+
+struct InputFile {
+  std::string path;
+  std::string name;  // relative to the model directory
+  uint64_t size = 0;
+};
+
+std::string Resolve(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) ? std::string(buf) : path;
+}
+
+// The model's directory: the input itself if it is a directory (HF
+// checkpoints), else the directory of the input file.
+std::string ModelDirectory(const ir::Model& model) {
+  struct stat st;
+  if (::stat(model.source_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    return Resolve(model.source_path);
+  }
+  const std::string resolved = Resolve(model.source_path);
+  const size_t slash = resolved.rfind('/');
+  return slash == std::string::npos ? "." : resolved.substr(0, slash);
+}
+
+// spec.md section 3: input files are named relative to the model directory
+// ('/'-separated), never by absolute path; files outside it by base name.
+std::string InputName(const std::string& model_dir, const std::string& path) {
+  const std::string resolved = Resolve(path);
+  if (resolved.size() > model_dir.size() + 1 &&
+      resolved.compare(0, model_dir.size(), model_dir) == 0 &&
+      resolved[model_dir.size()] == '/') {
+    return resolved.substr(model_dir.size() + 1);
+  }
+  return resolved.substr(resolved.rfind('/') + 1);
+}
+
+absl::StatusOr<uint64_t> RegularFileSize(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, path);
+  if (!S_ISREG(st.st_mode)) {
+    return absl::InvalidArgumentError(path + ": not a regular file");
+  }
+  return static_cast<uint64_t>(st.st_size);
+}
+
+absl::StatusOr<std::vector<PlannedTensor>> StoredTensors(
+    const ir::Model& model, const TensorEncoder& encoder) {
+  ASSIGN_OR_RETURN(std::vector<ArtifactTensor> tensors,
+                   CollectArtifactTensors(model));
+  std::vector<PlannedTensor> out;
+  out.reserve(tensors.size());
+  for (ArtifactTensor& t : tensors) {
+    PlannedTensor p;
+    // Attribute tensors define what a node computes (ConstantOfShape's
+    // value sets its output type), so only weights go through the encoder.
+    p.dtype = encoder.output_dtype && !t.is_attribute
+                  ? encoder.output_dtype(*t.tensor)
+                  : t.tensor->dtype;
+    ASSIGN_OR_RETURN(uint64_t numel, t.tensor->NumElements());
+    auto nbytes = ir::DTypeByteSize(p.dtype, numel);
+    if (!nbytes || p.dtype == ir::DType::kUndefined) {
+      return absl::InvalidArgumentError(
+          "tensor '" + t.name + "': cannot be stored as " +
+          std::string(ir::DTypeName(p.dtype)));
+    }
+    p.nbytes = *nbytes;
+    p.source = std::move(t);
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<CarriedFile>> CarriedFiles(const ir::Model& model) {
+  std::vector<CarriedFile> out;
+  std::set<std::string> names;
+  for (const std::string& path : model.carried_files) {
+    CarriedFile c;
+    c.path = path;
+    c.name = path.substr(path.rfind('/') + 1);
+    if (!IsSafeArtifactFileName(c.name) ||
+        c.name.rfind(shard::kShardFilePrefix, 0) == 0) {
+      return absl::InvalidArgumentError(
+          path + ": cannot be carried into the artifact under the name '" +
+          c.name + "' (must match [A-Za-z0-9._-]{1,255}, not start with " +
+          std::string(shard::kShardFilePrefix) + ", not be manifest.json)");
+    }
+    if (!names.insert(c.name).second) {
+      return absl::InvalidArgumentError(
+          path + ": another carried file is also named '" + c.name + "'");
+    }
+    ASSIGN_OR_RETURN(c.size, RegularFileSize(path));
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<InputFile>> InputFiles(const ir::Model& model) {
+  const std::string dir = ModelDirectory(model);
+  std::map<std::string, InputFile> by_name;
+  for (const std::string& path : model.input_files) {
+    InputFile f;
+    f.path = path;
+    f.name = InputName(dir, path);
+    ASSIGN_OR_RETURN(f.size, RegularFileSize(path));
+    by_name.emplace(f.name, std::move(f));
+  }
+  std::vector<InputFile> out;
+  for (auto& [name, f] : by_name) out.push_back(std::move(f));
+  return out;
+}
+
+// Serialises progress reports from the worker threads.
+class ProgressTracker {
+ public:
+  ProgressTracker(const ArtifactOptions& options, uint64_t bytes_total,
+                  uint32_t files_total)
+      : options_(options) {
+    state_.bytes_total = bytes_total;
+    state_.files_total = files_total;
+  }
+
+  void AddBytes(uint64_t n) {
+    std::lock_guard<std::mutex> lock(mu_);
+    state_.bytes_done += n;
+    state_.last_file = {};
+    if (options_.fault_hook) options_.fault_hook("bytes", state_.bytes_done);
+    if (options_.progress) options_.progress(state_);
+  }
+
+  void FileDone(const std::string& name, std::string_view phase) {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++state_.files_done;
+    state_.last_file = name;
+    if (options_.fault_hook) options_.fault_hook(phase, state_.bytes_done);
+    if (options_.progress) options_.progress(state_);
+    state_.last_file = {};
+  }
+
+ private:
+  const ArtifactOptions& options_;
+  std::mutex mu_;
+  WriteProgress state_;
+};
+
+absl::Status WriteManifest(const StagingDir& staging, const std::string& text) {
+  const std::string name(shard::kManifestFileName);
+  const std::string path = staging.path() + "/" + name;
+  ASSIGN_OR_RETURN(int fd, CreateExclusive(staging.fd(), name, path));
+  absl::Status s = WriteAll(fd, text.data(), text.size(), path, 0);
+  if (s.ok()) s = Fsync(fd, path);
+  absl::Status closed = Close(fd, path);
+  RETURN_IF_ERROR(s);
+  return closed;
+}
+
+// One run of WriteArtifact: everything decided before writing (Plan), the
+// parallel file writes, the manifest, the commit.
+class ArtifactJob {
+ public:
+  ArtifactJob(const ir::Model& model, const std::string& output,
+              const ArtifactOptions& options)
+      : model_(model), output_(output), options_(options) {}
+
+  // Preflight and planning: nothing is written before this succeeds.
+  absl::Status Plan() {
+    if (!options_.recipe.is_object()) {
+      return absl::InvalidArgumentError("the recipe must be a JSON object");
+    }
+    ASSIGN_OR_RETURN(OutputState state,
+                     PreflightOutput(output_, options_.force));
+    std::vector<std::string> inputs = model_.input_files;
+    inputs.insert(inputs.end(), model_.carried_files.begin(),
+                  model_.carried_files.end());
+    inputs.push_back(model_.source_path);
+    RETURN_IF_ERROR(CheckInputsOutsideOutput(inputs, output_));
+
+    ASSIGN_OR_RETURN(tensors_, StoredTensors(model_, options_.encoder));
+    std::vector<PlanItem> items;
+    items.reserve(tensors_.size());
+    for (const PlannedTensor& t : tensors_) {
+      items.push_back({t.source.name, t.source.tensor->layer, t.nbytes});
+    }
+    ASSIGN_OR_RETURN(plan_, PlanShards(items, options_.shard_size));
+    ASSIGN_OR_RETURN(carried_, CarriedFiles(model_));
+    ASSIGN_OR_RETURN(inputs_, InputFiles(model_));
+
+    summary_.output = NormalizeOutputPath(output_);
+    summary_.tensors = tensors_.size();
+    summary_.shards = static_cast<uint32_t>(plan_.shards.size());
+    summary_.replaced = state == OutputState::kArtifact;
+    for (const auto& s : plan_.shards) summary_.shard_bytes += s.file_size;
+    for (const auto& c : carried_) summary_.carried_bytes += c.size;
+    for (const auto& f : inputs_) summary_.input_bytes += f.size;
+    return CheckFreeSpace(output_, summary_.shard_bytes +
+                                       summary_.carried_bytes +
+                                       kManifestReserve);
+  }
+
+  // Shards, carried files and input digests on the thread pool.
+  absl::Status WriteFiles(const StagingDir& staging) {
+    const InputPages pages = InputPages::Snapshot(model_.input_files);
+    ProgressTracker tracker(
+        options_, summary_.shard_bytes + summary_.carried_bytes,
+        static_cast<uint32_t>(plan_.shards.size() + carried_.size()));
+    ShardWriteContext ctx;
+    ctx.dir_fd = staging.fd();
+    ctx.dir_for_errors = staging.path();
+    ctx.encoder = &options_.encoder;
+    ctx.pages = &pages;
+    ctx.on_bytes = [&tracker](uint64_t n) { tracker.AddBytes(n); };
+    shard_digests_.resize(plan_.shards.size());
+    carried_digests_.resize(carried_.size());
+    input_digests_.resize(inputs_.size());
+
+    // Biggest job first, so the last one to finish is a small one.
+    std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
+    for (size_t i = 0; i < plan_.shards.size(); ++i) {
+      jobs.emplace_back(plan_.shards[i].file_size, [this, i, &ctx, &tracker] {
+        return WriteShard(i, ctx, tracker);
+      });
+    }
+    for (size_t i = 0; i < carried_.size(); ++i) {
+      jobs.emplace_back(carried_[i].size, [this, i, &staging, &tracker] {
+        return CopyCarried(i, staging, tracker);
+      });
+    }
+    for (size_t i = 0; i < inputs_.size(); ++i) {
+      jobs.emplace_back(inputs_[i].size, [this, i]() -> absl::Status {
+        ASSIGN_OR_RETURN(FileDigest d, HashFile(inputs_[i].path));
+        input_digests_[i] = {inputs_[i].name, d.size, d.sha256};
+        return absl::OkStatus();
+      });
+    }
+    std::stable_sort(jobs.begin(), jobs.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::vector<std::function<absl::Status()>> tasks;
+    for (auto& job : jobs) tasks.push_back(std::move(job.second));
+    const int threads =
+        options_.threads > 0
+            ? options_.threads
+            : static_cast<int>(std::thread::hardware_concurrency());
+    return RunTasks(std::max(threads, 1), tasks);
+  }
+
+  absl::StatusOr<std::string> Manifest() const {
+    ManifestParts parts;
+    ASSIGN_OR_RETURN(parts.model, ModelJson(model_));
+    parts.recipe = options_.recipe;
+    parts.producer_version = SLIMPACK_VERSION;
+    parts.inputs = input_digests_;
+    parts.shards = shard_digests_;
+    parts.carried = carried_digests_;
+    parts.tensors.reserve(tensors_.size());
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      const ir::Tensor& t = *tensors_[i].source.tensor;
+      TensorEntry e;
+      e.name = tensors_[i].source.name;
+      e.dtype = tensors_[i].dtype;
+      e.dims = t.dims;
+      e.shard = plan_.placements[i].shard;
+      e.offset = plan_.placements[i].offset;
+      e.nbytes = tensors_[i].nbytes;
+      e.layer = t.layer;
+      e.role = t.role;
+      e.source = SourceString(t.provenance);
+      parts.tensors.push_back(std::move(e));
+    }
+    return SerializeManifest(parts);
+  }
+
+  ArtifactSummary& summary() { return summary_; }
+
+ private:
+  absl::Status WriteShard(size_t i, const ShardWriteContext& ctx,
+                          ProgressTracker& tracker) {
+    std::vector<ShardTensor> members;
+    for (size_t item : plan_.shards[i].items) {
+      members.push_back({tensors_[item].source.tensor, tensors_[item].dtype,
+                         plan_.placements[item].offset, tensors_[item].nbytes});
+    }
+    ASSIGN_OR_RETURN(WrittenFile f,
+                     WriteShardFile(ctx, static_cast<uint32_t>(i),
+                                    plan_.shards[i].file_size, members));
+    shard_digests_[i] = {f.file, f.size, f.sha256};
+    tracker.FileDone(f.file, "shard-written");
+    return absl::OkStatus();
+  }
+
+  absl::Status CopyCarried(size_t i, const StagingDir& staging,
+                           ProgressTracker& tracker) {
+    const CarriedFile& c = carried_[i];
+    ASSIGN_OR_RETURN(FileDigest d,
+                     CopyFileHashed(c.path, staging.fd(), c.name,
+                                    staging.path() + "/" + c.name));
+    carried_digests_[i] = {c.name, d.size, d.sha256};
+    tracker.AddBytes(d.size);
+    tracker.FileDone(c.name, "carried-written");
+    return absl::OkStatus();
+  }
+
+  const ir::Model& model_;
+  const std::string output_;
+  const ArtifactOptions& options_;
+  std::vector<PlannedTensor> tensors_;
+  ShardPlan plan_;
+  std::vector<CarriedFile> carried_;
+  std::vector<InputFile> inputs_;
+  // Filled by the tasks, one slot each.
+  std::vector<NamedDigest> shard_digests_;
+  std::vector<NamedDigest> carried_digests_;
+  std::vector<NamedDigest> input_digests_;
+  ArtifactSummary summary_;
+};
+
+}  // namespace
+
+absl::StatusOr<ArtifactSummary> WriteArtifact(const ir::Model& model,
+                                              const std::string& output,
+                                              const ArtifactOptions& options) {
+  auto hook = [&options](std::string_view phase) {
+    if (options.fault_hook) options.fault_hook(phase, 0);
+  };
+  ArtifactJob job(model, output, options);
+  RETURN_IF_ERROR(job.Plan());
+  ASSIGN_OR_RETURN(std::unique_ptr<StagingDir> staging,
+                   StagingDir::Create(output));
+  hook("staging-created");
+  RETURN_IF_ERROR(job.WriteFiles(*staging));
+  ASSIGN_OR_RETURN(std::string manifest, job.Manifest());
+  job.summary().manifest_bytes = manifest.size();
+  RETURN_IF_ERROR(WriteManifest(*staging, manifest));
+  hook("manifest-written");
+  // The output may have changed while we worked (another run): re-check
+  // so --force is still required to replace an artifact.
+  RETURN_IF_ERROR(PreflightOutput(output, options.force).status());
+  RETURN_IF_ERROR(staging->Commit(hook));
+  hook("committed");
+  return job.summary();
+}
+
+}  // namespace slimpack::shard_writer

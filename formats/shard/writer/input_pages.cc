@@ -1,0 +1,81 @@
+#include "formats/shard/writer/input_pages.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cinttypes>
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+namespace slimpack::shard_writer {
+
+InputPages InputPages::Snapshot(const std::vector<std::string>& input_files) {
+  InputPages pages;
+  // Matched by device and inode, or by resolved path: on overlay file
+  // systems /proc/self/maps shows the lower layer's device and inode.
+  std::set<std::pair<dev_t, ino_t>> inputs;
+  std::set<std::string> input_paths;
+  for (const std::string& path : input_files) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) inputs.emplace(st.st_dev, st.st_ino);
+    char resolved[PATH_MAX];
+    if (::realpath(path.c_str(), resolved)) input_paths.insert(resolved);
+  }
+  if (inputs.empty() && input_paths.empty()) return pages;
+  long ps = ::sysconf(_SC_PAGESIZE);
+  if (ps > 0) pages.page_size_ = static_cast<uintptr_t>(ps);
+  FILE* f = std::fopen("/proc/self/maps", "re");
+  if (!f) return pages;
+  char line[4096];
+  while (std::fgets(line, sizeof(line), f)) {
+    uintptr_t begin = 0, end = 0;
+    char perms[8] = {0};
+    unsigned long long offset = 0, inode = 0;
+    unsigned int dev_major = 0, dev_minor = 0;
+    int path_at = 0;
+    if (std::sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %llx %x:%x %llu %n",
+                    &begin, &end, perms, &offset, &dev_major, &dev_minor,
+                    &inode, &path_at) != 7) {
+      continue;
+    }
+    std::string path(line + path_at);
+    while (!path.empty() && (path.back() == '\n' || path.back() == ' ')) {
+      path.pop_back();
+    }
+    // A read-only mapping of an input file: dropping its pages loses
+    // nothing, they are faulted back in from the file.
+    const dev_t dev = makedev(dev_major, dev_minor);
+    if (perms[0] == 'r' && perms[1] == '-' &&
+        (inputs.count({dev, static_cast<ino_t>(inode)}) ||
+         input_paths.count(path))) {
+      pages.ranges_.emplace_back(begin, end);
+    }
+  }
+  std::fclose(f);
+  std::sort(pages.ranges_.begin(), pages.ranges_.end());
+  return pages;
+}
+
+void InputPages::Release(const uint8_t* data, uint64_t size) const {
+  if (size == 0 || ranges_.empty()) return;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t end = begin + size;
+  auto it = std::upper_bound(
+      ranges_.begin(), ranges_.end(), std::make_pair(begin, UINTPTR_MAX));
+  if (it == ranges_.begin()) return;
+  --it;
+  if (begin < it->first || end > it->second) return;
+  // Only pages wholly inside the range: a neighbouring tensor may still be
+  // reading the partial pages at either end.
+  uintptr_t first = (begin + page_size_ - 1) & ~(page_size_ - 1);
+  uintptr_t last = end & ~(page_size_ - 1);
+  if (last <= first) return;
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+}  // namespace slimpack::shard_writer

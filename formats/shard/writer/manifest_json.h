@@ -1,0 +1,60 @@
+// Serialises manifest.json in the canonical form of spec.md sections 3-5:
+// sorted keys, one-space indent, storage-ordered tensors, and the
+// manifest_sha256 self-hash patched in last.
+#ifndef SLIMPACK_FORMATS_SHARD_WRITER_MANIFEST_JSON_H_
+#define SLIMPACK_FORMATS_SHARD_WRITER_MANIFEST_JSON_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "converter/ir/tensor.h"
+#include "nlohmann/json.hpp"
+
+namespace slimpack::shard_writer {
+
+struct NamedDigest {
+  std::string file;  // base name, or a path relative to the model directory
+  uint64_t size = 0;
+  std::string sha256;
+};
+
+struct TensorEntry {
+  std::string name;
+  ir::DType dtype = ir::DType::kUndefined;
+  std::vector<int64_t> dims;
+  uint32_t shard = 0;
+  uint64_t offset = 0;
+  uint64_t nbytes = 0;
+  int64_t layer = -1;  // omitted when < 0
+  ir::WeightRole role = ir::WeightRole::kUnknown;  // omitted when unknown
+  std::string source;  // omitted when empty
+};
+
+struct ManifestParts {
+  nlohmann::json model;   // ModelJson
+  nlohmann::json recipe;  // an object
+  std::string producer_version;
+  std::vector<NamedDigest> inputs;
+  std::vector<NamedDigest> shards;   // in index order
+  std::vector<NamedDigest> carried;  // any order; sorted by file here
+  std::vector<TensorEntry> tensors;  // any order; storage-sorted here
+};
+
+// The exact bytes of manifest.json. Errors: InvalidArgument for an unsafe or
+// duplicate file name (spec.md section 1), a string that is not UTF-8
+// (naming its JSON path, e.g. model.onnx.graph.nodes[3].name), nesting
+// deeper than 64; ResourceExhausted if the manifest exceeds 16 MiB.
+absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts);
+
+// True if `name` may name a file in an artifact (spec.md section 1).
+bool IsSafeArtifactFileName(const std::string& name);
+
+// "model.safetensors@4096", "conv1", "fused[conv1,bn1]": Provenance with
+// the file reduced to its base name (no absolute paths in the manifest).
+std::string SourceString(const ir::Provenance& p);
+
+}  // namespace slimpack::shard_writer
+
+#endif  // SLIMPACK_FORMATS_SHARD_WRITER_MANIFEST_JSON_H_

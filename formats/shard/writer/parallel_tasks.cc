@@ -1,0 +1,34 @@
+#include "formats/shard/writer/parallel_tasks.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+namespace slimpack::shard_writer {
+
+absl::Status RunTasks(int threads,
+                      const std::vector<std::function<absl::Status()>>& tasks) {
+  std::vector<absl::Status> results(tasks.size());
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  auto worker = [&]() {
+    for (;;) {
+      if (failed.load()) return;
+      const size_t i = next.fetch_add(1);
+      if (i >= tasks.size()) return;
+      results[i] = tasks[i]();
+      if (!results[i].ok()) failed.store(true);
+    }
+  };
+  const size_t n = std::min<size_t>(std::max(threads, 1), tasks.size());
+  std::vector<std::thread> pool;
+  for (size_t i = 1; i < n; ++i) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  for (const auto& s : results) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace slimpack::shard_writer

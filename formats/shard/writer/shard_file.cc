@@ -1,0 +1,214 @@
+#include "formats/shard/writer/shard_file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+
+#include "formats/shard/format.h"
+#include "formats/shard/writer/checked_io.h"
+#include "formats/shard/writer/file_digest.h"
+#include "support/status_macros.h"
+
+namespace slimpack::shard_writer {
+namespace {
+
+using shard::kDataRegionOffset;
+
+void PutLe(uint8_t* p, uint64_t v, int bytes) {
+  for (int i = 0; i < bytes; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+// The 64-byte ShardHeader, little-endian whatever the host.
+void EncodeHeader(uint32_t index, uint64_t file_size, uint8_t* out) {
+  std::memset(out, 0, shard::kShardHeaderSize);
+  std::memcpy(out + offsetof(shard::ShardHeader, magic), shard::kShardMagic, 8);
+  PutLe(out + offsetof(shard::ShardHeader, version_major),
+        shard::kFormatVersionMajor, 2);
+  PutLe(out + offsetof(shard::ShardHeader, version_minor),
+        shard::kFormatVersionMinor, 2);
+  PutLe(out + offsetof(shard::ShardHeader, header_size),
+        shard::kShardHeaderSize, 4);
+  PutLe(out + offsetof(shard::ShardHeader, shard_index), index, 4);
+  PutLe(out + offsetof(shard::ShardHeader, file_size), file_size, 8);
+}
+
+// Sequential writer that hashes every byte it writes. Small pieces
+// (header, padding) are gathered in a 1 MiB buffer; chunks go straight out.
+class HashingWriter {
+ public:
+  HashingWriter(int fd, std::string path, const ShardWriteContext& ctx)
+      : fd_(fd), path_(std::move(path)), ctx_(ctx), buffer_(1 << 20) {}
+
+  uint64_t position() const { return position_ + used_; }
+
+  absl::Status Append(const void* data, uint64_t size) {
+    sha_.Update(data, size);
+    if (size >= buffer_.size()) {
+      RETURN_IF_ERROR(Flush());
+      RETURN_IF_ERROR(WriteAll(fd_, data, size, path_, position_));
+      StartWriteback(position_, size);
+      position_ += size;
+      if (ctx_.on_bytes) ctx_.on_bytes(size);
+      return absl::OkStatus();
+    }
+    if (used_ + size > buffer_.size()) RETURN_IF_ERROR(Flush());
+    std::memcpy(buffer_.data() + used_, data, size);
+    used_ += size;
+    return absl::OkStatus();
+  }
+
+  absl::Status AppendZeros(uint64_t size) {
+    static const uint8_t kZeros[4096] = {};
+    while (size > 0) {
+      uint64_t n = std::min<uint64_t>(size, sizeof(kZeros));
+      RETURN_IF_ERROR(Append(kZeros, n));
+      size -= n;
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Flush() {
+    if (used_ == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(WriteAll(fd_, buffer_.data(), used_, path_, position_));
+    StartWriteback(position_, used_);
+    position_ += used_;
+    if (ctx_.on_bytes) ctx_.on_bytes(used_);
+    used_ = 0;
+    return absl::OkStatus();
+  }
+
+  std::string FinishHex() { return sha_.FinishHex(); }
+
+ private:
+  // Starts writing the range back to disk now, without waiting, so the
+  // final fsync finds little left to do and the disk works while the CPU
+  // converts and hashes. Purely a hint: errors surface at fsync.
+  void StartWriteback(uint64_t offset, uint64_t size) {
+    ::sync_file_range(fd_, static_cast<off64_t>(offset),
+                      static_cast<off64_t>(size), SYNC_FILE_RANGE_WRITE);
+  }
+
+  int fd_;
+  std::string path_;
+  const ShardWriteContext& ctx_;
+  std::vector<uint8_t> buffer_;
+  uint64_t used_ = 0;
+  uint64_t position_ = 0;
+  Sha256Stream sha_;
+};
+
+// Copies a tensor's bytes unchanged, chunk by chunk, releasing the input
+// pages behind it.
+absl::Status CopyPayload(const ShardWriteContext& ctx, const ir::Tensor& t,
+                         HashingWriter& out) {
+  const uint8_t* p = t.data.data();
+  uint64_t left = t.data.size();
+  while (left > 0) {
+    uint64_t n = std::min(left, kChunkBytes);
+    RETURN_IF_ERROR(out.Append(p, n));
+    ctx.pages->Release(p, n);
+    p += n;
+    left -= n;
+  }
+  return absl::OkStatus();
+}
+
+// Converts a tensor to `to` through the encoder, one chunk of elements at a
+// time, into a reused buffer.
+absl::Status ConvertPayload(const ShardWriteContext& ctx, const ir::Tensor& t,
+                            ir::DType to, std::vector<uint8_t>& buffer,
+                            HashingWriter& out) {
+  const int in_bits = ir::DTypeBits(t.dtype);
+  const int out_bits = ir::DTypeBits(to);
+  if (in_bits % 8 != 0 || out_bits % 8 != 0 || !ctx.encoder->convert) {
+    return absl::UnimplementedError(
+        "tensor '" + t.name + "': no conversion from " +
+        std::string(ir::DTypeName(t.dtype)) + " to " +
+        std::string(ir::DTypeName(to)) +
+        " (converted dtypes must be whole bytes per element)");
+  }
+  const uint64_t in_size = static_cast<uint64_t>(in_bits / 8);
+  const uint64_t out_size = static_cast<uint64_t>(out_bits / 8);
+  const uint64_t numel = t.data.size() / in_size;
+  const uint64_t chunk_elems = std::max<uint64_t>(1, kChunkBytes / out_size);
+  buffer.resize(std::min(numel, chunk_elems) * out_size);
+  for (uint64_t done = 0; done < numel;) {
+    const uint64_t n = std::min(numel - done, chunk_elems);
+    const uint8_t* src = t.data.data() + done * in_size;
+    absl::Status s = ctx.encoder->convert(t.dtype, src, to, buffer.data(), n);
+    if (!s.ok()) return Annotate(s, "tensor '" + t.name + "'");
+    RETURN_IF_ERROR(out.Append(buffer.data(), n * out_size));
+    ctx.pages->Release(src, n * in_size);
+    done += n;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ShardFileName(uint32_t index) {
+  char name[32];
+  std::snprintf(name, sizeof(name), "shard-%05u.bin", index);
+  return name;
+}
+
+absl::StatusOr<WrittenFile> WriteShardFile(
+    const ShardWriteContext& ctx, uint32_t index, uint64_t file_size,
+    const std::vector<ShardTensor>& tensors) {
+  WrittenFile result;
+  result.file = ShardFileName(index);
+  const std::string path = ctx.dir_for_errors + "/" + result.file;
+  ASSIGN_OR_RETURN(int fd, CreateExclusive(ctx.dir_fd, result.file, path));
+  absl::Status status = Preallocate(fd, file_size, path);
+  HashingWriter out(fd, path, ctx);
+  if (status.ok()) {
+    uint8_t header[shard::kShardHeaderSize];
+    EncodeHeader(index, file_size, header);
+    status = out.Append(header, sizeof(header));
+  }
+  std::vector<uint8_t> buffer;
+  for (const ShardTensor& st : tensors) {
+    if (!status.ok()) break;
+    const ir::Tensor& t = *st.tensor;
+    if (st.offset < out.position()) {
+      status = absl::InternalError(path + ": tensor '" + t.name +
+                                   "' planned at offset " +
+                                   std::to_string(st.offset) + " below " +
+                                   std::to_string(out.position()));
+      break;
+    }
+    status = out.AppendZeros(st.offset - out.position());
+    if (!status.ok()) break;
+    status = st.output_dtype == t.dtype
+                 ? CopyPayload(ctx, t, out)
+                 : ConvertPayload(ctx, t, st.output_dtype, buffer, out);
+    if (status.ok() && out.position() != st.offset + st.nbytes) {
+      status = absl::InternalError(
+          path + ": tensor '" + t.name + "' produced " +
+          std::to_string(out.position() - st.offset) + " bytes, planned " +
+          std::to_string(st.nbytes));
+    }
+  }
+  if (status.ok() && out.position() < kDataRegionOffset) {
+    status = out.AppendZeros(kDataRegionOffset - out.position());
+  }
+  if (status.ok() && out.position() > file_size) {
+    status = absl::InternalError(path + ": wrote " +
+                                 std::to_string(out.position()) +
+                                 " bytes, planned " + std::to_string(file_size));
+  }
+  if (status.ok()) status = out.AppendZeros(file_size - out.position());
+  if (status.ok()) status = out.Flush();
+  if (status.ok()) status = Fsync(fd, path);
+  absl::Status closed = Close(fd, path);
+  RETURN_IF_ERROR(status);
+  RETURN_IF_ERROR(closed);
+  result.size = file_size;
+  result.sha256 = out.FinishHex();
+  return result;
+}
+
+}  // namespace slimpack::shard_writer

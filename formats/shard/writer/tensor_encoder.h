@@ -1,0 +1,30 @@
+// The per-tensor hook through which the converter changes how a tensor is
+// stored (today: float casts; later issues: quantization) while the writer
+// streams it chunk by chunk.
+#ifndef SLIMPACK_FORMATS_SHARD_WRITER_TENSOR_ENCODER_H_
+#define SLIMPACK_FORMATS_SHARD_WRITER_TENSOR_ENCODER_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "converter/ir/dtype.h"
+#include "converter/ir/tensor.h"
+
+namespace slimpack::shard_writer {
+
+struct TensorEncoder {
+  // The dtype `t` is stored as. Unset: every tensor keeps its dtype.
+  std::function<ir::DType(const ir::Tensor& t)> output_dtype;
+  // Converts `numel` elements of `from` at `src` into `to` at `dst`. Called
+  // only when output_dtype differs from the tensor's dtype, possibly many
+  // times per tensor (on consecutive element runs) and from several threads
+  // at once, so it must be stateless. Errors are annotated with the tensor.
+  std::function<absl::Status(ir::DType from, const uint8_t* src, ir::DType to,
+                             uint8_t* dst, uint64_t numel)>
+      convert;
+};
+
+}  // namespace slimpack::shard_writer
+
+#endif  // SLIMPACK_FORMATS_SHARD_WRITER_TENSOR_ENCODER_H_

@@ -1,0 +1,77 @@
+// InputPages drops pages of mapped input files only: the data stays
+// readable (re-faulted from the file) and other memory is never touched.
+#include "formats/shard/writer/input_pages.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "support/mapped_file.h"
+#include "tests/shard/writer/writer_test_util.h"
+
+namespace slimpack::shard_writer {
+namespace {
+
+using ::slimpack::shard_writer::testing::TempDir;
+using ::slimpack::shard_writer::testing::WriteFile;
+
+std::string Pattern(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<char>(i * 31 + 7);
+  return s;
+}
+
+// Resident bytes of this process (/proc/self/statm), file pages included.
+uint64_t ResidentBytes() {
+  unsigned long size = 0, resident = 0;
+  FILE* f = std::fopen("/proc/self/statm", "r");
+  if (f) {
+    if (std::fscanf(f, "%lu %lu", &size, &resident) != 2) resident = 0;
+    std::fclose(f);
+  }
+  return static_cast<uint64_t>(resident) * ::sysconf(_SC_PAGESIZE);
+}
+
+TEST(InputPagesTest, ReleasedFilePagesLeaveRssAndReadBackUnchanged) {
+  TempDir dir;
+  const std::string path = dir.File("input.bin");
+  const std::string bytes = Pattern(8 << 20);
+  WriteFile(path, bytes);
+  auto file = MappedFile::Open(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  const InputPages pages = InputPages::Snapshot({path});
+  EXPECT_EQ(pages.mapping_count(), 1u);
+  const uint8_t* data = (*file)->data();
+  ASSERT_EQ(0, std::memcmp(data, bytes.data(), bytes.size()));  // fault in
+  const uint64_t before = ResidentBytes();
+  pages.Release(data + 100, bytes.size() - 200);
+  const uint64_t after = ResidentBytes();
+  EXPECT_GE(static_cast<int64_t>(before) - static_cast<int64_t>(after),
+            int64_t{6} << 20)
+      << "resident before " << before << ", after " << after;
+  EXPECT_EQ(0, std::memcmp(data, bytes.data(), bytes.size()));
+}
+
+TEST(InputPagesTest, NeverTouchesHeapOrOtherFiles) {
+  TempDir dir;
+  const std::string input = dir.File("input.bin");
+  const std::string other = dir.File("other.bin");
+  WriteFile(input, Pattern(1 << 20));
+  WriteFile(other, Pattern(1 << 20));
+  auto other_map = MappedFile::Open(other);
+  ASSERT_TRUE(other_map.ok());
+  const InputPages pages = InputPages::Snapshot({input});
+  EXPECT_EQ(pages.mapping_count(), 0u);  // input.bin is not mapped
+  std::vector<uint8_t> heap(4 << 20, 0xAB);
+  pages.Release(heap.data(), heap.size());
+  for (size_t i = 0; i < heap.size(); i += 4096) ASSERT_EQ(heap[i], 0xAB);
+  pages.Release((*other_map)->data(), (*other_map)->size());
+  EXPECT_EQ(0, std::memcmp((*other_map)->data(), Pattern(1 << 20).data(), 1 << 20));
+}
+
+}  // namespace
+}  // namespace slimpack::shard_writer
