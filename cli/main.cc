@@ -4,9 +4,12 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "cli/calibrate_command.h"
 #include "cli/convert_command.h"
+#include "cli/eval_command.h"
 #include "cli/exit_codes.h"
 #include "cli/inspect_command.h"
+#include "cli/run_command.h"
 #include "cli/verify_command.h"
 
 namespace {
@@ -75,6 +78,84 @@ int main(int argc, char** argv) {
       "  slimpack verify out/tiny-llama\n"
       "Exit codes: 0 intact, 1 any problem (the message names the file), 2 usage error.");
 
+  slimpack::cli::EvalOptions eval;
+  CLI::App* eval_cmd = app.add_subcommand(
+      "eval", "Perplexity on a token file: non-overlapping windows of W tokens, each scored on its last W-1");
+  eval_cmd->add_option("MODEL", eval.model,
+                       "HF checkpoint (directory, .safetensors or index) or ONNX file (input_ids -> logits)")
+      ->required();
+  eval_cmd->add_option("--tokens", eval.tokens,
+                       ".npy of int32/int64 token ids, [n] or [rows, n] (rows are concatenated)")
+      ->required();
+  eval_cmd->add_option("--window", eval.window,
+                       "Window length W in tokens (default: max_position_embeddings from config.json)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
+  eval_cmd->add_option("--threads", eval.threads, "Interpreter threads (default 1)")
+      ->check(CLI::Range(1, 1024));
+  eval_cmd->add_flag("--json", eval.json, "Print a JSON result for machines");
+  eval_cmd->footer(
+      "Example:\n"
+      "  slimpack eval examples/tiny-llama --tokens out/tiny-llama.tokens.npy --window 64 --json");
+
+  slimpack::cli::RunOptions run;
+  CLI::App* run_cmd = app.add_subcommand(
+      "run", "Run a model on named inputs (.npz/.npy) and save every graph output to .npz");
+  run_cmd->add_option("MODEL", run.model, "ONNX file or HF checkpoint (input 'input_ids' i64 [batch, seq])")
+      ->required();
+  run_cmd->add_option("--inputs", run.inputs, ".npz with one entry per graph input, or a .npy named after the input")
+      ->required();
+  run_cmd->add_option("-o,--output", run.output, ".npz to write (readable by numpy.load)")->required();
+  run_cmd->add_option("--threads", run.threads, "Interpreter threads (default 1)")->check(CLI::Range(1, 1024));
+  run_cmd->footer(
+      "Example:\n"
+      "  slimpack run examples/digits-cnn/model.onnx --inputs in.npz -o out.npz");
+
+  slimpack::cli::CalibrateOptions calibrate;
+  CLI::App* calibrate_cmd = app.add_subcommand(
+      "calibrate", "Run a model on calibration data and write activation ranges (calib.json)");
+  calibrate_cmd->add_option("MODEL", calibrate.model,
+                            "ONNX file, .safetensors file, sharded index or checkpoint directory")
+      ->required();
+  calibrate_cmd->add_option("--data", calibrate.data,
+                            "Dataset directories/files (.npz, .npy, .safetensors, .txt token ids)");
+  calibrate_cmd->add_option("-o,--output", calibrate.output, "Calibration table to write (JSON)")->required();
+  calibrate_cmd->add_option("--method", calibrate.method, "Range method (default minmax)")
+      ->check(CLI::IsMember({"minmax", "moving_minmax", "percentile", "entropy", "mse"}));
+  calibrate_cmd->add_flag("--per-channel", calibrate.per_channel, "Also record per-channel ranges");
+  calibrate_cmd->add_option("--channel-axis", calibrate.channel_axis,
+                            "Per-channel axis (default: 1 for rank 4/5, else the last)");
+  calibrate_cmd->add_option("--percentile", calibrate.percentile, "For --method percentile (default 99.99)")
+      ->check(CLI::Range(50.0, 100.0));
+  calibrate_cmd->add_option("--bins", calibrate.num_bins, "Histogram bins, a multiple of 4 (default 4096)");
+  calibrate_cmd->add_option("--entropy-levels", calibrate.entropy_levels,
+                            "Quantized |x| levels for --method entropy (128 int8, 256 uint8)");
+  calibrate_cmd->add_option("--max-batch", calibrate.max_batch,
+                            "Rows per run when a data file holds a batch (default 32)")
+      ->check(CLI::PositiveNumber);
+  calibrate_cmd->add_option("--input-map", calibrate.input_map,
+                            "MODEL_INPUT=ARRAY: read an input from a differently named array");
+  calibrate_cmd->add_option("--calib-random", calibrate.random_samples,
+                            "Use N random samples instead of --data (smoke runs only: not calibration)")
+      ->check(CLI::PositiveNumber);
+  calibrate_cmd->add_option("--seed", calibrate.seed, "Seed for --calib-random (default 0)");
+  calibrate_cmd->add_flag("--xtx", calibrate.xtx,
+                          "Also store X^T X per MatMul/Gemm input (GPTQ Hessian; K*K doubles each)");
+  calibrate_cmd->add_option("--threads", calibrate.threads,
+                            "Interpreter threads (tables are identical for any value)")
+      ->check(CLI::Range(1, 1024));
+  calibrate_cmd->add_option("--check-data", calibrate.check_data,
+                            "After calibrating, report tensors whose range on this data exceeds the table");
+  calibrate_cmd->add_flag("-v,--verbose", calibrate.verbose, "Print a line per run");
+  calibrate_cmd->footer(
+      "Example:\n"
+      "  slimpack calibrate examples/digits-cnn/model.onnx --data examples/digits-cnn/eval.safetensors \\\n"
+      "      --input-map input=inputs -o calib.json --method entropy --per-channel\n"
+      "  slimpack calibrate model.onnx --calib-random 8 --seed 1 -o smoke.json\n"
+      "Dataset rules: a directory contributes its .npz/.npy/.safetensors/.txt files sorted by name;\n"
+      "an .npz/.safetensors holds one array per model input (extra arrays ignored), a .npy feeds a\n"
+      "single-input model; an array with the input's rank is a batch along dim 0 (cut into runs of\n"
+      "--max-batch), one of rank-1 is a single sample; dtype and static dims must match the input.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -90,5 +171,8 @@ int main(int argc, char** argv) {
   if (inspect_cmd->parsed()) return slimpack::cli::RunInspect(inspect);
   if (convert_cmd->parsed()) return slimpack::cli::RunConvert(convert);
   if (verify_cmd->parsed()) return slimpack::cli::RunVerify(verify);
+  if (eval_cmd->parsed()) return slimpack::cli::RunEval(eval);
+  if (run_cmd->parsed()) return slimpack::cli::RunRun(run);
+  if (calibrate_cmd->parsed()) return slimpack::cli::RunCalibrate(calibrate);
   return slimpack::cli::kExitUsage;
 }

@@ -36,7 +36,7 @@ expect 0 "help" -- --help
 # The error for a missing file names it.
 "$SLIMPACK" inspect "$TMP/does-not-exist.onnx" 2>&1 | grep -q "does-not-exist.onnx" \
   || { echo "FAIL: missing-file error does not name the file"; fail=1; }
-for sub in inspect; do
+for sub in inspect convert verify eval run calibrate; do
   "$SLIMPACK" "$sub" --help | grep -q "Example" \
     || { echo "FAIL: '$sub --help' shows no example"; fail=1; }
 done
