@@ -25,8 +25,9 @@ def main():
     for path in models:
         got = json.loads(subprocess.run([slimpack, "inspect", "--json", path], check=True,
                                         capture_output=True, text=True).stdout)
+        # expected_inspect.py keys files by their path relative to the repo root.
         want = next(v for k, v in expected.items()
-                    if os.path.abspath(k) == os.path.abspath(path))
+                    if os.path.abspath(os.path.join(root, k)) == os.path.abspath(path))
         checks = {
             "op_histogram": (got["op_histogram"], want["op_histogram"]),
             "parameter_count": (got["parameter_count"], want["parameter_count"]),
