@@ -13,12 +13,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "formats/numpy/numpy_io.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "formats/shard/writer/file_digest.h"
 #include "support/status_macros.h"
-#ifdef SLIMPACK_HAVE_NUMPY
-#include "formats/numpy/numpy_io.h"
-#endif
 
 namespace slimpack::calibration {
 namespace {
@@ -142,12 +140,7 @@ absl::Status Dataset::Impl::LoadArrays(const std::string& path, FileKind kind) {
     ASSIGN_OR_RETURN(auto file, safetensors::ReadSafetensorsFile(path));
     all = std::move(file.tensors);
   } else {
-#ifdef SLIMPACK_HAVE_NUMPY
     ASSIGN_OR_RETURN(all, numpy::ReadNpyOrNpz(path));
-#else
-    return absl::UnimplementedError(path + ": .npy/.npz support was not built "
-                                    "(formats/numpy missing); use .safetensors");
-#endif
   }
   if (kind == FileKind::kNpy) {
     if (inputs.size() != 1 || all.size() != 1) {
