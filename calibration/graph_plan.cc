@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "converter/ir/quant.h"
 #include "support/status_macros.h"
 
 namespace slimpack::calibration {
@@ -40,6 +41,22 @@ std::string NodeLabel(const ir::Node& n) {
   return "node '" + n.name + "' (" + n.op_type + ")";
 }
 
+// A quantized weight runs as the f32 values it stands for, computed once
+// here with the spec's exact formula (ir::DequantizeInto), so every kernel
+// sees the same numbers a dequantize-on-load runtime would. Its scale and
+// zero point stay bound as ordinary initializers.
+absl::StatusOr<RtTensor> DequantizedInitializer(const ir::Graph& graph,
+                                                const ir::Tensor& t) {
+  const ir::Tensor* scale = graph.FindInitializer(t.quant.scale);
+  const ir::Tensor* zp = t.quant.zero_point.empty()
+                             ? nullptr
+                             : graph.FindInitializer(t.quant.zero_point);
+  RETURN_IF_ERROR(ir::ValidateQuantLayout(t, scale, zp));
+  ASSIGN_OR_RETURN(RtTensor out, RtTensor::Allocate(ir::DType::kF32, t.dims));
+  RETURN_IF_ERROR(ir::DequantizeInto(t, *scale, zp, out.mutable_data<float>()));
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GraphPlan>> BuildGraphPlan(
@@ -66,7 +83,7 @@ absl::StatusOr<std::unique_ptr<GraphPlan>> BuildGraphPlan(
   };
   std::set<std::string> in_scope;  // names defined so far in this graph
   for (const ir::Tensor& t : graph.initializers()) {
-    auto rt = RtTensor::FromIr(t);
+    auto rt = t.quant.quantized() ? DequantizedInitializer(graph, t) : RtTensor::FromIr(t);
     if (!rt.ok()) return Annotate(rt.status(), "initializer");
     plan->constants.emplace_back(new_slot(t.name), *std::move(rt));
     in_scope.insert(t.name);

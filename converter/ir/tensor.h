@@ -75,6 +75,33 @@ enum class WeightRole : uint8_t {
 };
 std::string_view WeightRoleName(WeightRole r);
 
+// How a quantized tensor's integer elements map back to real values
+// (formats/shard/spec.md, "Layouts"): x = float32(q - zp) * scale, with the
+// scale / zero point looked up along `axis`. The scale and zero-point
+// tensors are ordinary tensors of the same graph, named here.
+enum class QuantKind : uint8_t {
+  kNone = 0,           // not quantized: elements are the values
+  kInt8PerChannel = 1, // i8/u8, one scale (and zp) per index along axis
+  kInt4GroupWise = 2,  // i4/u4, one scale (and zp) per group_size indices
+};
+struct QuantLayout {
+  QuantKind kind = QuantKind::kNone;
+  int axis = 0;
+  int64_t group_size = 0;  // kInt4GroupWise only
+  std::string scale;       // plain f32 tensor
+  std::string zero_point;  // empty: zero point 0; else same dtype as q
+  // How the integers were chosen ("rtn", "rtn-mse", "imatrix", "gptq",
+  // "awq", "static"): recorded in the manifest, not needed to dequantize.
+  std::string algorithm;
+
+  bool quantized() const { return kind != QuantKind::kNone; }
+  bool operator==(const QuantLayout& o) const {
+    return kind == o.kind && axis == o.axis && group_size == o.group_size &&
+           scale == o.scale && zero_point == o.zero_point &&
+           algorithm == o.algorithm;
+  }
+};
+
 struct Tensor {
   std::string name;
   DType dtype = DType::kUndefined;
@@ -83,6 +110,7 @@ struct Tensor {
   Provenance provenance;
   WeightRole role = WeightRole::kUnknown;
   int layer = -1;  // decoder layer index for HF checkpoints, else -1
+  QuantLayout quant;  // kind kNone unless a quantizer produced it
 
   // Checked element count; InvalidArgument on negative dim or overflow.
   absl::StatusOr<uint64_t> NumElements() const;

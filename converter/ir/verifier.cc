@@ -4,6 +4,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "converter/ir/quant.h"
+
 namespace slimpack::ir {
 namespace {
 
@@ -21,6 +23,25 @@ absl::Status CheckTensorBytes(const Tensor& t, const std::string& where) {
         Shape::FromDims(t.dims).ToString() + " needs " +
         std::to_string(*expected) + " bytes, found " +
         std::to_string(t.data.size()));
+  }
+  return absl::OkStatus();
+}
+
+// A quantized initializer's scale and zero point are initializers of the
+// same graph (converter/ir/tensor.h), which is also where the interpreter
+// looks for them when it binds the weight.
+absl::Status CheckQuantInitializers(const Graph& g) {
+  for (const Tensor& t : g.initializers()) {
+    if (!t.quant.quantized()) continue;
+    const Tensor* scale = g.FindInitializer(t.quant.scale);
+    const Tensor* zp = t.quant.zero_point.empty()
+                           ? nullptr
+                           : g.FindInitializer(t.quant.zero_point);
+    absl::Status s = ValidateQuantLayout(t, scale, zp);
+    if (!s.ok()) {
+      return absl::Status(s.code(), "graph '" + g.name + "' initializer " +
+                                        std::string(s.message()));
+    }
   }
   return absl::OkStatus();
 }
@@ -82,6 +103,10 @@ absl::Status VerifyScoped(const Graph& g,
       if (!s.ok()) return s;
     }
     auto s = CheckTensorBytes(t, "graph '" + g.name + "' initializer");
+    if (!s.ok()) return s;
+  }
+  {
+    absl::Status s = CheckQuantInitializers(g);
     if (!s.ok()) return s;
   }
   std::unordered_set<std::string> node_names;

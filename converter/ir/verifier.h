@@ -17,7 +17,10 @@ namespace slimpack::ir {
 //  - the graph has no cycle: FailedPrecondition naming a node on it;
 //  - every initializer's byte size matches dtype x shape: InvalidArgument
 //    with expected and found sizes;
-//  - every node has an op type.
+//  - every node has an op type;
+//  - every quantized initializer's layout agrees with its scale / zero
+//    point initializers of the same graph (ValidateQuantLayout,
+//    converter/ir/quant.h).
 absl::Status VerifyGraph(const Graph& graph);
 absl::Status VerifyModel(const Model& model);
 

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <limits>
 
+#include "converter/ir/quant.h"
 #include "converter/llama/config_checks.h"
 #include "converter/llama/graph_emitter.h"
 #include "support/status_macros.h"
@@ -213,14 +214,35 @@ class DecoderBuilder {
           ir::Shape::FromDims(t->dims).ToString() + ", config.json implies " +
           ir::Shape::FromDims(dims).ToString());
     }
+    if (t->quant.quantized()) return QuantizedWeight(*t);
     if (t->dtype != ir::DType::kF32 && t->dtype != ir::DType::kF16 &&
         t->dtype != ir::DType::kBF16) {
       return absl::UnimplementedError(ckpt_.source_path + ": weight '" + name + "' has dtype " +
                                       std::string(ir::DTypeName(t->dtype)) +
-                                      " (supported: f32, f16, bf16)");
+                                      " (supported: f32, f16, bf16, or i8/u8/i4/u4 with a "
+                                      "quant layout)");
     }
     RETURN_IF_ERROR(g_.AddInitializer(*t));
     return name;
+  }
+
+  // A quantized weight goes into the graph as it is stored, with its scale
+  // and zero point beside it; the interpreter dequantizes it when it binds
+  // initializers, so the nodes are those of the float graph.
+  absl::StatusOr<std::string> QuantizedWeight(const ir::Tensor& t) {
+    const ir::Tensor* scale = ckpt_.graph.FindInitializer(t.quant.scale);
+    const ir::Tensor* zp = t.quant.zero_point.empty()
+                               ? nullptr
+                               : ckpt_.graph.FindInitializer(t.quant.zero_point);
+    absl::Status s = ir::ValidateQuantLayout(t, scale, zp);
+    if (!s.ok()) return Annotate(s, ckpt_.source_path);
+    RETURN_IF_ERROR(g_.AddInitializer(t));
+    for (const ir::Tensor* aux : {scale, zp}) {
+      if (aux != nullptr && g_.FindInitializer(aux->name) == nullptr) {
+        RETURN_IF_ERROR(g_.AddInitializer(*aux));
+      }
+    }
+    return t.name;
   }
 
   const ir::Model& ckpt_;

@@ -31,11 +31,18 @@ std::vector<std::string> SupportedModelTypes();
 // tensor (same bytes; views stay views). Every node's provenance names the
 // HF module it implements ("model.layers.3.self_attn.q_proj").
 //
+// Quantized weights (any weight with a QuantLayout, e.g. read back from an
+// artifact) are used as stored: the weight, its scale and its zero point
+// become initializers and the interpreter dequantizes the weight when it
+// binds it (calibration/graph_plan.cc). A layout that disagrees with its
+// scale / zero point is InvalidArgument naming the checkpoint and tensor.
+//
 // Errors: FailedPrecondition if the model has no architecture (no
 // config.json); Unimplemented naming the model_type and listing the
 // supported ones; NotFound naming a missing weight and the checkpoint;
 // InvalidArgument naming a weight whose shape disagrees with config.json;
-// Unimplemented naming a weight whose dtype is not f32/f16/bf16, or a
+// Unimplemented naming a weight whose dtype is not f32/f16/bf16 and that
+// has no quant layout, or a
 // config option the graph does not implement (see config_checks.h: rope
 // scaling, non-silu activation, MLP/o_proj biases). A configured sliding
 // window only adds a warning.

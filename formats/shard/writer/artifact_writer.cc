@@ -293,6 +293,7 @@ class ArtifactJob {
     ManifestParts parts;
     ASSIGN_OR_RETURN(parts.model, ModelJson(model_));
     parts.recipe = options_.recipe;
+    parts.passes = options_.passes;
     parts.producer_version = SLIMPACK_VERSION;
     parts.inputs = input_digests_;
     parts.shards = shard_digests_;
@@ -310,6 +311,7 @@ class ArtifactJob {
       e.layer = t.layer;
       e.role = t.role;
       e.source = SourceString(t.provenance);
+      e.quant = t.quant;
       parts.tensors.push_back(std::move(e));
     }
     return SerializeManifest(parts);

@@ -38,6 +38,10 @@ struct ArtifactOptions {
   TensorEncoder encoder;                    // default: store as imported
   // Recorded verbatim as producer.recipe; must be a JSON object.
   nlohmann::json recipe = nlohmann::json::object();
+  // Recorded verbatim as producer.passes; must be a JSON array (one object
+  // per pass run: name, options, statistics; never timings, which would
+  // make artifacts differ between identical runs).
+  nlohmann::json passes = nlohmann::json::array();
   // Called (serialised, never concurrently) after every write of at least
   // 1 MiB and whenever a file is finished.
   std::function<void(const WriteProgress&)> progress;

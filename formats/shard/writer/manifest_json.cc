@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <set>
 #include <tuple>
+#include <unordered_map>
 
+#include "converter/ir/quant.h"
 #include "formats/shard/format.h"
 #include "formats/shard/writer/file_digest.h"
 #include "formats/shard/writer/model_json.h"
@@ -22,11 +25,67 @@ json DigestJson(const NamedDigest& d) {
   return {{"file", d.file}, {"sha256", d.sha256}, {"size", d.size}};
 }
 
+// spec.md section 5, "Layouts", plus the optional "quant" record of how
+// the integers were chosen (readers of 1.0 ignore it; nothing needs it to
+// dequantize).
+json LayoutJson(const ir::QuantLayout& q) {
+  if (!q.quantized()) return {{"kind", std::string(shard::kLayoutPlain)}};
+  json out = {{"axis", q.axis},
+              {"kind", std::string(ir::QuantKindName(q.kind))},
+              {"scale", q.scale}};
+  if (q.kind == ir::QuantKind::kInt4GroupWise) {
+    out["group_size"] = q.group_size;
+    out["packing"] = std::string(shard::kPackingLowNibbleFirst);
+  }
+  if (!q.zero_point.empty()) out["zero_point"] = q.zero_point;
+  return out;
+}
+
+json QuantRecordJson(const TensorEntry& t) {
+  return {{"algorithm", t.quant.algorithm},
+          {"bits", ir::DTypeBits(t.dtype)},
+          {"group_size", t.quant.kind == ir::QuantKind::kInt4GroupWise
+                             ? t.quant.group_size
+                             : 0},
+          {"symmetric", ir::IsSymmetricQuant(t.quant)}};
+}
+
+// A writer must not commit an artifact the loader rejects: every quantized
+// entry is checked against the scale / zero point entries as stored (a
+// dtype cast of a scale, say to f16, is caught here).
+absl::Status CheckQuantEntries(const std::vector<TensorEntry>& entries) {
+  std::unordered_map<std::string, const TensorEntry*> by_name;
+  for (const TensorEntry& e : entries) by_name.emplace(e.name, &e);
+  auto meta = [](const TensorEntry& e) {
+    ir::Tensor t;
+    t.name = e.name;
+    t.dtype = e.dtype;
+    t.dims = e.dims;
+    t.layer = static_cast<int>(e.layer);
+    t.quant = e.quant;
+    return t;
+  };
+  for (const TensorEntry& e : entries) {
+    if (!e.quant.quantized()) continue;
+    auto find = [&](const std::string& name) -> std::optional<ir::Tensor> {
+      auto it = name.empty() ? by_name.end() : by_name.find(name);
+      if (it == by_name.end()) return std::nullopt;
+      return meta(*it->second);
+    };
+    std::optional<ir::Tensor> scale = find(e.quant.scale);
+    std::optional<ir::Tensor> zp = find(e.quant.zero_point);
+    absl::Status s = ir::ValidateQuantLayout(meta(e), scale ? &*scale : nullptr,
+                                             zp ? &*zp : nullptr);
+    if (!s.ok()) return Annotate(s, "manifest (as stored)");
+  }
+  return absl::OkStatus();
+}
+
 json TensorJson(const TensorEntry& t) {
   json shape = json::array();
   for (int64_t d : t.dims) shape.push_back(static_cast<uint64_t>(d));
   json out = {{"dtype", std::string(ir::DTypeName(t.dtype))},
-              {"layout", {{"kind", std::string(shard::kLayoutPlain)}}},
+              {"layout", LayoutJson(t.quant)},
               {"name", t.name},
               {"nbytes", t.nbytes},
               {"offset", t.offset},
@@ -37,6 +96,7 @@ json TensorJson(const TensorEntry& t) {
     out["role"] = std::string(ir::WeightRoleName(t.role));
   }
   if (!t.source.empty()) out["source"] = t.source;
+  if (t.quant.quantized()) out["quant"] = QuantRecordJson(t);
   return out;
 }
 
@@ -138,6 +198,7 @@ absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts) {
   if (!parts.recipe.is_object()) {
     return absl::InternalError("manifest: the recipe is not a JSON object");
   }
+  RETURN_IF_ERROR(CheckQuantEntries(parts.tensors));
   std::vector<const TensorEntry*> order;
   for (const auto& t : parts.tensors) order.push_back(&t);
   std::sort(order.begin(), order.end(),
@@ -176,6 +237,7 @@ absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts) {
       {"producer",
        {{"inputs", std::move(inputs_json)},
         {"name", "slimpack"},
+        {"passes", parts.passes},
         {"recipe", parts.recipe},
         {"version", parts.producer_version}}},
       {"required_features", json::array()},

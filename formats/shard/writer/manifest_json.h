@@ -30,11 +30,18 @@ struct TensorEntry {
   int64_t layer = -1;  // omitted when < 0
   ir::WeightRole role = ir::WeightRole::kUnknown;  // omitted when unknown
   std::string source;  // omitted when empty
+  // Not quantized: layout "plain". Quantized: the layout object and the
+  // "quant" record (spec.md section 5); checked against the stored scale /
+  // zero-point entries when serialising.
+  ir::QuantLayout quant;
 };
 
 struct ManifestParts {
   nlohmann::json model;   // ModelJson
   nlohmann::json recipe;  // an object
+  // Per-pass records (name, options, statistics; no timings) of the pipeline
+  // that produced the model: producer.passes. An array; empty if none ran.
+  nlohmann::json passes = nlohmann::json::array();
   std::string producer_version;
   std::vector<NamedDigest> inputs;
   std::vector<NamedDigest> shards;   // in index order
@@ -45,7 +52,9 @@ struct ManifestParts {
 // The exact bytes of manifest.json. Errors: InvalidArgument for an unsafe or
 // duplicate file name (spec.md section 1), a string that is not UTF-8
 // (naming its JSON path, e.g. model.onnx.graph.nodes[3].name), nesting
-// deeper than 64; ResourceExhausted if the manifest exceeds 16 MiB.
+// deeper than 64, a quantized tensor whose layout disagrees with its scale /
+// zero-point entries as stored (ir::ValidateQuantLayout: e.g. a scale cast
+// to f16); ResourceExhausted if the manifest exceeds 16 MiB.
 absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts);
 
 // True if `name` may name a file in an artifact (spec.md section 1).

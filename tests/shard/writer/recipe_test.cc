@@ -22,7 +22,8 @@ TEST(RecipeTest, ParsesEveryKey) {
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->dtype, ir::DType::kBF16);
   EXPECT_EQ(r->shard_size, 64ull << 20);
-  EXPECT_TRUE(r->passes.empty());
+  ASSERT_TRUE(r->passes.has_value());
+  EXPECT_TRUE(r->passes->empty());
   auto n = ParseRecipe(R"({"shard_size": 2097152})", "r.json");
   ASSERT_THAT(n, IsOk());
   EXPECT_EQ(n->shard_size, 2097152u);
@@ -41,7 +42,7 @@ TEST(RecipeTest, UnknownKeyNamesKeyAndFile) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("my_recipe.json"),
                              HasSubstr("unknown key 'dtyp'"),
-                             HasSubstr("dtype, passes, shard_size"))));
+                             HasSubstr("dtype, passes, quant, shard_size"))));
 }
 
 TEST(RecipeTest, BadDTypeNamesKeyAndValue) {
@@ -82,13 +83,25 @@ TEST(RecipeTest, StrictJson) {
                        HasSubstr("a recipe is a JSON object")));
 }
 
-TEST(RecipeTest, PassesAreReservedForLater) {
-  EXPECT_THAT(ParseRecipe(R"({"passes": ["fuse-bn-into-conv"]})", "r.json"),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       AllOf(HasSubstr("'passes'"), HasSubstr("1 pass"))));
+TEST(RecipeTest, PassesAndQuantKeys) {
+  auto r = ParseRecipe(R"({"passes": ["fuse-bn-into-conv", "fold-constants"],
+                           "quant": {"scheme": "int4-g32"}})", "r.json");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(*r->passes, (std::vector<std::string>{"fuse-bn-into-conv", "fold-constants"}));
+  ASSERT_TRUE(r->quant.has_value());
+  EXPECT_EQ(RecipeToJson(*r).dump(),
+            R"({"passes":["fuse-bn-into-conv","fold-constants"],"quant":{"scheme":"int4-g32"}})");
+  // Unset passes (default pipeline) and an explicit empty list differ.
+  EXPECT_FALSE(ParseRecipe("{}", "r.json")->passes.has_value());
   EXPECT_THAT(ParseRecipe(R"({"passes": {}})", "r.json"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("must be an array")));
+  EXPECT_THAT(ParseRecipe(R"({"passes": ["a", 3]})", "r.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("'passes'[1]"), HasSubstr("pass name"))));
+  EXPECT_THAT(ParseRecipe(R"({"quant": "int4"})", "r.json"),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("'quant'"), HasSubstr("must be an object"))));
 }
 
 TEST(RecipeTest, ReadRecipeFileNamesMissingFile) {
