@@ -13,6 +13,8 @@ namespace {
 bool IsActivation(const ir::Node& node) {
   static const std::set<std::string> kActivations = {
       "Relu", "Sigmoid", "HardSwish", "LeakyRelu", "Clip"};
+  // fuse-hardswish emits slimpack.HardSwish below opset 14: same function.
+  if (node.domain == kSlimpackDomain) return node.op_type == "HardSwish";
   return node.domain.empty() && kActivations.count(node.op_type) > 0;
 }
 

@@ -5,7 +5,7 @@
 //   After:  %y = slimpack.FusedConv(%x, %W, %B) {..., activation="Relu",
 //                                                activation_params=[]}
 //
-// Activations: Relu, Sigmoid, HardSwish (no params), LeakyRelu
+// Activations: Relu, Sigmoid, HardSwish (no params; also slimpack.HardSwish), LeakyRelu
 // (activation_params=[alpha]), Clip ([min, max]; bounds from constant
 // inputs or, before opset 11, attributes; an absent bound is +-inf). Gemm
 // becomes slimpack.FusedGemm. The interpreter kernel (fused_kernels.h) runs

@@ -1,8 +1,6 @@
 // fuse-layernorm (see fuse_layernorm.h).
 #include "passes/fuse_layernorm.h"
 
-#include <algorithm>
-
 #include "passes/graph_utils.h"
 
 namespace slimpack::passes {
@@ -16,53 +14,6 @@ struct Match {
   float epsilon = 0;
   int64_t axis = -1;
 };
-
-// For a commutative binary node: the operand produced by a single-use
-// `op_type` node (its index in `producer`) and the other operand.
-bool SplitOperands(const ir::Graph& graph, const ir::UseDefIndex& index,
-                   const std::vector<bool>& dead, const ir::Node& node,
-                   std::string_view op_type, size_t& producer,
-                   std::string& other) {
-  if (node.inputs.size() != 2) return false;
-  for (int side = 0; side < 2; ++side) {
-    if (auto p = SingleUseProducer(graph, index, dead, node.inputs[side], op_type)) {
-      producer = *p;
-      other = node.inputs[1 - side];
-      return true;
-    }
-  }
-  return false;
-}
-
-// The reduced axes of a ReduceMean (attribute, or constant input 1).
-std::optional<std::vector<int64_t>> ReduceAxes(const ir::Graph& graph,
-                                               const ir::Node& rm) {
-  if (const ir::Attribute* a = rm.FindAttribute("axes")) {
-    if (a->kind == ir::Attribute::Kind::kInts) return a->ints;
-    return std::nullopt;
-  }
-  if (rm.inputs.size() > 1 && !rm.inputs[1].empty()) return ConstantInts(graph, rm.inputs[1]);
-  return std::nullopt;
-}
-
-// Turns `axes` into the first normalized axis (negative) when they are the
-// trailing contiguous axes of a rank-`rank` tensor (rank < 0: unknown).
-std::optional<int64_t> TrailingAxis(std::vector<int64_t> axes, int64_t rank) {
-  if (axes.empty()) return std::nullopt;
-  for (int64_t& a : axes) {
-    if (a >= 0) {
-      if (rank < 0) return std::nullopt;
-      a -= rank;
-    }
-  }
-  std::sort(axes.begin(), axes.end());
-  for (size_t i = 0; i < axes.size(); ++i) {
-    if (axes[i] != -static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i)) {
-      return std::nullopt;
-    }
-  }
-  return axes.front();
-}
 
 // Walks up from the final Add; empty on success, else the reason.
 std::string MatchAt(const ir::Graph& graph, const ir::UseDefIndex& index,
@@ -151,15 +102,26 @@ absl::Status FuseLayerNormPass::Run(ir::Graph& graph,
                                     PassContext& context) const {
   ir::UseDefIndex index = graph.BuildUseDefIndex();
   std::vector<bool> dead(graph.nodes.size(), false);
+  // LayerNormalization needs opset 17; when the model is older, raising it
+  // must not change what the graph's other nodes mean.
+  const std::string hazard = context.opset() < kLayerNormOpset
+                                 ? OpsetRaiseHazard(graph, context.opset(), kLayerNormOpset)
+                                 : "";
   for (size_t n = 0; n < graph.nodes.size(); ++n) {
     if (dead[n]) continue;  // absorbed by an earlier match
     const ir::Node& root = graph.nodes[n];
     if (!root.domain.empty() || root.op_type != "Add") continue;
     Match m;
     std::string why = MatchAt(graph, index, dead, n, m);
+    // (The pattern's own nodes never appear in the hazard: ReduceMean only
+    // changes at 18.)
+    if (why.empty() && !hazard.empty()) {
+      why = "needs opset 17 and the model is opset " + std::to_string(context.opset()) +
+            ": " + hazard;
+    }
     if (!why.empty()) {
       // Only Adds fed by a Mul(Div) chain are near misses worth reporting.
-      if (why.find("no single-use") != 0 && why.find("Mul has no") != 0) {
+      if (why.rfind("no single-use", 0) != 0 && why.rfind("Mul has no", 0) != 0) {
         context.Log(Describe(root) + ": not fused, " + why);
       }
       continue;

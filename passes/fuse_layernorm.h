@@ -15,7 +15,10 @@
 // constants of rank <= the number of normalized axes; %d feeds exactly the
 // Pow and the Div and every other intermediate has one reader. Mul and the
 // Adds may have their operands in either order. The rewrite needs opset 17;
-// a lower model opset is reported through PassContext::RequireOpset.
+// a lower model opset is reported through PassContext::RequireOpset, unless
+// raising it would change another node's meaning (e.g. an opset-12
+// Unsqueeze with axes as attribute): then nothing is fused and the reason
+// is logged.
 // Not bit-exact (one kernel instead of nine); tested within 1e-5.
 // Not handled: Mul(d, d) instead of Pow, no affine (Div root), no beta.
 #ifndef SLIMPACK_PASSES_FUSE_LAYERNORM_H_

@@ -1,20 +1,24 @@
 // fuse-matmul-add (see fuse_matmul_add.h).
 #include "passes/fuse_matmul_add.h"
 
+#include "passes/fused_kernels.h"
 #include "passes/graph_utils.h"
 
 namespace slimpack::passes {
 namespace {
 
-// Empty when MatMul `mm` + bias `bias` can become a Gemm, else why not.
+// Empty when MatMul `mm` + bias `bias` can fuse, else why not. `gemm` is
+// set when A is known to be 2-D (Gemm); otherwise the fusion is
+// slimpack.MatMulAdd.
 std::string WhyNot(const ir::Graph& graph, const ir::Node& mm,
-                   const std::string& bias) {
+                   const std::string& bias, bool batched, bool& gemm) {
   if (mm.inputs.size() != 2) return "MatMul does not have 2 inputs";
   std::optional<ir::ValueInfo> a = graph.FindValueInfo(mm.inputs[0]);
-  if (!a || !a->shape.rank_known()) return "rank of '" + mm.inputs[0] + "' is unknown";
-  if (a->shape.rank() != 2) {
+  gemm = a && a->shape.rank_known() && a->shape.rank() == 2;
+  if (!gemm && !batched) {
+    if (!a || !a->shape.rank_known()) return "rank of '" + mm.inputs[0] + "' is unknown";
     return "'" + mm.inputs[0] + "' has rank " + std::to_string(a->shape.rank()) +
-           ", Gemm needs 2";
+           ", Gemm needs 2 (option batched=true emits slimpack.MatMulAdd)";
   }
   const ir::Tensor* w = FindConstant(graph, mm.inputs[1]);
   if (w == nullptr || w->dtype != ir::DType::kF32 || w->dims.size() != 2) {
@@ -54,8 +58,9 @@ absl::Status FuseMatMulAddPass::Run(ir::Graph& graph,
       }
       ir::Node& mm = graph.nodes[*p];
       const std::string& bias = add.inputs[1 - side];
+      bool gemm = false;
       std::string why = HasSingleUse(graph, index, add.inputs[side])
-                            ? WhyNot(graph, mm, bias)
+                            ? WhyNot(graph, mm, bias, options_.batched, gemm)
                             : "MatMul output has other readers";
       if (!why.empty()) {
         context.Log(Describe(add) + ": not fused with " + Describe(mm) + ", " + why);
@@ -66,14 +71,19 @@ absl::Status FuseMatMulAddPass::Run(ir::Graph& graph,
       graph.value_info.erase(mm.outputs[0]);
       // The Gemm takes the Add's place: every input is defined before the
       // MatMul, and readers of the Add's output come after it.
-      ir::Node gemm;
-      gemm.name = mm.name;
-      gemm.op_type = "Gemm";
-      gemm.inputs = {mm.inputs[0], mm.inputs[1], bias};
-      gemm.outputs = {add.outputs[0]};
-      gemm.provenance = ir::Provenance::Merge(mm.provenance, add.provenance);
+      ir::Node fused;
+      fused.name = mm.name;
+      if (gemm) {
+        fused.op_type = "Gemm";
+      } else {
+        fused.domain = kSlimpackDomain;
+        fused.op_type = "MatMulAdd";
+      }
+      fused.inputs = {mm.inputs[0], mm.inputs[1], bias};
+      fused.outputs = {add.outputs[0]};
+      fused.provenance = ir::Provenance::Merge(mm.provenance, add.provenance);
       dead[*p] = true;
-      add = std::move(gemm);
+      add = std::move(fused);
       context.stats().nodes_rewritten++;
       break;
     }

@@ -136,6 +136,130 @@ absl::Status LayerNormGelu(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// Runs a default-domain binary op over two tensors.
+absl::StatusOr<RtTensor> RunBinary(const KernelContext& outer,
+                                   calibration::TensorAllocator& allocator,
+                                   const std::string& op_type, KernelFn fn,
+                                   const RtTensor& a, const RtTensor& b) {
+  ir::Node node;
+  node.name = outer.node().name;
+  node.inputs = {"a", "b"};
+  node.outputs = {"y"};
+  return RunInner(outer, allocator, op_type, fn, std::move(node), {&a, &b});
+}
+
+// x / sqrt(mean(x*x over axes [axis, rank)) + epsilon) * scale, as the
+// unfused Div-form chain computes it (same kernels, same order).
+absl::Status RmsNorm(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
+  ASSIGN_OR_RETURN(const RtTensor* scale, ctx.RequiredInput(1));
+  RETURN_IF_ERROR(ctx.ExpectDType(0, ir::DType::kF32));
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", -1));
+  ASSIGN_OR_RETURN(float epsilon, ctx.FloatAttr("epsilon", 1e-5f));
+  int64_t rank = static_cast<int64_t>(x->rank());
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) {
+    return absl::InvalidArgumentError(
+        "node '" + ctx.node().name + "': RMSNorm axis " + std::to_string(axis) +
+        " is out of range for an input of rank " + std::to_string(rank));
+  }
+  std::vector<int64_t> axes;
+  for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
+  calibration::TensorAllocator allocator(kInnerMaxBytes);
+  namespace k = calibration::kernels;
+  ASSIGN_OR_RETURN(RtTensor sq, RunBinary(ctx, allocator, "Mul", k::Mul, *x, *x));
+  ir::Node mean;
+  mean.name = ctx.node().name;
+  mean.inputs = {"x"};
+  mean.attributes["axes"] = ir::Attribute::Ints(axes);
+  mean.attributes["keepdims"] = ir::Attribute::Int(1);
+  ASSIGN_OR_RETURN(RtTensor var, RunInner(ctx, allocator, "ReduceMean", k::ReduceMean,
+                                          mean, {&sq}));
+  RtTensor eps = RtTensor::FromVector<float>({}, {epsilon});
+  ASSIGN_OR_RETURN(RtTensor ve, RunBinary(ctx, allocator, "Add", k::Add, var, eps));
+  ir::Node sqrt_node;
+  sqrt_node.name = ctx.node().name;
+  sqrt_node.inputs = {"x"};
+  ASSIGN_OR_RETURN(RtTensor s, RunInner(ctx, allocator, "Sqrt", k::Sqrt, sqrt_node, {&ve}));
+  ASSIGN_OR_RETURN(RtTensor n, RunBinary(ctx, allocator, "Div", k::Div, *x, s));
+  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, allocator, "Mul", k::Mul, n, *scale));
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
+
+// x * Sigmoid(x).
+absl::Status SiLU(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
+  calibration::TensorAllocator allocator(kInnerMaxBytes);
+  ir::Node sig;
+  sig.name = ctx.node().name;
+  sig.inputs = {"x"};
+  ASSIGN_OR_RETURN(RtTensor s, RunInner(ctx, allocator, "Sigmoid",
+                                        calibration::kernels::Sigmoid, sig, {x}));
+  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, allocator, "Mul",
+                                         calibration::kernels::Mul, *x, s));
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
+
+// ONNX HardSwish (opset 14) for models whose opset predates it.
+absl::Status SlimpackHardSwish(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
+  calibration::TensorAllocator allocator(kInnerMaxBytes);
+  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, allocator, "HardSwish",
+                                        calibration::kernels::HardSwish, ctx.node(), {x}));
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
+
+// softmax(Q Kt [/ scale_divisor | * scale] [+ mask]) V, axis -1, with the
+// built-in kernels in the order the unfused graph ran them.
+absl::Status Attention(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* q, ctx.RequiredInput(0));
+  ASSIGN_OR_RETURN(const RtTensor* kt, ctx.RequiredInput(1));
+  ASSIGN_OR_RETURN(const RtTensor* v, ctx.RequiredInput(2));
+  const RtTensor* mask = ctx.input(3);
+  if (ctx.HasAttr("scale") && ctx.HasAttr("scale_divisor")) {
+    return absl::InvalidArgumentError("node '" + ctx.node().name +
+                                      "': Attention has both scale and scale_divisor");
+  }
+  namespace k = calibration::kernels;
+  calibration::TensorAllocator allocator(kInnerMaxBytes);
+  ASSIGN_OR_RETURN(RtTensor s, RunBinary(ctx, allocator, "MatMul", k::MatMul, *q, *kt));
+  if (ctx.HasAttr("scale") || ctx.HasAttr("scale_divisor")) {
+    bool divide = ctx.HasAttr("scale_divisor");
+    ASSIGN_OR_RETURN(float c, ctx.FloatAttr(divide ? "scale_divisor" : "scale", 1.0f));
+    RtTensor constant = RtTensor::FromVector<float>({}, {c});
+    ASSIGN_OR_RETURN(s, divide ? RunBinary(ctx, allocator, "Div", k::Div, s, constant)
+                               : RunBinary(ctx, allocator, "Mul", k::Mul, s, constant));
+  }
+  if (mask != nullptr && mask->defined()) {
+    ASSIGN_OR_RETURN(s, RunBinary(ctx, allocator, "Add", k::Add, s, *mask));
+  }
+  ir::Node softmax;
+  softmax.name = ctx.node().name;
+  softmax.inputs = {"x"};
+  softmax.attributes["axis"] = ir::Attribute::Int(-1);
+  ASSIGN_OR_RETURN(RtTensor p, RunInner(ctx, allocator, "Softmax", k::Softmax, softmax, {&s}));
+  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, allocator, "MatMul", k::MatMul, p, *v));
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
+
+// MatMul(A, W) + bias, for the batched linears Gemm cannot express.
+absl::Status MatMulAdd(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* a, ctx.RequiredInput(0));
+  ASSIGN_OR_RETURN(const RtTensor* w, ctx.RequiredInput(1));
+  ASSIGN_OR_RETURN(const RtTensor* bias, ctx.RequiredInput(2));
+  calibration::TensorAllocator allocator(kInnerMaxBytes);
+  ASSIGN_OR_RETURN(RtTensor m, RunBinary(ctx, allocator, "MatMul",
+                                         calibration::kernels::MatMul, *a, *w));
+  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, allocator, "Add",
+                                         calibration::kernels::Add, m, *bias));
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RegisterFusedKernels(calibration::KernelRegistry& registry) {
@@ -143,6 +267,11 @@ absl::Status RegisterFusedKernels(calibration::KernelRegistry& registry) {
   RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "FusedGemm", FusedGemm));
   RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "Gelu", SlimpackGelu));
   RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "LayerNormGelu", LayerNormGelu));
+  RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "RMSNorm", RmsNorm));
+  RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "SiLU", SiLU));
+  RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "HardSwish", SlimpackHardSwish));
+  RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "Attention", Attention));
+  RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "MatMulAdd", MatMulAdd));
   return absl::OkStatus();
 }
 

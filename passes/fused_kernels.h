@@ -9,6 +9,14 @@
 //     predates it; attribute `approximate` ("none" or "tanh").
 //   slimpack.LayerNormGelu: LayerNormalization (same inputs/attributes)
 //     followed by Gelu with attribute `approximate`.
+//   slimpack.RMSNorm(X, scale) {axis, epsilon}: X / sqrt(mean(X^2 over
+//     axes [axis, rank)) + epsilon) * scale, f32.
+//   slimpack.SiLU(X): X * Sigmoid(X).
+//   slimpack.HardSwish(X): ONNX HardSwish for models below opset 14.
+//   slimpack.Attention(Q, Kt, V[, mask]) {scale | scale_divisor}:
+//     Softmax(MatMul(Q, Kt) * scale (or / scale_divisor) + mask, axis=-1)
+//     then MatMul with V.
+//   slimpack.MatMulAdd(A, W, bias): Add(MatMul(A, W), bias), any rank.
 // Each fused kernel runs the interpreter's own kernels back to back, so a
 // fused graph computes bit-identical values to the unfused one.
 #ifndef SLIMPACK_PASSES_FUSED_KERNELS_H_

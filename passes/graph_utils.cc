@@ -1,6 +1,7 @@
 // Shared helpers for the passes (see graph_utils.h).
 #include "passes/graph_utils.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <unordered_set>
@@ -189,6 +190,90 @@ bool IsScalarNear(const ir::Graph& graph, const std::string& name, double want,
                   double rel_tol) {
   std::optional<double> v = ConstantScalar(graph, name);
   return v && std::fabs(*v - want) <= rel_tol * std::fabs(want);
+}
+
+std::optional<std::vector<int64_t>> ReduceAxes(const ir::Graph& graph,
+                                               const ir::Node& reduce) {
+  if (const ir::Attribute* a = reduce.FindAttribute("axes")) {
+    if (a->kind == ir::Attribute::Kind::kInts) return a->ints;
+    return std::nullopt;
+  }
+  if (reduce.inputs.size() > 1 && !reduce.inputs[1].empty()) {
+    return ConstantInts(graph, reduce.inputs[1]);
+  }
+  return std::nullopt;
+}
+
+std::optional<int64_t> TrailingAxis(std::vector<int64_t> axes, int64_t rank) {
+  if (axes.empty()) return std::nullopt;
+  for (int64_t& a : axes) {
+    if (a >= 0) {
+      if (rank < 0) return std::nullopt;
+      a -= rank;
+    }
+  }
+  std::sort(axes.begin(), axes.end());
+  for (size_t i = 0; i < axes.size(); ++i) {
+    if (axes[i] != -static_cast<int64_t>(axes.size()) + static_cast<int64_t>(i)) {
+      return std::nullopt;
+    }
+  }
+  return axes.front();
+}
+
+int64_t RankOf(const ir::Graph& graph, const std::string& value) {
+  if (const ir::Tensor* t = FindConstant(graph, value)) {
+    return static_cast<int64_t>(t->dims.size());
+  }
+  std::optional<ir::ValueInfo> info = graph.FindValueInfo(value);
+  return info && info->shape.rank_known() ? static_cast<int64_t>(info->shape.rank()) : -1;
+}
+
+bool SplitOperands(const ir::Graph& graph, const ir::UseDefIndex& index,
+                   const std::vector<bool>& dead, const ir::Node& node,
+                   std::string_view op_type, size_t& producer,
+                   std::string& other) {
+  if (node.inputs.size() != 2) return false;
+  for (int side = 0; side < 2; ++side) {
+    if (auto p = SingleUseProducer(graph, index, dead, node.inputs[side], op_type)) {
+      producer = *p;
+      other = node.inputs[1 - side];
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string OpsetRaiseHazard(const ir::Graph& graph, int64_t from, int64_t to) {
+  // Default-domain ops whose signature or meaning changed at an opset.
+  static const struct {
+    int64_t opset;
+    const char* ops[8];
+  } kChanges[] = {
+      {13, {"Squeeze", "Unsqueeze", "ReduceSum", "Split", "Softmax", "LogSoftmax",
+            "Hardmax", nullptr}},
+      {18, {"ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+            "ReduceLogSumExp", nullptr}},
+  };
+  for (const ir::Node& node : graph.nodes) {
+    for (const auto& change : kChanges) {
+      if (!(from < change.opset && change.opset <= to) || !node.domain.empty()) continue;
+      for (const char* const* op = change.ops; *op != nullptr; ++op) {
+        if (node.op_type == *op) {
+          return Describe(node) + " changes meaning at opset " + std::to_string(change.opset);
+        }
+      }
+    }
+    for (const auto& [name, attr] : node.attributes) {
+      std::vector<std::shared_ptr<ir::Graph>> subgraphs = attr.graphs;
+      if (attr.g) subgraphs.push_back(attr.g);
+      for (const auto& g : subgraphs) {
+        std::string why = OpsetRaiseHazard(*g, from, to);
+        if (!why.empty()) return why;
+      }
+    }
+  }
+  return "";
 }
 
 std::string Describe(const ir::Node& node) {

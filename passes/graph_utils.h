@@ -71,6 +71,30 @@ std::optional<size_t> SingleUseProducer(const ir::Graph& graph,
 bool IsScalarNear(const ir::Graph& graph, const std::string& name, double want,
                   double rel_tol);
 
+// The reduced axes of a Reduce* node (attribute, or constant input 1).
+std::optional<std::vector<int64_t>> ReduceAxes(const ir::Graph& graph,
+                                               const ir::Node& reduce);
+// Turns `axes` into the first normalized axis (negative) when they are the
+// trailing contiguous axes of a rank-`rank` tensor (rank < 0: unknown, then
+// only negative axes are accepted).
+std::optional<int64_t> TrailingAxis(std::vector<int64_t> axes, int64_t rank);
+// Rank of `value` if known, else -1.
+int64_t RankOf(const ir::Graph& graph, const std::string& value);
+
+// For a binary node: the input produced by a live single-use default-domain
+// `op_type` node (its index in `producer`) and the other input.
+bool SplitOperands(const ir::Graph& graph, const ir::UseDefIndex& index,
+                   const std::vector<bool>& dead, const ir::Node& node,
+                   std::string_view op_type, size_t& producer,
+                   std::string& other);
+
+// Why raising the model's default-domain opset from `from` to `to` would
+// change the meaning of a node already in `graph` (empty when it would
+// not): ops whose inputs or semantics changed in between, e.g. Unsqueeze
+// and ReduceSum take axes as an input from opset 13, Softmax stops
+// coercing to 2-D at 13. Checks the top-level graph and subgraphs.
+std::string OpsetRaiseHazard(const ir::Graph& graph, int64_t from, int64_t to);
+
 // "node 'conv1' (Conv)" for messages.
 std::string Describe(const ir::Node& node);
 

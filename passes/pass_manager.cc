@@ -32,7 +32,7 @@ std::vector<std::string> PassManager::pass_names() const {
   return names;
 }
 
-absl::StatusOr<PipelineResult> PassManager::Run(ir::Graph& graph) const {
+absl::StatusOr<PassManagerResult> PassManager::Run(ir::Graph& graph) const {
   std::vector<std::string> names = pass_names();
   for (const std::string& want : options_.print_ir_after) {
     if (std::find(names.begin(), names.end(), want) == names.end()) {
@@ -49,7 +49,7 @@ absl::StatusOr<PipelineResult> PassManager::Run(ir::Graph& graph) const {
   if (options_.verify_each) {
     RETURN_IF_ERROR(Annotate(ir::VerifyGraph(graph), "verify-each: input graph"));
   }
-  PipelineResult result;
+  PassManagerResult result;
   for (const auto& pass : passes_) {
     PassContext context(options_.opset, options_.kernels);
     PassRecord record;

@@ -43,7 +43,7 @@ struct PassRecord {
   std::vector<std::string> log;  // near misses and notes
 };
 
-struct PipelineResult {
+struct PassManagerResult {
   std::vector<PassRecord> passes;
   // Highest default-domain opset an emitted op needs (0: none). The caller
   // raises Model::opset_imports[""] to at least this.
@@ -65,7 +65,7 @@ class PassManager {
   //  - a pass's own error, prefixed with "pass '<name>'";
   //  - with verify_each, InvalidArgument if the input graph is invalid and
   //    Internal naming the pass after which the graph became invalid.
-  absl::StatusOr<PipelineResult> Run(ir::Graph& graph) const;
+  absl::StatusOr<PassManagerResult> Run(ir::Graph& graph) const;
 
  private:
   PassManagerOptions options_;

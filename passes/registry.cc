@@ -3,14 +3,22 @@
 
 #include "absl/strings/numbers.h"
 #include "passes/eliminate_dead_nodes.h"
+#include "passes/fuse_attention.h"
+#include "passes/eliminate_duplicate_constants.h"
 #include "passes/eliminate_identity.h"
+#include "passes/eliminate_transpose_pair.h"
+#include "passes/fold_add_into_conv.h"
 #include "passes/fold_constants.h"
+#include "passes/fold_static_shapes.h"
 #include "passes/fuse_bn_into_conv.h"
 #include "passes/fuse_conv_activation.h"
 #include "passes/fuse_gelu.h"
+#include "passes/fuse_hardswish.h"
 #include "passes/fuse_layernorm.h"
 #include "passes/fuse_layernorm_gelu.h"
 #include "passes/fuse_matmul_add.h"
+#include "passes/fuse_rmsnorm.h"
+#include "passes/fuse_silu.h"
 #include "support/status_macros.h"
 
 namespace slimpack::passes {
@@ -35,6 +43,33 @@ absl::StatusOr<std::unique_ptr<Pass>> CreateFoldConstants(
   return std::unique_ptr<Pass>(std::make_unique<FoldConstantsPass>(options));
 }
 
+absl::StatusOr<std::unique_ptr<Pass>> CreateEliminateDuplicateConstants(
+    const PassOptionValues& values) {
+  EliminateDuplicateConstantsOptions options;
+  auto it = values.find("max-bytes");
+  if (it != values.end() &&
+      (!absl::SimpleAtoi(it->second, &options.max_bytes) || options.max_bytes < 0)) {
+    return absl::InvalidArgumentError(
+        "eliminate-duplicate-constants: option max-bytes expects a non-negative "
+        "integer, found '" + it->second + "'");
+  }
+  return std::unique_ptr<Pass>(
+      std::make_unique<EliminateDuplicateConstantsPass>(options));
+}
+
+absl::StatusOr<std::unique_ptr<Pass>> CreateFuseMatMulAdd(const PassOptionValues& values) {
+  FuseMatMulAddOptions options;
+  auto it = values.find("batched");
+  if (it != values.end()) {
+    if (it->second != "true" && it->second != "false") {
+      return absl::InvalidArgumentError(
+          "fuse-matmul-add: option batched expects true or false, found '" + it->second + "'");
+    }
+    options.batched = it->second == "true";
+  }
+  return std::unique_ptr<Pass>(std::make_unique<FuseMatMulAddPass>(options));
+}
+
 std::string Trim(std::string_view s) {
   size_t b = s.find_first_not_of(" \t");
   if (b == std::string_view::npos) return "";
@@ -54,19 +89,37 @@ std::vector<PassInfo> AllPasses() {
        "Remove nodes and initializers that do not reach a graph output",
        {},
        CreateSimple<EliminateDeadNodesPass>},
+      {"eliminate-transpose-pair",
+       "Remove Transpose pairs that cancel; merge other pairs into one Transpose",
+       {},
+       CreateSimple<EliminateTransposePairPass>},
+      {"eliminate-duplicate-constants",
+       "Merge initializers with identical dtype, dims and bytes (CSE of constants)",
+       {{"max-bytes", "256", "largest constant considered, in bytes"}},
+       CreateEliminateDuplicateConstants},
+      {"fold-static-shapes",
+       "Replace Shape/Size/Gather(Shape) of statically known dims with constants",
+       {},
+       CreateSimple<FoldStaticShapesPass>},
       {"fold-constants",
        "Evaluate nodes whose inputs are all constants into initializers",
        {{"max-output-bytes", "1048576",
          "largest total size of one node's folded outputs"}},
        CreateFoldConstants},
+      {"fold-add-into-conv",
+       "Fold a per-channel constant Add after Conv into the Conv bias",
+       {},
+       CreateSimple<FoldAddIntoConvPass>},
       {"fuse-bn-into-conv",
        "Fold inference BatchNormalization into Conv/ConvTranspose/Gemm weights",
        {},
        CreateSimple<FuseBnIntoConvPass>},
       {"fuse-matmul-add",
-       "Rewrite 2-D MatMul + constant bias Add as Gemm",
-       {},
-       CreateSimple<FuseMatMulAddPass>},
+       "Rewrite MatMul + constant bias Add as Gemm (2-D) or slimpack.MatMulAdd",
+       {{"batched", "false",
+         "also fuse batched/unknown-rank MatMuls as slimpack.MatMulAdd (hides them from "
+         "the weight quantizers)"}},
+       CreateFuseMatMulAdd},
       {"fuse-conv-activation",
        "Merge Relu/Clip/LeakyRelu/HardSwish/Sigmoid into slimpack.FusedConv/FusedGemm",
        {},
@@ -75,6 +128,22 @@ std::vector<PassInfo> AllPasses() {
        "Rewrite the decomposed ReduceMean/Sub/Pow/.../Add pattern as LayerNormalization",
        {},
        CreateSimple<FuseLayerNormPass>},
+      {"fuse-rmsnorm",
+       "Rewrite the decomposed Pow/ReduceMean/Add/Sqrt/Div/Mul RMS norm as slimpack.RMSNorm",
+       {},
+       CreateSimple<FuseRmsNormPass>},
+      {"fuse-hardswish",
+       "Rewrite x*HardSigmoid(x) and x*Clip(x+3,0,6)/6 as HardSwish",
+       {},
+       CreateSimple<FuseHardSwishPass>},
+      {"fuse-silu",
+       "Rewrite x*Sigmoid(x) as slimpack.SiLU",
+       {},
+       CreateSimple<FuseSiluPass>},
+      {"fuse-attention",
+       "Rewrite MatMul/scale/mask Add/Softmax/MatMul attention as slimpack.Attention",
+       {},
+       CreateSimple<FuseAttentionPass>},
       {"fuse-gelu",
        "Rewrite erf- and tanh-form GELU subgraphs as one Gelu node",
        {},
@@ -93,7 +162,7 @@ std::optional<PassInfo> FindPass(std::string_view name) {
   return std::nullopt;
 }
 
-absl::StatusOr<std::unique_ptr<Pass>> CreatePass(std::string_view spec) {
+absl::StatusOr<PassSpec> ParsePassSpec(std::string_view spec) {
   std::string text = Trim(spec);
   std::string name = text;
   std::string body;
@@ -140,7 +209,14 @@ absl::StatusOr<std::unique_ptr<Pass>> CreatePass(std::string_view spec) {
     }
     values[key] = item.substr(eq + 1);
   }
-  return info->create(values);
+  return PassSpec{name, std::move(values)};
+}
+
+absl::StatusOr<std::unique_ptr<Pass>> CreatePass(std::string_view spec) {
+  ASSIGN_OR_RETURN(PassSpec parsed, ParsePassSpec(spec));
+  std::optional<PassInfo> info = FindPass(parsed.name);
+  if (!info) return absl::InternalError("pass '" + parsed.name + "' vanished");
+  return info->create(parsed.values);
 }
 
 std::vector<std::string> SplitPipeline(std::string_view pipeline) {
@@ -166,13 +242,32 @@ std::vector<std::string> DefaultPipeline(ir::SourceFormat input_kind) {
     // Graphs we build from checkpoints are already minimal.
     return {"eliminate-dead-nodes"};
   }
-  // Cleanup first so fusions see canonical chains; folding before fusion
-  // turns computed constants (e.g. a scaled epsilon) into initializers;
-  // BN folding before activation fusion so Conv+BN+Relu becomes one node;
-  // a final dead-node sweep drops the absorbed parameters.
-  return {"eliminate-identity",  "fold-constants",       "eliminate-dead-nodes",
-          "fuse-bn-into-conv",   "fuse-matmul-add",      "fuse-conv-activation",
-          "fuse-layernorm",      "fuse-gelu",            "fuse-layernorm-gelu",
+  // Cleanup first so fusions see canonical chains: static shape arithmetic
+  // becomes constants that fold-constants finishes, and the second
+  // eliminate-identity drops Reshapes whose target only then became
+  // constant. Conv bias Adds fold first so BN folding reaches the Conv;
+  // BN folding before activation fusion so Conv+BN+Relu becomes
+  // one node; attention before fuse-matmul-add so its score MatMul stays
+  // visible; HardSwish/SiLU are recognised before the activation fusion
+  // that absorbs them; a final dead-node sweep drops absorbed parameters.
+  return {"eliminate-identity",
+          "fold-static-shapes",
+          "fold-constants",
+          "eliminate-identity",
+          "eliminate-duplicate-constants",
+          "eliminate-transpose-pair",
+          "eliminate-dead-nodes",
+          "fold-add-into-conv",
+          "fuse-bn-into-conv",
+          "fuse-attention",
+          "fuse-matmul-add",
+          "fuse-hardswish",
+          "fuse-silu",
+          "fuse-conv-activation",
+          "fuse-layernorm",
+          "fuse-rmsnorm",
+          "fuse-gelu",
+          "fuse-layernorm-gelu",
           "eliminate-dead-nodes"};
 }
 

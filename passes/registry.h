@@ -39,6 +39,17 @@ struct PassInfo {
 std::vector<PassInfo> AllPasses();
 std::optional<PassInfo> FindPass(std::string_view name);
 
+// A spec split into the pass name and the option values it sets.
+struct PassSpec {
+  std::string name;
+  PassOptionValues values;
+};
+
+// Parses "name" or "name{key=value key=value}" and checks the name and
+// option keys against the table (errors as for CreatePass; values are not
+// checked until the pass is created).
+absl::StatusOr<PassSpec> ParsePassSpec(std::string_view spec);
+
 // Creates a pass from "name" or "name{key=value key=value}" (MLIR's
 // textual pipeline syntax). InvalidArgument naming the spec for an unknown
 // pass (with the list of known ones), an unknown option (with the pass's

@@ -118,6 +118,25 @@ TEST(FuseLayerNormTest, DoesNotFuseWhenAxesDiffer) {
   EXPECT_THAT(run.context.log(), Contains(HasSubstr("not the same trailing axes")));
 }
 
+// Raising opset 12 -> 17 would make this Unsqueeze read its axes from a
+// (missing) input: the pass must not ask for it.
+TEST(FuseLayerNormTest, DoesNotFuseWhenRaisingTheOpsetChangesAnotherNode) {
+  Variant v;
+  v.opset = "12";
+  v.extra_output = ", float[1,2,3,4] u";
+  std::string text = Decomposed(v);
+  text.insert(text.rfind('}'), "  u = Unsqueeze <axes = [0]> (x)\n");
+  ir::Model before = ImportText(text);
+  ir::Graph after = before.graph;
+  PassRun run = RunPass(FuseLayerNormPass(), after, /*opset=*/12);
+  ASSERT_THAT(run.status, IsOk());
+  EXPECT_EQ(ir::PrintGraph(after), ir::PrintGraph(before.graph));
+  EXPECT_EQ(run.context.required_opset(), 0);
+  EXPECT_THAT(run.context.log(),
+              Contains(HasSubstr("needs opset 17 and the model is opset 12: node 'u' "
+                                 "(Unsqueeze) changes meaning at opset 13")));
+}
+
 TEST(FuseLayerNormTest, SecondRunChangesNothing) {
   ir::Model before = ImportText(Decomposed({}));
   ir::Graph once = before.graph;

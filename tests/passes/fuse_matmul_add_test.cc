@@ -1,5 +1,6 @@
 // Tests for fuse-matmul-add: 2-D MatMul + bias becomes Gemm (either Add
-// operand order), batched MatMul and non-constant bias are kept.
+// operand order), batched MatMul + bias becomes slimpack.MatMulAdd
+// (bit-exact), non-constant or misshapen bias is kept.
 #include "passes/fuse_matmul_add.h"
 
 #include "converter/ir/printer.h"
@@ -44,7 +45,7 @@ TEST(FuseMatMulAddTest, RewritesTwoDimensionalMatMulAddAsGemm) {
   }
 }
 
-TEST(FuseMatMulAddTest, KeepsBatchedMatMul) {
+TEST(FuseMatMulAddTest, KeepsBatchedMatMulByDefault) {
   ir::Model before = ImportText(Text("float[2,5,4]", "float[2,5,3]",
                                      "  m = MatMul(x, W)\n  y = Add(m, b)\n"));
   ir::Graph after = before.graph;
@@ -52,6 +53,26 @@ TEST(FuseMatMulAddTest, KeepsBatchedMatMul) {
   ASSERT_THAT(run.status, IsOk());
   EXPECT_EQ(ir::PrintGraph(after), ir::PrintGraph(before.graph));
   EXPECT_THAT(run.context.log(), Contains(HasSubstr("has rank 3, Gemm needs 2")));
+}
+
+TEST(FuseMatMulAddTest, RewritesBatchedMatMulAddAsSlimpackMatMulAdd) {
+  ir::Model before = ImportText(Text("float[2,5,4]", "float[2,5,3]",
+                                     "  m = MatMul(x, W)\n  y = Add(b, m)\n"));
+  ir::Model expected = ImportText(
+      "<ir_version: 8, opset_import: [\"\" : 17, \"slimpack\" : 1]>\n"
+      "g (float[2,5,4] x) => (float[2,5,3] y) {\n"
+      "  W = Constant <value = float[4,3] {" + FloatList(RandomFloats(12, 1, -1.0f, 1.0f)) +
+      "}> ()\n"
+      "  b = Constant <value = float[3] {0.5, -0.25, 1}> ()\n"
+      "  y = slimpack.MatMulAdd(x, W, b)\n}\n");
+  NameNode(expected.graph, "y", "m");
+  ir::Graph after = before.graph;
+  PassRun run = RunPass(FuseMatMulAddPass({/*batched=*/true}), after);
+  ASSERT_THAT(run.status, IsOk());
+  EXPECT_EQ(ir::PrintGraph(after), ir::PrintGraph(expected.graph));
+  EXPECT_EQ(run.context.stats().bytes_saved, 2 * 5 * 3 * 4);
+  auto inputs = RandomInputs(before.graph, 3);
+  EXPECT_EQ(MaxAbsDiff(Evaluate(before.graph, inputs), Evaluate(after, inputs)), 0.0);
 }
 
 TEST(FuseMatMulAddTest, DoesNotFuseWhenMatMulOutputHasTwoUsers) {
