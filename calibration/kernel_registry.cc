@@ -160,6 +160,13 @@ KernelRegistry BuiltinKernels() {
       {"LSTM", kernels::LSTM},
       {"GRU", kernels::GRU},
       {"If", kernels::If},
+      {"QuantizeLinear", kernels::QuantizeLinear},
+      {"DequantizeLinear", kernels::DequantizeLinear},
+      {"DynamicQuantizeLinear", kernels::DynamicQuantizeLinear},
+      {"MatMulInteger", kernels::MatMulInteger},
+      {"ConvInteger", kernels::ConvInteger},
+      {"QLinearMatMul", kernels::QLinearMatMul},
+      {"QLinearConv", kernels::QLinearConv},
   };
   KernelRegistry registry;
   for (const Entry& e : kTable) {

@@ -153,6 +153,15 @@ absl::Status GRU(KernelContext& ctx);
 // control_flow.cc
 absl::Status If(KernelContext& ctx);
 
+// quantize_linear.cc
+absl::Status QuantizeLinear(KernelContext& ctx);
+absl::Status DequantizeLinear(KernelContext& ctx);
+absl::Status DynamicQuantizeLinear(KernelContext& ctx);
+absl::Status MatMulInteger(KernelContext& ctx);
+absl::Status ConvInteger(KernelContext& ctx);
+absl::Status QLinearMatMul(KernelContext& ctx);
+absl::Status QLinearConv(KernelContext& ctx);
+
 }  // namespace slimpack::calibration::kernels
 
 #endif  // SLIMPACK_CALIBRATION_KERNELS_KERNELS_H_

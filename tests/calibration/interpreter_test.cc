@@ -60,7 +60,7 @@ TEST(InterpreterTest, UnsupportedOpsAreListedWithNodesAndSupportedOps) {
                                      HasSubstr("NonMaxSuppression (node 'fancy')"),
                                      HasSubstr("com.example:Frobnicate (node 'mine')"),
                                      HasSubstr("Supported ops: Abs, Acos, Acosh, Add, And, ArgMax"),
-                                     HasSubstr("Conv, ConvTranspose"))));
+                                     HasSubstr("Conv, ConvInteger, ConvTranspose"))));
 }
 
 TEST(InterpreterTest, UnsupportedOpInsideSubgraphIsFound) {
