@@ -7,6 +7,7 @@ namespace slimpack::cli {
 constexpr int kExitOk = 0;
 constexpr int kExitInputError = 1;  // the input, recipe or data is bad
 constexpr int kExitUsage = 2;       // bad flags or arguments
+constexpr int kExitGateFailed = 3;  // `slimpack report --gate`: a rule failed
 
 }  // namespace slimpack::cli
 

@@ -10,7 +10,7 @@ PKGS=(
   libonnx-dev libprotobuf-dev protobuf-compiler libabsl-dev libcli11-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
   libopenblas-dev libonnx-testdata
-  zlib1g-dev
+  zlib1g-dev chromium
   python3 python3-onnx python3-numpy
   g++-aarch64-linux-gnu qemu-user
 )

@@ -1,0 +1,188 @@
+// The report subcommand: parse the gate first (a typo fails before any
+// model runs), load both models and the data, build, write, gate.
+#include "cli/report_command.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "calibration/eval/runnable_model.h"
+#include "calibration/observers/calibration_table.h"
+#include "calibration/report/gate.h"
+#include "calibration/report/render.h"
+#include "calibration/report/report.h"
+#include "cli/exit_codes.h"
+#include "formats/numpy/numpy_io.h"
+#include "formats/safetensors/safetensors_reader.h"
+#include "passes/fused_kernels.h"
+#include "support/status_macros.h"
+
+namespace slimpack::cli {
+namespace {
+
+int Fail(const absl::Status& s, int code = kExitInputError) {
+  std::fprintf(stderr, "slimpack report: %s\n", std::string(s.message()).c_str());
+  return code;
+}
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Labels (integer class ids) from the array `name` of each data file, in
+// file order. Returns an empty vector when `required` is false and a file
+// lacks the array.
+absl::StatusOr<std::vector<int64_t>> ReadLabels(const std::vector<std::string>& files,
+                                                const std::string& name, bool required) {
+  std::vector<int64_t> labels;
+  for (const std::string& f : files) {
+    struct stat st;
+    if (stat(f.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      if (!required) return std::vector<int64_t>();
+      return absl::InvalidArgumentError("--labels reads data files, not directories: " + f);
+    }
+    std::vector<ir::Tensor> tensors;
+    if (EndsWith(f, ".safetensors")) {
+      ASSIGN_OR_RETURN(auto st_file, safetensors::ReadSafetensorsFile(f));
+      tensors = std::move(st_file.tensors);
+    } else if (EndsWith(f, ".npz")) {
+      ASSIGN_OR_RETURN(tensors, numpy::ReadNpz(f));
+    } else {
+      if (!required) return std::vector<int64_t>();
+      return absl::InvalidArgumentError(
+          "--labels: " + f + " holds one array (.npy); labels need .npz or .safetensors");
+    }
+    const ir::Tensor* t = nullptr;
+    for (const ir::Tensor& x : tensors) {
+      if (x.name == name) t = &x;
+    }
+    if (t == nullptr) {
+      if (!required) return std::vector<int64_t>();
+      return absl::InvalidArgumentError(f + ": no array '" + name + "' (--labels)");
+    }
+    if (t->dtype != ir::DType::kI64 && t->dtype != ir::DType::kI32) {
+      return absl::InvalidArgumentError(f + ": labels '" + name + "' are " +
+                                        std::string(ir::DTypeName(t->dtype)) +
+                                        ", expected int64 or int32 class ids");
+    }
+    ASSIGN_OR_RETURN(uint64_t n, t->NumElements());
+    if (t->data.size() != n * (t->dtype == ir::DType::kI64 ? 8 : 4)) {
+      return absl::InvalidArgumentError(f + ": labels '" + name + "' size mismatch");
+    }
+    for (uint64_t i = 0; i < n; ++i) {
+      if (t->dtype == ir::DType::kI64) {
+        int64_t v;
+        std::memcpy(&v, t->data.data() + 8 * i, 8);
+        labels.push_back(v);
+      } else {
+        int32_t v;
+        std::memcpy(&v, t->data.data() + 4 * i, 4);
+        labels.push_back(v);
+      }
+    }
+  }
+  return labels;
+}
+
+absl::StatusOr<calibration::DatasetOptions> DatasetOptionsFrom(const ReportCommandOptions& o,
+                                                               const ir::Graph& graph) {
+  calibration::DatasetOptions d;
+  d.max_batch = o.max_batch;
+  const std::vector<ir::ValueInfo> inputs = calibration::FeedInputs(graph);
+  for (const std::string& m : o.input_map) {
+    const size_t eq = m.find('=');
+    if (eq == std::string::npos || eq == 0 || eq + 1 == m.size()) {
+      return absl::InvalidArgumentError("--input-map '" + m + "': expected MODEL_INPUT=ARRAY_NAME");
+    }
+    const std::string name = m.substr(0, eq);
+    bool known = false;
+    for (const auto& in : inputs) known |= in.name == name;
+    if (!known) return absl::InvalidArgumentError("--input-map: model has no input '" + name + "'");
+    d.rename[name] = m.substr(eq + 1);
+  }
+  return d;
+}
+
+}  // namespace
+
+int RunReport(const ReportCommandOptions& o) {
+  if (o.threads < 1 || o.max_batch < 1 || o.max_runs < 0 || o.sensitivity_runs < 0 ||
+      o.fallback_layers < 0) {
+    std::fprintf(stderr,
+                 "slimpack report: --threads and --max-batch must be >= 1; --max-runs, "
+                 "--sensitivity-runs and --fallback-layers >= 0\n");
+    return kExitUsage;
+  }
+  std::vector<report::GateRule> rules;
+  if (!o.gate.empty()) {
+    auto r = report::ParseGateRules(o.gate);
+    if (!r.ok()) return Fail(r.status(), kExitUsage);
+    rules = *std::move(r);
+  }
+  auto reference = eval::LoadRunnableModel(o.reference);
+  if (!reference.ok()) return Fail(reference.status());
+  auto candidate = eval::LoadRunnableModel(o.candidate);
+  if (!candidate.ok()) return Fail(candidate.status());
+  auto dopts = DatasetOptionsFrom(o, reference->graph);
+  if (!dopts.ok()) return Fail(dopts.status(), kExitUsage);
+  auto data = calibration::Dataset::Open(o.data, calibration::FeedInputs(reference->graph), *dopts);
+  if (!data.ok()) return Fail(data.status());
+
+  report::ReportOptions ropts;
+  ropts.num_threads = o.threads;
+  // Candidates converted with passes carry fused ops (slimpack domain).
+  ropts.kernels = passes::KernelsWithFusedOps();
+  ropts.max_runs = o.max_runs;
+  ropts.sensitivity_runs = o.sensitivity_runs;
+  ropts.max_fallback_layers = o.fallback_layers;
+  auto labels = ReadLabels(o.data, o.labels.empty() ? "labels" : o.labels, !o.labels.empty());
+  if (!labels.ok()) return Fail(labels.status());
+  ropts.labels = *std::move(labels);
+  std::optional<calibration::CalibrationTable> calib;
+  if (!o.calib.empty()) {
+    auto t = calibration::LoadCalibrationTable(o.calib);
+    if (!t.ok()) return Fail(t.status());
+    calib = *std::move(t);
+    ropts.calibration = &*calib;
+    const size_t slash = o.calib.find_last_of('/');
+    ropts.calibration_name = slash == std::string::npos ? o.calib : o.calib.substr(slash + 1);
+  }
+  // Progress only on a terminal: CI logs get the summary, not a ticker.
+  if (isatty(STDERR_FILENO)) {
+    ropts.progress = [](const std::string& line) {
+      std::fprintf(stderr, "\r\033[Kslimpack report: %s", line.c_str());
+      std::fflush(stderr);
+    };
+  }
+  auto rep = report::BuildReport(*reference, *candidate, *data, ropts);
+  if (ropts.progress) std::fprintf(stderr, "\r\033[K");
+  if (!rep.ok()) return Fail(rep.status());
+  if (!rules.empty()) {
+    auto g = report::EvaluateGate(rules, *rep);
+    if (!g.ok()) return Fail(g.status());
+    rep->gate = *std::move(g);
+  }
+  if (absl::Status s = report::WriteReportFiles(*rep, o.output); !s.ok()) return Fail(s);
+  if (o.json) {
+    std::printf("%s\n", report::ReportToJson(*rep)
+                            .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                            .c_str());
+  } else {
+    std::printf("%s\nwrote %s/report.json, report.md, report.html\n",
+                report::RenderMarkdown(*rep).c_str(), o.output.c_str());
+  }
+  if (!rep->gate_passed()) {
+    for (const report::GateRuleResult& g : rep->gate) {
+      if (!g.passed) std::fprintf(stderr, "slimpack report: gate %s\n", g.message.c_str());
+    }
+    return kExitGateFailed;
+  }
+  return kExitOk;
+}
+
+}  // namespace slimpack::cli
