@@ -20,6 +20,14 @@ absl::Status Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
                    const float* b, int64_t ldb, float beta, float* c,
                    int64_t ldc, ThreadPool* pool);
 
+// As Sgemm, but always exactly one single-threaded BLAS call on the calling
+// thread, for callers that split the work into shape-determined parallel
+// tasks themselves (so the result is still thread-count independent).
+absl::Status SgemmSingleCall(bool trans_a, bool trans_b, int64_t m, int64_t n,
+                             int64_t k, float alpha, const float* a, int64_t lda,
+                             const float* b, int64_t ldb, float beta, float* c,
+                             int64_t ldc);
+
 // Makes OpenBLAS run every call on the calling thread: the interpreter does
 // its own threading. OpenBLAS keeps this setting process-wide.
 void UseSingleThreadedBlas();

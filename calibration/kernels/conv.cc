@@ -1,8 +1,10 @@
-// Conv (N-d, groups, dilations, pads/auto_pad, strides) via im2col + GEMM,
-// with 1x1 stride-1 unpadded convolutions done directly as one GEMM; and
+// Conv (N-d, groups, dilations, pads/auto_pad, strides) via im2col + GEMM in
+// cache-sized chunks of output rows, with 1x1 stride-1 unpadded convolutions
+// done directly as one GEMM; and
 // ConvTranspose via GEMM + col2im.
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 
 #include "calibration/gemm.h"
 #include "calibration/kernels/kernels.h"
@@ -13,6 +15,9 @@ namespace slimpack::calibration::kernels {
 namespace {
 
 using ir::DType;
+
+// Floats of im2col data per chunk: 1 MiB, half of a typical per-core L2.
+constexpr int64_t kColChunkFloats = 256 * 1024;
 
 int64_t Product(const std::vector<int64_t>& v, size_t from = 0) {
   int64_t p = 1;
@@ -29,24 +34,26 @@ void Unravel(int64_t i, const std::vector<int64_t>& dims,
   }
 }
 
-// col[c*K + kk, o] = x[c, o*stride - pad + kk*dilation] (0 outside), for one
-// image of `channels` planes. K = prod(kernel), o runs over output positions.
+// col[c*K + kk, o - o_begin*L] = x[c, o*stride - pad + kk*dilation] (0
+// outside), for one image of `channels` planes, K = prod(kernel), L the last
+// output axis, and o the output positions of the outer (all but the last
+// axis) indices [o_begin, o_end): one row of `col` holds (o_end - o_begin)*L
+// values.
 void Im2Col(const float* x, int64_t channels, const std::vector<int64_t>& in,
-            const WindowGeometry& g, float* col, ThreadPool* pool) {
+            const WindowGeometry& g, int64_t o_begin, int64_t o_end, float* col) {
   const size_t r = in.size();
   const int64_t kprod = Product(g.kernel);
   const int64_t in_size = Product(in);
-  const int64_t out_size = Product(g.out);
   const int64_t out_last = g.out[r - 1];
-  const int64_t outer = out_size / out_last;
-  ParallelFor(pool, channels, [&](int64_t c) {
-    std::vector<int64_t> kk(r), oo(r > 1 ? r - 1 : 0);
-    std::vector<int64_t> outer_dims(g.out.begin(), g.out.end() - 1);
+  const int64_t cols = (o_end - o_begin) * out_last;
+  std::vector<int64_t> kk(r), oo(r > 1 ? r - 1 : 0);
+  const std::vector<int64_t> outer_dims(g.out.begin(), g.out.end() - 1);
+  for (int64_t c = 0; c < channels; ++c) {
     const float* xc = x + c * in_size;
     for (int64_t k = 0; k < kprod; ++k) {
       Unravel(k, g.kernel, kk);
-      float* row = col + (c * kprod + k) * out_size;
-      for (int64_t o = 0; o < outer; ++o) {
+      float* row = col + (c * kprod + k) * cols;
+      for (int64_t o = o_begin; o < o_end; ++o) {
         Unravel(o, outer_dims, oo);
         // Offset of the outer axes, or -1 if any is in the padding.
         int64_t base = 0;
@@ -59,7 +66,7 @@ void Im2Col(const float* x, int64_t channels, const std::vector<int64_t>& in,
           }
           base = base * in[d] + p;
         }
-        float* dst = row + o * out_last;
+        float* dst = row + (o - o_begin) * out_last;
         if (!inside) {
           std::fill(dst, dst + out_last, 0.0f);
           continue;
@@ -68,13 +75,22 @@ void Im2Col(const float* x, int64_t channels, const std::vector<int64_t>& in,
         const float* src = xc + base * in[d];
         const int64_t s = g.strides[d];
         const int64_t off = kk[d] * g.dilations[d] - g.pads_begin[d];
-        for (int64_t j = 0; j < out_last; ++j) {
-          const int64_t p = j * s + off;
-          dst[j] = (p >= 0 && p < in[d]) ? src[p] : 0.0f;
+        // Output columns [lo, hi) read inside the row (p = j*s + off in
+        // [0, in)); the rest are padding. Splitting the row this way keeps
+        // the bounds test out of the copy loop, which is most of im2col.
+        const int64_t lo = std::min(out_last, off >= 0 ? 0 : (-off + s - 1) / s);
+        const int64_t end = in[d] - off <= 0 ? 0 : (in[d] - off + s - 1) / s;
+        const int64_t hi = std::max(lo, std::min(out_last, end));
+        std::fill(dst, dst + lo, 0.0f);
+        if (s == 1) {
+          std::copy(src + lo + off, src + hi + off, dst + lo);
+        } else {
+          for (int64_t j = lo; j < hi; ++j) dst[j] = src[j * s + off];
         }
+        std::fill(dst + hi, dst + out_last, 0.0f);
       }
     }
-  });
+  }
 }
 
 // Inverse of Im2Col: y[c, o*stride - pad + kk*dilation] += col[c*K + kk, o]
@@ -145,13 +161,18 @@ absl::StatusOr<ConvInputs> ReadConvInputs(KernelContext& ctx) {
   return ci;
 }
 
-absl::Status AddBias(const RtTensor* b, int64_t batch, int64_t channels,
-                     int64_t plane, float* y) {
-  if (b == nullptr) return absl::OkStatus();
-  if (b->num_elements() != channels) {
+absl::Status CheckBias(const RtTensor* b, int64_t channels) {
+  if (b != nullptr && b->num_elements() != channels) {
     return absl::InvalidArgumentError("bias " + b->DebugString() + " needs " +
                                       std::to_string(channels) + " elements");
   }
+  return absl::OkStatus();
+}
+
+absl::Status AddBias(const RtTensor* b, int64_t batch, int64_t channels,
+                     int64_t plane, float* y) {
+  if (b == nullptr) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckBias(b, channels));
   const float* pb = b->data<float>();
   for (int64_t n = 0; n < batch; ++n) {
     for (int64_t c = 0; c < channels; ++c) {
@@ -190,29 +211,84 @@ absl::Status Conv(KernelContext& ctx) {
     pointwise = pointwise && g.strides[i] == 1 && g.pads_begin[i] == 0 &&
                 g.pads_end[i] == 0;
   }
+  // im2col runs in chunks of whole output rows, each followed at once by
+  // its GEMM while the chunk is still in cache (a full im2col matrix is
+  // megabytes for early layers, so a separate GEMM pass would read it back
+  // from memory). Chunks are the parallel tasks; their size depends only on
+  // the shapes, so results do not depend on the thread count.
+  const int64_t kdim = cg * kprod;
+  const int64_t out_last = g.out.back();
+  // out_last is 0 when SAME padding meets an empty input axis.
+  const int64_t outer = out_last == 0 ? 0 : out_size / out_last;
+  const int64_t rows_per_chunk =
+      std::clamp<int64_t>(kColChunkFloats / std::max<int64_t>(1, kdim * out_last), 1,
+                          std::max<int64_t>(1, outer));
+  const int64_t chunks = (outer + rows_per_chunk - 1) / rows_per_chunk;
+  // One chunk buffer per task that can run at once (not per chunk): tasks
+  // take a free buffer and give it back, so memory is threads x chunk.
+  const int64_t slots = std::min<int64_t>(
+      chunks, ctx.pool() != nullptr ? ctx.pool()->num_threads() : 1);
+  const int64_t chunk_floats = kdim * rows_per_chunk * out_last;
   RtTensor col;
   if (!pointwise) {
-    ASSIGN_OR_RETURN(col, ctx.AllocateUninitialized(DType::kF32, {cg * kprod, out_size}));
+    ASSIGN_OR_RETURN(col, ctx.AllocateUninitialized(DType::kF32, {slots, chunk_floats}));
   }
+  std::mutex slots_mu;
+  std::vector<int64_t> free_slots;
+  std::vector<absl::Status> statuses(chunks);
   const float* px = ci.x->data<float>();
   const float* pw = ci.w->data<float>();
   float* py = y.mutable_data<float>();
+  RETURN_IF_ERROR(CheckBias(ci.b, m));
+  const float* pb = ci.b != nullptr ? ci.b->data<float>() : nullptr;
   for (int64_t n = 0; n < batch; ++n) {
+    // The bias is written first and the GEMM accumulates onto it (beta 1):
+    // BLAS clears C before accumulating anyway, so this saves a pass over
+    // the output compared with adding the bias afterwards.
+    float* yn = py + n * m * out_size;
+    if (pb != nullptr) {
+      for (int64_t c = 0; c < m; ++c) {
+        std::fill(yn + c * out_size, yn + (c + 1) * out_size, pb[c]);
+      }
+    }
+    const float beta = pb != nullptr ? 1.0f : 0.0f;
     for (int64_t gi = 0; gi < ci.group; ++gi) {
       const float* xg = px + (n * channels + gi * cg) * in_size;
-      const float* b_mat = xg;
-      if (!pointwise) {
-        Im2Col(xg, cg, in, g, col.mutable_data<float>(), ctx.pool());
-        b_mat = col.data<float>();
+      const float* wg = pw + gi * mg * kdim;
+      float* yg = yn + gi * mg * out_size;
+      if (pointwise) {
+        RETURN_IF_ERROR(Sgemm(false, false, mg, out_size, kdim, 1.0f, wg, kdim, xg,
+                              out_size, beta, yg, out_size, ctx.pool()));
+        continue;
       }
-      RETURN_IF_ERROR(Sgemm(false, false, mg, out_size, cg * kprod, 1.0f,
-                            pw + gi * mg * cg * kprod, cg * kprod, b_mat,
-                            out_size, 0.0f, py + (n * m + gi * mg) * out_size,
-                            out_size, ctx.pool()));
+      float* pc = col.mutable_data<float>();
+      free_slots.resize(slots);
+      for (int64_t i = 0; i < slots; ++i) free_slots[i] = slots - 1 - i;
+      ParallelFor(ctx.pool(), chunks, [&](int64_t t) {
+        int64_t slot;
+        {
+          std::lock_guard<std::mutex> lock(slots_mu);
+          if (free_slots.empty()) {  // more concurrent tasks than threads
+            statuses[t] = absl::InternalError("Conv: no free im2col buffer");
+            return;
+          }
+          slot = free_slots.back();
+          free_slots.pop_back();
+        }
+        const int64_t o0 = t * rows_per_chunk;
+        const int64_t o1 = std::min(outer, o0 + rows_per_chunk);
+        const int64_t c0 = o0 * out_last, cols = (o1 - o0) * out_last;
+        float* chunk = pc + slot * chunk_floats;
+        Im2Col(xg, cg, in, g, o0, o1, chunk);
+        statuses[t] = SgemmSingleCall(false, false, mg, cols, kdim, 1.0f, wg, kdim,
+                                      chunk, cols, beta, yg + c0, out_size);
+        std::lock_guard<std::mutex> lock(slots_mu);
+        free_slots.push_back(slot);
+      });
+      for (const absl::Status& st : statuses) RETURN_IF_ERROR(st);
     }
   }
   if (col.defined()) ctx.Recycle(std::move(col));
-  RETURN_IF_ERROR(AddBias(ci.b, batch, m, out_size, py));
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
 }
