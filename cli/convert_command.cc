@@ -8,9 +8,16 @@
 #include <cstdlib>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 
+#include "absl/strings/str_split.h"
+#include "cli/convert_stages.h"
 #include "cli/exit_codes.h"
+#include "passes/pipeline.h"
+#include "support/status_macros.h"
+#include "passes/quant_rules.h"
+#include "passes/size_planner.h"
 #include "converter/float_convert.h"
 #include "converter/import.h"
 #include "converter/recipe.h"
@@ -136,6 +143,72 @@ int RunConvert(const ConvertOptions& options) {
   }
   if (!recipe.shard_size) recipe.shard_size = shard_writer::kDefaultShardSize;
 
+  StageOptions stages;
+  if (!options.passes.empty()) {
+    std::vector<std::string> names;
+    if (options.passes != "none") {
+      for (absl::string_view n : absl::StrSplit(options.passes, ',', absl::SkipEmpty())) {
+        names.emplace_back(n);
+      }
+    }
+    recipe.passes = names;
+  }
+  if (recipe.passes) {
+    auto valid = passes::ValidatePassNames(*recipe.passes);
+    if (!valid.ok()) {
+      return options.passes.empty() ? Fail(Annotate(valid, options.recipe_path))
+                                    : Usage("--passes", valid);
+    }
+  }
+  stages.passes = recipe.passes;
+  stages.verify_each = options.verify_each;
+  stages.print_ir_after_all = options.print_ir_after_all;
+  stages.print_ir_after = options.print_ir_after;
+  if (!options.print_ir_after.empty()) {
+    auto valid = passes::ValidatePassNames(options.print_ir_after);
+    if (!valid.ok()) return Usage("--print-ir-after", valid);
+  }
+  if (recipe.quant) {
+    auto q = quantize::ParseQuantConfig(*recipe.quant, options.recipe_path);
+    if (!q.ok()) return Fail(q.status());
+    stages.quant = *q;
+  }
+  if (options.quant == "w8a8") {
+    if (options.group > 0 || options.asym || !options.algo.empty()) {
+      return Usage("--quant w8a8", absl::InvalidArgumentError(
+          "--group/--asym/--algo choose weight-only schemes; w8a8 quantizes weights int8 per channel"));
+    }
+    stages.quant.w8a8 = true;
+  } else if (!options.quant.empty()) {
+    std::string name = options.quant;
+    if (options.asym && name.find("-asym") == std::string::npos) name += "-asym";
+    auto s = quantize::ParseWeightScheme(name, options.group > 0 ? options.group : 128);
+    if (!s.ok()) return Usage("--quant", s.status());
+    stages.quant.scheme = *s;
+  } else if (options.group > 0 || options.asym) {
+    return Usage("--group/--asym", absl::InvalidArgumentError("they refine --quant; pass --quant too"));
+  }
+  if (!options.algo.empty()) {
+    auto a = quantize::ParseAlgorithm(options.algo);
+    if (!a.ok()) return Usage("--algo", a.status());
+    stages.quant.algorithm = *a;
+  }
+  if (options.calib_samples > 0) stages.quant.calib_samples = options.calib_samples;
+  if (!options.target_size.empty()) {
+    auto b = quantize::ParseTargetSize(options.target_size);
+    if (!b.ok()) return Usage("--target-size", b.status());
+    stages.quant.target_bytes = *b;
+  }
+  if (options.target_bpw > 0) stages.quant.target_bpw = options.target_bpw;
+  if (stages.quant.target_bytes && stages.quant.target_bpw) {
+    return Usage("--target-size/--target-bpw",
+                 absl::InvalidArgumentError("give one size target, not both"));
+  }
+  stages.calib = options.calib;
+  stages.threads = options.threads > 0 ? options.threads : 1;
+  stages.verbose = options.verbose;
+  if (stages.quant.active()) recipe.quant = quantize::QuantConfigToJson(stages.quant);
+
   // Preflight before the import: a bad output fails in milliseconds.
   auto state = shard_writer::PreflightOutput(options.output, options.force);
   if (!state.ok()) return Fail(state.status());
@@ -146,13 +219,33 @@ int RunConvert(const ConvertOptions& options) {
     std::fprintf(stderr, "warning: %s\n", w.c_str());
   }
 
+  auto staged = RunConvertStages(*model, stages);
+  if (!staged.ok()) return Fail(staged.status());
+  recipe.passes = staged->passes_run;
+
   ProgressPrinter printer(options.verbose);
   shard_writer::ArtifactOptions write;
   write.shard_size = *recipe.shard_size;
   write.threads = options.threads;
   write.force = options.force;
   write.encoder = converter::FloatCastEncoder(recipe.dtype);
+  if (write.encoder.output_dtype) {
+    // Scales and zero points of quantized tensors keep their dtype: the
+    // layouts fix them (f32 scales; zero points of the quantized dtype).
+    std::set<std::string> aux;
+    for (const ir::Tensor& t : model->graph.initializers()) {
+      if (t.quant.quantized()) {
+        aux.insert(t.quant.scale);
+        if (!t.quant.zero_point.empty()) aux.insert(t.quant.zero_point);
+      }
+    }
+    auto inner = write.encoder.output_dtype;
+    write.encoder.output_dtype = [inner, aux](const ir::Tensor& t) {
+      return aux.count(t.name) ? t.dtype : inner(t);
+    };
+  }
   write.recipe = converter::RecipeToJson(recipe);
+  write.passes = staged->records;
   if (printer.enabled()) {
     write.progress = [&printer](const shard_writer::WriteProgress& p) {
       printer.Update(p);

@@ -3,7 +3,9 @@
 #ifndef SLIMPACK_CLI_CONVERT_COMMAND_H_
 #define SLIMPACK_CLI_CONVERT_COMMAND_H_
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace slimpack::cli {
 
@@ -16,6 +18,24 @@ struct ConvertOptions {
   int threads = 0;          // 0 = one per core
   bool force = false;
   bool verbose = false;
+  // Graph passes: "" = the recipe's list or the default pipeline,
+  // "none" = no passes, else comma-separated names.
+  std::string passes;
+  bool verify_each = false;
+  bool print_ir_after_all = false;
+  std::vector<std::string> print_ir_after;
+  // Quantization: a scheme name (int8, int4, int4-g32-asym, ...), "" = the
+  // recipe's. --group/--asym refine a bare int4; --algo picks the algorithm.
+  std::string quant;
+  int64_t group = 0;
+  bool asym = false;
+  std::string algo;
+  std::vector<std::string> calib;
+  int64_t calib_samples = 0;
+  // Size-target planner: "3.8GB" / "3.5GiB" for the whole artifact, or an
+  // average bits per weight over the quantized tensors (0 = unset).
+  std::string target_size;
+  double target_bpw = 0;
 };
 
 // Returns a process exit code (exit_codes.h): 2 for a malformed flag value

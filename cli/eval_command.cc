@@ -9,6 +9,7 @@
 #include "calibration/eval/token_ids.h"
 #include "calibration/interpreter.h"
 #include "cli/exit_codes.h"
+#include "passes/fused_kernels.h"
 #include "nlohmann/json.hpp"
 
 namespace slimpack::cli {
@@ -42,6 +43,8 @@ int RunEval(const EvalOptions& options) {
                                            ": no max_position_embeddings; pass --window"));
   }
   calibration::InterpreterOptions iopts;
+  // Artifacts hold the graph as the passes left it (slimpack-domain ops).
+  iopts.kernels = passes::KernelsWithFusedOps();
   iopts.num_threads = options.threads;
   auto interp = calibration::Interpreter::Create(*model, iopts);
   if (!interp.ok()) return Fail(interp.status());

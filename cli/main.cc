@@ -9,6 +9,7 @@
 #include "cli/eval_command.h"
 #include "cli/exit_codes.h"
 #include "cli/inspect_command.h"
+#include "cli/report_command.h"
 #include "cli/run_command.h"
 #include "cli/verify_command.h"
 
@@ -57,15 +58,50 @@ int main(int argc, char** argv) {
   convert_cmd->add_option("--shard-size", convert.shard_size,
                           "Cap per shard file in bytes, K/M/G suffixes allowed (default 256M, min 1M)");
   convert_cmd->add_option("--recipe", convert.recipe_path,
-                          "JSON recipe (keys: dtype, shard_size, passes); flags override it");
+                          "JSON recipe (keys: dtype, shard_size, passes, quant); flags override it");
   convert_cmd->add_option("--threads", convert.threads, "Worker threads (default: one per core)")
       ->check(CLI::Range(1, 1024));
   convert_cmd->add_flag("--force", convert.force, "Replace an existing artifact at OUT");
-  convert_cmd->add_flag("-v,--verbose", convert.verbose, "Print a line per file written");
+  convert_cmd->add_flag("-v,--verbose", convert.verbose,
+                        "Print per-pass statistics, per-tensor quantization decisions and a line per file");
+  convert_cmd->add_option("--passes", convert.passes,
+                          "Graph passes, comma-separated, in order ('none': no passes; default: the "
+                          "pipeline for the input kind)");
+  convert_cmd->add_flag("--verify-each", convert.verify_each, "Run the IR verifier after every pass");
+  convert_cmd->add_flag("--print-ir-after-all", convert.print_ir_after_all,
+                        "Print the IR to stderr after every pass");
+  convert_cmd->add_option("--print-ir-after", convert.print_ir_after,
+                          "Print the IR to stderr after this pass (repeatable)");
+  convert_cmd->add_option("--quant", convert.quant,
+                          "Weight scheme: int8, int8-asym, int4 (group from --group, default 128), "
+                          "int4-g32, int4-g64-asym, int3-g64, f16, ...; or w8a8 (static int8 activations)");
+  convert_cmd->add_option("--group", convert.group, "Group size for a bare --quant int4/int3/int2")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  convert_cmd->add_flag("--asym", convert.asym, "Asymmetric quantization (zero points)");
+  convert_cmd->add_option("--algo", convert.algo,
+                          "Weight algorithm: rtn, rtn-mse, imatrix, gptq, awq (the last three need --calib)")
+      ->check(CLI::IsMember({"rtn", "rtn-mse", "imatrix", "gptq", "awq"}));
+  convert_cmd->add_option("--calib", convert.calib,
+                          "Calibration data: token windows (.npy [rows, seq]) or input files/directories; "
+                          "for w8a8 also a calib.json from `slimpack calibrate`");
+  convert_cmd->add_option("--target-size", convert.target_size,
+                          "Plan per-tensor schemes to fit this artifact size (3.8GB = 3.8e9 bytes, 3.5GiB)");
+  convert_cmd->add_option("--target-bpw", convert.target_bpw,
+                          "Plan per-tensor schemes for this average bits per quantized weight")
+      ->check(CLI::Range(1.0, 32.0));
+  convert_cmd->add_option("--calib-samples", convert.calib_samples,
+                          "Calibration runs to use (default 64)")
+      ->check(CLI::PositiveNumber);
   convert_cmd->footer(
       "Example:\n"
       "  slimpack convert examples/tiny-llama -o out/tiny-llama --dtype f16\n"
       "  slimpack convert examples/digits-cnn/model.onnx -o out/digits --shard-size 64M --force\n"
+      "  slimpack convert examples/tiny-llama -o out/tiny-int4 --quant int4 --group 128 --algo gptq \\\n"
+      "      --calib examples/tiny-llama/calib_tokens.npy\n"
+      "  slimpack convert examples/digits-cnn/model.onnx -o out/digits-w8a8 --quant w8a8 \\\n"
+      "      --calib examples/digits-cnn/calib.npz\n"
+      "  slimpack convert examples/tiny-llama -o out/tiny-plan --recipe examples/recipes/mobile-int4.json \\\n"
+      "      --calib examples/tiny-llama/calib_tokens.npy\n"
       "Recipe file example: {\"dtype\": \"bf16\", \"shard_size\": \"128M\"}");
 
   slimpack::cli::VerifyOptions verify;
@@ -156,6 +192,42 @@ int main(int argc, char** argv) {
       "single-input model; an array with the input's rank is a batch along dim 0 (cut into runs of\n"
       "--max-batch), one of rank-1 is a single sample; dtype and static dims must match the input.");
 
+  slimpack::cli::ReportCommandOptions report;
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "Accuracy-diff report: reference vs candidate per layer, per weight and end to end");
+  report_cmd->add_option("--reference", report.reference, "Reference model (ONNX file or HF checkpoint)")
+      ->required();
+  report_cmd->add_option("--candidate", report.candidate,
+                         "Candidate (compressed) model: ONNX file, HF checkpoint or slimpack artifact")
+      ->required();
+  report_cmd->add_option("--data", report.data,
+                         "Dataset files/directories (.npz, .npy, .safetensors, .txt; as for calibrate)")
+      ->required();
+  report_cmd->add_option("-o,--output", report.output, "Report directory (report.json/.md/.html)")
+      ->required();
+  report_cmd->add_option("--gate", report.gate,
+                         "CI rules, e.g. 'e2e.kld<=0.03,layer.sqnr>=20,top1>=0.99' (exit 3 on failure)");
+  report_cmd->add_option("--input-map", report.input_map, "MODEL_INPUT=ARRAY: read an input from another array");
+  report_cmd->add_option("--labels", report.labels,
+                         "Class-id array in the data files (default: 'labels' when present)");
+  report_cmd->add_option("--calib", report.calib, "Calibration table (calib.json) for range overflow checks");
+  report_cmd->add_option("--max-batch", report.max_batch, "Rows per run (default 32)");
+  report_cmd->add_option("--max-runs", report.max_runs, "Compare at most N runs (default: all)");
+  report_cmd->add_option("--sensitivity-runs", report.sensitivity_runs,
+                         "Runs used for the one-layer-at-a-time ranking (default 2, 0 disables)");
+  report_cmd->add_option("--fallback-layers", report.fallback_layers,
+                         "At most N layers in the proposed fallback set (default 3)");
+  report_cmd->add_option("--threads", report.threads, "Interpreter threads (reports are identical for any value)")
+      ->check(CLI::Range(1, 1024));
+  report_cmd->add_flag("--json", report.json, "Print report.json instead of the Markdown summary");
+  report_cmd->footer(
+      "Example:\n"
+      "  slimpack report --reference examples/digits-cnn/model.onnx --candidate digits-w8.onnx \\\n"
+      "      --data examples/digits-cnn/eval.safetensors --input-map input=inputs -o report/ \\\n"
+      "      --gate 'layer.quant_sqnr>=20,top1>=0.99'\n"
+      "Exit codes: 0 ok, 1 bad input, 2 usage or malformed gate rule, 3 a gate rule failed.\n"
+      "Schema: docs/report-schema.md");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -174,5 +246,6 @@ int main(int argc, char** argv) {
   if (eval_cmd->parsed()) return slimpack::cli::RunEval(eval);
   if (run_cmd->parsed()) return slimpack::cli::RunRun(run);
   if (calibrate_cmd->parsed()) return slimpack::cli::RunCalibrate(calibrate);
+  if (report_cmd->parsed()) return slimpack::cli::RunReport(report);
   return slimpack::cli::kExitUsage;
 }

@@ -7,6 +7,7 @@
 #include "calibration/eval/runnable_model.h"
 #include "calibration/interpreter.h"
 #include "cli/exit_codes.h"
+#include "passes/fused_kernels.h"
 #include "formats/numpy/numpy_io.h"
 
 namespace slimpack::cli {
@@ -34,6 +35,8 @@ int RunRun(const RunOptions& options) {
   auto inputs = eval::MatchGraphInputs(model->graph, *tensors, options.inputs);
   if (!inputs.ok()) return Fail(inputs.status());
   calibration::InterpreterOptions iopts;
+  // Artifacts hold the graph as the passes left it (slimpack-domain ops).
+  iopts.kernels = passes::KernelsWithFusedOps();
   iopts.num_threads = options.threads;
   auto interp = calibration::Interpreter::Create(*model, iopts);
   if (!interp.ok()) return Fail(interp.status());

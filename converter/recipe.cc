@@ -64,13 +64,26 @@ absl::Status ParsePassesKey(const json& v, const std::string& where,
     return absl::InvalidArgumentError(where + " must be an array; found " +
                                       safetensors::DescribeJson(v));
   }
-  if (!v.empty()) {
-    return absl::UnimplementedError(
-        where + " lists " + std::to_string(v.size()) +
-        " pass(es), but this version runs no graph passes yet (supported: "
-        "an empty list)");
+  std::vector<std::string> names;
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!v[i].is_string()) {
+      return absl::InvalidArgumentError(
+          where + "[" + std::to_string(i) + "] must be a pass name string; found " +
+          safetensors::DescribeJson(v[i]));
+    }
+    names.push_back(v[i].get<std::string>());
   }
-  recipe.passes.clear();
+  recipe.passes = std::move(names);
+  return absl::OkStatus();
+}
+
+absl::Status ParseQuantKey(const json& v, const std::string& where,
+                           Recipe& recipe) {
+  if (!v.is_object()) {
+    return absl::InvalidArgumentError(where + " must be an object; found " +
+                                      safetensors::DescribeJson(v));
+  }
+  recipe.quant = v;
   return absl::OkStatus();
 }
 
@@ -83,6 +96,7 @@ struct RecipeKey {
 constexpr RecipeKey kRecipeKeys[] = {
     {"dtype", ParseDTypeKey},
     {"passes", ParsePassesKey},
+    {"quant", ParseQuantKey},
     {"shard_size", ParseShardSizeKey},
 };
 
@@ -188,7 +202,8 @@ absl::StatusOr<Recipe> ReadRecipeFile(const std::string& path) {
 json RecipeToJson(const Recipe& recipe) {
   json out = json::object();
   if (recipe.dtype) out["dtype"] = std::string(ir::DTypeName(*recipe.dtype));
-  out["passes"] = recipe.passes;
+  out["passes"] = recipe.passes.value_or(std::vector<std::string>{});
+  if (recipe.quant) out["quant"] = *recipe.quant;
   if (recipe.shard_size) out["shard_size"] = *recipe.shard_size;
   return out;
 }

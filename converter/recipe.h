@@ -28,8 +28,14 @@ struct Recipe {
   // "shard_size": the cap per shard file in bytes, an integer or a string
   // with a K/M/G/T suffix ("256M", binary multiples). Unset: the default.
   std::optional<uint64_t> shard_size;
-  // "passes": reserved for graph passes (a later issue); only [] for now.
-  std::vector<std::string> passes;
+  // "passes": graph pass names, run in order (the CLI checks them against
+  // the pass registry). Unset: the default pipeline for the input kind;
+  // [] runs none. The manifest records the list that ran.
+  std::optional<std::vector<std::string>> passes;
+  // "quant": weight / activation quantization (passes/quant_rules.h parses
+  // it strictly; kept as JSON here because the converter sits below the
+  // passes in the dependency order). Must be an object.
+  std::optional<nlohmann::json> quant;
 };
 
 // Recipe keys, sorted, for messages and --help.
@@ -38,8 +44,7 @@ std::vector<std::string> RecipeKeys();
 // Parses recipe JSON. `file` prefixes every error. InvalidArgument: not
 // UTF-8, not JSON, duplicate key, not an object, an unknown key (naming it
 // and listing the known ones), a value of the wrong type or out of range
-// (naming the key and the value found); Unimplemented: a non-empty
-// "passes" list. Never throws.
+// (naming the key and the value found). Never throws.
 absl::StatusOr<Recipe> ParseRecipe(std::string_view text,
                                    const std::string& file);
 // Reads and parses `path` (at most 1 MiB). NotFound if it does not exist.

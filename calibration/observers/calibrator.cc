@@ -22,9 +22,11 @@ std::string BaseName(const std::string& path) {
 template <typename Visit>
 absl::Status RunAll(const ir::Model& model, Dataset& data, int num_threads,
                     int64_t* runs, int64_t* rows, Visit visit,
-                    const std::function<void(int64_t)>& progress = nullptr) {
+                    const std::function<void(int64_t)>& progress = nullptr,
+                    std::shared_ptr<const KernelRegistry> kernels = nullptr) {
   InterpreterOptions io;
   io.num_threads = num_threads;
+  io.kernels = std::move(kernels);
   ASSIGN_OR_RETURN(Interpreter interp, Interpreter::Create(model, io));
   absl::Status visit_error;
   interp.SetObserver([&](const ir::Node& node, const std::vector<RtTensor>& outs) {
@@ -92,7 +94,7 @@ absl::StatusOr<CalibrationTable> Calibrate(const ir::Model& model, Dataset& data
   };
   CalibrationTable table;
   RETURN_IF_ERROR(RunAll(model, data, options.num_threads, &table.runs, &table.samples,
-                         visit, options.progress));
+                         visit, options.progress, options.kernels));
   table.model_name = BaseName(model.source_path);
   table.method = o;
   table.random_data = data.is_random();

@@ -18,6 +18,7 @@
 
 #include "absl/status/statusor.h"
 #include "calibration/datasets/dataset.h"
+#include "calibration/kernel_registry.h"
 #include "calibration/observers/calibration_table.h"
 #include "converter/ir/graph.h"
 
@@ -27,6 +28,9 @@ struct CalibrateOptions {
   ObserverOptions observer;
   bool collect_xtx = false;  // K*K doubles per linear layer
   int num_threads = 1;
+  // Kernels to run with; null means BuiltinKernels(). Graphs rewritten by
+  // the fusion passes need passes::KernelsWithFusedOps().
+  std::shared_ptr<const KernelRegistry> kernels;
   // Optional progress callback after each run (runs done so far).
   std::function<void(int64_t)> progress;
 };

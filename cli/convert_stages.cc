@@ -1,0 +1,117 @@
+#include "cli/convert_stages.h"
+
+#include <cstdio>
+#include <iostream>
+
+#include "calibration/datasets/dataset.h"
+#include "calibration/observers/calibration_table.h"
+#include "calibration/observers/calibrator.h"
+#include "passes/fused_kernels.h"
+#include "passes/pipeline.h"
+#include "passes/quantize_static.h"
+#include "passes/quantize_weights.h"
+#include "support/status_macros.h"
+
+namespace slimpack::cli {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// Ranges for W8A8: a table from `slimpack calibrate` (one .json), or
+// calibrated here on the graph as the passes left it (so fused value names
+// match).
+absl::StatusOr<calibration::CalibrationTable> W8a8Table(const ir::Model& model,
+                                                        const StageOptions& options) {
+  if (options.calib.empty()) {
+    return absl::FailedPreconditionError(
+        "w8a8 needs activation ranges: pass --calib calib.json (from `slimpack calibrate`) or "
+        "--calib DATA (files/directories of model inputs)");
+  }
+  if (options.calib.size() == 1 && EndsWith(options.calib[0], ".json")) {
+    return calibration::LoadCalibrationTable(options.calib[0]);
+  }
+  calibration::DatasetOptions dopts;
+  ASSIGN_OR_RETURN(calibration::Dataset data,
+                   calibration::Dataset::Open(options.calib, calibration::FeedInputs(model.graph),
+                                              dopts));
+  calibration::CalibrateOptions copts;
+  ASSIGN_OR_RETURN(copts.observer.method,
+                   calibration::RangeMethodFromName(options.quant.calib_method));
+  copts.num_threads = options.threads;
+  copts.kernels = passes::KernelsWithFusedOps();
+  return calibration::Calibrate(model, data, copts);
+}
+
+}  // namespace
+
+absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOptions& options) {
+  StageResult result;
+  passes::PipelineRequest req;
+  req.use_default = !options.passes.has_value();
+  if (options.passes) req.passes = *options.passes;
+  req.verify_each = options.verify_each;
+  req.print_ir_after_all = options.print_ir_after_all;
+  req.print_ir_after = options.print_ir_after;
+  req.ir_out = &std::cerr;
+  ASSIGN_OR_RETURN(passes::PipelineResult ran, passes::RunPipeline(model, req));
+  for (const auto& r : ran.records) {
+    result.records.push_back(r);
+    if (r.contains("name")) result.passes_run.push_back(r["name"].get<std::string>());
+  }
+  if (options.verbose) {
+    for (const std::string& line : ran.verbose_lines) std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+  if (options.quant.w8a8) {
+    if (model.graph.nodes.empty()) {
+      return absl::InvalidArgumentError(
+          "quantize: w8a8 rewrites a graph's Conv/Gemm/MatMul; this input is a checkpoint without "
+          "a graph: use a weight-only scheme (--quant int8 / int4)");
+    }
+    auto table = W8a8Table(model, options);
+    if (!table.ok()) return Annotate(table.status(), "quantize (w8a8 calibration)");
+    passes::StaticQuantOptions so;
+    so.keep_float_regex = options.quant.keep_float;
+    auto report = passes::QuantizeStatic(model, *table, so);
+    if (!report.ok()) return Annotate(report.status(), "quantize (w8a8)");
+    nlohmann::json decisions = nlohmann::json::array();
+    for (const auto& d : report->decisions) {
+      decisions.push_back({{"node", d.node}, {"op", d.op_type}, {"decision", d.decision}});
+      if (options.verbose) {
+        std::fprintf(stderr, "w8a8: %s [%s]: %s\n", d.node.c_str(), d.op_type.c_str(),
+                     d.decision.c_str());
+      }
+    }
+    result.records.push_back({{"name", "quantize-static"},
+                              {"options", quantize::QuantConfigToJson(options.quant)},
+                              {"stats", {{"integer_nodes", report->integer_nodes},
+                                         {"float_nodes", report->float_nodes},
+                                         {"quantize_nodes", report->quantize_nodes},
+                                         {"dequantize_nodes", report->dequantize_nodes},
+                                         {"decisions", decisions}}}});
+    std::fprintf(stderr, "quantize: w8a8: %lld integer node(s), %lld kept float\n",
+                 static_cast<long long>(report->integer_nodes),
+                 static_cast<long long>(report->float_nodes));
+  } else if (options.quant.active()) {
+    quantize::QuantizeRequest q;
+    q.config = options.quant;
+    q.calib_paths = options.calib;
+    q.threads = options.threads;
+    if (options.verbose) {
+      q.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+    }
+    auto done = quantize::QuantizeWeights(model, q);
+    if (!done.ok()) return Annotate(done.status(), "quantize");
+    result.records.push_back({{"name", "quantize-weights"},
+                              {"options", quantize::QuantConfigToJson(options.quant)},
+                              {"stats", done->ToJson()}});
+    std::fprintf(stderr, "quantize: %zu tensors, %llu -> %llu bytes\n", done->tensors.size(),
+                 static_cast<unsigned long long>(done->bytes_before),
+                 static_cast<unsigned long long>(done->bytes_after));
+  }
+  return result;
+}
+
+}  // namespace slimpack::cli

@@ -1,0 +1,42 @@
+// The model-changing stages of `slimpack convert` between import and write:
+// graph passes (passes/pipeline.h), static W8A8 quantization and weight
+// quantization (passes/quantize_weights.h). Each stage adds a record to the
+// manifest's producer.passes (options and statistics, never timings).
+#ifndef SLIMPACK_CLI_CONVERT_STAGES_H_
+#define SLIMPACK_CLI_CONVERT_STAGES_H_
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "converter/ir/graph.h"
+#include "nlohmann/json.hpp"
+#include "passes/quant_rules.h"
+
+namespace slimpack::cli {
+
+struct StageOptions {
+  // Pass names; unset: the default pipeline for the input kind.
+  std::optional<std::vector<std::string>> passes;
+  bool verify_each = false;
+  bool print_ir_after_all = false;
+  std::vector<std::string> print_ir_after;
+  quantize::QuantConfig quant;
+  std::vector<std::string> calib;  // calibration files / directories
+  int threads = 1;
+  bool verbose = false;
+};
+
+struct StageResult {
+  nlohmann::json records = nlohmann::json::array();  // producer.passes
+  std::vector<std::string> passes_run;               // for the recipe
+};
+
+// Errors name the stage ("pass fuse-gelu", "quantize") and pass through
+// the stage's own message.
+absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOptions& options);
+
+}  // namespace slimpack::cli
+
+#endif  // SLIMPACK_CLI_CONVERT_STAGES_H_
