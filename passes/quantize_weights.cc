@@ -7,9 +7,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "calibration/datasets/dataset.h"
+#include "calibration/interpreter.h"
 #include "converter/float_convert.h"
 #include "converter/llama/llama_graph_builder.h"
 #include "passes/awq_fold.h"
+#include "passes/fused_kernels.h"
 #include "passes/linear_capture.h"
 #include "passes/quant/error_stats.h"
 #include "passes/quant/gptq.h"
@@ -65,6 +67,7 @@ class Quantizer {
   // --target-size / --target-bpw: weights no rule decided get the planner's
   // scheme. Importance (mean x^2) comes from calibration when given.
   absl::Status PlanSizes() {
+    SizeTarget target;
     if (!req_.calib_paths.empty()) {
       std::vector<size_t> linears;
       for (size_t i = 0; i < plans_.size(); ++i) {
@@ -74,8 +77,11 @@ class Quantizer {
       ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
       ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibration(runnable, req_));
       RETURN_IF_ERROR(CaptureImportance(runnable, data, linears));
+      RETURN_IF_ERROR(PrepareSensitivity(std::move(runnable), data));
+      target.output_error = [this](const WeightUse& use, const std::vector<float>& values) {
+        return OutputError(use, values);
+      };
     }
-    SizeTarget target;
     target.bytes = req_.config.target_bytes;
     target.bpw = req_.config.target_bpw;
     target.candidates = req_.config.candidates;
@@ -98,6 +104,63 @@ class Quantizer {
     Log("plan: " + plan_summary_);
     result_.plan = *plan;
     return absl::OkStatus();
+  }
+
+  // FP32 outputs of the first kSensitivityRuns calibration runs, the
+  // baseline the planner's per-tensor sensitivity is measured against.
+  static constexpr int kSensitivityRuns = 2;
+  absl::Status PrepareSensitivity(ir::Model runnable, calibration::Dataset& data) {
+    sens_model_ = std::move(runnable);
+    ASSIGN_OR_RETURN(calibration::Interpreter interp, MakeInterpreter(sens_model_));
+    data.Rewind();
+    for (int i = 0; i < kSensitivityRuns; ++i) {
+      ASSIGN_OR_RETURN(std::optional<calibration::Sample> s, data.Next());
+      if (!s) break;
+      ASSIGN_OR_RETURN(std::vector<calibration::RtTensor> outs, interp.Run(s->inputs));
+      sens_inputs_.push_back(std::move(s->inputs));
+      sens_reference_.push_back(FloatOutputs(outs));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<calibration::Interpreter> MakeInterpreter(const ir::Model& m) const {
+    calibration::InterpreterOptions io;
+    io.num_threads = req_.threads;
+    io.kernels = passes::KernelsWithFusedOps();
+    return calibration::Interpreter::Create(m, io);
+  }
+
+  static std::vector<float> FloatOutputs(const std::vector<calibration::RtTensor>& outs) {
+    std::vector<float> v;
+    for (const auto& t : outs) {
+      if (t.dtype() != ir::DType::kF32) continue;
+      const float* p = reinterpret_cast<const float*>(t.raw());
+      v.insert(v.end(), p, p + t.num_elements());
+    }
+    return v;
+  }
+
+  // Mean squared difference of the model's float outputs from FP32's with
+  // only `use`'s tensor replaced by `values`.
+  absl::StatusOr<double> OutputError(const WeightUse& use, const std::vector<float>& values) {
+    ir::Model m = sens_model_;
+    const ir::Tensor* t = m.graph.FindInitializer(use.tensor);
+    if (t == nullptr) return absl::NotFoundError("no tensor '" + use.tensor + "' in the run graph");
+    RETURN_IF_ERROR(ReplaceInitializer(m.graph, F32Like(*t, values)));
+    ASSIGN_OR_RETURN(calibration::Interpreter interp, MakeInterpreter(m));
+    double se = 0;
+    uint64_t n = 0;
+    for (size_t i = 0; i < sens_inputs_.size(); ++i) {
+      ASSIGN_OR_RETURN(std::vector<calibration::RtTensor> outs, interp.Run(sens_inputs_[i]));
+      const std::vector<float> got = FloatOutputs(outs);
+      const std::vector<float>& want = sens_reference_[i];
+      for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
+        const double d = static_cast<double>(got[k]) - want[k];
+        se += d * d;
+      }
+      n += got.size();
+    }
+    return n == 0 ? 0.0 : se / static_cast<double>(n);
   }
 
   // Fills gptq_/importance_ with what calibrated algorithms need.
@@ -318,6 +381,9 @@ class Quantizer {
   std::map<std::string, quant::QuantizedMatrix> gptq_;
   QuantizeResult result_;
   std::string plan_summary_;
+  ir::Model sens_model_;
+  std::vector<std::map<std::string, calibration::RtTensor>> sens_inputs_;
+  std::vector<std::vector<float>> sens_reference_;
 };
 
 }  // namespace

@@ -18,6 +18,7 @@ struct Option {
   size_t candidate = 0;
   uint64_t bytes = 0;
   double error = 0;
+  std::vector<float> approx;  // the stored values, [rows, cols]
 };
 
 // Error of `scheme` on matrix m (see the header for the unit).
@@ -58,6 +59,7 @@ absl::StatusOr<Option> Measure(const Matrix& m, const WeightScheme& scheme, cons
   }
   if (embedding && m.rows > 0) err /= static_cast<double>(m.rows);
   o.error = err;
+  o.approx = std::move(approx);
   return o;
 }
 
@@ -168,8 +170,22 @@ absl::StatusOr<SizePlan> PlanForSize(const ir::Model& model, const std::vector<W
       auto o = Measure(m, all[c], ip, use.op == "Gather", threads);
       if (!o.ok()) return Annotate(o.status(), "size planner, tensor '" + use.tensor + "'");
       o->candidate = c;
-      opts.push_back(*o);
+      opts.push_back(*std::move(o));
     }
+    if (target.output_error && !opts.empty()) {
+      // Measured sensitivity: the smallest option's end-to-end output error
+      // fixes this tensor's scale; the proxy orders its other options.
+      const Option* small = &opts[0];
+      for (const Option& o : opts) {
+        if (o.bytes < small->bytes) small = &o;
+      }
+      auto measured = target.output_error(
+          use, InTensorOrder(small->approx, m.rows, m.cols, use.transposed));
+      if (!measured.ok()) return Annotate(measured.status(), "size planner, tensor '" + use.tensor + "'");
+      const double gain = small->error > 0 ? *measured / small->error : 0;
+      for (Option& o : opts) o.error = small->error > 0 ? o.error * gain : 0;
+    }
+    for (Option& o : opts) o.approx = {};
     if (opts.empty()) {
       return absl::InvalidArgumentError("size planner: no candidate scheme fits tensor '" +
                                         use.tensor + "' (" + use.op + ")");

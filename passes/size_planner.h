@@ -12,6 +12,12 @@
 // GPTQ/AWQ later do better, so the estimate is conservative and the sizes
 // are exact).
 //
+// With calibration data the driver also passes a measured sensitivity
+// (SizeTarget::output_error): quantizing one tensor at a time and measuring
+// the model's output error turns the per-tensor proxy into one comparable
+// across layers (an early-layer error is amplified by everything after it,
+// the proxy cannot see that).
+//
 // Solver: a multiple-choice knapsack by marginal analysis. Each tensor's
 // (bytes, error) options are reduced to their lower convex hull; all start at
 // their smallest option and the upgrade with the largest error reduction per
@@ -21,6 +27,7 @@
 #define SLIMPACK_PASSES_SIZE_PLANNER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -39,6 +46,14 @@ struct SizeTarget {
   std::vector<WeightScheme> candidates;
   // Tensors whose scheme a recipe rule fixed: planned with that one option.
   std::map<std::string, WeightScheme> fixed;
+  // Optional measured sensitivity: the end-to-end output error of the model
+  // with only `use`'s tensor replaced by `values` (its tensor order, f32).
+  // When set, each tensor's option errors are rescaled so that its smallest
+  // option's error equals this measurement: the proxy then only orders a
+  // tensor's own options, and how much a tensor matters to the output is
+  // measured rather than assumed.
+  std::function<absl::StatusOr<double>(const WeightUse& use, const std::vector<float>& values)>
+      output_error;
 };
 
 struct SizeChoice {

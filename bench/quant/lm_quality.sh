@@ -9,6 +9,7 @@
 set -eu
 BUILD=${1:?usage: lm_quality.sh BUILD_DIR [OUT_DIR]}
 OUT=${2:-$(mktemp -d)}
+mkdir -p "$OUT"
 cd "$(dirname "$0")/../.."
 SP="$BUILD/cli/slimpack"
 EX=examples/tiny-llama

@@ -113,6 +113,28 @@ TEST(TinyLlamaQuantTest, OrderingsHoldOnTheBundledLm) {
   EXPECT_LT(imatrix, rtn4);
 }
 
+// The size-target planner at 4.5 bits per weight against the uniform
+// scheme of the same size (int4 g64 = 4.5 bpw plus f32 scales), same
+// algorithm: measured per-tensor sensitivity must buy a lower perplexity.
+TEST(TinyLlamaQuantTest, PlannerBeatsUniformAtEqualSize) {
+  ir::Model uniform = Checkpoint();
+  auto u = QuantizeWeights(uniform, Request("int4-g64", Algorithm::kImatrix));
+  ASSERT_THAT(u, IsOk());
+  ir::Model planned = Checkpoint();
+  QuantizeRequest req = Request("int4-g64", Algorithm::kImatrix);
+  req.config.scheme.reset();
+  req.config.target_bpw = 4.5;
+  auto p = QuantizeWeights(planned, req);
+  ASSERT_THAT(p, IsOk());
+  ASSERT_TRUE(p->plan.has_value());
+  EXPECT_LE(p->bytes_after, u->bytes_after);
+  const double ppl_uniform = Perplexity(uniform), ppl_planned = Perplexity(planned);
+  std::printf("[ quant    ] uniform int4-g64 %llu bytes ppl %.6f | planner %llu bytes ppl %.6f\n",
+              static_cast<unsigned long long>(u->bytes_after), ppl_uniform,
+              static_cast<unsigned long long>(p->bytes_after), ppl_planned);
+  EXPECT_LT(ppl_planned, ppl_uniform);
+}
+
 // Folding the AWQ scales (without quantizing) computes the same function.
 TEST(AwqFoldTest, ScalingIsAnExactRewrite) {
   ir::Model original = Checkpoint();
