@@ -14,6 +14,7 @@
 #include "absl/strings/str_split.h"
 #include "cli/convert_stages.h"
 #include "cli/exit_codes.h"
+#include "cli/report_command.h"
 #include "passes/pipeline.h"
 #include "support/status_macros.h"
 #include "passes/quant_rules.h"
@@ -143,6 +144,14 @@ int RunConvert(const ConvertOptions& options) {
   }
   if (!recipe.shard_size) recipe.shard_size = shard_writer::kDefaultShardSize;
 
+  if (options.report_dir.empty() != options.report_data.empty()) {
+    return Usage("--report/--report-data", absl::InvalidArgumentError(
+        "give both: --report DIR writes the report of the artifact on --report-data DATA"));
+  }
+  if (!options.gate.empty() && options.report_dir.empty()) {
+    return Usage("--gate", absl::InvalidArgumentError("gates a report: pass --report DIR too"));
+  }
+
   StageOptions stages;
   if (!options.passes.empty()) {
     std::vector<std::string> names;
@@ -258,6 +267,17 @@ int RunConvert(const ConvertOptions& options) {
 
   const double seconds =
       std::chrono::duration<double>(Clock::now() - start).count();
+  auto report = [&]() {
+    if (options.report_dir.empty()) return kExitOk;
+    ReportCommandOptions r;
+    r.reference = options.input;
+    r.candidate = options.output;
+    r.data = options.report_data;
+    r.output = options.report_dir;
+    r.gate = options.gate;
+    r.threads = options.threads > 0 ? options.threads : 1;
+    return RunReport(r);
+  };
   std::printf(
       "%s %s -> %s: %llu tensors (%s), %u shard%s, %s written in %.2f s\n",
       summary->replaced ? "replaced" : "wrote", options.input.c_str(),
@@ -270,7 +290,7 @@ int RunConvert(const ConvertOptions& options) {
             summary->manifest_bytes)
           .c_str(),
       seconds);
-  return kExitOk;
+  return report();
 }
 
 }  // namespace slimpack::cli

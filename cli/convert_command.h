@@ -36,10 +36,16 @@ struct ConvertOptions {
   // average bits per weight over the quantized tensors (0 = unset).
   std::string target_size;
   double target_bpw = 0;
+  // After writing: `slimpack report` of the artifact against the input on
+  // report_data, into report_dir, gated by `gate` (exit 3 when it fails).
+  std::string report_dir;
+  std::vector<std::string> report_data;
+  std::string gate;
 };
 
 // Returns a process exit code (exit_codes.h): 2 for a malformed flag value
-// (--shard-size), 1 for anything wrong with the input, recipe or output.
+// (--shard-size), 1 for anything wrong with the input, recipe or output,
+// 3 when --report's --gate fails (the artifact is written either way).
 // Progress goes to stderr (a live line on a terminal, plain lines with -v),
 // the summary to stdout.
 int RunConvert(const ConvertOptions& options);

@@ -89,6 +89,12 @@ int main(int argc, char** argv) {
   convert_cmd->add_option("--target-bpw", convert.target_bpw,
                           "Plan per-tensor schemes for this average bits per quantized weight")
       ->check(CLI::Range(1.0, 32.0));
+  convert_cmd->add_option("--report", convert.report_dir,
+                          "After writing, the accuracy report of the artifact against INPUT into this directory");
+  convert_cmd->add_option("--report-data", convert.report_data,
+                          "Data for --report (files/directories named after the model inputs, or token ids)");
+  convert_cmd->add_option("--gate", convert.gate,
+                          "Gate rules for --report, e.g. 'e2e.kld<=0.03,top1>=0.99' (exit 3 when one fails)");
   convert_cmd->add_option("--calib-samples", convert.calib_samples,
                           "Calibration runs to use (default 64)")
       ->check(CLI::PositiveNumber);
