@@ -2,6 +2,7 @@
 // LayerNormalization, Softmax and LogSoftmax.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "calibration/kernels/kernels.h"
 #include "support/status_macros.h"
@@ -19,21 +20,75 @@ absl::Status CheckPerChannel(const RtTensor& t, int64_t channels,
                                     t.DebugString());
 }
 
+// exp of t[0..m) (m <= 256) into y: Cephes' single-precision expf (range
+// reduction by ln 2 in two parts, degree-5 polynomial, 2^n through the
+// exponent bits), relative error under 1e-7, written as one simple loop per
+// step so each vectorises. Below -87 (where expf is subnormal or 0) gives
+// 0; NaN stays NaN. For softmax arguments, which are <= 0.
+void ExpBlock(const float* t, float* y, int64_t m) {
+  float n_[256];
+  int32_t e_[256];
+  for (int64_t j = 0; j < m; ++j) {
+    const float x = t[j] < -87.0f ? -87.0f : t[j];
+    y[j] = x > 88.0f ? 88.0f : x;
+  }
+  // Round to nearest by the 1.5 * 2^23 trick (|x * log2 e| < 2^22 here).
+  for (int64_t j = 0; j < m; ++j) {
+    n_[j] = (y[j] * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  }
+  for (int64_t j = 0; j < m; ++j) {
+    const float x = y[j], n = n_[j];
+    const float r = (x - n * 0.693359375f) - n * -2.12194440e-4f;
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    y[j] = p * r * r + r + 1.0f;
+  }
+  for (int64_t j = 0; j < m; ++j) e_[j] = (static_cast<int32_t>(n_[j]) + 127) * (1 << 23);
+  for (int64_t j = 0; j < m; ++j) {
+    float scale;
+    std::memcpy(&scale, &e_[j], sizeof(float));
+    y[j] *= scale;
+  }
+  for (int64_t j = 0; j < m; ++j) y[j] = t[j] < -87.0f ? 0.0f : y[j];
+}
+
 // Softmax over `axis_size` elements spaced `inner` apart.
 void SoftmaxLine(const float* x, float* y, int64_t axis_size, int64_t inner,
                  bool log) {
   float mx = -INFINITY;
   for (int64_t i = 0; i < axis_size; ++i) mx = std::max(mx, x[i * inner]);
   double sum = 0;
-  for (int64_t i = 0; i < axis_size; ++i) sum += std::exp(x[i * inner] - mx);
   if (log) {
+    for (int64_t i = 0; i < axis_size; ++i) sum += std::exp(x[i * inner] - mx);
     const float lse = static_cast<float>(std::log(sum));
     for (int64_t i = 0; i < axis_size; ++i) y[i * inner] = x[i * inner] - mx - lse;
-  } else {
-    const double inv = 1.0 / sum;
-    for (int64_t i = 0; i < axis_size; ++i) {
-      y[i * inner] = static_cast<float>(std::exp(x[i * inner] - mx) * inv);
+    return;
+  }
+  // Each exp is computed once and kept in y, then scaled. Contiguous rows
+  // (the usual last-axis softmax) use the vectorised ExpBlock; the sum is
+  // still taken in order in double, so results do not depend on threads.
+  if (inner == 1) {
+    float t[256];
+    for (int64_t i0 = 0; i0 < axis_size; i0 += 256) {
+      const int64_t m = std::min<int64_t>(256, axis_size - i0);
+      for (int64_t j = 0; j < m; ++j) t[j] = x[i0 + j] - mx;
+      ExpBlock(t, y + i0, m);
     }
+    for (int64_t i = 0; i < axis_size; ++i) sum += y[i];
+  } else {
+    for (int64_t i = 0; i < axis_size; ++i) {
+      const float e = std::exp(x[i * inner] - mx);
+      y[i * inner] = e;
+      sum += e;
+    }
+  }
+  const double inv = 1.0 / sum;
+  for (int64_t i = 0; i < axis_size; ++i) {
+    y[i * inner] = static_cast<float>(y[i * inner] * inv);
   }
 }
 

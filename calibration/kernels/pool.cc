@@ -27,6 +27,80 @@ void Unravel(int64_t i, const std::vector<int64_t>& dims, std::vector<int64_t>& 
 
 enum class PoolKind { kMax, kAverage };
 
+// Kernel taps of one output position along one spatial axis: taps [lo, hi)
+// land inside the input, starting at input position `start` (may be < 0).
+// `incl` is the count_include_pad tap count (inside the input or its
+// begin/end padding; not past it, which ceil_mode may add).
+struct AxisTaps {
+  int64_t start, lo, hi, incl;
+};
+
+std::vector<AxisTaps> AxisWindows(const WindowGeometry& g, size_t d, int64_t in,
+                                  int64_t k) {
+  const int64_t s = g.strides[d], dil = g.dilations[d];
+  std::vector<AxisTaps> taps(static_cast<size_t>(g.out[d]));
+  for (int64_t o = 0; o < g.out[d]; ++o) {
+    AxisTaps& t = taps[static_cast<size_t>(o)];
+    t.start = o * s - g.pads_begin[d];
+    t.lo = t.start >= 0 ? 0 : (-t.start + dil - 1) / dil;
+    t.hi = t.start >= in ? 0 : std::min(k, (in - t.start + dil - 1) / dil);
+    if (t.hi < t.lo) t.hi = t.lo;
+    const int64_t end = std::min(t.start + (k - 1) * dil + 1, in + g.pads_end[d]);
+    t.incl = (end - t.start + dil - 1) / dil;
+  }
+  return taps;
+}
+
+// The 2-D case of Pool below with the per-axis tap ranges hoisted out of
+// the output loops: the same taps in the same (row-major kernel) order, so
+// results are identical to the N-d loop, including which of several equal
+// maxima (the first) and NaNs (kept only when first) win.
+void Pool2d(PoolKind kind, bool count_include_pad, const WindowGeometry& g,
+            int64_t h, int64_t w, int64_t plane, const float* xp, float* yp,
+            int64_t* ip, const std::vector<AxisTaps>& th,
+            const std::vector<AxisTaps>& tw) {
+  const int64_t dh = g.dilations[0], dw = g.dilations[1];
+  const int64_t oh_n = g.out[0], ow_n = g.out[1];
+  const int64_t in_size = h * w;
+  for (int64_t oh = 0; oh < oh_n; ++oh) {
+    const AxisTaps& a = th[static_cast<size_t>(oh)];
+    float* yrow = yp + oh * ow_n;
+    for (int64_t ow = 0; ow < ow_n; ++ow) {
+      const AxisTaps& b = tw[static_cast<size_t>(ow)];
+      const int64_t valid = (a.hi - a.lo) * (b.hi - b.lo);
+      if (kind == PoolKind::kMax) {
+        if (valid == 0) {
+          yrow[ow] = -std::numeric_limits<float>::infinity();
+          if (ip) ip[oh * ow_n + ow] = plane * in_size - 1;
+          continue;
+        }
+        int64_t best_at = (a.start + a.lo * dh) * w + b.start + b.lo * dw;
+        float best = xp[best_at];
+        for (int64_t kh = a.lo; kh < a.hi; ++kh) {
+          const int64_t row = (a.start + kh * dh) * w + b.start;
+          for (int64_t kw = b.lo; kw < b.hi; ++kw) {
+            const float v = xp[row + kw * dw];
+            if (v > best) {
+              best = v;
+              best_at = row + kw * dw;
+            }
+          }
+        }
+        yrow[ow] = best;
+        if (ip) ip[oh * ow_n + ow] = plane * in_size + best_at;
+        continue;
+      }
+      double sum = 0;
+      for (int64_t kh = a.lo; kh < a.hi; ++kh) {
+        const float* row = xp + (a.start + kh * dh) * w + b.start;
+        for (int64_t kw = b.lo; kw < b.hi; ++kw) sum += row[kw * dw];
+      }
+      const int64_t count = count_include_pad ? a.incl * b.incl : valid;
+      yrow[ow] = count > 0 ? static_cast<float>(sum / static_cast<double>(count)) : 0.0f;
+    }
+  }
+}
+
 absl::Status Pool(KernelContext& ctx, PoolKind kind) {
   ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
   if (x->dtype() != DType::kF32) return UnsupportedDType(ctx, x->dtype(), "f32");
@@ -62,6 +136,19 @@ absl::Status Pool(KernelContext& ctx, PoolKind kind) {
   const int64_t kprod = Product(kernel);
   const float* px = x->data<float>();
   float* py = y.mutable_data<float>();
+  if (r == 2) {
+    const std::vector<AxisTaps> th = AxisWindows(g, 0, in[0], kernel[0]);
+    const std::vector<AxisTaps> tw = AxisWindows(g, 1, in[1], kernel[1]);
+    int64_t* pi = want_indices ? indices.mutable_data<int64_t>() : nullptr;
+    ParallelFor(ctx.pool(), planes, [&](int64_t plane) {
+      Pool2d(kind, count_include_pad != 0, g, in[0], in[1], plane,
+             px + plane * in_size, py + plane * out_size,
+             pi ? pi + plane * out_size : nullptr, th, tw);
+    });
+    ctx.SetOutput(0, std::move(y));
+    if (want_indices) ctx.SetOutput(1, std::move(indices));
+    return absl::OkStatus();
+  }
   ParallelFor(ctx.pool(), planes, [&](int64_t plane) {
     std::vector<int64_t> oo(r), kk(r);
     const float* xp = px + plane * in_size;

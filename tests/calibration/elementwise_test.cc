@@ -1,6 +1,7 @@
 // Element-wise kernels: numpy broadcasting against a naive index loop,
 // integer semantics, comparisons, Where, unary functions and Clip forms.
 #include <cmath>
+#include <limits>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -72,7 +73,19 @@ INSTANTIATE_TEST_SUITE_P(
                       BroadcastCase{{2, 1, 4}, {3, 1}, {2, 3, 4}},
                       BroadcastCase{{1, 3, 1}, {2, 1, 5}, {2, 3, 5}},
                       BroadcastCase{{3, 1}, {1, 4}, {3, 4}},
-                      BroadcastCase{{2, 0, 3}, {3}, {2, 0, 3}}));
+                      BroadcastCase{{2, 0, 3}, {3}, {2, 0, 3}},
+                      // Axis merging in the broadcast loop: trailing axes
+                      // both operands walk contiguously merge, broadcast
+                      // axes merge with broadcast neighbours only.
+                      BroadcastCase{{2, 3, 4}, {3, 4}, {2, 3, 4}},
+                      BroadcastCase{{2, 3, 4}, {1, 3, 4}, {2, 3, 4}},
+                      BroadcastCase{{1, 3, 4}, {2, 3, 4}, {2, 3, 4}},
+                      BroadcastCase{{2, 3, 4}, {3, 1}, {2, 3, 4}},
+                      BroadcastCase{{2, 3, 4}, {2, 1, 1}, {2, 3, 4}},
+                      BroadcastCase{{2, 1, 4}, {2, 3, 4}, {2, 3, 4}},
+                      BroadcastCase{{2, 1, 4}, {2, 1, 1}, {2, 1, 4}},
+                      BroadcastCase{{2, 3, 1}, {1, 1, 5}, {2, 3, 5}},
+                      BroadcastCase{{5, 1, 37}, {5, 6, 37}, {5, 6, 37}}));
 
 TEST(ElementwiseTest, IncompatibleShapesNameTheAxis) {
   auto out = OpTest{"Add", {{"a", F32({2, 3}, Random(6, 1))}, {"b", F32({4}, Random(4, 2))}}}.Run();
@@ -190,6 +203,46 @@ TEST(ElementwiseTest, UnaryFunctionsMatchStd) {
                {std::log(0.25f), 0.0f, std::log(9.0f)});
   ExpectValues<int64_t>(RunOne({"Neg", {{"x", I64({2}, {3, -4})}}}), {2}, {-3, 4});
   ExpectValues<int64_t>(RunOne({"Abs", {{"x", I64({2}, {3, -4})}}}), {2}, {3, 4});
+}
+
+// Erf is a branch-free rational approximation (vectorisable), not libm's
+// erff: it must stay within a few f32 ulp of std::erf over the whole line,
+// be odd, saturate at +-1 and keep NaN.
+TEST(ElementwiseTest, ErfMatchesStdOverTheRealLine) {
+  std::vector<float> v;
+  for (int i = -1200; i <= 1200; ++i) v.push_back(static_cast<float>(i) / 200.0f);
+  // Near zero the kernel switches to the linear term (below 2^-20): check
+  // both sides of the switch relatively, subnormal inputs included.
+  for (float t : {1e-40f, 1e-30f, 1e-12f, 9.0e-7f, 1.0e-6f, 3e-6f, 1e-4f}) {
+    v.push_back(t);
+    v.push_back(-t);
+  }
+  v.push_back(30.0f);
+  v.push_back(std::numeric_limits<float>::infinity());
+  v.push_back(-std::numeric_limits<float>::infinity());
+  v.push_back(std::numeric_limits<float>::quiet_NaN());
+  const int64_t n = static_cast<int64_t>(v.size());
+  RtTensor y = RunOne({"Erf", {{"x", F32({n}, v)}}});
+  ASSERT_EQ(y.num_elements(), n);
+  double worst = 0;
+  for (int64_t i = 0; i + 1 < n; ++i) {
+    const float got = y.data<float>()[i];
+    const double want = std::erf(static_cast<double>(v[i]));
+    worst = std::max(worst, std::fabs(got - want));
+    EXPECT_LE(std::fabs(got), 1.0f) << "x=" << v[i];
+    // (Relative only for normal results: a subnormal has fewer bits.)
+    if (std::fabs(v[i]) < 1e-3f && std::fabs(v[i]) >= std::numeric_limits<float>::min()) {
+      EXPECT_NEAR(got / want, 1.0, 1e-6) << "x=" << v[i];
+    }
+  }
+  EXPECT_LE(worst, 5e-7);
+  EXPECT_TRUE(std::isnan(y.data<float>()[n - 1]));
+  // Odd: erf(-x) == -erf(x) exactly (the clamp and polynomials are odd).
+  for (int64_t i = 0; i <= 1200; ++i) {
+    ASSERT_EQ(y.data<float>()[i], -y.data<float>()[2400 - i]) << "x=" << v[i];
+  }
+  EXPECT_EQ(y.data<float>()[n - 3], 1.0f);
+  EXPECT_EQ(y.data<float>()[n - 2], -1.0f);
 }
 
 TEST(ElementwiseTest, ActivationsWithAttributes) {

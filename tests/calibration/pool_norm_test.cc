@@ -1,5 +1,6 @@
 // Pooling and normalization kernels: hand-computed values and naive loops.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "gmock/gmock.h"
@@ -105,6 +106,74 @@ TEST(PoolTest, AveragePoolSameUpperMatchesNaive) {
   ExpectFloats(y, {2, 3, 3, 3}, want);
 }
 
+// The 2-D pools take a fast path; a trailing size-1 axis sends the same
+// data through the N-d loop. Both must agree bit for bit (values, which of
+// tied maxima wins, NaN handling, Indices) over strides, dilations, pads,
+// ceil_mode and count_include_pad, with 1 and 2 threads.
+TEST(PoolTest, TwoDimPathMatchesNdPathExactly) {
+  const int64_t n = 2, c = 3, h = 9, w = 11;
+  std::vector<float> x = Random(n * c * h * w, 77);
+  for (size_t i = 0; i < x.size(); i += 7) x[i] = 0.5f;  // ties
+  x[5] = std::numeric_limits<float>::quiet_NaN();         // NaN inside
+  x[h * w] = std::numeric_limits<float>::quiet_NaN();     // NaN first tap
+  struct Case {
+    std::vector<int64_t> k, s, d, pads;
+    int64_t ceil, incl;
+  };
+  const std::vector<Case> cases = {
+      {{3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 0, 0},
+      {{3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, 1, 1},
+      {{2, 3}, {1, 2}, {2, 1}, {0, 2, 1, 0}, 1, 0},
+      {{3, 2}, {3, 1}, {2, 3}, {2, 0, 2, 1}, 0, 1},
+      {{4, 4}, {2, 3}, {1, 1}, {3, 3, 3, 3}, 1, 1},
+  };
+  for (const std::string op : {"MaxPool", "AveragePool"}) {
+    for (const Case& cs : cases) {
+      for (int threads : {1, 2}) {
+        SCOPED_TRACE(op + " k=" + std::to_string(cs.k[0]) + "x" + std::to_string(cs.k[1]) +
+                     " ceil=" + std::to_string(cs.ceil) + " incl=" +
+                     std::to_string(cs.incl) + " threads=" + std::to_string(threads));
+        std::map<std::string, Attr> a2 = {{"kernel_shape", Attr::Ints(cs.k)},
+                                          {"strides", Attr::Ints(cs.s)},
+                                          {"pads", Attr::Ints(cs.pads)},
+                                          {"ceil_mode", Attr::Int(cs.ceil)}};
+        auto a3 = a2;
+        a3["kernel_shape"] = Attr::Ints({cs.k[0], cs.k[1], 1});
+        a3["strides"] = Attr::Ints({cs.s[0], cs.s[1], 1});
+        a3["pads"] = Attr::Ints({cs.pads[0], cs.pads[1], 0, cs.pads[2], cs.pads[3], 0});
+        a2["dilations"] = Attr::Ints(cs.d);
+        a3["dilations"] = Attr::Ints({cs.d[0], cs.d[1], 1});
+        if (op == "AveragePool") {
+          a2["count_include_pad"] = Attr::Int(cs.incl);
+          a3["count_include_pad"] = Attr::Int(cs.incl);
+        }
+        const int outs = op == "MaxPool" ? 2 : 1;
+        OpTest t2{op, {{"x", F32({n, c, h, w}, x)}}, a2, outs};
+        OpTest t3{op, {{"x", F32({n, c, h, w, 1}, x)}}, a3, outs};
+        t2.num_threads = threads;
+        auto y2 = t2.Run();
+        auto y3 = t3.Run();
+        ASSERT_TRUE(y2.ok()) << y2.status();
+        ASSERT_TRUE(y3.ok()) << y3.status();
+        const RtTensor& v2 = (*y2)[0];
+        const RtTensor& v3 = (*y3)[0];
+        ASSERT_EQ(v2.num_elements(), v3.num_elements());
+        ASSERT_GT(v2.num_elements(), 0);
+        EXPECT_EQ(0, std::memcmp(v2.data<float>(), v3.data<float>(),
+                                 sizeof(float) * v2.num_elements()));
+        if (outs == 2) {
+          const RtTensor& i2 = (*y2)[1];
+          const RtTensor& i3 = (*y3)[1];
+          ASSERT_EQ(i2.num_elements(), i3.num_elements());
+          for (int64_t i = 0; i < i2.num_elements(); ++i) {
+            ASSERT_EQ(i2.data<int64_t>()[i], i3.data<int64_t>()[i]) << "index " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(PoolTest, GlobalPools) {
   RtTensor x = F32({1, 2, 2, 2}, {1, 2, 3, 4, -1, -2, -3, -8});
   ExpectFloats(RunOne({"GlobalAveragePool", {{"x", x}}}), {1, 2, 1, 1}, {2.5f, -3.5f});
@@ -205,6 +274,36 @@ TEST(NormTest, SoftmaxAxisSemanticsChangeAtOpset13) {
   }
   // Large inputs do not overflow.
   ExpectFloats(RunOne({"Softmax", {{"x", F32({2}, {1000, 1000})}}}), {2}, {0.5f, 0.5f});
+}
+
+// Last-axis Softmax runs a vectorised exp over blocks of 256: rows longer
+// than a block, entries far below the max (exp underflows to 0), -inf
+// (masked attention) and a wide range of values against a double
+// reference; 1 and 2 threads give the same bytes.
+TEST(NormTest, SoftmaxLongRowsMatchDoubleReference) {
+  const int rows = 3, cols = 600;
+  std::vector<float> x = Random(rows * cols, 53, -30, 30);
+  x[7] = -std::numeric_limits<float>::infinity();
+  x[cols + 300] = -1e30f;
+  x[2 * cols + 599] = 60.0f;
+  std::vector<RtTensor> outs;
+  for (int threads : {1, 2}) {
+    OpTest t{"Softmax", {{"x", F32({rows, cols}, x)}}};
+    t.num_threads = threads;
+    auto y = t.Run();
+    ASSERT_TRUE(y.ok()) << y.status();
+    outs.push_back((*y)[0]);
+  }
+  const auto want = SoftmaxRows(x, rows, cols, false);
+  ExpectFloats(outs[0], {rows, cols}, want, 1e-9f, 1e-6f);
+  EXPECT_EQ(outs[0].data<float>()[7], 0.0f);
+  for (int r = 0; r < rows; ++r) {
+    double sum = 0;
+    for (int c = 0; c < cols; ++c) sum += outs[0].data<float>()[r * cols + c];
+    EXPECT_NEAR(sum, 1.0, 1e-5) << "row " << r;
+  }
+  EXPECT_EQ(0, std::memcmp(outs[0].data<float>(), outs[1].data<float>(),
+                           sizeof(float) * rows * cols));
 }
 
 }  // namespace
