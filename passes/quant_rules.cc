@@ -90,8 +90,11 @@ absl::StatusOr<QuantRule> ParseRule(const json& r, const std::string& file,
       auto a = ParseAlgorithm(v.get<std::string>());
       if (!a.ok()) return KeyError(file, kp, std::string(a.status().message()));
       rule.algorithm = *a;
+    } else if (k == "reason") {
+      if (!v.is_string()) return KeyError(file, kp, "expected a string, found " + JsonType(v));
+      rule.reason = v.get<std::string>();
     } else {
-      return KeyError(file, kp, "unknown key (known: algorithm, match, op, role, scheme)");
+      return KeyError(file, kp, "unknown key (known: algorithm, match, op, reason, role, scheme)");
     }
   }
   if (!rule.scheme && !rule.algorithm) {
@@ -356,6 +359,7 @@ json QuantConfigToJson(const QuantConfig& c) {
     if (!r.role.empty()) o["role"] = r.role;
     if (r.scheme) o["scheme"] = r.scheme->Name();
     if (r.algorithm) o["algorithm"] = std::string(AlgorithmName(*r.algorithm));
+    if (!r.reason.empty()) o["reason"] = r.reason;
     rules.push_back(std::move(o));
   }
   j["rules"] = std::move(rules);

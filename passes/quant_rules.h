@@ -67,6 +67,7 @@ struct QuantRule {
   std::optional<WeightScheme> scheme;
   std::optional<Algorithm> algorithm;
   int index = 0;      // position in the recipe, for messages
+  std::string reason; // free text kept with the rule (e.g. from slimpack report)
 };
 
 struct QuantConfig {

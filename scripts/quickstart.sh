@@ -31,7 +31,9 @@ step "verify both artifacts (manifest, sizes, SHA-256 of every file)"
 "$SLIMPACK" inspect "$OUT/tiny-llama"
 
 step "load back through the standalone loader (examples/loader/print_tensors.cc)"
-"$LOADER_EXAMPLE" "$OUT/tiny-llama" --verify | head -n 12
+# (into a file first: `| head` would end the loader with SIGPIPE under pipefail)
+"$LOADER_EXAMPLE" "$OUT/tiny-llama" --verify > "$OUT/tiny-llama.loader.txt"
+head -n 12 "$OUT/tiny-llama.loader.txt"
 
 step "report: FP32 perplexity of tiny-llama on its held-out eval set (PyTorch: 3.104962)"
 "$SLIMPACK" eval "$ROOT/examples/tiny-llama" --tokens "$ROOT/examples/tiny-llama/eval_tokens.npy" \

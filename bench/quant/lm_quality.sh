@@ -48,6 +48,7 @@ run "int4-g128:imatrix" --quant int4 --group 128 --algo imatrix --calib $CALIB
 run "int4-g128:gptq" --quant int4 --group 128 --algo gptq --calib $CALIB
 run "int4-g128:awq" --quant int4 --group 128 --algo awq --calib $CALIB
 run "int4-g64:imatrix" --quant int4 --group 64 --algo imatrix --calib $CALIB
+run "int4-g64:gptq" --quant int4 --group 64 --algo gptq --calib $CALIB
 run "planner-4.5bpw:imatrix" --target-bpw 4.5 --algo imatrix --calib $CALIB
 run "planner-4.5bpw:gptq" --target-bpw 4.5 --algo gptq --calib $CALIB
 run "int4-g32:gptq" --quant int4 --group 32 --algo gptq --calib $CALIB

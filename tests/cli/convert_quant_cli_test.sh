@@ -104,7 +104,7 @@ py 'import json,sys; m=json.load(open(sys.argv[1])); assert m["producer"]["passe
 expect 0 "w8a8 + report" -- convert "$CNN" -o "$TMP/w8" --quant w8a8 --calib "$CNN_CALIB" \
   --report "$TMP/rep" --report-data "$CNN_CALIB" --gate 'top1>=0.95'
 [ -s "$TMP/rep/report.html" ] || bad "no report.html"
-says "3 integer node(s)" "summary counts the integer nodes"
+says "4 integer node(s)" "summary counts the integer nodes"
 says "Gate: PASSED" "report says the gate passed"
 expect 3 "w8a8 + failing gate" -- convert "$CNN" -o "$TMP/w8" --force --quant w8a8 --calib "$CNN_CALIB" \
   --report "$TMP/rep2" --report-data "$CNN_CALIB" --gate 'layer.sqnr>=200'

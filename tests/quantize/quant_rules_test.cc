@@ -66,7 +66,7 @@ TEST(QuantConfigTest, ParsesEveryKeyAndRoundTrips) {
   auto j = nlohmann::json::parse(R"({
     "scheme": "int4-g32", "algorithm": "gptq", "mse_clip": true, "calib_samples": 16,
     "gptq": {"damp": 0.05, "block": 64, "act_order": true}, "awq": {"grid": 10},
-    "rules": [{"match": "lm_head", "scheme": "int8"},
+    "rules": [{"match": "lm_head", "scheme": "int8", "reason": "slimpack report fallback: mean_kld"},
               {"op": "Linear", "role": "down_proj", "scheme": "int4-g128", "algorithm": "rtn"}]})");
   auto c = ParseQuantConfig(j, "r.json");
   ASSERT_TRUE(c.ok()) << c.status();
@@ -180,7 +180,7 @@ TEST(PlanWeightsTest, HfRolesDecideEligibility) {
   QuantConfig c;
   c.scheme = *ParseWeightScheme("int4-g8");
   c.algorithm = Algorithm::kGptq;
-  c.rules.push_back({"", "Linear", "down_proj", *ParseWeightScheme("int8"), std::nullopt, 0});
+  c.rules.push_back({"", "Linear", "down_proj", *ParseWeightScheme("int8"), std::nullopt, 0, ""});
   auto plans = PlanWeights(m, c);
   ASSERT_TRUE(plans.ok());
   std::vector<std::string> got;
