@@ -57,6 +57,52 @@ absl::StatusOr<RtTensor> DequantizedInitializer(const ir::Graph& graph,
   return out;
 }
 
+// Names of the quantized initializers that only slimpack.MatMulQ (input 1)
+// and slimpack.GatherQ (input 0) read: those kernels dequantize the slices
+// they need (passes/packed_kernels.h), so the weight is bound packed, as a
+// zero-copy view like any other initializer, and its f32 values are never
+// materialised. Any other reader (including a subgraph or a graph output)
+// keeps today's dequantize-at-bind behaviour.
+std::set<std::string> PackedOnlyInitializers(const ir::Graph& graph) {
+  std::set<std::string> packed_use, other_use;
+  for (const ir::Node& n : graph.nodes) {
+    const bool slimpack = n.domain == "slimpack";
+    for (size_t i = 0; i < n.inputs.size(); ++i) {
+      const bool packed = slimpack && ((n.op_type == "MatMulQ" && i == 1) ||
+                                       (n.op_type == "GatherQ" && i == 0));
+      (packed ? packed_use : other_use).insert(n.inputs[i]);
+    }
+    if (n.HasSubgraphs()) {
+      for (const auto& [name, a] : n.attributes) {
+        if (a.kind == ir::Attribute::Kind::kGraph && a.g) {
+          for (const std::string& r : a.g->OuterScopeReferences()) other_use.insert(r);
+        }
+        for (const auto& g : a.graphs) {
+          if (!g) continue;
+          for (const std::string& r : g->OuterScopeReferences()) other_use.insert(r);
+        }
+      }
+    }
+  }
+  for (const ir::ValueInfo& v : graph.outputs) other_use.insert(v.name);
+  std::set<std::string> out;
+  for (const std::string& name : packed_use) {
+    if (!other_use.count(name)) out.insert(name);
+  }
+  return out;
+}
+
+// The quantized weight bound as stored (i8/u8/i4/u4), after the same layout
+// check the dequantizing path makes.
+absl::StatusOr<RtTensor> PackedInitializer(const ir::Graph& graph, const ir::Tensor& t) {
+  const ir::Tensor* scale = graph.FindInitializer(t.quant.scale);
+  const ir::Tensor* zp = t.quant.zero_point.empty()
+                             ? nullptr
+                             : graph.FindInitializer(t.quant.zero_point);
+  RETURN_IF_ERROR(ir::ValidateQuantLayout(t, scale, zp));
+  return RtTensor::FromIr(t);
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GraphPlan>> BuildGraphPlan(
@@ -82,8 +128,11 @@ absl::StatusOr<std::unique_ptr<GraphPlan>> BuildGraphPlan(
     return it->second;
   };
   std::set<std::string> in_scope;  // names defined so far in this graph
+  const std::set<std::string> packed = PackedOnlyInitializers(graph);
   for (const ir::Tensor& t : graph.initializers()) {
-    auto rt = t.quant.quantized() ? DequantizedInitializer(graph, t) : RtTensor::FromIr(t);
+    auto rt = !t.quant.quantized()    ? RtTensor::FromIr(t)
+              : packed.count(t.name) ? PackedInitializer(graph, t)
+                                     : DequantizedInitializer(graph, t);
     if (!rt.ok()) return Annotate(rt.status(), "initializer");
     plan->constants.emplace_back(new_slot(t.name), *std::move(rt));
     in_scope.insert(t.name);

@@ -10,6 +10,7 @@
 #include "calibration/interpreter.h"
 #include "cli/exit_codes.h"
 #include "passes/fused_kernels.h"
+#include "passes/use_packed_weights.h"
 #include "nlohmann/json.hpp"
 
 namespace slimpack::cli {
@@ -30,6 +31,11 @@ int RunEval(const EvalOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   auto model = eval::LoadRunnableModel(options.model);
   if (!model.ok()) return Fail(model.status());
+  // Quantized weights stay packed in memory; the packed kernels compute
+  // the same bits as the dequantized graph.
+  if (auto packed = passes::UsePackedWeights(model->graph); !packed.ok()) {
+    return Fail(packed.status());
+  }
   auto tokens = eval::LoadTokenIds(options.tokens);
   if (!tokens.ok()) return Fail(tokens.status());
   int64_t window = options.window;

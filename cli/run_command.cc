@@ -8,6 +8,7 @@
 #include "calibration/interpreter.h"
 #include "cli/exit_codes.h"
 #include "passes/fused_kernels.h"
+#include "passes/use_packed_weights.h"
 #include "formats/numpy/numpy_io.h"
 
 namespace slimpack::cli {
@@ -30,6 +31,11 @@ int RunRun(const RunOptions& options) {
   }
   auto model = eval::LoadRunnableModel(options.model);
   if (!model.ok()) return Fail(model.status());
+  // Quantized weights stay packed in memory; the packed kernels compute
+  // the same bits as the dequantized graph.
+  if (auto packed = passes::UsePackedWeights(model->graph); !packed.ok()) {
+    return Fail(packed.status());
+  }
   auto tensors = numpy::ReadNpyOrNpz(options.inputs);
   if (!tensors.ok()) return Fail(tensors.status());
   auto inputs = eval::MatchGraphInputs(model->graph, *tensors, options.inputs);

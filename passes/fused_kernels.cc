@@ -8,6 +8,7 @@
 #include "calibration/allocator.h"
 #include "calibration/kernel.h"
 #include "calibration/kernels/kernels.h"
+#include "passes/packed_kernels.h"
 #include "support/status_macros.h"
 
 namespace slimpack::passes {
@@ -272,6 +273,8 @@ absl::Status RegisterFusedKernels(calibration::KernelRegistry& registry) {
   RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "HardSwish", SlimpackHardSwish));
   RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "Attention", Attention));
   RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "MatMulAdd", MatMulAdd));
+  // Quantized weights run packed (passes/use_packed_weights.h).
+  RETURN_IF_ERROR(RegisterPackedKernels(registry));
   return absl::OkStatus();
 }
 
