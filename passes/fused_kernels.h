@@ -17,6 +17,8 @@
 //     Softmax(MatMul(Q, Kt) * scale (or / scale_divisor) + mask, axis=-1)
 //     then MatMul with V.
 //   slimpack.MatMulAdd(A, W, bias): Add(MatMul(A, W), bias), any rank.
+//   slimpack.MatMulQ / slimpack.GatherQ: linears and lookups on packed
+//   quantized weights (passes/packed_kernels.h, registered from here).
 // Each fused kernel runs the interpreter's own kernels back to back, so a
 // fused graph computes bit-identical values to the unfused one.
 #ifndef SLIMPACK_PASSES_FUSED_KERNELS_H_
