@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <optional>
 #include <set>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "cli/convert_stages.h"
 #include "cli/exit_codes.h"
@@ -213,6 +215,41 @@ int RunConvert(const ConvertOptions& options) {
     return Usage("--target-size/--target-bpw",
                  absl::InvalidArgumentError("give one size target, not both"));
   }
+  if (recipe.prune) {
+    auto p = prune::ParsePruneJson(*recipe.prune, options.recipe_path);
+    if (!p.ok()) return Fail(p.status());
+    stages.prune = *p;
+  }
+  if (!options.prune.empty()) {
+    double ratio = 0;
+    if (!absl::SimpleAtod(options.prune, &ratio) || !(ratio >= 0 && ratio < 1)) {
+      return Usage("--prune", absl::InvalidArgumentError(
+          "'" + options.prune + "' is not a ratio in [0, 1) (e.g. 0.2 removes 20 %)"));
+    }
+    stages.prune.ratio = ratio;
+  } else if (!recipe.prune && (!options.prune_criterion.empty() ||
+                                !options.prune_target.empty() || options.prune_refit)) {
+    return Usage("--prune-criterion/--prune-target/--prune-refit",
+                 absl::InvalidArgumentError("they refine --prune; pass --prune RATIO too"));
+  }
+  if (!options.prune_criterion.empty()) {
+    auto c = prune::ParseCriterion(options.prune_criterion);
+    if (!c.ok()) return Usage("--prune-criterion", c.status());
+    stages.prune.criterion = *c;
+  }
+  if (!options.prune_target.empty()) {
+    auto t = prune::ParseTarget(options.prune_target);
+    if (!t.ok()) return Usage("--prune-target", t.status());
+    stages.prune.target = *t;
+  }
+  if (options.prune_refit) stages.prune.refit = true;
+  if (options.calib_samples > 0) stages.prune.calib_samples = options.calib_samples;
+  if (stages.prune.ratio > 0 && options.calib.empty() &&
+      (stages.prune.criterion == prune::Criterion::kActivation || stages.prune.refit)) {
+    return Usage(stages.prune.refit ? "--prune-refit" : "--prune-criterion activation",
+                 absl::InvalidArgumentError("needs calibration data: pass --calib FILES "
+                                            "(e.g. token windows as .npy)"));
+  }
   stages.calib = options.calib;
   stages.threads = options.threads > 0 ? options.threads : 1;
   stages.verbose = options.verbose;
@@ -254,6 +291,7 @@ int RunConvert(const ConvertOptions& options) {
     };
   }
   write.recipe = converter::RecipeToJson(recipe);
+  if (stages.prune.ratio > 0) write.recipe["prune"] = prune::PruneOptionsToJson(stages.prune);
   write.passes = staged->records;
   if (printer.enabled()) {
     write.progress = [&printer](const shard_writer::WriteProgress& p) {
@@ -263,6 +301,10 @@ int RunConvert(const ConvertOptions& options) {
   write.fault_hook = FaultHookFromEnv();
   auto summary = shard_writer::WriteArtifact(*model, options.output, write);
   printer.Finish();
+  if (!staged->temp_dir.empty()) {
+    std::error_code ignored;  // a leftover temp file is not worth failing for
+    std::filesystem::remove_all(staged->temp_dir, ignored);
+  }
   if (!summary.ok()) return Fail(summary.status());
 
   const double seconds =

@@ -41,6 +41,12 @@ struct ConvertOptions {
   std::string report_dir;
   std::vector<std::string> report_data;
   std::string gate;
+  // Structured pruning: ratio as typed ("" = off), criterion
+  // l1|l2|activation, target mlp|heads|both, least-squares refit.
+  std::string prune;
+  std::string prune_criterion;
+  std::string prune_target;
+  bool prune_refit = false;
 };
 
 // Returns a process exit code (exit_codes.h): 2 for a malformed flag value

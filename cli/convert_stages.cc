@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <optional>
 
 #include "calibration/datasets/dataset.h"
 #include "calibration/observers/calibration_table.h"
@@ -20,8 +21,7 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
 }
 
 // Ranges for W8A8: a table from `slimpack calibrate` (one .json), or
-// calibrated here on the graph as the passes left it (so fused value names
-// match).
+// calibrated here on the model as imported.
 absl::StatusOr<calibration::CalibrationTable> W8a8Table(const ir::Model& model,
                                                         const StageOptions& options) {
   if (options.calib.empty()) {
@@ -48,6 +48,45 @@ absl::StatusOr<calibration::CalibrationTable> W8a8Table(const ir::Model& model,
 
 absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOptions& options) {
   StageResult result;
+  if (options.prune.ratio > 0) {
+    prune::PruneOptions po = options.prune;
+    po.calib_paths = options.calib;
+    po.threads = options.threads;
+    auto pruned = prune::PruneDecoder(model, po);
+    if (!pruned.ok()) return Annotate(pruned.status(), "prune");
+    result.temp_dir = pruned->created_dir;
+    result.records.push_back({{"name", "prune"},
+                              {"options", prune::PruneOptionsToJson(options.prune)},
+                              {"stats", pruned->ToJson()}});
+    std::fprintf(stderr,
+                 "prune: %lld MLP channel(s) and %lld KV head group(s) removed per layer, "
+                 "%llu -> %llu parameters\n",
+                 static_cast<long long>(pruned->removed_mlp_per_layer),
+                 static_cast<long long>(pruned->removed_kv_per_layer),
+                 static_cast<unsigned long long>(pruned->params_before),
+                 static_cast<unsigned long long>(pruned->params_after));
+    if (options.verbose) {
+      for (const std::string& u : pruned->unprunable) {
+        std::fprintf(stderr, "prune: unprunable: %s\n", u.c_str());
+      }
+      for (const prune::LayerStats& l : pruned->layers) {
+        std::fprintf(stderr, "prune: layer %lld: intermediate %lld, heads %lld, kv heads %lld\n",
+                     static_cast<long long>(l.layer), static_cast<long long>(l.mlp_kept),
+                     static_cast<long long>(l.heads_kept),
+                     static_cast<long long>(l.kv_heads_kept));
+      }
+    }
+  }
+  // W8A8 ranges are calibrated on the model as imported, so the table holds
+  // every original value name, including pre-activation values that the
+  // fusion passes fold away (a fused Conv+HardSwish needs the Conv output's
+  // range to stay integer up to the activation).
+  std::optional<calibration::CalibrationTable> w8a8_table;
+  if (options.quant.w8a8 && !model.graph.nodes.empty()) {
+    auto table = W8a8Table(model, options);
+    if (!table.ok()) return Annotate(table.status(), "quantize (w8a8 calibration)");
+    w8a8_table = *std::move(table);
+  }
   passes::PipelineRequest req;
   req.use_default = !options.passes.has_value();
   if (options.passes) req.passes = *options.passes;
@@ -70,11 +109,9 @@ absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOption
           "quantize: w8a8 rewrites a graph's Conv/Gemm/MatMul; this input is a checkpoint without "
           "a graph: use a weight-only scheme (--quant int8 / int4)");
     }
-    auto table = W8a8Table(model, options);
-    if (!table.ok()) return Annotate(table.status(), "quantize (w8a8 calibration)");
     passes::StaticQuantOptions so;
     so.keep_float_regex = options.quant.keep_float;
-    auto report = passes::QuantizeStatic(model, *table, so);
+    auto report = passes::QuantizeStatic(model, *w8a8_table, so);
     if (!report.ok()) return Annotate(report.status(), "quantize (w8a8)");
     nlohmann::json decisions = nlohmann::json::array();
     for (const auto& d : report->decisions) {

@@ -1,5 +1,5 @@
 // The model-changing stages of `slimpack convert` between import and write:
-// graph passes (passes/pipeline.h), static W8A8 quantization and weight
+// structured pruning (passes/prune_structured.h), graph passes (passes/pipeline.h), static W8A8 quantization and weight
 // quantization (passes/quantize_weights.h). Each stage adds a record to the
 // manifest's producer.passes (options and statistics, never timings).
 #ifndef SLIMPACK_CLI_CONVERT_STAGES_H_
@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "converter/ir/graph.h"
 #include "nlohmann/json.hpp"
+#include "passes/prune_structured.h"
 #include "passes/quant_rules.h"
 
 namespace slimpack::cli {
@@ -22,6 +23,9 @@ struct StageOptions {
   bool verify_each = false;
   bool print_ir_after_all = false;
   std::vector<std::string> print_ir_after;
+  // Structured pruning (ratio 0: off); runs first, before passes and
+  // quantization. Its calib_paths/threads are taken from `calib`/`threads`.
+  prune::PruneOptions prune;
   quantize::QuantConfig quant;
   std::vector<std::string> calib;  // calibration files / directories
   int threads = 1;
@@ -31,6 +35,9 @@ struct StageOptions {
 struct StageResult {
   nlohmann::json records = nlohmann::json::array();  // producer.passes
   std::vector<std::string> passes_run;               // for the recipe
+  // Temporary directory holding the pruned config.json the artifact
+  // carries; the caller removes it after writing ("" = none).
+  std::string temp_dir;
 };
 
 // Errors name the stage ("pass fuse-gelu", "quantize") and pass through

@@ -98,6 +98,17 @@ int main(int argc, char** argv) {
   convert_cmd->add_option("--calib-samples", convert.calib_samples,
                           "Calibration runs to use (default 64)")
       ->check(CLI::PositiveNumber);
+  convert_cmd->add_option("--prune", convert.prune,
+                          "Structured pruning: remove this fraction of the MLP channels and KV-head "
+                          "groups of every layer of an HF decoder (e.g. 0.2; runs before quantization)");
+  convert_cmd->add_option("--prune-criterion", convert.prune_criterion,
+                          "Pruning importance: l1, l2 (weight magnitude, default l2), activation "
+                          "(Wanda: |W| x calibration input norm; needs --calib)");
+  convert_cmd->add_option("--prune-target", convert.prune_target,
+                          "What --prune removes: mlp, heads, both (default both)");
+  convert_cmd->add_flag("--prune-refit", convert.prune_refit,
+                        "Least-squares refit of down_proj/o_proj on calibration data after pruning "
+                        "(needs --calib)");
   convert_cmd->footer(
       "Example:\n"
       "  slimpack convert examples/tiny-llama -o out/tiny-llama --dtype f16\n"
@@ -108,6 +119,8 @@ int main(int argc, char** argv) {
       "      --calib examples/digits-cnn/calib.npz\n"
       "  slimpack convert examples/tiny-llama -o out/tiny-plan --recipe examples/recipes/mobile-int4.json \\\n"
       "      --calib examples/tiny-llama/calib_tokens.npy\n"
+      "  slimpack convert examples/tiny-llama -o out/tiny-pruned --prune 0.2 --prune-criterion activation \\\n"
+      "      --prune-target mlp --prune-refit --calib examples/tiny-llama/calib_tokens.npy\n"
       "Recipe file example: {\"dtype\": \"bf16\", \"shard_size\": \"128M\"}");
 
   slimpack::cli::VerifyOptions verify;

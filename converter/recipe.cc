@@ -87,6 +87,16 @@ absl::Status ParseQuantKey(const json& v, const std::string& where,
   return absl::OkStatus();
 }
 
+absl::Status ParsePruneKey(const json& v, const std::string& where,
+                           Recipe& recipe) {
+  if (!v.is_object()) {
+    return absl::InvalidArgumentError(where + " must be an object; found " +
+                                      safetensors::DescribeJson(v));
+  }
+  recipe.prune = v;
+  return absl::OkStatus();
+}
+
 struct RecipeKey {
   const char* name;
   KeyParser parse;
@@ -96,6 +106,7 @@ struct RecipeKey {
 constexpr RecipeKey kRecipeKeys[] = {
     {"dtype", ParseDTypeKey},
     {"passes", ParsePassesKey},
+    {"prune", ParsePruneKey},
     {"quant", ParseQuantKey},
     {"shard_size", ParseShardSizeKey},
 };
@@ -203,6 +214,7 @@ json RecipeToJson(const Recipe& recipe) {
   json out = json::object();
   if (recipe.dtype) out["dtype"] = std::string(ir::DTypeName(*recipe.dtype));
   out["passes"] = recipe.passes.value_or(std::vector<std::string>{});
+  if (recipe.prune) out["prune"] = *recipe.prune;
   if (recipe.quant) out["quant"] = *recipe.quant;
   if (recipe.shard_size) out["shard_size"] = *recipe.shard_size;
   return out;

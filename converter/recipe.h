@@ -36,6 +36,9 @@ struct Recipe {
   // it strictly; kept as JSON here because the converter sits below the
   // passes in the dependency order). Must be an object.
   std::optional<nlohmann::json> quant;
+  // "prune": structured pruning options (passes/prune_structured.h parses
+  // them strictly). Must be an object.
+  std::optional<nlohmann::json> prune;
 };
 
 // Recipe keys, sorted, for messages and --help.

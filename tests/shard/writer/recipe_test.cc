@@ -42,7 +42,7 @@ TEST(RecipeTest, UnknownKeyNamesKeyAndFile) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("my_recipe.json"),
                              HasSubstr("unknown key 'dtyp'"),
-                             HasSubstr("dtype, passes, quant, shard_size"))));
+                             HasSubstr("dtype, passes, prune, quant, shard_size"))));
 }
 
 TEST(RecipeTest, BadDTypeNamesKeyAndValue) {
