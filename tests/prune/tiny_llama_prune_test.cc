@@ -13,6 +13,7 @@
 #include "gtest/gtest.h"
 #include "passes/prune_structured.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/tiny_llama_eval.h"
 
 namespace slimpack::prune {
 namespace {
@@ -20,37 +21,11 @@ namespace {
 using ::slimpack::testing::IsOk;
 
 const std::string kDir = SLIMPACK_TINY_LLAMA_DIR;
-constexpr int64_t kWindow = 64;
+constexpr int64_t kWindow = ::slimpack::testing::kTinyLlamaWindow;
 constexpr int64_t kEvalWindows = 64;
 
-std::vector<int64_t> EvalTokens() {
-  auto eval = safetensors::ReadSafetensorsFile(kDir + "/eval.safetensors");
-  EXPECT_THAT(eval, IsOk());
-  for (const ir::Tensor& t : eval->tensors) {
-    if (t.name != "input_ids") continue;
-    auto ids = eval::TokenIdsFromTensor(t, "eval.safetensors:input_ids");
-    EXPECT_THAT(ids, IsOk());
-    ids->resize(kEvalWindows * kWindow);
-    return *ids;
-  }
-  ADD_FAILURE() << "eval.safetensors has no input_ids";
-  return {};
-}
-
 double Perplexity(const ir::Model& checkpoint) {
-  auto model = llama::BuildDecoderGraph(checkpoint);
-  EXPECT_THAT(model, IsOk());
-  calibration::InterpreterOptions io;
-  io.num_threads = 2;
-  auto interp = calibration::Interpreter::Create(*model, io);
-  EXPECT_THAT(interp, IsOk());
-  eval::PerplexityOptions po;
-  po.window = kWindow;
-  po.windows_per_batch = 16;
-  static const std::vector<int64_t> tokens = EvalTokens();
-  auto r = eval::ComputePerplexity(*interp, tokens, po);
-  EXPECT_THAT(r, IsOk());
-  return r->perplexity;
+  return ::slimpack::testing::TinyLlamaPerplexity(checkpoint, kEvalWindows);
 }
 
 double PrunedPerplexity(Criterion c, bool refit) {

@@ -22,6 +22,7 @@
 #include "passes/awq_fold.h"
 #include "passes/quantize_weights.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/tiny_llama_eval.h"
 
 namespace slimpack::quantize {
 namespace {
@@ -29,43 +30,13 @@ namespace {
 using ::slimpack::testing::IsOk;
 
 const std::string kDir = SLIMPACK_TINY_LLAMA_DIR;
-constexpr int64_t kWindow = 64;
+constexpr int64_t kWindow = ::slimpack::testing::kTinyLlamaWindow;
 constexpr int64_t kEvalWindows = 64;
 
-ir::Model Checkpoint() {
-  auto ckpt = safetensors::ImportSafetensors(kDir);
-  EXPECT_THAT(ckpt, IsOk());
-  return *std::move(ckpt);
-}
-
-std::vector<int64_t> EvalTokens() {
-  auto eval = safetensors::ReadSafetensorsFile(kDir + "/eval.safetensors");
-  EXPECT_THAT(eval, IsOk());
-  for (const ir::Tensor& t : eval->tensors) {
-    if (t.name != "input_ids") continue;
-    auto ids = eval::TokenIdsFromTensor(t, "eval.safetensors:input_ids");
-    EXPECT_THAT(ids, IsOk());
-    ids->resize(kEvalWindows * kWindow);
-    return *ids;
-  }
-  ADD_FAILURE() << "eval.safetensors has no input_ids";
-  return {};
-}
-
+ir::Model Checkpoint() { return ::slimpack::testing::TinyLlamaCheckpoint(); }
+std::vector<int64_t> EvalTokens() { return ::slimpack::testing::TinyLlamaEvalTokens(kEvalWindows); }
 double Perplexity(const ir::Model& checkpoint) {
-  auto model = llama::BuildDecoderGraph(checkpoint);
-  EXPECT_THAT(model, IsOk());
-  calibration::InterpreterOptions io;
-  io.num_threads = 2;
-  auto interp = calibration::Interpreter::Create(*model, io);
-  EXPECT_THAT(interp, IsOk());
-  eval::PerplexityOptions po;
-  po.window = kWindow;
-  po.windows_per_batch = 16;
-  static const std::vector<int64_t> tokens = EvalTokens();
-  auto r = eval::ComputePerplexity(*interp, tokens, po);
-  EXPECT_THAT(r, IsOk());
-  return r->perplexity;
+  return ::slimpack::testing::TinyLlamaPerplexity(checkpoint, kEvalWindows);
 }
 
 QuantizeRequest Request(const std::string& scheme, Algorithm algo, int threads = 2) {
