@@ -12,6 +12,12 @@ namespace slimpack::report {
 
 bool IsWeight(const ir::Tensor& t) {
   if (t.quant.quantized()) return true;
+  // Plain 8-bit weights of integer ops (QLinearConv, MatMulInteger in a
+  // W8A8 candidate); scalar zero points have one element and stay out.
+  if (t.dtype == ir::DType::kI8 || t.dtype == ir::DType::kU8) {
+    auto n = t.NumElements();
+    return n.ok() && *n >= 2;
+  }
   if (t.dtype != ir::DType::kF32 && t.dtype != ir::DType::kF16 && t.dtype != ir::DType::kBF16 &&
       t.dtype != ir::DType::kF64) {
     return false;
@@ -59,8 +65,19 @@ LayerMatches MatchLayers(const ir::Graph& reference, const ir::Graph& candidate)
     m.node_index = i;
     m.output = n.outputs[0];
     m.weights = std::move(weights);
+    // Static quantization names an integer value after the float value it
+    // stands for ("<value>_quantized"), which is the one to compare with.
+    const std::string kQuantized = "_quantized";
+    const bool quantized_name =
+        m.output.size() > kQuantized.size() &&
+        m.output.compare(m.output.size() - kQuantized.size(), kQuantized.size(), kQuantized) == 0;
+    const std::string unquantized =
+        quantized_name ? m.output.substr(0, m.output.size() - kQuantized.size()) : "";
     if (ref_values.count(m.output) > 0) {
       m.reference_output = m.output;
+      m.matched_by = "name";
+    } else if (quantized_name && ref_values.count(unquantized) > 0) {
+      m.reference_output = unquantized;
       m.matched_by = "name";
     } else {
       const auto& src = n.provenance.source_nodes;

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
@@ -89,6 +90,43 @@ std::string DetectTask(const TensorMap& inputs, const std::vector<RtTensor>& out
   return "generic";
 }
 
+// The real values a node output stands for: f32 as is; the u8/i8 output of
+// a QLinearConv / QLinearMatMul dequantized with its per-tensor y_scale /
+// y_zero_point (inputs 6 and 7), so integer layers of a W8A8 candidate are
+// compared with the reference's float layer outputs. nullopt otherwise.
+std::optional<std::vector<float>> RealValues(const ir::Graph& g, const ir::Node& n,
+                                             const RtTensor& t) {
+  const int64_t count = t.num_elements();
+  if (t.dtype() == ir::DType::kF32) {
+    return std::vector<float>(t.data<float>(), t.data<float>() + count);
+  }
+  const bool u8 = t.dtype() == ir::DType::kU8;
+  if ((!u8 && t.dtype() != ir::DType::kI8) || n.inputs.size() < 8 || !n.domain.empty() ||
+      (n.op_type != "QLinearConv" && n.op_type != "QLinearMatMul")) {
+    return std::nullopt;
+  }
+  const ir::Tensor* s = g.FindInitializer(n.inputs[6]);
+  const ir::Tensor* z = n.inputs[7].empty() ? nullptr : g.FindInitializer(n.inputs[7]);
+  if (s == nullptr || s->dtype != ir::DType::kF32 || s->data.size() != 4 ||
+      (z != nullptr && z->data.size() != 1)) {
+    return std::nullopt;
+  }
+  float scale;
+  std::memcpy(&scale, s->data.data(), 4);
+  int32_t zero = 0;
+  if (z != nullptr) {
+    zero = u8 ? static_cast<int32_t>(z->data.data()[0])
+              : static_cast<int32_t>(static_cast<int8_t>(z->data.data()[0]));
+  }
+  std::vector<float> out(count);
+  const uint8_t* q = t.raw();
+  for (int64_t i = 0; i < count; ++i) {
+    const int32_t v = u8 ? static_cast<int32_t>(q[i]) : static_cast<int32_t>(static_cast<int8_t>(q[i]));
+    out[i] = static_cast<float>(v - zero) * scale;
+  }
+  return out;
+}
+
 struct MainPass {
   const ir::Model& ref;
   const ir::Model& cand;
@@ -169,11 +207,12 @@ absl::Status MainPass::Run(calibration::Dataset& data) {
         auto rv = ref_vals.find(matches.layers[l].reference_output);
         if (rv == ref_vals.end()) return absl::OkStatus();
         const RtTensor& r = rv->second;
-        if (outs[0].dtype() != ir::DType::kF32 || r.dtype() != ir::DType::kF32 ||
-            outs[0].num_elements() != r.num_elements()) {
+        const std::optional<std::vector<float>> got = RealValues(cand.graph, node, outs[0]);
+        if (!got || r.dtype() != ir::DType::kF32 ||
+            static_cast<int64_t>(got->size()) != r.num_elements()) {
           return absl::OkStatus();
         }
-        lr.propagated.Add(r.data<float>(), outs[0].data<float>(), r.num_elements());
+        lr.propagated.Add(r.data<float>(), got->data(), r.num_elements());
         if (!runnable[l]) return absl::OkStatus();
         TensorMap feeds;
         for (const std::string& f : runners[l].feeds()) {
@@ -184,15 +223,16 @@ absl::Status MainPass::Run(calibration::Dataset& data) {
           }
         }
         auto single = runners[l].Run(feeds);
-        if (!single.ok() || single->empty() || (*single)[0].num_elements() != r.num_elements() ||
-            (*single)[0].dtype() != ir::DType::kF32) {
+        std::optional<std::vector<float>> alone;
+        if (single.ok() && !single->empty()) alone = RealValues(cand.graph, node, (*single)[0]);
+        if (!alone || static_cast<int64_t>(alone->size()) != r.num_elements()) {
           // A node that cannot run alone (e.g. a feed is a graph input of the
           // candidate only) keeps its propagated numbers.
           runnable[l] = false;
           lr.has_quant_only = false;
           return absl::OkStatus();
         }
-        lr.quant_only.Add(r.data<float>(), (*single)[0].data<float>(), r.num_elements());
+        lr.quant_only.Add(r.data<float>(), alone->data(), r.num_elements());
         return absl::OkStatus();
       });
 

@@ -104,6 +104,16 @@ py 'import json,sys; m=json.load(open(sys.argv[1])); assert m["producer"]["passe
 expect 0 "w8a8 + report" -- convert "$CNN" -o "$TMP/w8" --quant w8a8 --calib "$CNN_CALIB" \
   --report "$TMP/rep" --report-data "$CNN_CALIB" --gate 'top1>=0.95'
 [ -s "$TMP/rep/report.html" ] || bad "no report.html"
+# Integer layers are compared in real values against the float value they
+# stand for (their outputs are named "<value>_quantized").
+py 'import json,sys
+r = json.load(open(sys.argv[1]))
+q = [l for l in r["layers"] if l["op_type"] == "QLinearConv"]
+assert len(q) == 3, [l["node"] for l in r["layers"]]
+for l in q:
+    assert l["reference_output"] + "_quantized" == l["output"], l
+    assert l["propagated"]["sqnr_db"] > 25, l
+' "$TMP/rep/report.json" || bad "integer layers missing from the W8A8 report"
 says "4 integer node(s)" "summary counts the integer nodes"
 says "Gate: PASSED" "report says the gate passed"
 expect 3 "w8a8 + failing gate" -- convert "$CNN" -o "$TMP/w8" --force --quant w8a8 --calib "$CNN_CALIB" \
