@@ -127,6 +127,67 @@ std::optional<std::vector<float>> RealValues(const ir::Graph& g, const ir::Node&
   return out;
 }
 
+// How to make an integer input of a candidate layer from the reference's
+// float value: the value "<base>_quantized" produced by a QuantizeLinear
+// (y_scale, y_zero_point = inputs 1, 2) or a QLinearConv / QLinearMatMul
+// (inputs 6, 7) with per-tensor parameters.
+struct Requantize {
+  std::string base;
+  float scale = 1;
+  int32_t zero = 0;
+  ir::DType dtype = ir::DType::kU8;
+};
+
+std::optional<Requantize> RequantizeOf(const ir::Graph& g, const std::string& value) {
+  const std::string kSuffix = "_quantized";
+  if (value.size() <= kSuffix.size() ||
+      value.compare(value.size() - kSuffix.size(), kSuffix.size(), kSuffix) != 0) {
+    return std::nullopt;
+  }
+  for (const ir::Node& n : g.nodes) {
+    if (n.outputs.empty() || n.outputs[0] != value || !n.domain.empty()) continue;
+    size_t si = 0;
+    if (n.op_type == "QuantizeLinear") {
+      si = 1;
+    } else if (n.op_type == "QLinearConv" || n.op_type == "QLinearMatMul") {
+      si = 6;
+    } else {
+      return std::nullopt;
+    }
+    if (n.inputs.size() < si + 2) return std::nullopt;
+    const ir::Tensor* s = g.FindInitializer(n.inputs[si]);
+    const ir::Tensor* z = g.FindInitializer(n.inputs[si + 1]);
+    if (s == nullptr || z == nullptr || s->dtype != ir::DType::kF32 || s->data.size() != 4 ||
+        z->data.size() != 1 || (z->dtype != ir::DType::kU8 && z->dtype != ir::DType::kI8)) {
+      return std::nullopt;
+    }
+    Requantize r;
+    r.base = value.substr(0, value.size() - kSuffix.size());
+    std::memcpy(&r.scale, s->data.data(), 4);
+    r.dtype = z->dtype;
+    r.zero = r.dtype == ir::DType::kU8 ? static_cast<int32_t>(z->data.data()[0])
+                                       : static_cast<int32_t>(static_cast<int8_t>(z->data.data()[0]));
+    return r;
+  }
+  return std::nullopt;
+}
+
+// ONNX QuantizeLinear: saturate(round_half_even(x / scale) + zero).
+absl::StatusOr<RtTensor> QuantizeLike(const RtTensor& x, const Requantize& q) {
+  ASSIGN_OR_RETURN(RtTensor out, RtTensor::Allocate(q.dtype, x.dims()));
+  const float* in = x.data<float>();
+  uint8_t* o = out.mutable_raw();
+  const float lo = q.dtype == ir::DType::kU8 ? 0.f : -128.f;
+  const float hi = q.dtype == ir::DType::kU8 ? 255.f : 127.f;
+  for (int64_t i = 0; i < x.num_elements(); ++i) {
+    float v = std::nearbyint(in[i] / q.scale) + static_cast<float>(q.zero);
+    v = std::min(hi, std::max(lo, v));
+    o[i] = q.dtype == ir::DType::kU8 ? static_cast<uint8_t>(v)
+                                     : static_cast<uint8_t>(static_cast<int8_t>(v));
+  }
+  return out;
+}
+
 struct MainPass {
   const ir::Model& ref;
   const ir::Model& cand;
@@ -136,6 +197,8 @@ struct MainPass {
   std::vector<SingleNodeRunner> runners;  // per layer (quant-only)
   std::vector<bool> runnable;
   NextTokenStats lm_stats;
+  // Integer feeds of single-layer runs made from reference values.
+  std::map<std::string, Requantize> requantize;
 
   absl::Status Run(calibration::Dataset& data);
 };
@@ -163,8 +226,19 @@ absl::Status MainPass::Run(calibration::Dataset& data) {
     report.layers[i].has_quant_only = r.ok();
     if (!r.ok()) continue;
     for (const std::string& f : runners.back().feeds()) {
+      bool ref_input = false;
+      for (const auto& gi : ref.graph.inputs) ref_input |= gi.name == f;
       if (ref_value_names.count(f) > 0) {
         ref_needed.insert(f);
+      } else if (auto q = RequantizeOf(cand.graph, f);
+                 q && !ref_input && ref.graph.FindInitializer(f) == nullptr &&
+                 (ref_value_names.count(q->base) > 0 ||
+                  std::any_of(ref.graph.inputs.begin(), ref.graph.inputs.end(),
+                              [&](const ir::ValueInfo& v) { return v.name == q->base; }))) {
+        // The reference's float value, quantized as the candidate does:
+        // the layer's own error, without what earlier layers introduced.
+        ref_needed.insert(q->base);
+        requantize[f] = *q;
       } else if (ref.graph.FindInitializer(f) == nullptr) {
         bool graph_input = false;
         for (const auto& gi : cand.graph.inputs) graph_input |= gi.name == f;
@@ -216,8 +290,13 @@ absl::Status MainPass::Run(calibration::Dataset& data) {
         if (!runnable[l]) return absl::OkStatus();
         TensorMap feeds;
         for (const std::string& f : runners[l].feeds()) {
+          auto rq = requantize.find(f);
           if (auto a = ref_vals.find(f); a != ref_vals.end()) {
             feeds[f] = a->second;
+          } else if (auto base = rq == requantize.end() ? ref_vals.end()
+                                                         : ref_vals.find(rq->second.base);
+                     base != ref_vals.end() && base->second.dtype() == ir::DType::kF32) {
+            ASSIGN_OR_RETURN(feeds[f], QuantizeLike(base->second, rq->second));
           } else if (auto b = cand_vals.find(f); b != cand_vals.end()) {
             feeds[f] = b->second;
           }
