@@ -55,10 +55,15 @@ GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric) {
   g.qmin = -half;
   g.qmax = half - 1;
   if (symmetric) {
-    const float amax = std::max(std::fabs(mn), std::fabs(mx)) * ratio;
-    g.scale = amax / static_cast<float>(half - 1);
+    // The extreme of larger magnitude maps to code -2^(b-1), so all 2^b codes
+    // are used (llama.cpp's Q4_0 does the same): the step is amax / 2^(b-1)
+    // instead of amax / (2^(b-1) - 1), 12.5 % finer at 4 bits. A positive
+    // extreme therefore gets a negative scale; q * scale is all a reader
+    // computes, and 0 still maps to code 0.
+    const float m = (std::fabs(mn) >= std::fabs(mx) ? mn : mx) * ratio;
+    g.scale = m / static_cast<float>(-half);
     g.zero = 0;
-    if (!(g.scale > 0.0f)) g.scale = 1.0f;
+    if (!(std::fabs(g.scale) > 0.0f)) g.scale = 1.0f;
     return g;
   }
   // Asymmetric: the range always contains 0 (as GPTQ's quantizer does), so

@@ -10,9 +10,10 @@
 //   stored = unsigned_code - 2^(bits-1)
 // so both always fit an int8_t in [-2^(bits-1), 2^(bits-1) - 1].
 // - symmetric: zero point is 0 (the `zero` vector is empty); the code IS the
-//   signed integer of an i8/i4 tensor, in [-2^(b-1), 2^(b-1)-1], with
-//   scale = max|w| * clip_ratio / (2^(b-1)-1) (so without clipping the
-//   code -2^(b-1) is never used; with clipping it is a free extra level).
+//   signed integer of an i8/i4 tensor, in [-2^(b-1), 2^(b-1)-1]; the
+//   group's extreme of larger magnitude (times clip_ratio) takes code
+//   -2^(b-1), so all 2^b codes are used and the scale is negative when that
+//   extreme is positive (see MakeGrid).
 // - asymmetric: the u8/u4 tensor holds unsigned_code = stored + 2^(b-1) and
 //   its zero point likewise; since both carry the same offset,
 //     x = float(q - zero) * scale
@@ -82,7 +83,9 @@ struct GroupGrid {
   int32_t qmin = 0, qmax = 0;
 };
 // Grid for a group whose values span [mn, mx], range shrunk by `ratio`
-// (1 = no clipping). Symmetric: scale = max(|mn|,|mx|)*ratio / (2^(b-1)-1);
+// (1 = no clipping). Symmetric: scale = m*ratio / -2^(b-1) with m the one
+// of mn, mx of larger magnitude (mn on a tie), so m lands on the lowest code
+// and the scale is negative when m > 0;
 // asymmetric: range [min(mn,0), max(mx,0)]*ratio over 2^b - 1 steps,
 // zero = rint(-lo/scale). A zero range gives scale 1 (all codes equal the
 // zero point).

@@ -42,12 +42,24 @@ double WeightedError(const std::vector<float>& w, const QuantizedMatrix& m,
 }
 
 TEST(QuantRtnTest, SymmetricInt8HandComputed) {
-  // amax 1 -> scale 1/127; 0.5*127 = 63.5 rounds half to even -> 64.
+  // |min| = |max| = 1: the tie picks min, which lands on code -128, so
+  // scale = -1 / -128 = 1/128; 1.0 -> 128 clamps to 127; 0.5 -> 64.
   const float w[] = {-1.0f, 0.5f, 1.0f, 0.0f};
   auto m = QuantizeRtn(w, 1, 4, Scheme{8, 0, true}, RtnOptions{});
   ASSERT_THAT(m, IsOk());
-  EXPECT_THAT(m->q, ElementsAre(-127, 64, 127, 0));
-  EXPECT_EQ(m->scale[0], 1.0f / 127.0f);
+  EXPECT_THAT(m->q, ElementsAre(-128, 64, 127, 0));
+  EXPECT_EQ(m->scale[0], 1.0f / 128.0f);
+  EXPECT_TRUE(m->zero.empty());
+}
+
+TEST(QuantRtnTest, SymmetricPositiveExtremeTakesTheLowestCode) {
+  // max 2 outweighs min -1: 2 maps to code -8 with scale 2 / -8 = -0.25, so
+  // -1 -> 4, 0.5 -> -2, and all 16 int4 codes stay available.
+  const float w[] = {-1.0f, 0.5f, 2.0f, 0.0f};
+  auto m = QuantizeRtn(w, 1, 4, Scheme{4, 0, true}, RtnOptions{});
+  ASSERT_THAT(m, IsOk());
+  EXPECT_THAT(m->q, ElementsAre(4, -2, -8, 0));
+  EXPECT_EQ(m->scale[0], -0.25f);
   EXPECT_TRUE(m->zero.empty());
 }
 
