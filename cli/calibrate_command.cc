@@ -6,9 +6,9 @@
 #include <optional>
 
 #include "calibration/datasets/dataset.h"
+#include "calibration/eval/runnable_model.h"
 #include "calibration/observers/calibrator.h"
 #include "cli/exit_codes.h"
-#include "converter/import.h"
 #include "support/status_macros.h"
 
 namespace slimpack::cli {
@@ -44,7 +44,9 @@ absl::StatusOr<calibration::ObserverOptions> ObserverOptionsFrom(const Calibrate
 absl::Status Run(const CalibrateOptions& o) {
   ASSIGN_OR_RETURN(calibration::ObserverOptions obs, ObserverOptionsFrom(o));
   ASSIGN_OR_RETURN(calibration::DatasetOptions dopts, DatasetOptionsFrom(o));
-  ASSIGN_OR_RETURN(ir::Model model, converter::ImportModel(o.model));
+  // A runnable model: an HF checkpoint gets its decoder graph (input_ids ->
+  // logits), so token-id files calibrate an LM as they do `eval`.
+  ASSIGN_OR_RETURN(ir::Model model, eval::LoadRunnableModel(o.model));
   const std::vector<ir::ValueInfo> inputs = calibration::FeedInputs(model.graph);
   for (const auto& [name, array] : dopts.rename) {
     bool known = false;

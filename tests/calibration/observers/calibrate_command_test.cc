@@ -45,6 +45,24 @@ CalibrateOptions DigitsOptions(const std::string& out) {
   return o;
 }
 
+// An HF checkpoint calibrates through its decoder graph, fed token ids.
+TEST(CalibrateCommandTest, TokenIdsCalibrateTheTinyLlamaDecoder) {
+  const std::string out = TempDir() + "/calib.json";
+  CalibrateOptions o;
+  o.model = std::string(SLIMPACK_SOURCE_DIR) + "/examples/tiny-llama";
+  o.data = {std::string(SLIMPACK_SOURCE_DIR) + "/examples/tiny-llama/calib_tokens.npy"};
+  o.output = out;
+  ASSERT_EQ(RunCalibrate(o), kExitOk);
+  const std::string json = ReadAll(out);
+  // 64 calibration windows, ranges for the decoder's inner tensors (named
+  // after the checkpoint's modules) and the logits, and linear-layer input
+  // statistics (lm_head among them).
+  EXPECT_NE(json.find("\"samples\": 64"), std::string::npos) << json.substr(0, 400);
+  EXPECT_NE(json.find("\"model.layers.0.input_layernorm/"), std::string::npos);
+  EXPECT_NE(json.find("\"logits\": {"), std::string::npos);
+  EXPECT_NE(json.find("\"lm_head/Gemm"), std::string::npos);
+}
+
 TEST(CalibrateCommandTest, MinMaxOnDigitsMatchesTheData) {
   const std::string out = TempDir() + "/calib.json";
   ASSERT_EQ(RunCalibrate(DigitsOptions(out)), kExitOk);
