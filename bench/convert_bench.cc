@@ -4,7 +4,6 @@
 // `run` converts it, then reports peak RSS (getrusage, taken before the
 // memcpy test allocates anything) and throughput next to memcpy bandwidth
 // measured in the same process. Driven by convert_bench.sh.
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -19,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/peak_rss.h"
 #include "converter/float_convert.h"
 #include "converter/import.h"
 #include "converter/recipe.h"
@@ -180,14 +180,13 @@ int Run(const std::string& input, const std::string& output,
   options.recipe = slimpack::converter::RecipeToJson(recipe);
   auto summary = slimpack::shard_writer::WriteArtifact(*model, output, options);
   auto t1 = Clock::now();
-  struct rusage ru;
-  ::getrusage(RUSAGE_SELF, &ru);
+  const slimpack::bench::ProcessUsage usage = slimpack::bench::ReadProcessUsage();
   if (!summary.ok()) {
     std::fprintf(stderr, "write: %s\n", summary.status().ToString().c_str());
     return 1;
   }
   const double secs = Seconds(t0, t1);
-  const double rss_mb = ru.ru_maxrss / 1024.0;
+  const double rss_mb = usage.peak_rss_kb / 1024.0;
   const double bound_mb = 64 + threads * 24.0;
   const double memcpy_gbps = MemcpyGBps();
   std::printf("converted %zu tensors, %.3f GB f32 -> %.3f GB %s in %u shards, "
@@ -195,8 +194,7 @@ int Run(const std::string& input, const std::string& output,
               model->graph.initializers().size(), in_bytes / 1e9,
               summary->shard_bytes / 1e9, dtype.empty() ? "(kept)" : dtype.c_str(),
               summary->shards, threads);
-  const double cpu = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 +
-                     ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
+  const double cpu = usage.cpu_seconds;
   std::printf("time %.2f s: %.2f GB/s read, %.2f GB/s written "
               "(includes SHA-256 of %.3f GB of inputs and of every shard, "
               "and fsync); CPU %.2f s user+sys\n",
@@ -208,7 +206,7 @@ int Run(const std::string& input, const std::string& output,
               "stated bound 64 MiB + threads x 24 MiB = %.0f MB; "
               "2 x largest + 64 MiB = %.0f MB)\n",
               rss_mb, largest / 1048576.0, bound_mb, 2 * largest / 1048576.0 + 64);
-  return max_rss_mb > 0 && rss_mb > max_rss_mb ? 2 : 0;
+  return slimpack::bench::RssLimitExitCode(usage.peak_rss_kb, max_rss_mb);
 }
 
 }  // namespace

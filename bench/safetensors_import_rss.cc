@@ -2,7 +2,6 @@
 // llama-shaped sharded BF16 checkpoint of a given size; `import` imports it
 // and reports peak RSS (getrusage ru_maxrss). Driven by
 // safetensors_import_rss.sh, which runs the two in separate processes.
-#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <cstdint>
@@ -15,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/peak_rss.h"
 #include "formats/safetensors/checkpoint_importer.h"
 #include "formats/safetensors/safetensors_writer.h"
 #include "nlohmann/json.hpp"
@@ -26,12 +26,6 @@ using slimpack::ir::Tensor;
 using slimpack::ir::TensorData;
 
 constexpr int64_t kHidden = 2048, kHeads = 16, kInter = 5632, kVocab = 32000;
-
-long PeakRssKb() {
-  struct rusage ru;
-  getrusage(RUSAGE_SELF, &ru);
-  return ru.ru_maxrss;
-}
 
 // Every tensor is a view into one shared buffer of BF16 values, so making a
 // 3 GB checkpoint needs only the largest tensor in memory.
@@ -154,7 +148,7 @@ int Import(const std::string& path, long max_rss_mb, bool touch) {
         checksum += t.data.data()[i];
     }
   }
-  const long rss_kb = PeakRssKb();
+  const long rss_kb = slimpack::bench::ReadProcessUsage().peak_rss_kb;
   std::printf(
       "imported %zu tensors, %.3f GB from %zu files, %zu warnings%s\n",
       model->graph.initializers().size(), static_cast<double>(bytes) / 1e9,
@@ -167,7 +161,7 @@ int Import(const std::string& path, long max_rss_mb, bool touch) {
     std::printf("warning: %s\n", w.c_str());
   std::printf("peak RSS: %.1f MB (ru_maxrss %ld KB), limit %ld MB\n",
               rss_kb / 1024.0, rss_kb, max_rss_mb);
-  return max_rss_mb > 0 && rss_kb > max_rss_mb * 1024 ? 2 : 0;
+  return slimpack::bench::RssLimitExitCode(rss_kb, max_rss_mb);
 }
 
 }  // namespace

@@ -116,21 +116,12 @@ absl::Status FuseAttentionPass::Run(ir::Graph& graph, PassContext& context) cons
     if (m.scale_divisor) {
       fused.attributes["scale_divisor"] = ir::Attribute::Float(*m.scale_divisor);
     }
-    // Provenance in graph order: scores first, the output MatMul last.
-    for (auto it = m.absorbed.rbegin(); it != m.absorbed.rend(); ++it) {
-      const ir::Node& node = graph.nodes[*it];
-      fused.provenance = ir::Provenance::Merge(fused.provenance, node.provenance);
-      context.stats().bytes_saved += StaticByteSize(graph, node.outputs[0]);
-      graph.value_info.erase(node.outputs[0]);
-      dead[*it] = true;
-    }
-    fused.provenance = ir::Provenance::Merge(fused.provenance, root.provenance);
-    graph.nodes[n] = std::move(fused);
-    context.stats().nodes_rewritten++;
+    // Provenance in graph order: scores first, the output MatMul (the
+    // root, not in m.absorbed) last.
+    std::vector<size_t> matched(m.absorbed.rbegin(), m.absorbed.rend());
+    ReplaceWithFused(graph, n, matched, std::move(fused), dead, context);
   }
-  int64_t removed = EraseNodes(graph, dead);
-  context.stats().nodes_removed += removed;
-  if (removed > 0) context.MarkChanged();
+  EraseFusedNodes(graph, dead, context);
   return absl::OkStatus();
 }
 

@@ -147,19 +147,9 @@ absl::Status FuseGeluPass::Run(ir::Graph& graph, PassContext& context) const {
     gelu.inputs = {m.x};
     gelu.outputs = {root.outputs[0]};
     gelu.attributes["approximate"] = ir::Attribute::String(m.approximate);
-    for (size_t i : m.nodes) {
-      gelu.provenance = ir::Provenance::Merge(gelu.provenance, graph.nodes[i].provenance);
-      if (i == n) continue;
-      context.stats().bytes_saved += StaticByteSize(graph, graph.nodes[i].outputs[0]);
-      graph.value_info.erase(graph.nodes[i].outputs[0]);
-      dead[i] = true;
-    }
-    graph.nodes[n] = std::move(gelu);
-    context.stats().nodes_rewritten++;
+    ReplaceWithFused(graph, n, m.nodes, std::move(gelu), dead, context);
   }
-  int64_t removed = EraseNodes(graph, dead);
-  context.stats().nodes_removed += removed;
-  if (removed > 0) context.MarkChanged();
+  EraseFusedNodes(graph, dead, context);
   return absl::OkStatus();
 }
 

@@ -133,19 +133,10 @@ absl::Status FuseHardSwishPass::Run(ir::Graph& graph, PassContext& context) cons
     if (context.opset() < kHardSwishOpset) fused.domain = kSlimpackDomain;
     fused.inputs = {m.x};
     fused.outputs = {root.outputs[0]};
-    for (size_t i : m.absorbed) {
-      fused.provenance = ir::Provenance::Merge(fused.provenance, graph.nodes[i].provenance);
-      context.stats().bytes_saved += StaticByteSize(graph, graph.nodes[i].outputs[0]);
-      graph.value_info.erase(graph.nodes[i].outputs[0]);
-      dead[i] = true;
-    }
-    fused.provenance = ir::Provenance::Merge(fused.provenance, root.provenance);
-    graph.nodes[n] = std::move(fused);
-    context.stats().nodes_rewritten++;
+    // The root (the final Mul) is not in m.absorbed: merged last.
+    ReplaceWithFused(graph, n, m.absorbed, std::move(fused), dead, context);
   }
-  int64_t removed = EraseNodes(graph, dead);
-  context.stats().nodes_removed += removed;
-  if (removed > 0) context.MarkChanged();
+  EraseFusedNodes(graph, dead, context);
   return absl::OkStatus();
 }
 

@@ -176,19 +176,9 @@ absl::Status FuseRmsNormPass::Run(ir::Graph& graph, PassContext& context) const 
     fused.outputs = {root.outputs[0]};
     fused.attributes["axis"] = ir::Attribute::Int(m.axis);
     fused.attributes["epsilon"] = ir::Attribute::Float(m.epsilon);
-    for (size_t i : m.nodes) {
-      fused.provenance = ir::Provenance::Merge(fused.provenance, graph.nodes[i].provenance);
-      if (i == n) continue;
-      context.stats().bytes_saved += StaticByteSize(graph, graph.nodes[i].outputs[0]);
-      graph.value_info.erase(graph.nodes[i].outputs[0]);
-      dead[i] = true;
-    }
-    graph.nodes[n] = std::move(fused);
-    context.stats().nodes_rewritten++;
+    ReplaceWithFused(graph, n, m.nodes, std::move(fused), dead, context);
   }
-  int64_t removed = EraseNodes(graph, dead);
-  context.stats().nodes_removed += removed;
-  if (removed > 0) context.MarkChanged();
+  EraseFusedNodes(graph, dead, context);
   return absl::OkStatus();
 }
 

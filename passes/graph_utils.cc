@@ -163,6 +163,36 @@ int64_t EraseNodes(ir::Graph& graph, const std::vector<bool>& dead) {
   return removed;
 }
 
+void ReplaceWithFused(ir::Graph& graph, size_t root,
+                      const std::vector<size_t>& matched, ir::Node fused,
+                      std::vector<bool>& dead, PassContext& context) {
+  bool root_merged = false;
+  for (size_t i : matched) {
+    const ir::Node& node = graph.nodes[i];
+    fused.provenance = ir::Provenance::Merge(fused.provenance, node.provenance);
+    if (i == root) {
+      root_merged = true;
+      continue;
+    }
+    context.stats().bytes_saved += StaticByteSize(graph, node.outputs[0]);
+    graph.value_info.erase(node.outputs[0]);
+    dead[i] = true;
+  }
+  if (!root_merged) {
+    fused.provenance =
+        ir::Provenance::Merge(fused.provenance, graph.nodes[root].provenance);
+  }
+  graph.nodes[root] = std::move(fused);
+  context.stats().nodes_rewritten++;
+}
+
+void EraseFusedNodes(ir::Graph& graph, const std::vector<bool>& dead,
+                     PassContext& context) {
+  int64_t removed = EraseNodes(graph, dead);
+  context.stats().nodes_removed += removed;
+  if (removed > 0) context.MarkChanged();
+}
+
 int64_t IntAttrOr(const ir::Node& node, const std::string& name, int64_t def) {
   const ir::Attribute* a = node.FindAttribute(name);
   return a && a->kind == ir::Attribute::Kind::kInt ? a->i : def;

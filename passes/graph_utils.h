@@ -1,5 +1,5 @@
 // Small queries and edits shared by the passes: constants, use counts,
-// fresh names, node removal.
+// fresh names, node removal, committing a fusion.
 #ifndef SLIMPACK_PASSES_GRAPH_UTILS_H_
 #define SLIMPACK_PASSES_GRAPH_UTILS_H_
 
@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "converter/ir/graph.h"
+#include "passes/pass.h"
 
 namespace slimpack::passes {
 
@@ -54,6 +55,20 @@ int64_t StaticByteSize(const ir::Graph& graph, const std::string& value);
 // Removes the nodes whose `dead` flag is set, keeping the others' order.
 // Returns how many were removed.
 int64_t EraseNodes(ir::Graph& graph, const std::vector<bool>& dead);
+
+// Commits one match of a fusion pass: `fused` takes the place of the root
+// node graph.nodes[root] (which keeps its output name), every other node in
+// `matched` is marked dead, its output's value_info dropped and its static
+// size counted as bytes saved. `fused` gets the provenance of all `matched`
+// nodes merged in the order given, root included wherever it appears
+// there (an absent root is merged last). Counts one rewritten node.
+void ReplaceWithFused(ir::Graph& graph, size_t root,
+                      const std::vector<size_t>& matched, ir::Node fused,
+                      std::vector<bool>& dead, PassContext& context);
+// Ends a fusion pass: erases the dead nodes, counts them as removed and
+// marks the graph changed when any were.
+void EraseFusedNodes(ir::Graph& graph, const std::vector<bool>& dead,
+                     PassContext& context);
 
 // Attribute readers with defaults (kind mismatches read as the default,
 // callers that care check the kind themselves).

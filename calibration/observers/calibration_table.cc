@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "formats/onnx/atomic_file.h"
 #include "formats/shard/writer/file_digest.h"
 #include "nlohmann/json.hpp"
+#include "support/atomic_file.h"
 #include "support/status_macros.h"
 
 namespace slimpack::calibration {
@@ -361,7 +361,7 @@ absl::StatusOr<CalibrationTable> ParseCalibrationTable(std::string_view text,
 
 absl::Status WriteCalibrationTable(const CalibrationTable& table, const std::string& path) {
   const std::string text = SerializeCalibrationTable(table);
-  ASSIGN_OR_RETURN(auto file, onnx_format::AtomicFile::Create(path));
+  ASSIGN_OR_RETURN(auto file, AtomicFile::Create(path));
   RETURN_IF_ERROR(file->Write(text.data(), text.size()));
   return file->Commit();
 }

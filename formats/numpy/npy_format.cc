@@ -4,11 +4,11 @@
 #include <cstring>
 
 #include "converter/ir/shape.h"
-#include "formats/numpy/atomic_write.h"
 #include "formats/numpy/npy_descr.h"
 #include "formats/numpy/npy_encode.h"
 #include "formats/numpy/npy_header.h"
 #include "formats/numpy/numpy_io.h"
+#include "support/atomic_file.h"
 #include "support/checked_math.h"
 #include "support/mapped_file.h"
 #include "support/status_macros.h"

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <set>
 
-#include "formats/numpy/atomic_write.h"
 #include "formats/numpy/npy_encode.h"
 #include "formats/numpy/numpy_io.h"
+#include "support/atomic_file.h"
 #include "support/checked_math.h"
 #include "support/mapped_file.h"
 #include "support/status_macros.h"

@@ -2,7 +2,7 @@
 // multiple of 64 bytes, gaps zero-filled.
 #include "formats/onnx/external_data_writer.h"
 
-#include "formats/onnx/atomic_file.h"
+#include "support/atomic_file.h"
 #include "support/checked_math.h"
 #include "support/status_macros.h"
 

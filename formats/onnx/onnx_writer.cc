@@ -7,12 +7,12 @@
 #include <memory>
 
 #include "converter/ir/verifier.h"
-#include "formats/onnx/atomic_file.h"
 #include "formats/onnx/external_data_writer.h"
 #include "formats/onnx/graph_to_proto.h"
 #include "formats/onnx/tensor_to_proto.h"
 #include "google/protobuf/io/zero_copy_stream_impl.h"
 #include "onnx/onnx_pb.h"
+#include "support/atomic_file.h"
 #include "support/status_macros.h"
 
 namespace slimpack::onnx_format {
@@ -101,7 +101,7 @@ absl::Status WriteModelFile(const onnx::ModelProto& proto,
     ok = out.Flush() && ok;
     if (!ok) {
       int err = out.GetErrno() != 0 ? out.GetErrno() : EIO;
-      return FileErrnoStatus(err, path + ": writing model");
+      return ErrnoToStatus(err, path + ": writing model");
     }
   }
   return file->Commit();

@@ -1,3 +1,5 @@
+// Checked POSIX I/O for the artifact writer; errno mapping and the write
+// loop are support/atomic_file's, shared with the single-file writers.
 #include "formats/shard/writer/checked_io.h"
 
 #include <fcntl.h>
@@ -6,52 +8,17 @@
 #include <cerrno>
 #include <cstring>
 
+#include "support/atomic_file.h"
+
 namespace slimpack::shard_writer {
 
 absl::Status ErrnoStatus(int err, const std::string& what) {
-  std::string msg = what + ": " + std::strerror(err);
-  switch (err) {
-    case ENOENT:
-      return absl::NotFoundError(msg);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return absl::PermissionDeniedError(msg);
-    case ENOSPC:
-    case EDQUOT:
-    case EFBIG:
-      return absl::ResourceExhaustedError(msg);
-    case EEXIST:
-      return absl::AlreadyExistsError(msg);
-    default:
-      return absl::InternalError(msg);
-  }
+  return ErrnoToStatus(err, what);
 }
 
 absl::Status WriteAll(int fd, const void* data, uint64_t size,
                       const std::string& path, uint64_t offset) {
-  // Linux caps one write() at about 2 GiB; ask for at most 1 GiB at a time.
-  constexpr uint64_t kMaxWrite = 1ull << 30;
-  const char* p = static_cast<const char*>(data);
-  uint64_t done = 0;
-  while (done < size) {
-    uint64_t want = size - done < kMaxWrite ? size - done : kMaxWrite;
-    ssize_t n = ::write(fd, p + done, want);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return ErrnoStatus(errno, path + ": writing " + std::to_string(size) +
-                                    " bytes at offset " +
-                                    std::to_string(offset + done));
-    }
-    if (n == 0) {
-      // write() returning 0 for a non-zero request would loop forever.
-      return absl::ResourceExhaustedError(
-          path + ": writing " + std::to_string(size) + " bytes at offset " +
-          std::to_string(offset + done) + ": the file system accepted 0 bytes");
-    }
-    done += static_cast<uint64_t>(n);
-  }
-  return absl::OkStatus();
+  return WriteFully(fd, data, size, path, offset);
 }
 
 absl::Status Preallocate(int fd, uint64_t size, const std::string& path) {

@@ -13,13 +13,14 @@
 
 namespace slimpack::shard_writer {
 
-// Maps errno to the most specific code: NotFound (ENOENT), PermissionDenied
-// (EACCES, EPERM, EROFS), ResourceExhausted (ENOSPC, EDQUOT, EFBIG),
-// AlreadyExists (EEXIST), Internal otherwise. The message is
+// slimpack::ErrnoToStatus (support/atomic_file.h): NotFound (ENOENT),
+// PermissionDenied (EACCES, EPERM, EROFS), ResourceExhausted (ENOSPC,
+// EDQUOT, EFBIG), AlreadyExists (EEXIST), Unknown otherwise. The message is
 // "<what>: <strerror>".
 absl::Status ErrnoStatus(int err, const std::string& what);
 
-// Writes all of [data, data + size) at the descriptor's current position.
+// slimpack::WriteFully: all of [data, data + size) at the descriptor's
+// current position.
 // `path` and `offset` (the file offset of data[0]) only feed error
 // messages, e.g. "out/shard-00001.bin: writing 4194304 bytes at offset
 // 16384: No space left on device".

@@ -10,22 +10,8 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 OUT="$TMP/out.txt"
 fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-# expect CODE DESCRIPTION -- ARGS...
-expect() {
-  local want="$1" what="$2"
-  shift 3
-  "$SLIMPACK" "$@" >"$OUT" 2>&1
-  local got=$?
-  if [ "$got" -ne "$want" ]; then
-    bad "$what: slimpack $* exited $got, expected $want"
-    cat "$OUT"
-  else
-    echo "ok: $what (exit $got)"
-  fi
-}
-# says PATTERN DESCRIPTION: the last command's output contains PATTERN
-says() { grep -qF -- "$1" "$OUT" || { bad "$2: output lacks '$1'"; cat "$OUT"; }; }
+# expect / says / bad: tests/testing/cli_lib.sh.
+source "$(dirname "${BASH_SOURCE[0]}")/../../testing/cli_lib.sh"
 recipe_of() {
   python3 -c 'import json,sys; print(json.dumps(json.load(open(sys.argv[1]))["producer"]["recipe"], sort_keys=True))' "$1/manifest.json"
 }
