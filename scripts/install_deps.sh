@@ -6,7 +6,7 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake pkg-config
+  build-essential cmake pkg-config lld
   libonnx-dev libprotobuf-dev protobuf-compiler libabsl-dev libcli11-dev
   nlohmann-json3-dev libgtest-dev libgmock-dev libbenchmark-dev libssl-dev
   libopenblas-dev libonnx-testdata

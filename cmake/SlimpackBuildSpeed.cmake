@@ -1,0 +1,110 @@
+# Build-time measures for the sanitized test build (scripts/test.sh), applied
+# once from the top-level CMakeLists.txt after every room is added, so the
+# rooms' CMakeLists stay as they are. Each was measured on the ASan+UBSan -O1
+# tree (CPU seconds per object/link; see the README's test-suite timing).
+#
+#   SLIMPACK_FAST_LINK   link with lld (else gold) instead of ld.bfd: the
+#                        sanitized test binaries link several times faster.
+#   SLIMPACK_TEST_PCH    one precompiled gtest/gmock/absl header shared by
+#                        every test executable (parsing gtest is ~1.5 s of
+#                        each test object).
+#   SLIMPACK_BUILD_BENCH benchmarks in `all`; OFF in the sanitized test build
+#                        (timings under ASan mean nothing). They still build
+#                        in scripts/build.sh's RelWithDebInfo tree, which
+#                        scripts/quickstart.sh runs, and by name.
+include_guard(GLOBAL)
+include(CheckLinkerFlag)
+
+option(SLIMPACK_FAST_LINK "Link with lld (or gold) instead of ld.bfd" OFF)
+option(SLIMPACK_TEST_PCH "Precompile gtest/gmock/absl headers for the tests" OFF)
+option(SLIMPACK_BUILD_BENCH "Build the benchmarks as part of 'all'" ON)
+
+# Must run before targets are created: link options apply per directory.
+macro(slimpack_choose_linker)
+  if(SLIMPACK_FAST_LINK)
+    check_linker_flag(CXX "-fuse-ld=lld" SLIMPACK_HAVE_LLD)
+    if(SLIMPACK_HAVE_LLD)
+      add_link_options(-fuse-ld=lld)
+    else()
+      check_linker_flag(CXX "-fuse-ld=gold" SLIMPACK_HAVE_GOLD)
+      if(SLIMPACK_HAVE_GOLD)
+        add_link_options(-fuse-ld=gold)
+      endif()
+    endif()
+  endif()
+endmacro()
+
+# Every buildsystem target defined in `dir` and below.
+function(_slimpack_targets_under dir out)
+  get_property(targets DIRECTORY ${dir} PROPERTY BUILDSYSTEM_TARGETS)
+  get_property(subdirs DIRECTORY ${dir} PROPERTY SUBDIRECTORIES)
+  foreach(sub ${subdirs})
+    _slimpack_targets_under(${sub} sub_targets)
+    list(APPEND targets ${sub_targets})
+  endforeach()
+  set(${out} ${targets} PARENT_SCOPE)
+endfunction()
+
+# A benchmark: an executable named *_bench, or an executable or library
+# with every source under bench/.
+function(_slimpack_is_bench target out)
+  set(result FALSE)
+  get_target_property(type ${target} TYPE)
+  if(type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|OBJECT_LIBRARY)$")
+    if(type STREQUAL "EXECUTABLE" AND target MATCHES "_bench$")
+      set(result TRUE)
+    else()
+      get_target_property(sources ${target} SOURCES)
+      get_target_property(src_dir ${target} SOURCE_DIR)
+      set(result TRUE)
+      foreach(src ${sources})
+        if(NOT IS_ABSOLUTE ${src})
+          set(src ${src_dir}/${src})
+        endif()
+        file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${src})
+        if(NOT rel MATCHES "^bench/")
+          set(result FALSE)
+        endif()
+      endforeach()
+    endif()
+  endif()
+  set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
+function(slimpack_apply_build_speed)
+  _slimpack_targets_under(${PROJECT_SOURCE_DIR} all_targets)
+
+  if(NOT SLIMPACK_BUILD_BENCH)
+    foreach(t ${all_targets})
+      _slimpack_is_bench(${t} is_bench)
+      if(is_bench)
+        set_target_properties(${t} PROPERTIES EXCLUDE_FROM_ALL TRUE)
+        list(APPEND skipped ${t})
+      endif()
+    endforeach()
+    message(STATUS "Benchmarks not in 'all' (SLIMPACK_BUILD_BENCH=OFF): ${skipped}")
+  endif()
+
+  if(SLIMPACK_TEST_PCH AND SLIMPACK_BUILD_TESTS AND TARGET GTest::gmock)
+    # The header is compiled with the tree's common flags and only gtest's
+    # own definition (GTEST_HAS_PTHREAD), so GCC accepts it in any test
+    # whose extra -D macros the header does not use.
+    set(pch_src ${CMAKE_BINARY_DIR}/slimpack_test_pch.cc)
+    file(CONFIGURE OUTPUT ${pch_src} CONTENT "// Holder of the tests' precompiled header.\n")
+    add_library(slimpack_test_pch OBJECT ${pch_src})
+    target_link_libraries(slimpack_test_pch PRIVATE GTest::gmock GTest::gtest absl::status
+                                                    absl::statusor)
+    target_precompile_headers(slimpack_test_pch PRIVATE
+      <gmock/gmock.h> <gtest/gtest.h>
+      "absl/status/status.h" "absl/status/statusor.h" "absl/strings/string_view.h"
+      <cstdint> <memory> <string> <vector>)
+    foreach(t ${all_targets})
+      get_target_property(type ${t} TYPE)
+      get_target_property(src_dir ${t} SOURCE_DIR)
+      file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${src_dir})
+      if(type STREQUAL "EXECUTABLE" AND t MATCHES "_test$" AND rel MATCHES "^tests(/|$)")
+        target_precompile_headers(${t} REUSE_FROM slimpack_test_pch)
+      endif()
+    endforeach()
+  endif()
+endfunction()
