@@ -24,10 +24,9 @@ constexpr int64_t kMinTileExtent = 256;
 // vector) so only the last tile has a ragged edge.
 constexpr int64_t kTileAlign = 16;
 
-// Extent of each tile when an axis of length `len` is cut for an m*n*k
-// product. Depends only on the problem shape, never on the thread count, so
-// the BLAS calls (and so the bits) are the same for any number of threads.
-int64_t TileExtent(int64_t len, double work) {
+}  // namespace
+
+int64_t GemmTileExtent(int64_t len, double work) {
   int64_t tiles = static_cast<int64_t>(work / static_cast<double>(kMinTileWork));
   tiles = std::min({tiles, kMaxTiles, len / kMinTileExtent});
   // A multiple of 4 (or 2) splits evenly over 2 or 4 threads.
@@ -36,6 +35,8 @@ int64_t TileExtent(int64_t len, double work) {
   const int64_t extent = (len + tiles - 1) / tiles;
   return std::min(len, (extent + kTileAlign - 1) / kTileAlign * kTileAlign);
 }
+
+namespace {
 
 // Checks the sizes fit BLAS ints and does the products BLAS is not called
 // for (empty output, or k == 0: C = beta*C). Sets *done when nothing is left.
@@ -92,8 +93,8 @@ absl::Status Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
   const double work = static_cast<double>(m) * static_cast<double>(n) *
                       static_cast<double>(k);
   // Cut only the longer output axis: whole rows (or columns) per call.
-  const int64_t tile_m = m > n ? TileExtent(m, work) : m;
-  const int64_t tile_n = m > n ? n : TileExtent(n, work);
+  const int64_t tile_m = m > n ? GemmTileExtent(m, work) : m;
+  const int64_t tile_n = m > n ? n : GemmTileExtent(n, work);
   const int64_t tiles_m = (m + tile_m - 1) / tile_m;
   const int64_t tiles_n = (n + tile_n - 1) / tile_n;
   ParallelFor(pool, tiles_m * tiles_n, [&](int64_t t) {

@@ -28,6 +28,13 @@ absl::Status SgemmSingleCall(bool trans_a, bool trans_b, int64_t m, int64_t n,
                              const float* b, int64_t ldb, float beta, float* c,
                              int64_t ldc);
 
+// Extent of each tile when Sgemm cuts an output axis of length `len` for a
+// product of `work` = m*n*k multiply-adds (`len` when it does not cut).
+// Depends only on the shape, never on the thread count. Callers that tile a
+// product the same way (passes/packed_kernels.cc) get the same BLAS calls,
+// and so the same bits, as Sgemm.
+int64_t GemmTileExtent(int64_t len, double work);
+
 // Makes OpenBLAS run every call on the calling thread: the interpreter does
 // its own threading. OpenBLAS keeps this setting process-wide.
 void UseSingleThreadedBlas();

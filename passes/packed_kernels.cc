@@ -21,26 +21,6 @@ using calibration::KernelContext;
 using calibration::RtTensor;
 using ir::DType;
 
-// The tile split of calibration/gemm.cc (Sgemm), repeated here so MatMulQ
-// makes the very same BLAS calls: a BLAS result can depend on the call's
-// shape (OpenBLAS picks small-matrix kernels and blockings from m, n, k),
-// so equal shapes are what makes the outputs bit-identical.
-// tests/passes/packed_weights_test.cc checks products large enough to be
-// cut both ways; keep these in step with gemm.cc.
-constexpr int64_t kMinTileWork = int64_t{4} << 20;
-constexpr int64_t kMaxTiles = 16;
-constexpr int64_t kMinTileExtent = 256;
-constexpr int64_t kTileAlign = 16;
-
-int64_t TileExtent(int64_t len, double work) {
-  int64_t tiles = static_cast<int64_t>(work / static_cast<double>(kMinTileWork));
-  tiles = std::min({tiles, kMaxTiles, len / kMinTileExtent});
-  tiles = tiles >= 4 ? tiles / 4 * 4 : tiles / 2 * 2;
-  if (tiles <= 1) return len;
-  const int64_t extent = (len + tiles - 1) / tiles;
-  return std::min(len, (extent + kTileAlign - 1) / kTileAlign * kTileAlign);
-}
-
 template <DType T>
 int32_t IntAt(const uint8_t* p, uint64_t i) {
   if constexpr (T == DType::kI8) {
@@ -221,8 +201,11 @@ absl::Status MatMulQ(KernelContext& ctx) {
     return absl::OkStatus();
   }
   // Sgemm cuts the output channels: one call per tile, each on a buffer
-  // holding only its channels (rows of W if trans_b, else columns).
-  const int64_t tile_n = TileExtent(n, work);
+  // holding only its channels (rows of W if trans_b, else columns). The
+  // tiles are Sgemm's own (GemmTileExtent), so the BLAS calls have the very
+  // shapes Sgemm would use: a BLAS result can depend on the call's shape,
+  // and equal shapes make the outputs bit-identical to dequantize + Sgemm.
+  const int64_t tile_n = calibration::GemmTileExtent(n, work);
   const int64_t tiles = (n + tile_n - 1) / tile_n;
   std::vector<absl::Status> statuses(tiles);
   calibration::ParallelFor(ctx.pool(), tiles, [&](int64_t t) {

@@ -1,12 +1,15 @@
-// Conv (N-d, groups, dilations, pads/auto_pad, strides) via im2col + GEMM in
-// cache-sized chunks of output rows, with 1x1 stride-1 unpadded convolutions
-// done directly as one GEMM; and
-// ConvTranspose via GEMM + col2im.
+// Conv (N-d, groups, dilations, pads/auto_pad, strides): 1-D and 2-D by the
+// direct AVX-512 kernel (conv_direct.h) where the CPU has it, otherwise via
+// im2col + GEMM in cache-sized chunks of output rows, with 1x1 stride-1
+// unpadded convolutions done directly as one GEMM; and ConvTranspose via
+// GEMM + col2im.
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
 
 #include "calibration/gemm.h"
+#include "calibration/kernels/conv_direct.h"
 #include "calibration/kernels/kernels.h"
 #include "calibration/kernels/window.h"
 #include "support/status_macros.h"
@@ -169,6 +172,40 @@ absl::Status CheckBias(const RtTensor* b, int64_t channels) {
   return absl::OkStatus();
 }
 
+// The direct kernel's description of a 1-D or 2-D convolution (1-D as
+// height 1), or nullopt when it cannot run it here (other ranks, empty
+// tensors, no AVX-512): those go through im2col + GEMM.
+std::optional<Conv2DShape> DirectShape(const std::vector<int64_t>& xd, int64_t m,
+                                       int64_t group, const WindowGeometry& g) {
+  const size_t r = xd.size() - 2;
+  if (r > 2 || xd[0] == 0 || xd[1] == 0 || m == 0) return std::nullopt;
+  for (size_t i = 0; i < r; ++i) {
+    if (xd[2 + i] <= 0 || g.out[i] <= 0 || g.kernel[i] <= 0) return std::nullopt;
+  }
+  Conv2DShape s;
+  s.batch = xd[0];
+  s.channels = xd[1];
+  s.out_channels = m;
+  s.group = group;
+  const size_t h = r - 1;  // index of the last spatial axis
+  if (r == 2) {
+    s.height = xd[2];
+    s.kernel_h = g.kernel[0];
+    s.stride_h = g.strides[0];
+    s.dilation_h = g.dilations[0];
+    s.pad_top = g.pads_begin[0];
+    s.out_h = g.out[0];
+  }
+  s.width = xd[2 + h];
+  s.kernel_w = g.kernel[h];
+  s.stride_w = g.strides[h];
+  s.dilation_w = g.dilations[h];
+  s.pad_left = g.pads_begin[h];
+  s.out_w = g.out[h];
+  if (!DirectConv2DSupported(s)) return std::nullopt;
+  return s;
+}
+
 absl::Status AddBias(const RtTensor* b, int64_t batch, int64_t channels,
                      int64_t plane, float* y) {
   if (b == nullptr) return absl::OkStatus();
@@ -206,6 +243,17 @@ absl::Status Conv(KernelContext& ctx) {
   const int64_t cg = channels / ci.group, mg = m / ci.group;
   const int64_t kprod = Product(g.kernel);
   const int64_t in_size = Product(in), out_size = Product(g.out);
+  RETURN_IF_ERROR(CheckBias(ci.b, m));
+  if (std::optional<Conv2DShape> s = DirectShape(xd, m, ci.group, g); s.has_value()) {
+    ASSIGN_OR_RETURN(RtTensor scratch, ctx.AllocateUninitialized(
+                                           DType::kF32, {DirectConv2DScratchFloats(*s)}));
+    DirectConv2D(*s, ci.x->data<float>(), ci.w->data<float>(),
+                 ci.b != nullptr ? ci.b->data<float>() : nullptr, y.mutable_data<float>(),
+                 scratch.mutable_data<float>(), ctx.pool());
+    ctx.Recycle(std::move(scratch));
+    ctx.SetOutput(0, std::move(y));
+    return absl::OkStatus();
+  }
   bool pointwise = kprod == 1;
   for (size_t i = 0; i < in.size(); ++i) {
     pointwise = pointwise && g.strides[i] == 1 && g.pads_begin[i] == 0 &&
@@ -239,7 +287,6 @@ absl::Status Conv(KernelContext& ctx) {
   const float* px = ci.x->data<float>();
   const float* pw = ci.w->data<float>();
   float* py = y.mutable_data<float>();
-  RETURN_IF_ERROR(CheckBias(ci.b, m));
   const float* pb = ci.b != nullptr ? ci.b->data<float>() : nullptr;
   for (int64_t n = 0; n < batch; ++n) {
     // The bias is written first and the GEMM accumulates onto it (beta 1):
