@@ -266,7 +266,9 @@ absl::StatusOr<quant::QuantizedMatrix> QuantizeRows(const std::vector<float>& w,
   scheme.bits = 8;
   scheme.group_size = 0;
   scheme.symmetric = true;
-  auto q = quant::QuantizeRtn(w.data(), rows, cols, scheme, quant::RtnOptions{});
+  quant::RtnOptions options;
+  options.restricted_range = true;  // spec: s_w = max|w| / 127, codes in [-127, 127]
+  auto q = quant::QuantizeRtn(w.data(), rows, cols, scheme, options);
   if (!q.ok()) {
     return absl::Status(q.status().code(),
                         "weight '" + name + "': " + std::string(q.status().message()));

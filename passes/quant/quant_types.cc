@@ -49,11 +49,18 @@ uint64_t QuantizedMatrix::StorageBytes() const {
   return bytes;
 }
 
-GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric) {
+GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric, bool restricted) {
   GroupGrid g;
   const int32_t half = 1 << (bits - 1);
   g.qmin = -half;
   g.qmax = half - 1;
+  if (symmetric && restricted) {
+    const float amax = std::max(std::fabs(mn), std::fabs(mx)) * ratio;
+    g.qmin = -(half - 1);
+    g.scale = amax / static_cast<float>(half - 1);
+    if (!(g.scale > 0.0f)) g.scale = 1.0f;
+    return g;
+  }
   if (symmetric) {
     // The extreme of larger magnitude maps to code -2^(b-1), so all 2^b codes
     // are used (llama.cpp's Q4_0 does the same): the step is amax / 2^(b-1)

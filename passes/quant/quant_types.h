@@ -89,7 +89,11 @@ struct GroupGrid {
 // asymmetric: range [min(mn,0), max(mx,0)]*ratio over 2^b - 1 steps,
 // zero = rint(-lo/scale). A zero range gives scale 1 (all codes equal the
 // zero point).
-GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric);
+// `restricted` (symmetric only): codes in [-(2^(b-1)-1), 2^(b-1)-1] with
+// scale = max(|mn|,|mx|)*ratio / (2^(b-1)-1) > 0, the convention of int8
+// kernels that multiply two signed codes (static W8A8, spec "Integer ops").
+GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric,
+                   bool restricted = false);
 // One element through the grid (centred code).
 inline int32_t QuantizeValue(float x, const GroupGrid& g);
 inline float DequantizeCode(int32_t q, const GroupGrid& g) {

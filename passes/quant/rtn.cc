@@ -94,6 +94,7 @@ absl::StatusOr<QuantizedMatrix> QuantizeRtn(const float* w, int64_t rows,
   base.group = m.group_size();
   base.bits = scheme.bits;
   base.symmetric = scheme.symmetric;
+  base.restricted = options.restricted_range;
   base.importance = options.importance;
   base.search = search;
   base.clip_grid = options.clip_grid;

@@ -26,6 +26,9 @@ struct RtnOptions {
   // Per-column weights (len cols; e.g. calibration mean x^2, llama.cpp
   // imatrix style) or null (all 1). Non-null implies the clip search.
   const float* importance = nullptr;
+  // Symmetric codes in [-(2^(b-1)-1), 2^(b-1)-1] with a positive scale
+  // max|w| / (2^(b-1)-1) (quant_types.h MakeGrid `restricted`).
+  bool restricted_range = false;
   int threads = 1;
   int clip_grid = 20;           // ratio step 1/clip_grid
   float clip_max_shrink = 0.5f; // ratios > 1 - clip_max_shrink

@@ -16,6 +16,7 @@ struct RowJob {
   int64_t group = 0;           // effective group size (>= 1)
   int bits = 4;
   bool symmetric = true;
+  bool restricted = false;     // MakeGrid's restricted symmetric range
   const float* importance = nullptr;  // cols weights, or null
   bool search = false;
   int clip_grid = 20;

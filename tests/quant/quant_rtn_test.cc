@@ -52,6 +52,18 @@ TEST(QuantRtnTest, SymmetricInt8HandComputed) {
   EXPECT_TRUE(m->zero.empty());
 }
 
+TEST(QuantRtnTest, RestrictedRangeIsMaxOver127) {
+  // Static W8A8's convention: amax 1 -> scale 1/127, codes in [-127, 127];
+  // 0.5*127 = 63.5 rounds half to even -> 64.
+  const float w[] = {-1.0f, 0.5f, 1.0f, 0.0f};
+  RtnOptions o;
+  o.restricted_range = true;
+  auto m = QuantizeRtn(w, 1, 4, Scheme{8, 0, true}, o);
+  ASSERT_THAT(m, IsOk());
+  EXPECT_THAT(m->q, ElementsAre(-127, 64, 127, 0));
+  EXPECT_EQ(m->scale[0], 1.0f / 127.0f);
+}
+
 TEST(QuantRtnTest, SymmetricPositiveExtremeTakesTheLowestCode) {
   // max 2 outweighs min -1: 2 maps to code -8 with scale 2 / -8 = -0.25, so
   // -1 -> 4, 0.5 -> -2, and all 16 int4 codes stay available.
