@@ -162,6 +162,10 @@ int RunReport(const ReportCommandOptions& o) {
   auto rep = report::BuildReport(*reference, *candidate, *data, ropts);
   if (ropts.progress) std::fprintf(stderr, "\r\033[K");
   if (!rep.ok()) return Fail(rep.status());
+  // A pruned candidate artifact: per-layer kept ratios from its prune record.
+  auto pruning = report::ReadCandidatePruning(o.candidate);
+  if (!pruning.ok()) return Fail(pruning.status());
+  rep->pruning = *std::move(pruning);
   if (!rules.empty()) {
     auto g = report::EvaluateGate(rules, *rep);
     if (!g.ok()) return Fail(g.status());

@@ -1,17 +1,17 @@
 #include "passes/prune_structured.h"
 
-#include <stdlib.h>
-
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <filesystem>
-#include <fstream>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "calibration/datasets/dataset.h"
+#include "converter/llama/layer_sizes.h"
 #include "converter/llama/llama_graph_builder.h"
 #include "passes/linear_capture.h"
+#include "passes/prune_budget.h"
+#include "passes/prune_loss.h"
 #include "passes/weight_matrix.h"
 #include "support/status_macros.h"
 
@@ -97,25 +97,16 @@ absl::Status Replace(ir::Model& m, const std::string& name, const std::vector<fl
   return quantize::ReplaceInitializer(m.graph, std::move(t));
 }
 
-absl::StatusOr<std::string> WriteConfig(const std::string& text, const std::string& dir_in,
-                                        std::string* created) {
-  std::string dir = dir_in;
-  if (dir.empty()) {
-    std::string tmpl =
-        (std::filesystem::temp_directory_path() / "slimpack-prune-XXXXXX").string();
-    if (mkdtemp(tmpl.data()) == nullptr) {
-      return absl::InternalError("cannot create a directory for the pruned config.json: " +
-                                 tmpl);
-    }
-    dir = tmpl;
-    *created = dir;
-  }
-  const std::string path = dir + "/config.json";
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f << text;
-  f.close();
-  if (!f) return absl::InternalError("cannot write " + path);
-  return path;
+// Parameters and source bytes of `name` that `new_numel` elements leave.
+void CountRemoved(const ir::Model& m, const std::string& name, int64_t new_numel,
+                  LayerStats& st) {
+  const ir::Tensor* t = m.graph.FindInitializer(name);
+  auto n = t->NumElements();
+  if (!n.ok() || *n < static_cast<uint64_t>(new_numel)) return;
+  const uint64_t gone = *n - new_numel;
+  st.params_removed += gone;
+  auto bytes = ir::DTypeByteSize(t->dtype, gone);
+  if (bytes) st.bytes_removed += *bytes;
 }
 
 }  // namespace
@@ -124,16 +115,9 @@ absl::StatusOr<Criterion> ParseCriterion(std::string_view s) {
   if (s == "l1") return Criterion::kL1;
   if (s == "l2") return Criterion::kL2;
   if (s == "activation") return Criterion::kActivation;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown pruning criterion '", std::string(s), "' (l1, l2, activation)"));
-}
-
-absl::StatusOr<Target> ParseTarget(std::string_view s) {
-  if (s == "mlp") return Target::kMlp;
-  if (s == "heads") return Target::kHeads;
-  if (s == "both") return Target::kBoth;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown pruning target '", std::string(s), "' (mlp, heads, both)"));
+  if (s == "loss") return Criterion::kLoss;
+  return absl::InvalidArgumentError(absl::StrCat("unknown pruning criterion '", std::string(s),
+                                                 "' (l1, l2, activation, loss)"));
 }
 
 std::string_view CriterionName(Criterion c) {
@@ -141,25 +125,22 @@ std::string_view CriterionName(Criterion c) {
     case Criterion::kL1: return "l1";
     case Criterion::kL2: return "l2";
     case Criterion::kActivation: return "activation";
-  }
-  return "?";
-}
-
-std::string_view TargetName(Target t) {
-  switch (t) {
-    case Target::kMlp: return "mlp";
-    case Target::kHeads: return "heads";
-    case Target::kBoth: return "both";
+    case Criterion::kLoss: return "loss";
   }
   return "?";
 }
 
 nlohmann::json PruneOptionsToJson(const PruneOptions& o) {
-  nlohmann::json j = {{"ratio", o.ratio},
-                      {"criterion", std::string(CriterionName(o.criterion))},
+  nlohmann::json j = {{"criterion", std::string(CriterionName(o.criterion))},
                       {"target", std::string(TargetName(o.target))},
                       {"refit", o.refit}};
-  if (o.criterion == Criterion::kActivation || o.refit) {
+  if (o.budget_params > 0) {
+    j["budget_params"] = o.budget_params;
+  } else if (o.ratio > 0 || o.rules.empty()) {
+    j["ratio"] = o.ratio;
+  }
+  if (!o.rules.empty()) j["rules"] = PruneRulesToJson(o.rules);
+  if (o.criterion == Criterion::kActivation || o.criterion == Criterion::kLoss || o.refit) {
     j["calib_samples"] = o.calib_samples;
     if (o.refit) j["damp"] = o.damp;
   }
@@ -172,7 +153,7 @@ absl::StatusOr<PruneOptions> ParsePruneJson(const nlohmann::json& j, const std::
   };
   if (!j.is_object()) return absl::InvalidArgumentError(file + ": prune: expected an object");
   PruneOptions o;
-  bool has_ratio = false;
+  bool has_ratio = false, has_rules = false, has_budget = false;
   for (const auto& [k, v] : j.items()) {
     if (k == "ratio") {
       if (!v.is_number() || !(v.get<double>() >= 0 && v.get<double>() < 1)) {
@@ -191,6 +172,19 @@ absl::StatusOr<PruneOptions> ParsePruneJson(const nlohmann::json& j, const std::
         if (!t.ok()) return bad(k, std::string(t.status().message()));
         o.target = *t;
       }
+    } else if (k == "rules") {
+      auto rules = ParsePruneRules(v, file, "prune.rules");
+      if (!rules.ok()) return rules.status();
+      o.rules = *std::move(rules);
+      has_rules = true;
+    } else if (k == "budget_params") {
+      if (!v.is_number() || !(v.get<double>() > 0) ||
+          (v.get<double>() >= 1 && !v.is_number_integer())) {
+        return bad(k, "expected a fraction of the parameters kept in (0, 1) or a parameter "
+                      "count (integer >= 1), found " + v.dump());
+      }
+      o.budget_params = v.get<double>();
+      has_budget = true;
     } else if (k == "refit") {
       if (!v.is_boolean()) return bad(k, "expected true or false, found " + v.dump());
       o.refit = v.get<bool>();
@@ -205,10 +199,19 @@ absl::StatusOr<PruneOptions> ParsePruneJson(const nlohmann::json& j, const std::
       }
       o.damp = v.get<double>();
     } else {
-      return bad(k, "unknown key (known: calib_samples, criterion, damp, ratio, refit, target)");
+      return bad(k, "unknown key (known: budget_params, calib_samples, criterion, damp, ratio, "
+                    "refit, rules, target)");
     }
   }
-  if (!has_ratio) return absl::InvalidArgumentError(file + ": prune: \"ratio\" is required");
+  if (!has_ratio && !has_rules && !has_budget) {
+    return absl::InvalidArgumentError(file +
+                                      ": prune: needs \"ratio\", \"rules\" or \"budget_params\"");
+  }
+  if (has_ratio && has_budget) {
+    return absl::InvalidArgumentError(
+        file + ": prune: \"ratio\" and \"budget_params\" exclude each other (the budget "
+               "chooses the per-layer counts)");
+  }
   return o;
 }
 
@@ -217,13 +220,20 @@ nlohmann::json PruneResult::ToJson() const {
   for (const LayerStats& l : layers) {
     layers_json.push_back({{"layer", l.layer},
                            {"intermediate_kept", l.mlp_kept},
+                           {"intermediate_size", l.mlp_total},
                            {"kv_heads_kept", l.kv_heads_kept},
-                           {"heads_kept", l.heads_kept}});
+                           {"num_key_value_heads", l.kv_heads_total},
+                           {"heads_kept", l.heads_kept},
+                           {"num_attention_heads", l.heads_total},
+                           {"parameters_removed", l.params_removed},
+                           {"bytes_removed", l.bytes_removed}});
   }
   return {{"changed", changed},
           {"layers", std::move(layers_json)},
           {"parameters_before", params_before},
-          {"parameters_after", params_after}};
+          {"parameters_after", params_after},
+          {"bytes_removed", bytes_removed},
+          {"per_layer_config", per_layer_config}};
 }
 
 absl::StatusOr<std::vector<double>> GroupImportance(const ir::Model& m, const DecoderGroups& g,
@@ -240,6 +250,10 @@ absl::StatusOr<std::vector<double>> GroupImportance(const ir::Model& m, const De
     auto it = norms.find(key);
     return it == norms.end() ? nullptr : &it->second;
   };
+  if (c == Criterion::kLoss) {
+    return absl::InvalidArgumentError("GroupImportance: the loss criterion needs X^T X "
+                                      "(passes/prune_loss.h)");
+  }
   WeightCache cache(m);
   std::vector<double> score(n, 0.0);
   for (int64_t i = 0; i < n; ++i) {
@@ -261,6 +275,7 @@ absl::StatusOr<std::vector<double>> GroupImportance(const ir::Model& m, const De
           case Criterion::kL1: acc += std::fabs(v); break;
           case Criterion::kL2: acc += v * v; break;
           case Criterion::kActivation: acc += std::fabs(v) * (norm ? (*norm)[col] : 1.0); break;
+          case Criterion::kLoss: break;
         }
       };
       if (s.axis == 0) {
@@ -344,39 +359,104 @@ double OutputError(const std::vector<float>& w, int64_t rows, int64_t n,
   return total;
 }
 
+namespace {
+
+constexpr int kMlp = 0, kKv = 1;
+constexpr GroupKind kKinds[2] = {GroupKind::kMlpChannel, GroupKind::kKvHead};
+
+// Parameters one group of `kind` holds in a layer.
+uint64_t GroupParams(const DecoderGroups& g, GroupKind kind, bool has_bias) {
+  const uint64_t h = g.hidden_size, d = g.head_dim, r = g.num_heads / g.num_kv_heads;
+  if (kind == GroupKind::kMlpChannel) return 3 * h;
+  return 2 * r * d * h + 2 * d * h + (has_bias ? r * d + 2 * d : 0);
+}
+
+// The configured parameter budget as a count.
+uint64_t BudgetCount(double budget, uint64_t params_before) {
+  if (budget < 1) return static_cast<uint64_t>(std::llround(budget * params_before));
+  return static_cast<uint64_t>(budget);
+}
+
+// Importance of every group of `kind` in layer `lt` under `o.criterion`.
+absl::StatusOr<std::vector<double>> Scores(
+    const ir::Model& m, const DecoderGroups& g, const LayerTensors& lt, GroupKind kind,
+    const PruneOptions& o, const InputNorms& norms,
+    const std::map<std::string, quantize::CapturedInput>& captured) {
+  if (o.criterion != Criterion::kLoss) {
+    return GroupImportance(m, g, lt.layer, kind, o.criterion, norms);
+  }
+  const bool mlp = kind == GroupKind::kMlpChannel;
+  const std::string& consumer = mlp ? lt.down : lt.o;
+  ASSIGN_OR_RETURN(std::vector<float> w, ToF32(*m.graph.FindInitializer(consumer)));
+  const int64_t n = mlp ? g.intermediate_size : g.num_heads * g.head_dim;
+  const int64_t width = mlp ? 1 : (g.num_heads / g.num_kv_heads) * g.head_dim;
+  return RemovalErrors(w, g.hidden_size, n, captured.at(consumer).xtx, width);
+}
+
+}  // namespace
+
 absl::StatusOr<PruneResult> PruneDecoder(ir::Model& m, const PruneOptions& o) {
   if (!(o.ratio >= 0 && o.ratio < 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--prune ", o.ratio, ": the ratio must be in [0, 1)"));
   }
+  if (!(o.budget_params >= 0) || !std::isfinite(o.budget_params)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--prune-budget-params ", o.budget_params, ": expected a fraction in (0, 1) or a count"));
+  }
+  if (o.budget_params > 0 && o.ratio > 0) {
+    return absl::InvalidArgumentError(
+        "--prune and --prune-budget-params exclude each other: the budget chooses the counts");
+  }
   PruneResult result;
   result.params_before = result.params_after = CountParams(m);
   ASSIGN_OR_RETURN(DecoderGroups g, BuildDecoderGroups(m));
   result.unprunable = g.unprunable;
-  const bool mlp = o.target != Target::kHeads, heads = o.target != Target::kMlp;
-  const int64_t drop_mlp =
-      mlp ? std::min<int64_t>(std::llround(o.ratio * g.intermediate_size),
-                              g.intermediate_size - 1)
-          : 0;
-  const int64_t drop_kv =
-      heads ? std::min<int64_t>(std::llround(o.ratio * g.num_kv_heads), g.num_kv_heads - 1) : 0;
-  result.removed_mlp_per_layer = drop_mlp;
-  result.removed_kv_per_layer = drop_kv;
   const int64_t r = g.num_heads / g.num_kv_heads;
-  auto fill_layers = [&](int64_t ff, int64_t kv) {
-    result.layers.clear();
-    for (int64_t l = 0; l < g.num_layers; ++l) result.layers.push_back({l, ff, kv, kv * r});
-  };
-  fill_layers(g.intermediate_size, g.num_kv_heads);
-  if (drop_mlp == 0 && drop_kv == 0) return result;  // exact no-op
+  const int64_t h = g.hidden_size, d = g.head_dim, num_layers = g.num_layers;
+  const int64_t totals[2] = {g.intermediate_size, g.num_kv_heads};
+  const bool budget = o.budget_params > 0;
 
-  const bool need_calib = o.criterion == Criterion::kActivation || o.refit;
+  // Per layer and kind: groups removed, and whether the budget chooses it.
+  std::vector<std::array<int64_t, 2>> drop(num_layers, {0, 0});
+  std::vector<std::array<bool, 2>> free(num_layers, {false, false});
+  bool any = budget;
+  bool kind_active[2] = {false, false};
+  for (int64_t l = 0; l < num_layers; ++l) {
+    for (int k : {kMlp, kKv}) {
+      if (const PruneRule* rule = FirstRule(o.rules, l, kKinds[k])) {
+        drop[l][k] = RuleDrop(*rule, totals[k]);
+      } else if (TargetCovers(o.target, kKinds[k])) {
+        if (budget) {
+          free[l][k] = true;
+        } else {
+          drop[l][k] = std::min<int64_t>(std::llround(o.ratio * totals[k]), totals[k] - 1);
+        }
+      }
+      any |= drop[l][k] > 0;
+      kind_active[k] |= drop[l][k] > 0 || free[l][k];
+    }
+  }
+  for (int64_t l = 0; l < num_layers; ++l) {
+    LayerStats st;
+    st.layer = l;
+    st.mlp_kept = st.mlp_total = g.intermediate_size;
+    st.kv_heads_kept = st.kv_heads_total = g.num_kv_heads;
+    st.heads_kept = st.heads_total = g.num_heads;
+    result.layers.push_back(st);
+  }
+  if (!any) return result;  // exact no-op
+
+  const bool scored_by_calib =
+      o.criterion == Criterion::kActivation || o.criterion == Criterion::kLoss;
+  const bool need_calib = scored_by_calib || o.refit;
   std::map<std::string, quantize::CapturedInput> captured;
   if (need_calib) {
     if (o.calib_paths.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "prune: ", o.criterion == Criterion::kActivation ? "--prune-criterion activation"
-                                                            : "--prune-refit",
+          "prune: ",
+          scored_by_calib ? "--prune-criterion " + std::string(CriterionName(o.criterion))
+                          : std::string("--prune-refit"),
           " needs calibration data: pass --calib FILES (e.g. token windows as .npy)"));
     }
     ASSIGN_OR_RETURN(ir::Model runnable, llama::BuildDecoderGraph(m));
@@ -387,11 +467,11 @@ absl::StatusOr<PruneResult> PruneDecoder(ir::Model& m, const PruneOptions& o) {
                                                 calibration::FeedInputs(runnable.graph), dopts));
     std::vector<std::string> weights;
     for (const LayerTensors& lt : g.layers) {
-      if (mlp) weights.insert(weights.end(), {lt.gate, lt.down});
-      if (heads && drop_kv > 0) weights.insert(weights.end(), {lt.q, lt.o});
+      if (kind_active[kMlp]) weights.insert(weights.end(), {lt.gate, lt.down});
+      if (kind_active[kKv]) weights.insert(weights.end(), {lt.q, lt.o});
     }
     quantize::CaptureRequest cr;
-    cr.hessian = o.refit;
+    cr.hessian = o.refit || o.criterion == Criterion::kLoss;
     ASSIGN_OR_RETURN(captured, quantize::CaptureLinearInputs(runnable, weights, data,
                                                              o.calib_samples, cr, o.threads));
   }
@@ -402,12 +482,55 @@ absl::StatusOr<PruneResult> PruneDecoder(ir::Model& m, const PruneOptions& o) {
     norms[name] = std::move(v);
   }
 
-  const int64_t h = g.hidden_size, d = g.head_dim;
+  // Scores of every (layer, kind) that loses groups or that the budget
+  // may prune.
+  std::vector<std::array<std::vector<double>, 2>> scores(num_layers);
   for (const LayerTensors& lt : g.layers) {
+    for (int k : {kMlp, kKv}) {
+      if (drop[lt.layer][k] == 0 && !free[lt.layer][k]) continue;
+      ASSIGN_OR_RETURN(scores[lt.layer][k], Scores(m, g, lt, kKinds[k], o, norms, captured));
+    }
+  }
+
+  if (budget) {
+    const bool bias = !g.layers.empty() && !g.layers[0].q_bias.empty();
+    const uint64_t target = BudgetCount(o.budget_params, result.params_before);
+    uint64_t fixed = 0;
+    std::vector<BudgetSlot> slots;
+    std::vector<std::pair<int64_t, int>> where;
+    for (int64_t l = 0; l < num_layers; ++l) {
+      for (int k : {kMlp, kKv}) {
+        const uint64_t gp = GroupParams(g, kKinds[k], bias);
+        fixed += gp * drop[l][k];
+        if (!free[l][k]) continue;
+        slots.push_back({l, kKinds[k], scores[l][k], gp});
+        where.push_back({l, k});
+      }
+    }
+    const uint64_t want =
+        result.params_before > target ? result.params_before - target : 0;
+    const uint64_t to_remove = want > fixed ? want - fixed : 0;
+    const std::vector<int64_t> chosen = ChooseBudgetDrops(slots, to_remove);
+    uint64_t removed = fixed;
+    for (size_t i = 0; i < slots.size(); ++i) {
+      drop[where[i].first][where[i].second] = chosen[i];
+      removed += slots[i].group_params * chosen[i];
+    }
+    if (removed < want) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--prune-budget-params ", o.budget_params, ": the budget of ", target,
+          " parameters is below the ", result.params_before - removed,
+          " left when every prunable layer keeps one group of each kind (model: ",
+          result.params_before, " parameters)"));
+    }
+  }
+
+  for (const LayerTensors& lt : g.layers) {
+    LayerStats& st = result.layers[lt.layer];
+    const int64_t drop_mlp = drop[lt.layer][kMlp], drop_kv = drop[lt.layer][kKv];
     if (drop_mlp > 0) {
-      ASSIGN_OR_RETURN(std::vector<double> score,
-                       GroupImportance(m, g, lt.layer, GroupKind::kMlpChannel, o.criterion, norms));
-      const std::vector<int64_t> keep = TopIndices(score, g.intermediate_size - drop_mlp);
+      const std::vector<int64_t> keep =
+          TopIndices(scores[lt.layer][kMlp], g.intermediate_size - drop_mlp);
       const int64_t k = static_cast<int64_t>(keep.size()), ff = g.intermediate_size;
       ASSIGN_OR_RETURN(std::vector<float> gate, ToF32(*m.graph.FindInitializer(lt.gate)));
       ASSIGN_OR_RETURN(std::vector<float> up, ToF32(*m.graph.FindInitializer(lt.up)));
@@ -415,20 +538,25 @@ absl::StatusOr<PruneResult> PruneDecoder(ir::Model& m, const PruneOptions& o) {
       std::vector<float> down_kept = o.refit ? RefitColumns(down, h, ff, captured.at(lt.down).xtx,
                                                             keep, o.damp)
                                              : KeepCols(down, h, ff, keep);
+      for (const std::string* name : {&lt.gate, &lt.up, &lt.down}) {
+        CountRemoved(m, *name, k * h, st);
+      }
       RETURN_IF_ERROR(Replace(m, lt.gate, KeepRows(gate, h, keep), {k, h}));
       RETURN_IF_ERROR(Replace(m, lt.up, KeepRows(up, h, keep), {k, h}));
       RETURN_IF_ERROR(Replace(m, lt.down, down_kept, {h, k}));
+      st.mlp_kept = k;
+      result.removed_mlp += drop_mlp;
     }
     if (drop_kv > 0) {
-      ASSIGN_OR_RETURN(std::vector<double> score,
-                       GroupImportance(m, g, lt.layer, GroupKind::kKvHead, o.criterion, norms));
-      const std::vector<int64_t> keep = TopIndices(score, g.num_kv_heads - drop_kv);
+      const std::vector<int64_t> keep =
+          TopIndices(scores[lt.layer][kKv], g.num_kv_heads - drop_kv);
       const std::vector<int64_t> q_rows = Expand(keep, r * d), kv_rows = Expand(keep, d);
       const int64_t qd = static_cast<int64_t>(q_rows.size()),
                     kvd = static_cast<int64_t>(kv_rows.size());
       for (const std::string* name : {&lt.q, &lt.k, &lt.v}) {
         ASSIGN_OR_RETURN(std::vector<float> w, ToF32(*m.graph.FindInitializer(*name)));
         const bool is_q = name == &lt.q;
+        CountRemoved(m, *name, (is_q ? qd : kvd) * h, st);
         RETURN_IF_ERROR(Replace(m, *name, KeepRows(w, h, is_q ? q_rows : kv_rows),
                                 {is_q ? qd : kvd, h}));
       }
@@ -436,6 +564,7 @@ absl::StatusOr<PruneResult> PruneDecoder(ir::Model& m, const PruneOptions& o) {
         if (name->empty()) continue;
         ASSIGN_OR_RETURN(std::vector<float> b, ToF32(*m.graph.FindInitializer(*name)));
         const bool is_q = name == &lt.q_bias;
+        CountRemoved(m, *name, is_q ? qd : kvd, st);
         RETURN_IF_ERROR(Replace(m, *name, KeepRows(b, 1, is_q ? q_rows : kv_rows),
                                 {is_q ? qd : kvd}));
       }
@@ -444,15 +573,37 @@ absl::StatusOr<PruneResult> PruneDecoder(ir::Model& m, const PruneOptions& o) {
       std::vector<float> o_kept = o.refit ? RefitColumns(ow, h, on, captured.at(lt.o).xtx,
                                                          q_rows, o.damp)
                                           : KeepCols(ow, h, on, q_rows);
+      CountRemoved(m, lt.o, h * qd, st);
       RETURN_IF_ERROR(Replace(m, lt.o, o_kept, {h, qd}));
+      st.kv_heads_kept = static_cast<int64_t>(keep.size());
+      st.heads_kept = st.kv_heads_kept * r;
+      result.removed_kv += drop_kv;
     }
+    result.bytes_removed += st.bytes_removed;
+  }
+  if (result.removed_mlp == 0 && result.removed_kv == 0) {
+    return result;  // a budget the model already meets: nothing removed
   }
 
-  // Architecture and config.json: one value per field for every layer.
+  // Architecture and config.json: one value per field when every layer
+  // agrees; otherwise the largest value plus per-layer lists
+  // (converter/llama/layer_sizes.h), which stock HF transformers cannot load.
   ir::ArchitectureInfo& a = *m.architecture;
-  a.intermediate_size = g.intermediate_size - drop_mlp;
-  a.num_kv_heads = g.num_kv_heads - drop_kv;
-  a.num_heads = a.num_kv_heads * r;
+  int64_t max_ff = 0, max_kv = 0;
+  nlohmann::json ff_list = nlohmann::json::array(), kv_list = nlohmann::json::array(),
+                 heads_list = nlohmann::json::array();
+  for (const LayerStats& st : result.layers) {
+    max_ff = std::max(max_ff, st.mlp_kept);
+    max_kv = std::max(max_kv, st.kv_heads_kept);
+    result.per_layer_config |= st.mlp_kept != result.layers[0].mlp_kept ||
+                               st.kv_heads_kept != result.layers[0].kv_heads_kept;
+    ff_list.push_back(st.mlp_kept);
+    kv_list.push_back(st.kv_heads_kept);
+    heads_list.push_back(st.heads_kept);
+  }
+  a.intermediate_size = max_ff;
+  a.num_kv_heads = max_kv;
+  a.num_heads = max_kv * r;
   a.head_dim = d;
   nlohmann::json cfg = nlohmann::json::parse(a.config_json, nullptr, /*allow_exceptions=*/false);
   if (cfg.is_discarded() || !cfg.is_object()) {
@@ -465,22 +616,21 @@ absl::StatusOr<PruneResult> PruneDecoder(ir::Model& m, const PruneOptions& o) {
   // HF derives head_dim from hidden_size / num_attention_heads when the
   // field is absent, which would be wrong once heads are removed.
   cfg["head_dim"] = d;
-  a.config_json = cfg.dump(2) + "\n";
-  ASSIGN_OR_RETURN(std::string config_path, WriteConfig(a.config_json, o.config_dir,
-                                                                &result.created_dir));
-  result.config_path = config_path;
-  bool replaced = false;
-  for (std::string& f : m.carried_files) {
-    if (f.size() >= 11 && f.compare(f.size() - 11, 11, "config.json") == 0 &&
-        (f.size() == 11 || f[f.size() - 12] == '/')) {
-      f = config_path;
-      replaced = true;
-    }
+  if (result.per_layer_config) {
+    cfg[llama::kIntermediateSizePerLayer] = ff_list;
+    cfg[llama::kNumKeyValueHeadsPerLayer] = kv_list;
+    cfg[llama::kNumAttentionHeadsPerLayer] = heads_list;
+    result.warnings.push_back(
+        "prune: layers keep different sizes, so config.json holds per-layer lists (" +
+        std::string(llama::kIntermediateSizePerLayer) + ", " +
+        llama::kNumKeyValueHeadsPerLayer + ", " + llama::kNumAttentionHeadsPerLayer +
+        "): slimpack builds and evaluates it, stock Hugging Face transformers cannot load it");
   }
-  if (!replaced) m.carried_files.push_back(config_path);
+  a.config_json = cfg.dump(2) + "\n";
+  // Replaces the carried config.json in the artifact (or adds one).
+  m.carried_overrides["config.json"] = a.config_json;
 
   result.changed = true;
-  fill_layers(a.intermediate_size, a.num_kv_heads);
   result.params_after = CountParams(m);
   return result;
 }

@@ -1,9 +1,9 @@
 // Structured pruning of a Hugging Face Llama-family decoder checkpoint:
 // MLP intermediate channels and whole KV-head groups (passes/prune_groups.h),
-// scored by a documented criterion, removed in equal numbers from every
-// layer (so config.json keeps a single intermediate_size /
-// num_key_value_heads / num_attention_heads), with an optional
-// least-squares refit of down_proj / o_proj on calibration data.
+// scored by a documented criterion, removed per layer by a global ratio,
+// per-layer rules (passes/prune_rules.h) or a parameter budget
+// (passes/prune_budget.h), with an optional least-squares refit of
+// down_proj / o_proj on calibration data.
 //
 // Criteria (per group, deterministic; ties keep the lower index):
 //   l1          sum |w| over every member row/column of the group
@@ -13,6 +13,9 @@
 //               belongs to (gate/up/q/k/v: the normed hidden state;
 //               down: the SwiGLU activation of channel c; o: the attention
 //               output feature)
+//   loss        calibration output error of the consumer (down_proj /
+//               o_proj) when the group alone is removed, no refit
+//               (passes/prune_loss.h)
 // Refit: with X the calibration input of down_proj (o_proj) and S the kept
 // input features, W_S' = argmin ||X W^T - X_S W_S'^T||^2
 //       = W (X^T X)[:, S] ((X^T X)[S, S] + damp I)^-1,
@@ -31,53 +34,63 @@
 #include "converter/ir/graph.h"
 #include "nlohmann/json.hpp"
 #include "passes/prune_groups.h"
+#include "passes/prune_rules.h"
 
 namespace slimpack::prune {
 
-enum class Criterion { kL1, kL2, kActivation };
-enum class Target { kMlp, kHeads, kBoth };
+enum class Criterion { kL1, kL2, kActivation, kLoss };
 
-absl::StatusOr<Criterion> ParseCriterion(std::string_view s);  // l1|l2|activation
-absl::StatusOr<Target> ParseTarget(std::string_view s);        // mlp|heads|both
+absl::StatusOr<Criterion> ParseCriterion(std::string_view s);  // l1|l2|activation|loss
 std::string_view CriterionName(Criterion c);
-std::string_view TargetName(Target t);
 
+// How many groups each layer loses, per kind (MLP channels, KV-head
+// groups): the first matching rule of `rules` decides; layers and kinds no
+// rule covers follow `ratio` and `target`, or, with `budget_params`, the
+// global budget selection.
 struct PruneOptions {
   double ratio = 0;  // fraction of MLP channels / KV heads removed per layer
   Criterion criterion = Criterion::kL2;
   Target target = Target::kBoth;
   bool refit = false;
-  std::vector<std::string> calib_paths;  // needed by activation and refit
+  std::vector<PruneRule> rules;
+  // 0: no budget. In (0, 1): the fraction of the model's parameters kept;
+  // >= 1: the parameter count the pruned model may hold at most.
+  double budget_params = 0;
+  std::vector<std::string> calib_paths;  // needed by activation, loss, refit
   int64_t calib_samples = 16;            // calibration runs
   double damp = 0.01;  // refit ridge, fraction of mean diag(X^T X)
   int threads = 1;
-  // Directory for the rewritten config.json the artifact carries (a fresh
-  // directory under the system temp dir when empty).
-  std::string config_dir;
+  bool active() const { return ratio > 0 || !rules.empty() || budget_params > 0; }
 };
 
 struct LayerStats {
   int64_t layer = 0;
   int64_t mlp_kept = 0, kv_heads_kept = 0, heads_kept = 0;
+  int64_t mlp_total = 0, kv_heads_total = 0, heads_total = 0;  // before pruning
+  uint64_t params_removed = 0;
+  // Bytes the removed parameters occupied in the input checkpoint (their
+  // source dtype; sliced tensors are stored f32 afterwards).
+  uint64_t bytes_removed = 0;
 };
 
 struct PruneResult {
   bool changed = false;
-  int64_t removed_mlp_per_layer = 0, removed_kv_per_layer = 0;
   std::vector<LayerStats> layers;
-  uint64_t params_before = 0, params_after = 0;
+  int64_t removed_mlp = 0, removed_kv = 0;  // summed over layers
+  uint64_t params_before = 0, params_after = 0, bytes_removed = 0;
+  // config.json holds per-layer lists (sizes differ between layers).
+  bool per_layer_config = false;
   std::vector<std::string> unprunable;
-  // The rewritten config.json now in checkpoint.carried_files, and the
-  // directory created for it ("" when options.config_dir was given): the
-  // caller removes it once the artifact is written.
-  std::string config_path, created_dir;
+  std::vector<std::string> warnings;  // e.g. stock HF cannot load the result
   nlohmann::json ToJson() const;  // stats of the producer.passes record
 };
 
 nlohmann::json PruneOptionsToJson(const PruneOptions& o);
-// The recipe's "prune" object (PruneOptionsToJson's keys, all optional but
-// "ratio"), strictly: InvalidArgument naming `file`, the key and the value
-// for an unknown key, a wrong type or a value out of range.
+// The recipe's "prune" object (PruneOptionsToJson's keys: "ratio",
+// "rules" or "budget_params" required, "ratio" and "budget_params" not
+// together), strictly: InvalidArgument naming `file`, the key (rules by
+// index) and the value for an unknown key, a wrong type or a value out of
+// range.
 absl::StatusOr<PruneOptions> ParsePruneJson(const nlohmann::json& j, const std::string& file);
 
 // Weight name -> sqrt(mean x_j^2) of that linear layer's input features.
@@ -104,8 +117,11 @@ double OutputError(const std::vector<float>& w, int64_t rows, int64_t n,
                    const std::vector<float>& w_kept);
 
 // Prunes `checkpoint` (an ImportSafetensors model: HF tensors, no graph
-// nodes) in place. ratio 0 changes nothing. InvalidArgument for a ratio
-// outside [0, 1); FailedPrecondition naming --calib when the criterion or
+// nodes) in place and puts the rewritten config.json into
+// checkpoint.carried_overrides (no file is written). Options that remove
+// nothing (ratio 0, rules of ratio 0) change nothing. InvalidArgument for a
+// ratio outside [0, 1), a budget below what one group per layer needs or
+// with a ratio; FailedPrecondition naming --calib when the criterion or
 // refit needs calibration data and none is given.
 absl::StatusOr<PruneResult> PruneDecoder(ir::Model& checkpoint, const PruneOptions& options);
 

@@ -215,6 +215,24 @@ std::string Td(double v, const char* fmt = "%.4g") {
   return "<td data-v=\"" + Key(v) + "\">" + F(v, fmt) + "</td>";
 }
 
+// Per-layer kept ratios and what pruning removed (from the prune record).
+std::string PruningHtml(const PruningSummary& p) {
+  std::string h = "<h2>Pruning</h2><p>" + Esc(p.criterion) + ", " + Esc(p.target) +
+                  (p.refit ? ", refit" : "") + ": " + std::to_string(p.params_before) + " &rarr; " +
+                  std::to_string(p.params_after) + " parameters (" +
+                  std::to_string(p.params_before - std::min(p.params_before, p.params_after)) +
+                  " and " + std::to_string(p.bytes_removed) +
+                  " bytes removed)</p><table id=\"pruning\"><thead><tr><th>layer</th>"
+                  "<th>MLP kept</th><th>heads kept</th><th>parameters removed</th>"
+                  "<th>bytes removed</th></tr></thead><tbody>\n";
+  for (const PrunedLayer& l : p.layers) {
+    h += "<tr>" + Td(static_cast<double>(l.layer), "%.0f") + Td(l.MlpKeptRatio(), "%.3f") +
+         Td(l.HeadsKeptRatio(), "%.3f") + Td(static_cast<double>(l.params_removed), "%.0f") +
+         Td(static_cast<double>(l.bytes_removed), "%.0f") + "</tr>\n";
+  }
+  return h + "</tbody></table>\n";
+}
+
 }  // namespace
 
 std::string RenderHtml(const Report& r) {
@@ -281,6 +299,7 @@ std::string RenderHtml(const Report& r) {
                                     nlohmann::ordered_json::error_handler_t::replace)) +
          "</pre>\n";
   }
+  if (r.pruning) h += PruningHtml(*r.pruning);
   h += "<h2>Layers</h2><p class=\"muted\">Click a column to sort.</p><table id=\"layers\"><thead>"
        "<tr><th>layer</th><th>depth</th><th>op</th><th>SQNR dB</th><th>quant-only SQNR dB</th>"
        "<th>cosine</th><th>rel L2</th><th>max abs</th><th>weight SQNR dB</th><th>bits/weight</th>"

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -71,6 +72,34 @@ absl::Status WriteFile(const std::string& path, const std::string& text) {
     return absl::InvalidArgumentError(path + ": rename failed (" + std::strerror(errno) + ")");
   }
   return absl::OkStatus();
+}
+
+// The candidate's pruning (docs/report-schema.md "pruning"); null if none.
+Json PruningJson(const Report& r) {
+  if (!r.pruning) return nullptr;
+  const PruningSummary& p = *r.pruning;
+  Json layers = Json::array();
+  for (const PrunedLayer& l : p.layers) {
+    layers.push_back(Json{{"layer", l.layer},
+                          {"mlp_kept_ratio", Num(l.MlpKeptRatio())},
+                          {"heads_kept_ratio", Num(l.HeadsKeptRatio())},
+                          {"intermediate_kept", l.mlp_kept},
+                          {"intermediate_size", l.mlp_total},
+                          {"heads_kept", l.heads_kept},
+                          {"num_attention_heads", l.heads_total},
+                          {"kv_heads_kept", l.kv_heads_kept},
+                          {"num_key_value_heads", l.kv_heads_total},
+                          {"parameters_removed", l.params_removed},
+                          {"bytes_removed", l.bytes_removed}});
+  }
+  return Json{{"criterion", p.criterion},
+              {"target", p.target},
+              {"refit", p.refit},
+              {"parameters_before", p.params_before},
+              {"parameters_after", p.params_after},
+              {"parameters_removed", p.params_before - std::min(p.params_before, p.params_after)},
+              {"bytes_removed", p.bytes_removed},
+              {"layers", std::move(layers)}};
 }
 
 }  // namespace
@@ -195,6 +224,7 @@ Json ReportToJson(const Report& r) {
   } else {
     j["fallback"] = nullptr;
   }
+  j["pruning"] = PruningJson(r);
   j["unmatched_layers"] = r.unmatched_layers;
   j["notes"] = r.notes;
   if (r.gate.empty()) {

@@ -36,6 +36,24 @@ std::vector<const LayerReport*> WorstLayers(const Report& r) {
   return v;
 }
 
+// Per-layer kept ratios and what pruning removed (from the prune record).
+std::string PruningMarkdown(const PruningSummary& p) {
+  std::string md = "\n## Pruning (" + p.criterion + ", " + p.target +
+                   (p.refit ? ", refit" : "") + ")\n\n" + std::to_string(p.params_before) +
+                   " → " + std::to_string(p.params_after) + " parameters (" +
+                   std::to_string(p.params_before - std::min(p.params_before, p.params_after)) +
+                   " and " + std::to_string(p.bytes_removed) + " bytes removed)\n\n"
+                   "| layer | MLP kept | heads kept | parameters removed | bytes removed |\n"
+                   "|---|---|---|---|---|\n";
+  for (const PrunedLayer& l : p.layers) {
+    md += "| " + std::to_string(l.layer) + " | " + F(100 * l.MlpKeptRatio(), "%.1f") + "% (" +
+          std::to_string(l.mlp_kept) + ") | " + F(100 * l.HeadsKeptRatio(), "%.1f") + "% (" +
+          std::to_string(l.heads_kept) + ") | " + std::to_string(l.params_removed) + " | " +
+          std::to_string(l.bytes_removed) + " |\n";
+  }
+  return md;
+}
+
 }  // namespace
 
 std::string RenderMarkdown(const Report& r) {
@@ -67,6 +85,7 @@ std::string RenderMarkdown(const Report& r) {
             F(100 * e.classes.AccuracyDelta(), "%+.2f") + " pts) |\n";
     }
   }
+  if (r.pruning) md += PruningMarkdown(*r.pruning);
   md +=
       "\n## Worst layers (by error introduced: quant-only SQNR)\n\n"
       "| layer | op | quant-only SQNR | SQNR | cosine | sensitivity rank |\n"

@@ -18,6 +18,7 @@
 #include "calibration/kernel_registry.h"
 #include "calibration/observers/calibration_table.h"
 #include "calibration/report/metrics.h"
+#include "calibration/report/pruning.h"
 #include "converter/ir/graph.h"
 
 namespace slimpack::report {
@@ -113,6 +114,9 @@ struct Report {
   std::vector<std::string> unmatched_layers;  // candidate layers not found in the reference
   std::vector<std::string> notes;             // debugging checklist findings
   std::vector<GateRuleResult> gate;           // empty when no --gate
+  // Structured pruning of the candidate (its artifact's prune record);
+  // filled by the caller (ReadCandidatePruning), not by BuildReport.
+  std::optional<PruningSummary> pruning;
   bool gate_passed() const;
 };
 

@@ -17,6 +17,7 @@
 #include "converter/ir/quant.h"
 #include "converter/llama/config_checks.h"
 #include "converter/llama/graph_emitter.h"
+#include "converter/llama/layer_sizes.h"
 #include "support/status_macros.h"
 
 namespace slimpack::llama {
@@ -32,6 +33,7 @@ class DecoderBuilder {
       : ckpt_(checkpoint), arch_(*checkpoint.architecture), g_(out.graph), e_(out.graph) {}
 
   absl::Status Build() {
+    ASSIGN_OR_RETURN(sizes_, ReadLayerSizes(arch_, ckpt_.source_path));
     const int64_t hidden = arch_.hidden_size, vocab = arch_.vocab_size;
     g_.name = arch_.model_type + "_decoder";
     g_.inputs.push_back({kInputIds, ir::DType::kI64,
@@ -105,12 +107,12 @@ class DecoderBuilder {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     e_.SetScope(p + "input_layernorm");
     ASSIGN_OR_RETURN(std::string h, RmsNorm(x, p + "input_layernorm.weight"));
-    ASSIGN_OR_RETURN(std::string attn, Attention(p + "self_attn.", h));
+    ASSIGN_OR_RETURN(std::string attn, Attention(p + "self_attn.", h, sizes_[l]));
     e_.SetScope(p + "self_attn");
     const std::string x1 = e_.Op("Add", {x, attn});
     e_.SetScope(p + "post_attention_layernorm");
     ASSIGN_OR_RETURN(h, RmsNorm(x1, p + "post_attention_layernorm.weight"));
-    ASSIGN_OR_RETURN(std::string mlp, Mlp(p + "mlp.", h));
+    ASSIGN_OR_RETURN(std::string mlp, Mlp(p + "mlp.", h, sizes_[l].intermediate_size));
     e_.SetScope(p + "mlp");
     return e_.Op("Add", {x1, mlp});
   }
@@ -161,9 +163,17 @@ class DecoderBuilder {
                  {{"perm", Attribute::Ints({0, 2, 1, 3})}});
   }
 
-  absl::StatusOr<std::string> Attention(const std::string& p, const std::string& h) {
+  // Constant name `base`, suffixed with the head counts when a pruned layer
+  // differs from config.json's single values (constants are shared by name).
+  std::string Keyed(const std::string& base, int64_t nh, int64_t nkv) const {
+    if (nh == arch_.num_heads && nkv == arch_.num_kv_heads) return base;
+    return base + "_h" + std::to_string(nh) + "_kv" + std::to_string(nkv);
+  }
+
+  absl::StatusOr<std::string> Attention(const std::string& p, const std::string& h,
+                                        const LayerSizes& sizes) {
     const int64_t hid = arch_.hidden_size, d = arch_.head_dim;
-    const int64_t nh = arch_.num_heads, nkv = arch_.num_kv_heads;
+    const int64_t nh = sizes.num_heads, nkv = sizes.num_kv_heads;
     const bool qwen2 = arch_.model_type == "qwen2";
     auto has_bias = [&](const char* m) {
       return qwen2 || ckpt_.graph.FindInitializer(p + m + ".bias") != nullptr;
@@ -175,24 +185,24 @@ class DecoderBuilder {
     ASSIGN_OR_RETURN(std::string v, Linear(p + "v_proj", h, nkv * d, hid, has_bias("v_proj")));
     v = SplitHeads(v, nkv);
     e_.SetScope(p.substr(0, p.size() - 1));
-    const std::string grouped = e_.ConstI64("kv_groups", {4}, {0, nkv, -1, d});
-    const std::string by_head = e_.ConstI64("heads_rows", {4}, {0, nh, -1, 0});
-    const std::string kv_rows = e_.ConstI64("kv_rows", {4}, {0, nkv, -1, 0});
+    const std::string grouped = e_.ConstI64(Keyed("kv_groups", nh, nkv), {4}, {0, nkv, -1, d});
+    const std::string by_head = e_.ConstI64(Keyed("heads_rows", nh, nkv), {4}, {0, nh, -1, 0});
+    const std::string kv_rows = e_.ConstI64(Keyed("kv_rows", nh, nkv), {4}, {0, nkv, -1, 0});
     const std::string kt = e_.Op("Transpose", {k}, {{"perm", Attribute::Ints({0, 1, 3, 2})}});
     std::string s = e_.Op("MatMul", {e_.Op("Reshape", {q, grouped}), kt});
     s = e_.Op("Div", {s, e_.ConstF32("sqrt_head_dim", {}, {static_cast<float>(std::sqrt(static_cast<double>(d)))})});
     s = e_.Op("Add", {e_.Op("Reshape", {s, by_head}), mask_});
     s = e_.Op("Softmax", {s}, {{"axis", Attribute::Int(-1)}});
     std::string o = e_.Op("MatMul", {e_.Op("Reshape", {s, kv_rows}), v});
-    o = e_.Op("Reshape", {o, e_.ConstI64("heads_dim", {4}, {0, nh, -1, d})});
+    o = e_.Op("Reshape", {o, e_.ConstI64(Keyed("heads_dim", nh, nkv), {4}, {0, nh, -1, d})});
     o = e_.Op("Transpose", {o}, {{"perm", Attribute::Ints({0, 2, 1, 3})}});
-    o = e_.Op("Reshape", {o, e_.ConstI64("rows_by_qdim", {2}, {-1, nh * d})});
+    o = e_.Op("Reshape", {o, e_.ConstI64(Keyed("rows_by_qdim", nh, nkv), {2}, {-1, nh * d})});
     return Linear(p + "o_proj", o, hid, nh * d, false);
   }
 
   // down(silu(gate(x)) * up(x)).
-  absl::StatusOr<std::string> Mlp(const std::string& p, const std::string& h) {
-    const int64_t hid = arch_.hidden_size, inter = arch_.intermediate_size;
+  absl::StatusOr<std::string> Mlp(const std::string& p, const std::string& h, int64_t inter) {
+    const int64_t hid = arch_.hidden_size;
     ASSIGN_OR_RETURN(std::string gate, Linear(p + "gate_proj", h, inter, hid, false));
     const std::string silu = e_.Op("Mul", {gate, e_.Op("Sigmoid", {gate})});
     ASSIGN_OR_RETURN(std::string up, Linear(p + "up_proj", h, inter, hid, false));
@@ -250,6 +260,7 @@ class DecoderBuilder {
   ir::Graph& g_;
   GraphEmitter e_;
   std::string batch_seq_, cos_, sin_, mask_;
+  std::vector<LayerSizes> sizes_;  // per layer (pruned checkpoints differ)
 };
 
 absl::Status CheckArchitecture(const ir::Model& m) {
@@ -295,6 +306,7 @@ absl::StatusOr<ir::Model> BuildDecoderGraph(const ir::Model& checkpoint) {
   out.architecture = checkpoint.architecture;
   out.input_files = checkpoint.input_files;
   out.carried_files = checkpoint.carried_files;
+  out.carried_overrides = checkpoint.carried_overrides;
   out.metadata_props = checkpoint.metadata_props;
   out.warnings = checkpoint.warnings;
   RETURN_IF_ERROR(CheckUnsupportedOptions(checkpoint, out.warnings));

@@ -26,7 +26,8 @@ std::vector<std::string> SupportedModelTypes();
 //   (positions 0..seq-1), causal mask, 1/sqrt(head_dim) -> residual ->
 //   RMSNorm -> SwiGLU MLP -> residual] -> RMSNorm -> lm_head
 // (the embedding matrix when tie_word_embeddings). Qwen2's q/k/v biases are
-// used when present. Linear layers are Gemm(x, W, b, transB=1) on the
+// used when present. Layers pruned to different widths take their sizes
+// from config.json's per-layer lists (converter/llama/layer_sizes.h). Linear layers are Gemm(x, W, b, transB=1) on the
 // [out, in] HF weight, so each weight initializer is the checkpoint's
 // tensor (same bytes; views stay views). Every node's provenance names the
 // HF module it implements ("model.layers.3.self_attn.q_proj").

@@ -14,20 +14,8 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 OUT="$TMP/out.txt"
 fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-expect() {
-  local want="$1" what="$2"
-  shift 3
-  "$SLIMPACK" "$@" >"$OUT" 2>&1
-  local got=$?
-  if [ "$got" -ne "$want" ]; then
-    bad "$what: slimpack $* exited $got, expected $want"
-    cat "$OUT"
-  else
-    echo "ok: $what (exit $got)"
-  fi
-}
-says() { grep -qF -- "$1" "$OUT" || { bad "$2: output lacks '$1'"; cat "$OUT"; }; }
+# expect / says / bad: tests/testing/cli_lib.sh.
+source "$(dirname "${BASH_SOURCE[0]}")/../testing/cli_lib.sh"
 py() { /usr/bin/python3 -c "$@"; }
 
 expect 2 "ratio out of range" -- convert "$LLAMA" -o "$TMP/x" --prune 1.5
@@ -42,7 +30,7 @@ expect 2 "refit without calib" -- convert "$LLAMA" -o "$TMP/x" --prune 0.2 --pru
 says "--prune-refit" "names the flag"; says "--calib" "names --calib"
 expect 2 "criterion without ratio" -- convert "$LLAMA" -o "$TMP/x" --prune-criterion l2
 [ -e "$TMP/x" ] && bad "usage errors wrote $TMP/x"
-expect 1 "not a decoder checkpoint" -- convert "$ROOT/examples/digits-cnn/model.onnx" -o "$TMP/x" --prune 0.2
+expect 1 "not a decoder checkpoint" -- convert "$ROOT/examples/digits-cnn/eval.safetensors" -o "$TMP/x" --prune 0.2
 says "config.json" "says what pruning needs"
 [ -e "$TMP/x" ] && bad "a failed prune wrote $TMP/x"
 

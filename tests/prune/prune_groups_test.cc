@@ -103,13 +103,6 @@ TEST(PruneStructuredTest, BadRatioAndMissingCalibration) {
   EXPECT_THAT(r.status().message(), HasSubstr("--calib"));
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream f(path);
-  std::stringstream s;
-  s << f.rdbuf();
-  return s.str();
-}
-
 // Half the KV heads and 25 % of the MLP: the checkpoint verifies, builds,
 // runs, and config.json (the carried copy too) matches the tensors.
 TEST(PruneStructuredTest, PrunedModelVerifiesBuildsRunsWithConsistentConfig) {
@@ -118,12 +111,11 @@ TEST(PruneStructuredTest, PrunedModelVerifiesBuildsRunsWithConsistentConfig) {
   o.ratio = 0.25;
   o.criterion = Criterion::kL2;
   o.target = Target::kBoth;
-  o.config_dir = ::testing::TempDir();
   auto r = PruneDecoder(m, o);
   ASSERT_THAT(r, IsOk());
   EXPECT_TRUE(r->changed);
-  EXPECT_EQ(r->removed_mlp_per_layer, 86);  // round(0.25 * 344)
-  EXPECT_EQ(r->removed_kv_per_layer, 1);    // round(0.25 * 2) = round(0.5)
+  EXPECT_EQ(r->removed_mlp, 4 * 86);  // round(0.25 * 344) per layer
+  EXPECT_EQ(r->removed_kv, 4 * 1);    // round(0.25 * 2) = round(0.5)
   EXPECT_LT(r->params_after, r->params_before);
   // Per layer: 3 * 128 * 86 MLP + (64 + 32 + 32 + 64) * 128 attention.
   EXPECT_EQ(r->params_before - r->params_after, 4u * (3 * 128 * 86 + 192 * 128));
@@ -134,19 +126,18 @@ TEST(PruneStructuredTest, PrunedModelVerifiesBuildsRunsWithConsistentConfig) {
             (std::vector<int64_t>{64, 128}));
   EXPECT_EQ(m.graph.FindInitializer("model.layers.2.mlp.down_proj.weight")->dims,
             (std::vector<int64_t>{128, 258}));
-  // The carried config.json is the rewritten one; other fields kept.
-  std::string carried;
-  for (const std::string& f : m.carried_files)
-    if (f.size() >= 11 && f.substr(f.size() - 11) == "config.json") carried = f;
-  ASSERT_FALSE(carried.empty());
-  auto cfg = nlohmann::json::parse(ReadFile(carried));
+  // The carried config.json is overridden in memory by the rewritten one;
+  // other fields kept.
+  ASSERT_EQ(m.carried_overrides.count("config.json"), 1u);
+  const std::string carried = m.carried_overrides.at("config.json");
+  auto cfg = nlohmann::json::parse(carried);
   EXPECT_EQ(cfg["intermediate_size"], 258);
   EXPECT_EQ(cfg["num_attention_heads"], 2);
   EXPECT_EQ(cfg["num_key_value_heads"], 1);
   EXPECT_EQ(cfg["head_dim"], 32);
   EXPECT_EQ(cfg["hidden_size"], 128);
   EXPECT_EQ(cfg["vocab_size"], 258);
-  EXPECT_EQ(ReadFile(carried), m.architecture->config_json);
+  EXPECT_EQ(carried, m.architecture->config_json);
 
   auto built = llama::BuildDecoderGraph(m);
   ASSERT_THAT(built, IsOk());

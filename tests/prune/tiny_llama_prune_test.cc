@@ -1,7 +1,9 @@
 // Perplexity of the bundled trained LM after pruning 20 % of the MLP
 // channels of every layer, on the first 64 eval windows (seq 64): the
 // activation-aware (Wanda) criterion against weight magnitude, with the
-// least-squares refit of down_proj; and the refit against no refit.
+// least-squares refit of down_proj; the loss criterion (down_proj output
+// error of removing each channel) against magnitude; and the refit against
+// no refit.
 #include <cstdio>
 
 #include "calibration/eval/perplexity.h"
@@ -39,7 +41,6 @@ double PrunedPerplexity(Criterion c, bool refit) {
   o.calib_paths = {kDir + "/calib_tokens.npy"};
   o.calib_samples = 16;
   o.threads = 2;
-  o.config_dir = ::testing::TempDir();
   auto r = PruneDecoder(*m, o);
   EXPECT_THAT(r, IsOk());
   EXPECT_EQ(m->architecture->intermediate_size, 344 - 69);
@@ -57,14 +58,21 @@ TEST(TinyLlamaPruneTest, ActivationAwareAndRefitOrderings) {
   const double l2_refit = PrunedPerplexity(Criterion::kL2, true);
   const double act = PrunedPerplexity(Criterion::kActivation, false);
   const double act_refit = PrunedPerplexity(Criterion::kActivation, true);
-  std::printf("[ prune    ] fp32 %.6f | l2 %.6f l2+refit %.6f | activation %.6f activation+refit %.6f\n",
-              fp32, l2, l2_refit, act, act_refit);
+  const double loss = PrunedPerplexity(Criterion::kLoss, false);
+  const double loss_refit = PrunedPerplexity(Criterion::kLoss, true);
+  std::printf("[ prune    ] fp32 %.6f | l2 %.6f l2+refit %.6f | activation %.6f activation+refit %.6f"
+              " | loss %.6f loss+refit %.6f\n",
+              fp32, l2, l2_refit, act, act_refit, loss, loss_refit);
   // Removing 20 % of the MLP costs something on a trained model.
   EXPECT_GT(l2, fp32);
   EXPECT_LE(act, l2);
   EXPECT_LE(act_refit, l2_refit);
   EXPECT_LT(l2_refit, l2);
   EXPECT_LT(act_refit, act);
+  // The calibration loss proxy also beats magnitude, and the refit helps it.
+  EXPECT_LT(loss, l2);
+  EXPECT_LT(loss_refit, l2_refit);
+  EXPECT_LT(loss_refit, loss);
 }
 
 }  // namespace
