@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -23,6 +24,7 @@
 #include "passes/size_planner.h"
 #include "converter/float_convert.h"
 #include "converter/import.h"
+#include "converter/ir/sparse.h"
 #include "converter/recipe.h"
 #include "formats/shard/writer/artifact_writer.h"
 #include "formats/shard/writer/output_preflight.h"
@@ -227,10 +229,36 @@ int RunConvert(const ConvertOptions& options) {
           "'" + options.prune + "' is not a ratio in [0, 1) (e.g. 0.2 removes 20 %)"));
     }
     stages.prune.ratio = ratio;
-  } else if (!recipe.prune && (!options.prune_criterion.empty() ||
-                                !options.prune_target.empty() || options.prune_refit)) {
+    stages.prune.budget_params = 0;  // the command line's ratio replaces a recipe's budget
+  } else if (!recipe.prune && options.prune_rules.empty() &&
+             options.prune_budget_params.empty() &&
+             (!options.prune_criterion.empty() || !options.prune_target.empty() ||
+              options.prune_refit)) {
     return Usage("--prune-criterion/--prune-target/--prune-refit",
-                 absl::InvalidArgumentError("they refine --prune; pass --prune RATIO too"));
+                 absl::InvalidArgumentError(
+                     "they refine --prune; pass --prune RATIO, --prune-rules or "
+                     "--prune-budget-params too"));
+  }
+  if (!options.prune_rules.empty()) {
+    auto rules = prune::LoadPruneRulesFile(options.prune_rules);
+    if (!rules.ok()) return Fail(rules.status());
+    stages.prune.rules = *std::move(rules);
+  }
+  if (!options.prune_budget_params.empty()) {
+    double budget = 0;
+    if (!absl::SimpleAtod(options.prune_budget_params, &budget) || !(budget > 0) ||
+        (budget >= 1 && budget != std::floor(budget))) {
+      return Usage("--prune-budget-params", absl::InvalidArgumentError(
+          "'" + options.prune_budget_params + "' is neither a fraction of the parameters kept "
+          "in (0, 1) nor a parameter count (e.g. 0.8 or 600000)"));
+    }
+    if (!options.prune.empty()) {
+      return Usage("--prune-budget-params", absl::InvalidArgumentError(
+          "--prune and --prune-budget-params exclude each other (the budget chooses the "
+          "per-layer counts)"));
+    }
+    stages.prune.ratio = 0;
+    stages.prune.budget_params = budget;
   }
   if (!options.prune_criterion.empty()) {
     auto c = prune::ParseCriterion(options.prune_criterion);
@@ -244,11 +272,78 @@ int RunConvert(const ConvertOptions& options) {
   }
   if (options.prune_refit) stages.prune.refit = true;
   if (options.calib_samples > 0) stages.prune.calib_samples = options.calib_samples;
-  if (stages.prune.ratio > 0 && options.calib.empty() &&
-      (stages.prune.criterion == prune::Criterion::kActivation || stages.prune.refit)) {
-    return Usage(stages.prune.refit ? "--prune-refit" : "--prune-criterion activation",
+  if (stages.prune.active() && options.calib.empty() &&
+      (stages.prune.criterion == prune::Criterion::kActivation ||
+       stages.prune.criterion == prune::Criterion::kLoss || stages.prune.refit)) {
+    return Usage(stages.prune.refit ? std::string("--prune-refit")
+                                    : "--prune-criterion " +
+                                          std::string(prune::CriterionName(stages.prune.criterion)),
                  absl::InvalidArgumentError("needs calibration data: pass --calib FILES "
                                             "(e.g. token windows as .npy)"));
+  }
+  // Sparsity: the recipe's "sparsity" object, refined by the flags.
+  if (recipe.sparsity) {
+    auto sp = sparsify::ParseSparsifyJson(*recipe.sparsity, options.recipe_path);
+    if (!sp.ok()) return Fail(sp.status());
+    stages.sparsify = *sp;
+  }
+  if (!options.sparsity.empty() || !options.sparsity_pattern.empty()) {
+    if (!stages.sparsify) stages.sparsify = sparsify::SparsifyOptions{};
+    if (!options.sparsity_pattern.empty()) {
+      auto p = ir::ParseSparsityPattern(options.sparsity_pattern);
+      if (!p.ok()) return Usage("--sparsity-pattern", p.status());
+      stages.sparsify->pattern = *p;
+    }
+    const bool two_four = stages.sparsify->pattern == ir::SparsityPattern::k2of4;
+    if (!options.sparsity.empty()) {
+      double ratio = 0;
+      if (!absl::SimpleAtod(options.sparsity, &ratio) || !(ratio >= 0 && ratio < 1) ||
+          (two_four && ratio != 0.5)) {
+        return Usage("--sparsity", absl::InvalidArgumentError(
+            "'" + options.sparsity + "' is not " +
+            (two_four ? std::string("0.5 (the 2:4 pattern zeroes half of each group of 4)")
+                      : std::string("a ratio in [0, 1) (e.g. 0.5 zeroes half of each row)"))));
+      }
+      stages.sparsify->ratio = ratio;
+    } else if (two_four) {
+      stages.sparsify->ratio = 0.5;
+    } else if (!recipe.sparsity) {
+      return Usage("--sparsity-pattern", absl::InvalidArgumentError(
+          "the unstructured pattern needs a ratio: pass --sparsity RATIO"));
+    }
+  } else if (!options.sparsity_criterion.empty() && !recipe.sparsity) {
+    return Usage("--sparsity-criterion", absl::InvalidArgumentError(
+        "refines --sparsity; pass --sparsity RATIO or --sparsity-pattern 2:4 too"));
+  }
+  if (!options.sparsity_criterion.empty() && stages.sparsify) {
+    auto c = sparsify::ParseCriterion(options.sparsity_criterion);
+    if (!c.ok()) return Usage("--sparsity-criterion", c.status());
+    stages.sparsify->criterion = *c;
+  }
+  if (stages.sparsify) {
+    if (options.calib_samples > 0) stages.sparsify->calib_samples = options.calib_samples;
+    if (stages.sparsify->criterion == sparsify::Criterion::kWanda && options.calib.empty()) {
+      return Usage("--sparsity-criterion wanda", absl::InvalidArgumentError(
+          "needs calibration data: pass --calib FILES (e.g. token windows as .npy)"));
+    }
+    // Quantizers that would not keep the zeros exact.
+    if (stages.quant.w8a8) {
+      return Usage("--sparsity", absl::UnimplementedError(
+          "sparsity with --quant w8a8 is not supported (the integer rewrite drops the "
+          "sparsity records); use a weight-only scheme"));
+    }
+    if (stages.quant.active() && stages.quant.algorithm == quantize::Algorithm::kGptq) {
+      return Usage("--sparsity", absl::UnimplementedError(
+          "sparsity with --algo gptq is not supported: GPTQ's error feedback refills pruned "
+          "weights; use rtn, rtn-mse, imatrix or awq"));
+    }
+    if (stages.quant.active() && stages.quant.scheme && !stages.quant.scheme->symmetric) {
+      return Usage("--sparsity", absl::UnimplementedError(
+          "sparsity with an asymmetric scheme (" + stages.quant.scheme->Name() +
+          ") is not supported: only symmetric quantization keeps zeros exact "
+          "(q = 0 decodes to 0)"));
+    }
+    recipe.sparsity = sparsify::SparsifyOptionsToJson(*stages.sparsify);
   }
   stages.calib = options.calib;
   stages.threads = options.threads > 0 ? options.threads : 1;
@@ -291,7 +386,7 @@ int RunConvert(const ConvertOptions& options) {
     };
   }
   write.recipe = converter::RecipeToJson(recipe);
-  if (stages.prune.ratio > 0) write.recipe["prune"] = prune::PruneOptionsToJson(stages.prune);
+  if (stages.prune.active()) write.recipe["prune"] = prune::PruneOptionsToJson(stages.prune);
   write.passes = staged->records;
   if (printer.enabled()) {
     write.progress = [&printer](const shard_writer::WriteProgress& p) {
@@ -301,10 +396,6 @@ int RunConvert(const ConvertOptions& options) {
   write.fault_hook = FaultHookFromEnv();
   auto summary = shard_writer::WriteArtifact(*model, options.output, write);
   printer.Finish();
-  if (!staged->temp_dir.empty()) {
-    std::error_code ignored;  // a leftover temp file is not worth failing for
-    std::filesystem::remove_all(staged->temp_dir, ignored);
-  }
   if (!summary.ok()) return Fail(summary.status());
 
   const double seconds =

@@ -42,11 +42,20 @@ struct ConvertOptions {
   std::vector<std::string> report_data;
   std::string gate;
   // Structured pruning: ratio as typed ("" = off), criterion
-  // l1|l2|activation, target mlp|heads|both, least-squares refit.
+  // l1|l2|activation|loss, target mlp|heads|both, least-squares refit,
+  // per-layer rules file (passes/prune_rules.h), parameter budget as typed
+  // (fraction kept or count, "" = none).
+  // Weight sparsity (passes/sparsify.h): ratio as typed ("" = off; 2:4
+  // implies 0.5), pattern unstructured|2:4, criterion magnitude|wanda.
+  std::string sparsity;
+  std::string sparsity_pattern;
+  std::string sparsity_criterion;
   std::string prune;
   std::string prune_criterion;
   std::string prune_target;
   bool prune_refit = false;
+  std::string prune_rules;
+  std::string prune_budget_params;
 };
 
 // Returns a process exit code (exit_codes.h): 2 for a malformed flag value

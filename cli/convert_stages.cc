@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <iostream>
+#include <map>
 #include <optional>
 
 #include "calibration/datasets/dataset.h"
@@ -9,6 +10,7 @@
 #include "calibration/observers/calibrator.h"
 #include "passes/fused_kernels.h"
 #include "passes/pipeline.h"
+#include "passes/prune_onnx.h"
 #include "passes/quantize_static.h"
 #include "passes/quantize_weights.h"
 #include "support/status_macros.h"
@@ -48,23 +50,48 @@ absl::StatusOr<calibration::CalibrationTable> W8a8Table(const ir::Model& model,
 
 absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOptions& options) {
   StageResult result;
-  if (options.prune.ratio > 0) {
+  if (options.prune.active() && !model.graph.nodes.empty()) {
+    prune::PruneOptions po = options.prune;
+    po.calib_paths = options.calib;
+    po.threads = options.threads;
+    // An ONNX graph: channel groups of Conv/Gemm/MatMul (passes/prune_onnx.h).
+    auto pruned = prune::PruneGraph(model, po);
+    if (!pruned.ok()) return Annotate(pruned.status(), "prune");
+    result.records.push_back({{"name", "prune"},
+                              {"options", prune::PruneOptionsToJson(options.prune)},
+                              {"stats", pruned->ToJson()}});
+    int64_t prunable = 0;
+    for (const prune::GraphGroupStats& g : pruned->groups) prunable += g.prunable ? 1 : 0;
+    std::fprintf(stderr, "prune: %lld of %zu channel group(s) prunable, %llu -> %llu parameters\n",
+                 static_cast<long long>(prunable), pruned->groups.size(),
+                 static_cast<unsigned long long>(pruned->params_before),
+                 static_cast<unsigned long long>(pruned->params_after));
+    if (options.verbose) {
+      for (const std::string& u : pruned->unprunable) {
+        std::fprintf(stderr, "prune: unprunable: %s\n", u.c_str());
+      }
+      for (const prune::GraphGroupStats& g : pruned->groups) {
+        std::fprintf(stderr, "prune: group %s: %lld of %lld channels kept\n", g.name.c_str(),
+                     static_cast<long long>(g.kept), static_cast<long long>(g.channels));
+      }
+    }
+  } else if (options.prune.active()) {
     prune::PruneOptions po = options.prune;
     po.calib_paths = options.calib;
     po.threads = options.threads;
     auto pruned = prune::PruneDecoder(model, po);
     if (!pruned.ok()) return Annotate(pruned.status(), "prune");
-    result.temp_dir = pruned->created_dir;
     result.records.push_back({{"name", "prune"},
                               {"options", prune::PruneOptionsToJson(options.prune)},
                               {"stats", pruned->ToJson()}});
     std::fprintf(stderr,
-                 "prune: %lld MLP channel(s) and %lld KV head group(s) removed per layer, "
+                 "prune: %lld MLP channel(s) and %lld KV head group(s) removed over all layers, "
                  "%llu -> %llu parameters\n",
-                 static_cast<long long>(pruned->removed_mlp_per_layer),
-                 static_cast<long long>(pruned->removed_kv_per_layer),
+                 static_cast<long long>(pruned->removed_mlp),
+                 static_cast<long long>(pruned->removed_kv),
                  static_cast<unsigned long long>(pruned->params_before),
                  static_cast<unsigned long long>(pruned->params_after));
+    for (const std::string& w : pruned->warnings) std::fprintf(stderr, "warning: %s\n", w.c_str());
     if (options.verbose) {
       for (const std::string& u : pruned->unprunable) {
         std::fprintf(stderr, "prune: unprunable: %s\n", u.c_str());
@@ -101,6 +128,34 @@ absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOption
   }
   if (options.verbose) {
     for (const std::string& line : ran.verbose_lines) std::fprintf(stderr, "%s\n", line.c_str());
+  }
+
+  // Sparsity records by weight name: the quantizer builds new tensors, so
+  // the records are put back on them afterwards.
+  std::map<std::string, ir::SparsityInfo> sparsity_records;
+  // Sparsity: after pruning and the graph passes, before quantization
+  // (symmetric quantization maps the zeros to exact zeros).
+  if (options.sparsify) {
+    sparsify::SparsifyOptions so = *options.sparsify;
+    so.calib_paths = options.calib;
+    so.threads = options.threads;
+    auto sparse = sparsify::SparsifyWeights(model, so);
+    if (!sparse.ok()) return Annotate(sparse.status(), "sparsify");
+    for (const ir::Tensor& t : model.graph.initializers()) {
+      if (t.sparsity.sparse()) sparsity_records[t.name] = t.sparsity;
+    }
+    for (const std::string& s : sparse->skipped) {
+      std::fprintf(stderr, "sparsify: left dense: %s\n", s.c_str());
+    }
+    result.records.push_back({{"name", "sparsify"},
+                              {"options", sparsify::SparsifyOptionsToJson(*options.sparsify)},
+                              {"stats", sparse->ToJson()}});
+    std::fprintf(stderr, "sparsify: %zu tensors, %llu of %llu weights zero (%.1f %%)\n",
+                 sparse->tensors.size(), static_cast<unsigned long long>(sparse->zeros),
+                 static_cast<unsigned long long>(sparse->numel),
+                 sparse->numel ? 100.0 * static_cast<double>(sparse->zeros) /
+                                     static_cast<double>(sparse->numel)
+                               : 0.0);
   }
 
   if (options.quant.w8a8) {
@@ -147,6 +202,9 @@ absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOption
     std::fprintf(stderr, "quantize: %zu tensors, %llu -> %llu bytes\n", done->tensors.size(),
                  static_cast<unsigned long long>(done->bytes_before),
                  static_cast<unsigned long long>(done->bytes_after));
+  }
+  for (const auto& [name, info] : sparsity_records) {
+    if (ir::Tensor* t = model.graph.FindMutableInitializer(name)) t->sparsity = info;
   }
   return result;
 }

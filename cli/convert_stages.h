@@ -14,6 +14,7 @@
 #include "nlohmann/json.hpp"
 #include "passes/prune_structured.h"
 #include "passes/quant_rules.h"
+#include "passes/sparsify.h"
 
 namespace slimpack::cli {
 
@@ -26,6 +27,10 @@ struct StageOptions {
   // Structured pruning (ratio 0: off); runs first, before passes and
   // quantization. Its calib_paths/threads are taken from `calib`/`threads`.
   prune::PruneOptions prune;
+  // Weight sparsity (active when `sparsify` is set); runs after pruning and
+  // the graph passes, before quantization. calib_paths/threads come from
+  // `calib`/`threads`.
+  std::optional<sparsify::SparsifyOptions> sparsify;
   quantize::QuantConfig quant;
   std::vector<std::string> calib;  // calibration files / directories
   int threads = 1;
@@ -35,9 +40,6 @@ struct StageOptions {
 struct StageResult {
   nlohmann::json records = nlohmann::json::array();  // producer.passes
   std::vector<std::string> passes_run;               // for the recipe
-  // Temporary directory holding the pruned config.json the artifact
-  // carries; the caller removes it after writing ("" = none).
-  std::string temp_dir;
 };
 
 // Errors name the stage ("pass fuse-gelu", "quantize") and pass through

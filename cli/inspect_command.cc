@@ -197,6 +197,7 @@ const char* LayoutKindName(shard::LayoutKind k) {
     case shard::LayoutKind::kPlain: return "plain";
     case shard::LayoutKind::kInt8PerChannel: return "int8_per_channel";
     case shard::LayoutKind::kInt4GroupWise: return "int4_groupwise";
+    case shard::LayoutKind::kSparse2of4: return "sparse_2_4";
   }
   return "?";
 }
@@ -215,7 +216,10 @@ absl::StatusOr<std::vector<QuantRow>> QuantRows(const std::string& path) {
   if (!records.ok()) return records.status();
   std::vector<QuantRow> rows;
   for (const loader::TensorInfo& t : m.tensors) {
-    if (t.layout.kind == shard::LayoutKind::kPlain) continue;
+    if (t.layout.kind == shard::LayoutKind::kPlain ||
+        t.layout.kind == shard::LayoutKind::kSparse2of4) {
+      continue;
+    }
     QuantRow r;
     r.name = t.name;
     r.dtype = std::string(shard::DTypeName(t.dtype));
@@ -279,6 +283,72 @@ void PrintQuantRows(const std::vector<QuantRow>& rows) {
   }
 }
 
+// One tensor with a sparsity record (spec.md section 5, "Sparsity").
+struct SparseRow {
+  std::string name, dtype, pattern, criterion, storage;
+  double ratio = 0;
+  uint64_t zeros = 0, numel = 0;
+  uint64_t stored_bytes = 0;  // payload (+ 2:4 indices)
+  uint64_t dense_bytes = 0;   // numel elements of dtype
+};
+
+absl::StatusOr<std::vector<SparseRow>> SparseRows(const std::string& path) {
+  auto opened = loader::ToAbslStatusOr(loader::Artifact::Open(path));
+  if (!opened.ok()) return opened.status();
+  const loader::Manifest& m = (*opened)->manifest();
+  std::vector<SparseRow> rows;
+  for (const loader::TensorInfo& t : m.tensors) {
+    if (!t.sparsity.present) continue;
+    SparseRow r;
+    r.name = t.name;
+    r.dtype = std::string(shard::DTypeName(t.dtype));
+    r.pattern = t.sparsity.two_of_four ? "2:4" : "unstructured";
+    r.criterion = t.sparsity.criterion;
+    r.storage = t.sparsity.packed ? "sparse_2_4" : "dense";
+    r.ratio = t.sparsity.ratio;
+    r.zeros = t.sparsity.zeros;
+    r.numel = t.numel;
+    r.stored_bytes = t.nbytes;
+    if (t.layout.indices >= 0) r.stored_bytes += m.tensors[static_cast<size_t>(t.layout.indices)].nbytes;
+    r.dense_bytes = (t.numel * shard::DTypeBits(t.dtype) + 7) / 8;
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+ordered_json SparseRowsJson(const std::vector<SparseRow>& rows) {
+  ordered_json out = ordered_json::array();
+  for (const SparseRow& r : rows) {
+    out.push_back({{"name", r.name},           {"dtype", r.dtype},
+                   {"pattern", r.pattern},     {"criterion", r.criterion},
+                   {"ratio", r.ratio},         {"zeros", r.zeros},
+                   {"numel", r.numel},         {"storage", r.storage},
+                   {"stored_bytes", r.stored_bytes}, {"dense_bytes", r.dense_bytes}});
+  }
+  return out;
+}
+
+void PrintSparseRows(const std::vector<SparseRow>& rows) {
+  if (rows.empty()) return;
+  uint64_t zeros = 0, numel = 0, stored = 0, dense = 0;
+  for (const SparseRow& r : rows) {
+    zeros += r.zeros;
+    numel += r.numel;
+    stored += r.stored_bytes;
+    dense += r.dense_bytes;
+  }
+  std::printf("sparse tensors: %zu (%.2f %% zeros; %llu bytes stored, %llu dense)\n", rows.size(),
+              numel ? 100.0 * static_cast<double>(zeros) / static_cast<double>(numel) : 0.0,
+              static_cast<unsigned long long>(stored), static_cast<unsigned long long>(dense));
+  std::printf("  %-44s %-5s %-12s %-9s %7s %-10s %10s\n", "name", "dtype", "pattern", "criterion",
+              "zeros%", "storage", "bytes");
+  for (const SparseRow& r : rows) {
+    std::printf("  %-44s %-5s %-12s %-9s %7.2f %-10s %10llu\n", r.name.c_str(), r.dtype.c_str(),
+                r.pattern.c_str(), r.criterion.empty() ? "-" : r.criterion.c_str(),
+                100.0 * r.ratio, r.storage.c_str(), static_cast<unsigned long long>(r.stored_bytes));
+  }
+}
+
 // The artifact summary (cli/verify_command.cc) plus, when the artifact has
 // quantized tensors, one row per quantized tensor: dtype, layout, group,
 // algorithm, bits per weight including the scale / zero-point overhead.
@@ -292,6 +362,12 @@ int InspectArtifact(const std::string& path, bool json) {
       return kExitInputError;
     }
     PrintQuantRows(*rows);
+    auto sparse = SparseRows(path);
+    if (!sparse.ok()) {
+      std::fprintf(stderr, "slimpack inspect: %s\n", sparse.status().ToString().c_str());
+      return kExitInputError;
+    }
+    PrintSparseRows(*sparse);
     return kExitOk;
   }
   // The summary JSON is printed by RunInspectArtifact; capture it to add
@@ -310,6 +386,12 @@ int InspectArtifact(const std::string& path, bool json) {
     return kExitInputError;
   }
   j["quantized_tensors"] = QuantRowsJson(*rows);
+  auto sparse = SparseRows(path);
+  if (!sparse.ok()) {
+    std::fprintf(stderr, "slimpack inspect: %s\n", sparse.status().ToString().c_str());
+    return kExitInputError;
+  }
+  if (!sparse->empty()) j["sparse_tensors"] = SparseRowsJson(*sparse);
   std::cout << j.dump(2, ' ', false, ordered_json::error_handler_t::replace) << "\n";
   return kExitOk;
 }

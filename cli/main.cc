@@ -98,17 +98,34 @@ int main(int argc, char** argv) {
   convert_cmd->add_option("--calib-samples", convert.calib_samples,
                           "Calibration runs to use (default 64)")
       ->check(CLI::PositiveNumber);
+  convert_cmd->add_option("--sparsity", convert.sparsity,
+                          "Zero this fraction of each row of the linear weights (embeddings, "
+                          "lm_head and norms excluded); 2:4 implies 0.5");
+  convert_cmd->add_option("--sparsity-pattern", convert.sparsity_pattern,
+                          "unstructured (default) or 2:4 (2 kept in every 4 inputs; stored "
+                          "packed for float weights)");
+  convert_cmd->add_option("--sparsity-criterion", convert.sparsity_criterion,
+                          "magnitude (default) or wanda (|w| x input norm; needs --calib)");
   convert_cmd->add_option("--prune", convert.prune,
                           "Structured pruning: remove this fraction of the MLP channels and KV-head "
                           "groups of every layer of an HF decoder (e.g. 0.2; runs before quantization)");
   convert_cmd->add_option("--prune-criterion", convert.prune_criterion,
                           "Pruning importance: l1, l2 (weight magnitude, default l2), activation "
-                          "(Wanda: |W| x calibration input norm; needs --calib)");
+                          "(Wanda: |W| x calibration input norm), loss (calibration output error "
+                          "of down_proj/o_proj when the group alone is removed); the last two "
+                          "need --calib");
   convert_cmd->add_option("--prune-target", convert.prune_target,
                           "What --prune removes: mlp, heads, both (default both)");
   convert_cmd->add_flag("--prune-refit", convert.prune_refit,
                         "Least-squares refit of down_proj/o_proj on calibration data after pruning "
                         "(needs --calib)");
+  convert_cmd->add_option("--prune-rules", convert.prune_rules,
+                          "Per-layer pruning rules (JSON list of {match: regex over "
+                          "'model.layers.N.', target: mlp|heads|both, ratio | keep}; first match "
+                          "wins, other layers follow --prune / --prune-budget-params)");
+  convert_cmd->add_option("--prune-budget-params", convert.prune_budget_params,
+                          "Prune to at most this many parameters (a count, or a fraction in (0, 1) "
+                          "of the model's), choosing per-layer counts globally by importance");
   convert_cmd->footer(
       "Example:\n"
       "  slimpack convert examples/tiny-llama -o out/tiny-llama --dtype f16\n"
@@ -121,6 +138,8 @@ int main(int argc, char** argv) {
       "      --calib examples/tiny-llama/calib_tokens.npy\n"
       "  slimpack convert examples/tiny-llama -o out/tiny-pruned --prune 0.2 --prune-criterion activation \\\n"
       "      --prune-target mlp --prune-refit --calib examples/tiny-llama/calib_tokens.npy\n"
+      "  slimpack convert examples/tiny-llama -o out/tiny-24 --sparsity-pattern 2:4 \\\n"
+      "      --sparsity-criterion wanda --calib examples/tiny-llama/calib_tokens.npy\n"
       "Recipe file example: {\"dtype\": \"bf16\", \"shard_size\": \"128M\"}");
 
   slimpack::cli::VerifyOptions verify;

@@ -52,6 +52,7 @@ const char* LayoutName(shard::LayoutKind k) {
     case shard::LayoutKind::kPlain: return "plain";
     case shard::LayoutKind::kInt8PerChannel: return "int8_per_channel";
     case shard::LayoutKind::kInt4GroupWise: return "int4_groupwise";
+    case shard::LayoutKind::kSparse2of4: return "sparse_2_4";
   }
   return "?";
 }

@@ -97,6 +97,16 @@ absl::Status ParsePruneKey(const json& v, const std::string& where,
   return absl::OkStatus();
 }
 
+absl::Status ParseSparsityKey(const json& v, const std::string& where,
+                              Recipe& recipe) {
+  if (!v.is_object()) {
+    return absl::InvalidArgumentError(where + " must be an object; found " +
+                                      safetensors::DescribeJson(v));
+  }
+  recipe.sparsity = v;
+  return absl::OkStatus();
+}
+
 struct RecipeKey {
   const char* name;
   KeyParser parse;
@@ -109,6 +119,7 @@ constexpr RecipeKey kRecipeKeys[] = {
     {"prune", ParsePruneKey},
     {"quant", ParseQuantKey},
     {"shard_size", ParseShardSizeKey},
+    {"sparsity", ParseSparsityKey},
 };
 
 std::string KnownKeys() {
@@ -217,6 +228,7 @@ json RecipeToJson(const Recipe& recipe) {
   if (recipe.prune) out["prune"] = *recipe.prune;
   if (recipe.quant) out["quant"] = *recipe.quant;
   if (recipe.shard_size) out["shard_size"] = *recipe.shard_size;
+  if (recipe.sparsity) out["sparsity"] = *recipe.sparsity;
   return out;
 }
 

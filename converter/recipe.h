@@ -39,6 +39,9 @@ struct Recipe {
   // "prune": structured pruning options (passes/prune_structured.h parses
   // them strictly). Must be an object.
   std::optional<nlohmann::json> prune;
+  // "sparsity": unstructured / 2:4 weight sparsity (passes/sparsify.h parses
+  // it strictly). Must be an object.
+  std::optional<nlohmann::json> sparsity;
 };
 
 // Recipe keys, sorted, for messages and --help.

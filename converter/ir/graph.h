@@ -153,6 +153,12 @@ struct Model {
   // Files beside the input to carry into the artifact unchanged
   // (tokenizer.json, tokenizer.model, config.json, vocab files).
   std::vector<std::string> carried_files;
+  // Carried file name (as stored in the artifact, e.g. "config.json") ->
+  // bytes the artifact writer stores instead of copying the carried file of
+  // that name from disk (added when no carried file has that name). A pass
+  // that rewrites a side file (pruning's config.json) sets it here rather
+  // than writing a temporary file.
+  std::map<std::string, std::string> carried_overrides;
   // Non-fatal problems found during import (shown by inspect).
   std::vector<std::string> warnings;
 };

@@ -102,6 +102,29 @@ struct QuantLayout {
   }
 };
 
+// Sparsity a pruning pass recorded on a weight (passes/sparsify.h; spec.md
+// section 5, "Sparsity"). The elements stay dense in the IR; the shard
+// writer stores a float 2:4 tensor packed (layout sparse_2_4) and records
+// the measured zero count in the manifest.
+enum class SparsityPattern : uint8_t {
+  kNone = 0,
+  kUnstructured = 1,  // any positions; ratio per output row
+  k2of4 = 2,          // at most 2 nonzeros in every 4 consecutive inputs
+};
+struct SparsityInfo {
+  SparsityPattern pattern = SparsityPattern::kNone;
+  // 1: groups of 4 run along the flattened trailing dims of each row of the
+  // [dims[0], numel / dims[0]] view (HF [out, in], Conv [O, I, kh, kw]);
+  // 0: along dim 0 of a rank-2 [in, out] weight (ONNX MatMul B).
+  int axis = 1;
+  std::string criterion;  // "magnitude" | "wanda"
+
+  bool sparse() const { return pattern != SparsityPattern::kNone; }
+  bool operator==(const SparsityInfo& o) const {
+    return pattern == o.pattern && axis == o.axis && criterion == o.criterion;
+  }
+};
+
 struct Tensor {
   std::string name;
   DType dtype = DType::kUndefined;
@@ -111,6 +134,7 @@ struct Tensor {
   WeightRole role = WeightRole::kUnknown;
   int layer = -1;  // decoder layer index for HF checkpoints, else -1
   QuantLayout quant;  // kind kNone unless a quantizer produced it
+  SparsityInfo sparsity;  // pattern kNone unless a sparsifier produced it
 
   // Checked element count; InvalidArgument on negative dim or overflow.
   absl::StatusOr<uint64_t> NumElements() const;

@@ -165,6 +165,8 @@ enum class LayoutKind : uint8_t {
                         // index along `axis`
   kInt4GroupWise = 2,   // i4/u4 with one f32 scale (and zero point) per
                         // `group_size` consecutive indices along `axis`
+  kSparse2of4 = 3,      // f32/f16/bf16 2:4 sparse: the kept half of the
+                        // values plus a u4 index tensor (spec.md, "Sparsity")
 };
 inline constexpr std::string_view kLayoutPlain = "plain";
 inline constexpr std::string_view kLayoutInt8PerChannel = "int8_per_channel";
@@ -172,11 +174,27 @@ inline constexpr std::string_view kLayoutInt4GroupWise = "int4_groupwise";
 
 // The only packing order of 4-bit types in 1.0 (layout.packing).
 inline constexpr std::string_view kPackingLowNibbleFirst = "low_nibble_first";
+inline constexpr std::string_view kLayoutSparse2of4 = "sparse_2_4";
+
+// ---------------------------------------------------------------------------
+// Sparsity (spec.md section 5, "Sparsity"): the optional per-tensor
+// "sparsity" record. pattern is one of these; storage is "dense" or
+// kLayoutSparse2of4 (then it equals the tensor's layout kind).
+inline constexpr std::string_view kSparsityUnstructured = "unstructured";
+inline constexpr std::string_view kSparsity2of4 = "2:4";
+inline constexpr std::string_view kSparseStorageDense = "dense";
+// A packed 2:4 index nibble: bits 0-1 the first kept position, bits 2-3 the
+// second, first < second; group 2k in the low nibble of byte k.
+inline constexpr uint32_t kSparseGroup = 4;
+inline constexpr uint32_t kSparseKept = 2;
 
 // Features a reader must understand to load the artifact. A manifest lists
 // the ones it uses in "required_features"; a reader that meets a name it does
-// not know rejects the artifact as made by a newer tool. 1.0 defines none,
-// so a 1.0 writer always writes an empty list.
+// not know rejects the artifact as made by a newer tool. A writer lists
+// kFeatureSparse2of4 exactly when a tensor has layout sparse_2_4, so readers
+// that predate the layout fail at open with a clear message; otherwise the
+// list is empty.
+inline constexpr std::string_view kFeatureSparse2of4 = "sparse_2_4";
 
 }  // namespace slimpack::shard
 

@@ -217,6 +217,15 @@ Status Artifact::DequantizeToF32(std::string_view name, float* out,
   ref.group_size = info->layout.group_size;
   ref.data = q.data();
   ref.data_bytes = q.size();
+  // A 2:4 packed float tensor: expand it, then convert it as plain.
+  std::vector<uint8_t> dense;
+  if (info->layout.kind == LayoutKind::kSparse2of4) {
+    dense.resize(info->numel * (shard::DTypeBits(info->dtype) / 8));
+    SLP_RETURN_IF_ERROR(ExpandSparse(name, dense.data(), dense.size()));
+    ref.layout = LayoutKind::kPlain;
+    ref.data = dense.data();
+    ref.data_bytes = dense.size();
+  }
   TensorView scale, zp;
   if (info->layout.scale >= 0) {
     SLP_ASSIGN_OR_RETURN(scale, GetTensor(static_cast<size_t>(info->layout.scale)));

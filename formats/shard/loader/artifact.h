@@ -135,6 +135,12 @@ class Artifact {
                          DequantImpl impl = DequantImpl::kBest);
   Result<std::vector<float>> DequantizeToF32(std::string_view name);
 
+  // Expands a sparse_2_4 tensor (spec.md section 5, "Sparsity") into `out`
+  // as dense elements of its dtype, numel * element bytes, pruned positions
+  // +0. InvalidArgument naming the tensor for another layout, a wrong
+  // out_bytes or a corrupt index nibble (naming the group); NotFound for an
+  // unknown name. DequantizeToF32 also accepts sparse_2_4 tensors.
+  Status ExpandSparse(std::string_view name, void* out, uint64_t out_bytes);
   // MADV_WILLNEED on the tensor's pages (maps its shard if needed).
   Status Prefetch(std::string_view name);
 

@@ -191,6 +191,21 @@ slimpack_status slimpack_artifact_dequantize_f32(slimpack_artifact* artifact,
   });
 }
 
+slimpack_status slimpack_artifact_expand_sparse(slimpack_artifact* artifact,
+                                                uint64_t index, void* out,
+                                                uint64_t out_bytes) {
+  if (artifact == nullptr || (out == nullptr && out_bytes > 0)) {
+    return ReportMessage(SLIMPACK_INVALID_ARGUMENT, "NULL argument");
+  }
+  if (index >= artifact->impl->num_tensors()) {
+    return ReportMessage(SLIMPACK_OUT_OF_RANGE, "tensor index out of range");
+  }
+  return Guard([&]() -> slimpack_status {
+    const auto& t = artifact->impl->tensor(static_cast<size_t>(index));
+    return Report(artifact->impl->ExpandSparse(t.name, out, out_bytes));
+  });
+}
+
 slimpack_status slimpack_artifact_verify(const slimpack_artifact* artifact) {
   if (artifact == nullptr) return ReportMessage(SLIMPACK_INVALID_ARGUMENT, "NULL argument");
   return Guard([&]() -> slimpack_status { return Report(artifact->impl->Verify()); });

@@ -41,6 +41,19 @@ struct Layout {
   uint64_t group_size = 0;   // int4_groupwise
   int32_t scale = -1;        // index into Manifest::tensors, or -1
   int32_t zero_point = -1;   // index into Manifest::tensors, or -1
+  int32_t indices = -1;      // sparse_2_4: the u4 index tensor, or -1
+};
+
+// The optional per-tensor "sparsity" record (spec.md section 5,
+// "Sparsity"), validated against the tensor's shape and layout.
+struct SparsityInfo {
+  bool present = false;
+  bool two_of_four = false;  // pattern "2:4"; else "unstructured"
+  uint32_t axis = 1;         // the axis the groups of 4 run along
+  std::string criterion;     // "magnitude", "wanda", ... ("" if not said)
+  uint64_t zeros = 0;        // elements stored as exactly zero
+  double ratio = 0;          // zeros / numel
+  bool packed = false;       // storage "sparse_2_4" (== the layout kind)
 };
 
 struct TensorInfo {
@@ -52,6 +65,7 @@ struct TensorInfo {
   uint64_t offset = 0;  // absolute, in the shard file
   uint64_t nbytes = 0;
   Layout layout;
+  SparsityInfo sparsity;
   int64_t layer = -1;   // -1 when absent
   std::string role;     // "" when absent
   std::string source;   // "" when absent

@@ -45,6 +45,41 @@ Status ResolveQuantParam(const Fields& f, std::string_view key, const Manifest& 
   return OkStatus();
 }
 
+// sparse_2_4 (spec.md section 5, "Sparsity"): a float tensor of rank >= 2
+// grouped along axis 1 (the flattened trailing dims), a multiple of 4 inputs
+// per row, and a plain u4 index tensor of shape [rows, cols / 4].
+Status ParseSparse2of4(const Fields& f, const Manifest& m, TensorInfo* t) {
+  t->layout.kind = LayoutKind::kSparse2of4;
+  if (t->dtype != DType::kF32 && t->dtype != DType::kF16 && t->dtype != DType::kBF16) {
+    return f.Error("kind", "layout sparse_2_4 needs dtype f32, f16 or bf16, found " +
+                               std::string(shard::DTypeName(t->dtype)));
+  }
+  uint64_t axis = 0;
+  SLP_ASSIGN_OR_RETURN(axis, f.SafeUint("axis"));
+  if (axis != 1) {
+    return f.Error("axis", "sparse_2_4 packs groups along axis 1 only, found " +
+                               std::to_string(axis), StatusCode::kUnimplemented);
+  }
+  if (t->shape.size() < 2 || t->shape[0] == 0) {
+    return f.Error("", "sparse_2_4 needs rank >= 2 with at least one row, found rank " +
+                           std::to_string(t->shape.size()));
+  }
+  const uint64_t rows = t->shape[0], cols = t->numel / rows;
+  if (cols % shard::kSparseGroup != 0) {
+    return f.Error("", "sparse_2_4 needs a multiple of 4 inputs per row, found " +
+                           std::to_string(cols));
+  }
+  SLP_RETURN_IF_ERROR(ResolveQuantParam(f, "indices", m, DType::kU4,
+                                        {rows, cols / shard::kSparseGroup},
+                                        /*required=*/true, &t->layout.indices));
+  if (m.tensors[static_cast<size_t>(t->layout.indices)].layout.kind != LayoutKind::kPlain) {
+    return f.Error("indices", "index tensor '" +
+                                  m.tensors[static_cast<size_t>(t->layout.indices)].name +
+                                  "' must have layout plain");
+  }
+  return OkStatus();
+}
+
 Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
                    const Manifest& m, TensorInfo* t) {
   ObjectPath path{nullptr, "layout", -1, {}, &tensor_path};
@@ -57,13 +92,15 @@ Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
     t->layout.kind = LayoutKind::kPlain;
     return OkStatus();
   }
+  if (kind_view == shard::kLayoutSparse2of4) return ParseSparse2of4(f, m, t);
   const std::string kind(kind_view);
   const bool int8 = kind == shard::kLayoutInt8PerChannel;
   const bool int4 = kind == shard::kLayoutInt4GroupWise;
   if (!int8 && !int4) {
     return f.Error("kind", "unknown layout \"" + kind + "\" (supported: plain, " +
                                std::string(shard::kLayoutInt8PerChannel) + ", " +
-                               std::string(shard::kLayoutInt4GroupWise) + ")",
+                               std::string(shard::kLayoutInt4GroupWise) + ", " +
+                               std::string(shard::kLayoutSparse2of4) + ")",
                    StatusCode::kUnimplemented);
   }
   t->layout.kind = int8 ? LayoutKind::kInt8PerChannel : LayoutKind::kInt4GroupWise;

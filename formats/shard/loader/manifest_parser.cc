@@ -9,6 +9,7 @@
 #include "formats/shard/loader/manifest.h"
 #include "formats/shard/loader/manifest_fields.h"
 #include "formats/shard/loader/manifest_layout.h"
+#include "formats/shard/loader/manifest_sparsity.h"
 #include "formats/shard/loader/manifest_model.h"
 #include "formats/shard/loader/sha256.h"
 
@@ -67,11 +68,12 @@ Status ParseVersion(const Fields& top, Manifest* m) {
       return top.Error("required_features", "expected strings, found " +
                                                 internal::DescribeValue(f));
     }
-    // Format 1.0 defines no features, so any entry is from a newer tool.
+    if (f.string_value() == shard::kFeatureSparse2of4) continue;
     return top.Error("required_features",
                      "requires feature \"" + std::string(f.string_value()) +
                          "\", which this loader does not support (made by a "
-                         "newer tool; supported features: none)",
+                         "newer tool; supported features: " +
+                         std::string(shard::kFeatureSparse2of4) + ")",
                      StatusCode::kUnimplemented);
   }
   return OkStatus();
@@ -231,7 +233,9 @@ Status ParseShape(const Fields& f, TensorInfo* t) {
   return OkStatus();
 }
 
-Status ParseTensor(const Fields& f, const Manifest& m, TensorInfo* t) {
+// `packed_2of4`: the layout is sparse_2_4, whose payload holds half the
+// elements (the index tensor is a separate entry).
+Status ParseTensor(const Fields& f, const Manifest& m, bool packed_2of4, TensorInfo* t) {
   SLP_ASSIGN_OR_RETURN(std::string_view dtype, f.StringView("dtype"));
   if (!shard::DTypeFromName(dtype, &t->dtype)) {
     return f.Error("dtype", "unknown dtype \"" + std::string(dtype) + "\" (supported: " +
@@ -253,13 +257,15 @@ Status ParseTensor(const Fields& f, const Manifest& m, TensorInfo* t) {
 
   const uint64_t bits = shard::DTypeBits(t->dtype);
   uint64_t total_bits = 0;
-  if (__builtin_mul_overflow(t->numel, bits, &total_bits)) {
+  const uint64_t stored = packed_2of4 ? t->numel / 2 : t->numel;
+  if (__builtin_mul_overflow(stored, bits, &total_bits)) {
     return f.Error("shape", "byte size overflows 64 bits");
   }
   const uint64_t expected = total_bits / 8 + (total_bits % 8 != 0);
   if (t->nbytes != expected) {
     return f.Error("nbytes", "nbytes " + std::to_string(t->nbytes) +
-                                 " does not match " + std::to_string(t->numel) +
+                                 " does not match " + std::to_string(stored) +
+                                 (packed_2of4 ? " stored (2:4 packed)" : "") +
                                  " elements of " + std::string(dtype) + " (expected " +
                                  std::to_string(expected) + ")");
   }
@@ -370,7 +376,8 @@ Status CheckStorageOrder(const Manifest& m, const std::string& file) {
   return close_shard(prev_shard);
 }
 
-Status ParseTensors(const Fields& top, Manifest* m, PendingLayouts* pending) {
+Status ParseTensors(const Fields& top, Manifest* m, PendingLayouts* pending,
+                    PendingLayouts* pending_sparsity) {
   SLP_ASSIGN_OR_RETURN(const JsonValue* arr,
                        top.RequiredOf("tensors", JsonValue::Type::kArray));
   if (arr->size() > INT32_MAX) return top.Error("tensors", "too many tensors");
@@ -399,9 +406,16 @@ Status ParseTensors(const Fields& top, Manifest* m, PendingLayouts* pending) {
       return f.Error("", "duplicate tensor name (first at tensors[" +
                              std::to_string(first) + "])");
     }
-    SLP_RETURN_IF_ERROR(ParseTensor(f, *m, &t));
+    const JsonValue* peek = f.Optional("layout");
+    const JsonValue* peek_kind = peek != nullptr && peek->is_object() ? peek->Find("kind") : nullptr;
+    const bool packed = peek_kind != nullptr && peek_kind->is_string() &&
+                        peek_kind->string_value() == shard::kLayoutSparse2of4;
+    SLP_RETURN_IF_ERROR(ParseTensor(f, *m, packed, &t));
     SLP_ASSIGN_OR_RETURN(const JsonValue* layout,
                          f.RequiredOf("layout", JsonValue::Type::kObject));
+    if (const JsonValue* sparsity = f.Optional("sparsity")) {
+      pending_sparsity->emplace_back(i, sparsity);
+    }
     const JsonValue* kind = layout->Find("kind");
     if (kind == nullptr || !kind->is_string() ||
         kind->string_value() != shard::kLayoutPlain) {
@@ -485,9 +499,10 @@ Result<Manifest> ParseManifest(std::string_view text,
                                   m.carried_files[i].file + "\" is used twice");
     }
   }
-  PendingLayouts pending;
-  SLP_RETURN_IF_ERROR(ParseTensors(top, &m, &pending));
+  PendingLayouts pending, pending_sparsity;
+  SLP_RETURN_IF_ERROR(ParseTensors(top, &m, &pending, &pending_sparsity));
   SLP_RETURN_IF_ERROR(internal::ParseLayouts(top, pending, &m));
+  SLP_RETURN_IF_ERROR(internal::ParseSparsityRecords(top, pending_sparsity, &m));
   SLP_RETURN_IF_ERROR(internal::ParseModel(top, &m));
   return m;
 }

@@ -38,7 +38,8 @@ enum {
 enum {
   SLIMPACK_LAYOUT_PLAIN = 0,
   SLIMPACK_LAYOUT_INT8_PER_CHANNEL = 1,
-  SLIMPACK_LAYOUT_INT4_GROUPWISE = 2
+  SLIMPACK_LAYOUT_INT4_GROUPWISE = 2,
+  SLIMPACK_LAYOUT_SPARSE_2_4 = 3
 };
 
 /* madvise hints for shard mappings. */
@@ -119,6 +120,14 @@ void slimpack_tensor_view_release(slimpack_tensor_view* view);
 slimpack_status slimpack_artifact_dequantize_f32(slimpack_artifact* artifact,
                                                  uint64_t index, float* out,
                                                  uint64_t out_count);
+
+/* Expands a tensor of layout SLIMPACK_LAYOUT_SPARSE_2_4 into out as dense
+ * elements of its dtype (out_bytes must be numel * element size; pruned
+ * positions are written as +0). INVALID_ARGUMENT for another layout, a
+ * wrong size or a corrupt index nibble. */
+slimpack_status slimpack_artifact_expand_sparse(slimpack_artifact* artifact,
+                                                uint64_t index, void* out,
+                                                uint64_t out_bytes);
 
 /* Checks the SHA-256 of every shard, carried file and the manifest. */
 slimpack_status slimpack_artifact_verify(const slimpack_artifact* artifact);

@@ -8,6 +8,7 @@
 
 #include <fstream>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -103,7 +104,22 @@ class ModelBuilder {
       t.provenance = ParseSource(info.source);
       ASSIGN_OR_RETURN(t.role, RoleFromName(info.role, t.name));
       t.layer = static_cast<int>(info.layer);
-      if (info.layout.kind != shard::LayoutKind::kPlain) {
+      if (info.sparsity.present) {
+        t.sparsity.pattern = info.sparsity.two_of_four ? ir::SparsityPattern::k2of4
+                                                       : ir::SparsityPattern::kUnstructured;
+        t.sparsity.axis = static_cast<int>(info.sparsity.axis);
+        t.sparsity.criterion = info.sparsity.criterion;
+      }
+      if (info.layout.kind == shard::LayoutKind::kSparse2of4) {
+        // Densified once here, so everything downstream (the interpreter,
+        // report, re-conversion) sees an ordinary float weight; the record
+        // stays on the tensor and a re-conversion packs it again.
+        index_tensors_.insert(info.layout.indices);
+        std::vector<uint8_t> dense(info.numel * (shard::DTypeBits(info.dtype) / 8));
+        RETURN_IF_ERROR(loader::ToAbslStatus(
+            mapped_->artifact->ExpandSparse(info.name, dense.data(), dense.size())));
+        t.data = ir::TensorData::Owned(std::move(dense));
+      } else if (info.layout.kind != shard::LayoutKind::kPlain) {
         ir::QuantLayout& q = t.quant;
         q.kind = info.layout.kind == shard::LayoutKind::kInt8PerChannel
                      ? ir::QuantKind::kInt8PerChannel
@@ -159,7 +175,11 @@ class ModelBuilder {
 
   // Safetensors-origin: every tensor is a weight of the main graph.
   absl::Status AllInitializers(ir::Graph& g) {
-    for (const ir::Tensor& t : tensors_) RETURN_IF_ERROR(g.AddInitializer(t));
+    for (size_t i = 0; i < tensors_.size(); ++i) {
+      // 2:4 index tensors are storage, already folded into their weights.
+      if (index_tensors_.count(static_cast<int32_t>(i))) continue;
+      RETURN_IF_ERROR(g.AddInitializer(tensors_[i]));
+    }
     return absl::OkStatus();
   }
 
@@ -253,6 +273,7 @@ class ModelBuilder {
   std::vector<std::string> warnings_;
   const loader::Manifest& m_;
   std::vector<ir::Tensor> tensors_;  // parallel to the manifest's
+  std::set<int32_t> index_tensors_;  // sparse_2_4 index tensors
 };
 
 absl::StatusOr<std::string> ReadText(const std::string& path) {

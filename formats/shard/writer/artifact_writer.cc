@@ -21,6 +21,7 @@
 #include "formats/shard/writer/output_preflight.h"
 #include "formats/shard/writer/parallel_tasks.h"
 #include "formats/shard/writer/shard_file.h"
+#include "formats/shard/writer/sparse_tensors.h"
 #include "formats/shard/writer/staging_dir.h"
 #include "support/status_macros.h"
 
@@ -44,6 +45,8 @@ struct CarriedFile {
   std::string path;
   std::string name;
   uint64_t size = 0;
+  // ir::Model::carried_overrides: written instead of copying `path`.
+  const std::string* bytes = nullptr;
 };
 
 struct InputFile {
@@ -91,9 +94,11 @@ absl::StatusOr<uint64_t> RegularFileSize(const std::string& path) {
 }
 
 absl::StatusOr<std::vector<PlannedTensor>> StoredTensors(
-    const ir::Model& model, const TensorEncoder& encoder) {
+    const ir::Model& model, const TensorEncoder& encoder, bool pack_sparse,
+    SparseStorage* sparse) {
   ASSIGN_OR_RETURN(std::vector<ArtifactTensor> tensors,
                    CollectArtifactTensors(model));
+  RETURN_IF_ERROR(PrepareSparseTensors(tensors, pack_sparse, sparse));
   std::vector<PlannedTensor> out;
   out.reserve(tensors.size());
   for (ArtifactTensor& t : tensors) {
@@ -104,6 +109,7 @@ absl::StatusOr<std::vector<PlannedTensor>> StoredTensors(
                   ? encoder.output_dtype(*t.tensor)
                   : t.tensor->dtype;
     ASSIGN_OR_RETURN(uint64_t numel, t.tensor->NumElements());
+    numel = StoredElements(numel, *sparse, t.name);  // 2:4 packed: half
     auto nbytes = ir::DTypeByteSize(p.dtype, numel);
     if (!nbytes || p.dtype == ir::DType::kUndefined) {
       return absl::InvalidArgumentError(
@@ -135,10 +141,39 @@ absl::StatusOr<std::vector<CarriedFile>> CarriedFiles(const ir::Model& model) {
       return absl::InvalidArgumentError(
           path + ": another carried file is also named '" + c.name + "'");
     }
-    ASSIGN_OR_RETURN(c.size, RegularFileSize(path));
+    auto over = model.carried_overrides.find(c.name);
+    if (over != model.carried_overrides.end()) {
+      c.bytes = &over->second;
+      c.size = over->second.size();
+    } else {
+      ASSIGN_OR_RETURN(c.size, RegularFileSize(path));
+    }
     out.push_back(std::move(c));
   }
+  // Overrides naming no carried file are carried as new files.
+  for (const auto& [name, bytes] : model.carried_overrides) {
+    if (names.count(name) > 0) continue;
+    if (!IsSafeArtifactFileName(name) || name.rfind(shard::kShardFilePrefix, 0) == 0) {
+      return absl::InvalidArgumentError("in-memory carried file '" + name +
+                                        "': not a valid artifact file name");
+    }
+    names.insert(name);
+    out.push_back({name, name, bytes.size(), &bytes});
+  }
   return out;
+}
+
+// Writes an in-memory carried file into the staging directory, fsynced.
+absl::StatusOr<FileDigest> WriteBytesHashed(const std::string& bytes, int dir_fd,
+                                            const std::string& name,
+                                            const std::string& dst_path) {
+  ASSIGN_OR_RETURN(int fd, CreateExclusive(dir_fd, name, dst_path));
+  absl::Status status = WriteAll(fd, bytes.data(), bytes.size(), dst_path, 0);
+  if (status.ok()) status = Fsync(fd, dst_path);
+  absl::Status closed = Close(fd, dst_path);
+  RETURN_IF_ERROR(status);
+  RETURN_IF_ERROR(closed);
+  return FileDigest{bytes.size(), Sha256Stream::HashHex(bytes.data(), bytes.size())};
 }
 
 absl::StatusOr<std::vector<InputFile>> InputFiles(const ir::Model& model) {
@@ -221,7 +256,8 @@ class ArtifactJob {
     inputs.push_back(model_.source_path);
     RETURN_IF_ERROR(CheckInputsOutsideOutput(inputs, output_));
 
-    ASSIGN_OR_RETURN(tensors_, StoredTensors(model_, options_.encoder));
+    ASSIGN_OR_RETURN(tensors_, StoredTensors(model_, options_.encoder,
+                                             options_.pack_sparse_2_4, &sparse_));
     std::vector<PlanItem> items;
     items.reserve(tensors_.size());
     for (const PlannedTensor& t : tensors_) {
@@ -312,6 +348,8 @@ class ArtifactJob {
       e.role = t.role;
       e.source = SourceString(t.provenance);
       e.quant = t.quant;
+      auto sparse = sparse_.records.find(e.name);
+      if (sparse != sparse_.records.end()) e.sparsity = sparse->second;
       parts.tensors.push_back(std::move(e));
     }
     return SerializeManifest(parts);
@@ -338,9 +376,11 @@ class ArtifactJob {
   absl::Status CopyCarried(size_t i, const StagingDir& staging,
                            ProgressTracker& tracker) {
     const CarriedFile& c = carried_[i];
+    const std::string dst = staging.path() + "/" + c.name;
     ASSIGN_OR_RETURN(FileDigest d,
-                     CopyFileHashed(c.path, staging.fd(), c.name,
-                                    staging.path() + "/" + c.name));
+                     c.bytes != nullptr
+                         ? WriteBytesHashed(*c.bytes, staging.fd(), c.name, dst)
+                         : CopyFileHashed(c.path, staging.fd(), c.name, dst));
     carried_digests_[i] = {c.name, d.size, d.sha256};
     tracker.AddBytes(d.size);
     tracker.FileDone(c.name, "carried-written");
@@ -350,6 +390,7 @@ class ArtifactJob {
   const ir::Model& model_;
   const std::string output_;
   const ArtifactOptions& options_;
+  SparseStorage sparse_;  // packed 2:4 tensors tensors_ may point into
   std::vector<PlannedTensor> tensors_;
   ShardPlan plan_;
   std::vector<CarriedFile> carried_;

@@ -36,6 +36,9 @@ struct ArtifactOptions {
   int threads = 0;                          // 0: hardware concurrency
   bool force = false;                       // replace an existing artifact
   TensorEncoder encoder;                    // default: store as imported
+  // Store plain float 2:4-sparse tensors (ir::SparsityInfo) in the packed
+  // sparse_2_4 layout (spec.md section 5, "Sparsity"); false: dense.
+  bool pack_sparse_2_4 = true;
   // Recorded verbatim as producer.recipe; must be a JSON object.
   nlohmann::json recipe = nlohmann::json::object();
   // Recorded verbatim as producer.passes; must be a JSON array (one object

@@ -81,6 +81,21 @@ absl::Status CheckQuantEntries(const std::vector<TensorEntry>& entries) {
   return absl::OkStatus();
 }
 
+// spec.md section 5, "Sparsity". ratio is zeros / numel in double, which
+// nlohmann prints as the shortest round-trip decimal: the same for the
+// same counts on every host.
+json SparsityJson(const SparsityRecord& r) {
+  const double ratio =
+      r.numel == 0 ? 0.0 : static_cast<double>(r.zeros) / static_cast<double>(r.numel);
+  return {{"axis", r.info.axis},
+          {"criterion", r.info.criterion},
+          {"pattern", std::string(ir::SparsityPatternName(r.info.pattern))},
+          {"ratio", ratio},
+          {"storage", std::string(r.packed ? shard::kLayoutSparse2of4
+                                           : shard::kSparseStorageDense)},
+          {"zeros", r.zeros}};
+}
+
 json TensorJson(const TensorEntry& t) {
   json shape = json::array();
   for (int64_t d : t.dims) shape.push_back(static_cast<uint64_t>(d));
@@ -97,6 +112,14 @@ json TensorJson(const TensorEntry& t) {
   }
   if (!t.source.empty()) out["source"] = t.source;
   if (t.quant.quantized()) out["quant"] = QuantRecordJson(t);
+  if (t.sparsity) {
+    out["sparsity"] = SparsityJson(*t.sparsity);
+    if (t.sparsity->packed) {
+      out["layout"] = {{"axis", 1},
+                       {"indices", t.sparsity->indices},
+                       {"kind", std::string(shard::kLayoutSparse2of4)}};
+    }
+  }
   return out;
 }
 
@@ -207,7 +230,13 @@ absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts) {
                      std::tie(b->shard, b->offset, b->nbytes, b->name);
             });
   json tensors = json::array();
-  for (const TensorEntry* t : order) tensors.push_back(TensorJson(*t));
+  json features = json::array();
+  for (const TensorEntry* t : order) {
+    tensors.push_back(TensorJson(*t));
+    if (t->sparsity && t->sparsity->packed && features.empty()) {
+      features.push_back(std::string(shard::kFeatureSparse2of4));
+    }
+  }
 
   std::vector<NamedDigest> carried = parts.carried;
   std::sort(carried.begin(), carried.end(),
@@ -240,7 +269,7 @@ absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts) {
         {"passes", parts.passes},
         {"recipe", parts.recipe},
         {"version", parts.producer_version}}},
-      {"required_features", json::array()},
+      {"required_features", std::move(features)},
       {"shards", std::move(shards_json)},
       {"tensors", std::move(tensors)},
   };

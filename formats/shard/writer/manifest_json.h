@@ -5,11 +5,13 @@
 #define SLIMPACK_FORMATS_SHARD_WRITER_MANIFEST_JSON_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "converter/ir/tensor.h"
+#include "formats/shard/writer/sparse_tensors.h"
 #include "nlohmann/json.hpp"
 
 namespace slimpack::shard_writer {
@@ -34,6 +36,9 @@ struct TensorEntry {
   // "quant" record (spec.md section 5); checked against the stored scale /
   // zero-point entries when serialising.
   ir::QuantLayout quant;
+  // Set for tensors a sparsifier marked: the "sparsity" record, and for a
+  // packed one the sparse_2_4 layout (spec.md section 5, "Sparsity").
+  std::optional<SparsityRecord> sparsity;
 };
 
 struct ManifestParts {
