@@ -96,7 +96,7 @@ function(slimpack_apply_build_speed)
                                                     absl::statusor)
     target_precompile_headers(slimpack_test_pch PRIVATE
       <gmock/gmock.h> <gtest/gtest.h>
-      "absl/status/status.h" "absl/status/statusor.h" "absl/strings/string_view.h"
+      <absl/status/status.h> <absl/status/statusor.h> <absl/strings/string_view.h>
       <cstdint> <memory> <string> <vector>)
     foreach(t ${all_targets})
       get_target_property(type ${t} TYPE)

@@ -42,6 +42,7 @@ double Ratio(int64_t kept, int64_t total) {
 
 double PrunedLayer::MlpKeptRatio() const { return Ratio(mlp_kept, mlp_total); }
 double PrunedLayer::HeadsKeptRatio() const { return Ratio(heads_kept, heads_total); }
+double PrunedGroup::KeptRatio() const { return Ratio(kept, channels); }
 
 absl::StatusOr<std::optional<PruningSummary>> PruningFromPasses(const json& passes,
                                                                 const std::string& source) {
@@ -71,6 +72,28 @@ absl::StatusOr<std::optional<PruningSummary>> PruningFromPasses(const json& pass
     if (absl::Status st = count(stats, key, false, out); !st.ok()) return st;
   }
   if (absl::Status st = count(stats, "bytes_removed", true, &s.bytes_removed); !st.ok()) return st;
+  // An ONNX graph's record lists channel groups instead of decoder layers.
+  if (auto groups = stats.find("groups"); groups != stats.end() && !stats.contains("layers")) {
+    if (!groups->is_array()) {
+      return absl::InvalidArgumentError(source +
+                                        ": producer.passes prune record: 'groups' is not a list");
+    }
+    for (const json& g : *groups) {
+      if (!g.is_object() || !g.contains("group") || !g["group"].is_string()) {
+        return absl::InvalidArgumentError(
+            source + ": producer.passes prune record: groups[] entry without a 'group' name: " +
+            g.dump());
+      }
+      PrunedGroup pg;
+      pg.name = g["group"].get<std::string>();
+      pg.prunable = g.value("prunable", true);
+      if (absl::Status st = count(g, "channels", false, &pg.channels); !st.ok()) return st;
+      if (absl::Status st = count(g, "kept", false, &pg.kept); !st.ok()) return st;
+      if (pg.kept > pg.channels) return Bad(source, "kept", g["kept"]);
+      s.groups.push_back(std::move(pg));
+    }
+    return std::optional<PruningSummary>(std::move(s));
+  }
   auto layers = stats.find("layers");
   if (layers == stats.end() || !layers->is_array()) {
     return absl::InvalidArgumentError(source +

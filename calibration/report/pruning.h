@@ -28,11 +28,21 @@ struct PrunedLayer {
   double HeadsKeptRatio() const;
 };
 
+// One channel group of an ONNX graph's prune record (passes/prune_onnx.h
+// GraphPruneResult::ToJson): producer node names, channels before, kept.
+struct PrunedGroup {
+  std::string name;
+  int64_t channels = 0, kept = 0;
+  bool prunable = true;
+  double KeptRatio() const;
+};
+
 struct PruningSummary {
   std::string criterion, target;
   bool refit = false;
   uint64_t params_before = 0, params_after = 0, bytes_removed = 0;
-  std::vector<PrunedLayer> layers;
+  std::vector<PrunedLayer> layers;  // HF decoder records
+  std::vector<PrunedGroup> groups;  // ONNX graph records (no "layers")
 };
 
 // The last "prune" record of `passes` (a producer.passes array), or nullopt

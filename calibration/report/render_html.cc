@@ -225,6 +225,16 @@ std::string PruningHtml(const PruningSummary& p) {
                   " bytes removed)</p><table id=\"pruning\"><thead><tr><th>layer</th>"
                   "<th>MLP kept</th><th>heads kept</th><th>parameters removed</th>"
                   "<th>bytes removed</th></tr></thead><tbody>\n";
+  if (!p.groups.empty()) {  // an ONNX graph: channel groups, not decoder layers
+    h = h.substr(0, h.find("<table id=\"pruning\">")) +
+        "<table id=\"pruning\"><thead><tr><th>channel group</th><th>kept</th><th>channels</th>"
+        "</tr></thead><tbody>\n";
+    for (const PrunedGroup& g : p.groups) {
+      h += "<tr><td>" + Esc(g.name) + (g.prunable ? "" : " (unprunable)") + "</td>" +
+           Td(g.KeptRatio(), "%.3f") + Td(static_cast<double>(g.channels), "%.0f") + "</tr>\n";
+    }
+    return h + "</tbody></table>\n";
+  }
   for (const PrunedLayer& l : p.layers) {
     h += "<tr>" + Td(static_cast<double>(l.layer), "%.0f") + Td(l.MlpKeptRatio(), "%.3f") +
          Td(l.HeadsKeptRatio(), "%.3f") + Td(static_cast<double>(l.params_removed), "%.0f") +

@@ -92,7 +92,16 @@ Json PruningJson(const Report& r) {
                           {"parameters_removed", l.params_removed},
                           {"bytes_removed", l.bytes_removed}});
   }
+  Json groups = Json::array();
+  for (const PrunedGroup& g : p.groups) {
+    groups.push_back(Json{{"group", g.name},
+                          {"channels", g.channels},
+                          {"kept", g.kept},
+                          {"kept_ratio", Num(g.KeptRatio())},
+                          {"prunable", g.prunable}});
+  }
   return Json{{"criterion", p.criterion},
+              {"groups", std::move(groups)},
               {"target", p.target},
               {"refit", p.refit},
               {"parameters_before", p.params_before},

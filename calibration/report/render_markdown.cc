@@ -45,6 +45,15 @@ std::string PruningMarkdown(const PruningSummary& p) {
                    " and " + std::to_string(p.bytes_removed) + " bytes removed)\n\n"
                    "| layer | MLP kept | heads kept | parameters removed | bytes removed |\n"
                    "|---|---|---|---|---|\n";
+  if (!p.groups.empty()) {  // an ONNX graph: channel groups, not decoder layers
+    md = md.substr(0, md.find("| layer |")) + "| channel group | kept | channels |\n|---|---|---|\n";
+    for (const PrunedGroup& g : p.groups) {
+      md += "| `" + g.name + "`" + (g.prunable ? "" : " (unprunable)") + " | " +
+            F(100 * g.KeptRatio(), "%.1f") + "% (" + std::to_string(g.kept) + ") | " +
+            std::to_string(g.channels) + " |\n";
+    }
+    return md;
+  }
   for (const PrunedLayer& l : p.layers) {
     md += "| " + std::to_string(l.layer) + " | " + F(100 * l.MlpKeptRatio(), "%.1f") + "% (" +
           std::to_string(l.mlp_kept) + ") | " + F(100 * l.HeadsKeptRatio(), "%.1f") + "% (" +

@@ -91,6 +91,48 @@ TEST(PruningReportTest, RecordRendersInJsonMarkdownAndHtml) {
   EXPECT_THAT(RenderMarkdown(rep), ::testing::Not(HasSubstr("Pruning")));
 }
 
+// An ONNX graph's record (passes/prune_onnx.h) lists channel groups.
+TEST(PruningReportTest, OnnxGroupRecordRendersGroups) {
+  json passes = json::array(
+      {{{"name", "prune"},
+        {"options", {{"criterion", "activation"}, {"target", "both"}, {"refit", false}}},
+        {"stats",
+         {{"changed", true},
+          {"parameters_before", 14378},
+          {"parameters_after", 9578},
+          {"groups",
+           {{{"group", "conv1"}, {"channels", 16}, {"kept", 13}, {"prunable", true}},
+            {{"group", "fc"}, {"channels", 10}, {"kept", 10}, {"prunable", false}}}}}}}});
+  auto p = PruningFromPasses(passes, "cand/manifest.json");
+  ASSERT_THAT(p, IsOk());
+  ASSERT_TRUE(p->has_value());
+  ASSERT_EQ((*p)->groups.size(), 2u);
+  EXPECT_TRUE((*p)->layers.empty());
+  EXPECT_EQ((*p)->groups[0].KeptRatio(), 13.0 / 16);
+  Report rep;
+  rep.candidate_name = "cand";
+  rep.reference_name = "ref";
+  rep.pruning = **p;
+  const auto j = ReportToJson(rep)["pruning"];
+  EXPECT_EQ(j["groups"][0]["group"], "conv1");
+  EXPECT_EQ(j["groups"][0]["kept_ratio"], 13.0 / 16);
+  EXPECT_EQ(j["groups"][1]["prunable"], false);
+  EXPECT_EQ(j["parameters_removed"], 4800);
+  const std::string md = RenderMarkdown(rep);
+  EXPECT_THAT(md, HasSubstr("| channel group | kept | channels |"));
+  EXPECT_THAT(md, HasSubstr("| `conv1` | 81.2% (13) | 16 |"));
+  EXPECT_THAT(md, HasSubstr("| `fc` (unprunable) | 100.0% (10) | 10 |"));
+  EXPECT_THAT(md, ::testing::Not(HasSubstr("| layer | MLP kept |")));
+  const std::string html = RenderHtml(rep);
+  EXPECT_THAT(html, HasSubstr("<th>channel group</th>"));
+  EXPECT_THAT(html, HasSubstr(">0.812</td>"));
+  // kept > channels is malformed, named.
+  passes[0]["stats"]["groups"][0]["kept"] = 17;
+  auto bad = PruningFromPasses(passes, "cand/manifest.json");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("kept"));
+}
+
 TEST(PruningReportTest, MissingUnchangedAndMalformedRecords) {
   auto none = PruningFromPasses(json::array({{{"name", "fuse-gelu"}}}), "m.json");
   ASSERT_THAT(none, IsOk());
