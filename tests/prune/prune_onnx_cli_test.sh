@@ -14,20 +14,8 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 OUT="$TMP/out.txt"
 fail=0
-bad() { echo "FAIL: $*"; fail=1; }
-expect() {
-  local want="$1" what="$2"
-  shift 3
-  "$SLIMPACK" "$@" >"$OUT" 2>&1
-  local got=$?
-  if [ "$got" -ne "$want" ]; then
-    bad "$what: slimpack $* exited $got, expected $want"
-    cat "$OUT"
-  else
-    echo "ok: $what (exit $got)"
-  fi
-}
-says() { grep -qF -- "$1" "$OUT" || { bad "$2: output lacks '$1'"; cat "$OUT"; }; }
+# expect / says / bad: tests/testing/cli_lib.sh.
+source "$(dirname "${BASH_SOURCE[0]}")/../testing/cli_lib.sh"
 py() { /usr/bin/python3 -c "$@" || bad "python check failed"; }
 
 # The eval images as an .npz named after the graph input.
