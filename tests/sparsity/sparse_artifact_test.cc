@@ -23,6 +23,7 @@ namespace slimpack {
 namespace {
 
 using ::slimpack::shard_writer::testing::ReadFile;
+using ::slimpack::shard_writer::testing::RewriteManifest;
 using ::slimpack::shard_writer::testing::TempDir;
 using ::slimpack::shard_writer::testing::WriteFile;
 using ::slimpack::testing::IsOk;
@@ -206,11 +207,7 @@ TEST_P(BadSparsityRecordTest, RejectedAtOpen) {
   }
   ASSERT_TRUE(w24 && wu);
   GetParam().edit(m, *w24, *wu);
-  std::string text = m.dump(1, ' ', false) + "\n";
-  auto hash = loader::ComputeManifestSelfHash(text);
-  ASSERT_TRUE(hash.ok());
-  text.replace(text.find(m["manifest_sha256"].get<std::string>()), 64, hash.value());
-  WriteFile(out + "/manifest.json", text);
+  ASSERT_NO_FATAL_FAILURE(RewriteManifest(out, m));
   auto a = loader::Artifact::Open(out);
   ASSERT_FALSE(a.ok());
   const absl::Status s = loader::ToAbslStatus(a.status());

@@ -30,8 +30,8 @@ namespace {
 
 using ::slimpack::shard_writer::testing::Exists;
 using ::slimpack::shard_writer::testing::ReadFile;
+using ::slimpack::shard_writer::testing::RewriteManifest;
 using ::slimpack::shard_writer::testing::TempDir;
-using ::slimpack::shard_writer::testing::WriteFile;
 using ::slimpack::testing::IsOk;
 using ::slimpack::testing::StatusIs;
 using ::testing::AllOf;
@@ -360,12 +360,7 @@ TEST_P(BadQuantManifestTest, RejectedNamingArtifactTensorAndValue) {
   }
   ASSERT_TRUE(w8 && w4);
   GetParam().edit(*w8, *w4);
-  std::string text = m.dump(1, ' ', false) + "\n";
-  auto hash = loader::ComputeManifestSelfHash(text);
-  ASSERT_TRUE(hash.ok());
-  const size_t at = text.find(m["manifest_sha256"].get<std::string>());
-  text.replace(at, 64, hash.value());
-  WriteFile(out + "/manifest.json", text);
+  ASSERT_NO_FATAL_FAILURE(RewriteManifest(out, m));
   auto r = ReadArtifactModel(out);
   ASSERT_THAT(r, StatusIs(GetParam().code, HasSubstr(out)));
   for (const char* s : GetParam().message) {
@@ -417,11 +412,7 @@ TEST(QuantizedArtifactTest, QuantRecordDisagreeingWithLayoutIsAWarning) {
   for (auto& t : m["tensors"]) {
     if (t["name"] == "w4") t["quant"]["bits"] = 3;
   }
-  std::string text = m.dump(1, ' ', false) + "\n";
-  auto hash = loader::ComputeManifestSelfHash(text);
-  ASSERT_TRUE(hash.ok());
-  text.replace(text.find(m["manifest_sha256"].get<std::string>()), 64, hash.value());
-  WriteFile(out + "/manifest.json", text);
+  ASSERT_NO_FATAL_FAILURE(RewriteManifest(out, m));
   auto r = ReadArtifactModel(out);
   ASSERT_THAT(r, IsOk());
   ASSERT_EQ(r->warnings.size(), 1u);

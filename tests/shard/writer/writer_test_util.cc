@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "formats/safetensors/safetensors_writer.h"
+#include "formats/shard/loader/manifest.h"
 #include "formats/shard/writer/file_digest.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -82,6 +83,14 @@ void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
   ASSERT_TRUE(f.good()) << "writing " << path;
+}
+
+void RewriteManifest(const std::string& artifact, const nlohmann::json& manifest) {
+  std::string text = manifest.dump(1, ' ', false) + "\n";
+  auto hash = loader::ComputeManifestSelfHash(text);
+  ASSERT_TRUE(hash.ok()) << artifact;
+  text.replace(text.find(manifest["manifest_sha256"].get<std::string>()), 64, hash.value());
+  WriteFile(artifact + "/manifest.json", text);
 }
 
 std::string ReadFile(const std::string& path) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "converter/ir/tensor.h"
+#include "nlohmann/json.hpp"
 
 namespace slimpack::shard_writer::testing {
 
@@ -29,6 +30,10 @@ class TempDir {
 
 void WriteFile(const std::string& path, const std::string& bytes);
 std::string ReadFile(const std::string& path);
+// Writes an edited `manifest` as `artifact`/manifest.json in the writer's
+// layout with its self-hash recomputed, so a loader sees only the edit
+// (fatal gtest failure if the hash cannot be computed).
+void RewriteManifest(const std::string& artifact, const nlohmann::json& manifest);
 bool Exists(const std::string& path);
 // Sorted entry names of `dir` (no . and ..); empty if it does not exist.
 std::vector<std::string> ListDir(const std::string& dir);
