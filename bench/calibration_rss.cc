@@ -8,8 +8,8 @@
 #include <fstream>
 #include <string>
 
-#include "calibration/observers/calibrator.h"
-#include "converter/import.h"
+#include "calibration/calibrator.h"
+#include "formats/import.h"
 #include "formats/numpy/numpy_io.h"
 
 namespace {
@@ -51,7 +51,7 @@ int Make(const std::string& dir, int n) {
 }
 
 int Run(const std::string& model_path, const std::string& dir, const std::string& method) {
-  auto model = converter::ImportModel(model_path);
+  auto model = formats::ImportModel(model_path);
   if (!model.ok()) {
     std::fprintf(stderr, "%s\n", model.status().ToString().c_str());
     return 1;

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "bench/peak_rss.h"
-#include "converter/float_convert.h"
-#include "converter/import.h"
+#include "ir/float_convert.h"
+#include "formats/import.h"
 #include "converter/recipe.h"
 #include "formats/safetensors/safetensors_writer.h"
 #include "formats/shard/writer/artifact_writer.h"
@@ -160,7 +160,7 @@ int Run(const std::string& input, const std::string& output,
         const std::string& dtype, int threads, uint64_t shard_size,
         long max_rss_mb) {
   auto t0 = Clock::now();
-  auto model = slimpack::converter::ImportModel(input);
+  auto model = slimpack::formats::ImportModel(input);
   if (!model.ok()) {
     std::fprintf(stderr, "import: %s\n", model.status().ToString().c_str());
     return 1;
@@ -176,7 +176,7 @@ int Run(const std::string& input, const std::string& output,
   slimpack::shard_writer::ArtifactOptions options;
   options.shard_size = shard_size;
   options.threads = threads;
-  options.encoder = slimpack::converter::FloatCastEncoder(recipe.dtype);
+  options.encoder = slimpack::shard_writer::FloatCastEncoder(recipe.dtype);
   options.recipe = slimpack::converter::RecipeToJson(recipe);
   auto summary = slimpack::shard_writer::WriteArtifact(*model, output, options);
   auto t1 = Clock::now();

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <random>
 
-#include "calibration/interpreter.h"
+#include "runtime/interpreter.h"
 
 namespace slimpack::calibration {
 namespace {
@@ -135,10 +135,10 @@ ir::Graph EncoderBlock(int64_t seq) {
 }
 
 void RunGraph(benchmark::State& state, const ir::Graph& graph, std::vector<int64_t> dims) {
-  InterpreterOptions opts;
+  runtime::InterpreterOptions opts;
   opts.num_threads = static_cast<int>(state.range(0));
   opts.opset_version = 20;  // Gelu
-  auto interp = Interpreter::Create(graph, opts);
+  auto interp = runtime::Interpreter::Create(graph, opts);
   if (!interp.ok()) {
     state.SkipWithError(std::string(interp.status().message()).c_str());
     return;
@@ -149,7 +149,7 @@ void RunGraph(benchmark::State& state, const ir::Graph& graph, std::vector<int64
   std::mt19937 gen(0);
   std::uniform_real_distribution<float> dist(-1, 1);
   for (float& v : x) v = dist(gen);
-  const RtTensor input = RtTensor::FromVector<float>(dims, x);
+  const runtime::RtTensor input = runtime::RtTensor::FromVector<float>(dims, x);
   for (auto _ : state) {
     auto out = interp->Run({{"x", input}});
     if (!out.ok()) {

@@ -5,9 +5,9 @@
 #include <cstdio>
 #include <optional>
 
-#include "calibration/datasets/dataset.h"
-#include "calibration/eval/runnable_model.h"
-#include "calibration/observers/calibrator.h"
+#include "calibration/dataset.h"
+#include "eval/runnable_model.h"
+#include "calibration/calibrator.h"
 #include "cli/exit_codes.h"
 #include "support/status_macros.h"
 

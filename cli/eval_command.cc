@@ -4,12 +4,12 @@
 #include <chrono>
 #include <cstdio>
 
-#include "calibration/eval/perplexity.h"
-#include "calibration/eval/runnable_model.h"
-#include "calibration/eval/token_ids.h"
-#include "calibration/interpreter.h"
+#include "eval/perplexity.h"
+#include "eval/runnable_model.h"
+#include "eval/token_ids.h"
+#include "runtime/interpreter.h"
 #include "cli/exit_codes.h"
-#include "passes/fused_kernels.h"
+#include "runtime/kernels/fused_kernels.h"
 #include "passes/use_packed_weights.h"
 #include "nlohmann/json.hpp"
 
@@ -48,11 +48,10 @@ int RunEval(const EvalOptions& options) {
     return Fail(absl::InvalidArgumentError(options.model +
                                            ": no max_position_embeddings; pass --window"));
   }
-  calibration::InterpreterOptions iopts;
+  runtime::InterpreterOptions iopts;
   // Artifacts hold the graph as the passes left it (slimpack-domain ops).
-  iopts.kernels = passes::KernelsWithFusedOps();
   iopts.num_threads = options.threads;
-  auto interp = calibration::Interpreter::Create(*model, iopts);
+  auto interp = runtime::Interpreter::Create(*model, iopts);
   if (!interp.ok()) return Fail(interp.status());
   eval::PerplexityOptions popts;
   popts.window = window;

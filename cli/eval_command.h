@@ -1,5 +1,5 @@
 // `slimpack eval MODEL --tokens FILE.npy`: perplexity of a model on a token
-// stream with the pinned protocol of calibration/eval/perplexity.h.
+// stream with the pinned protocol of eval/perplexity.h.
 #ifndef SLIMPACK_CLI_EVAL_COMMAND_H_
 #define SLIMPACK_CLI_EVAL_COMMAND_H_
 

@@ -13,9 +13,264 @@
 #include "cli/run_command.h"
 #include "cli/verify_command.h"
 
+
 namespace {
 
-constexpr char kVersion[] = "slimpack 0.1.0";
+constexpr char kVersion[] = "slimpack " SLIMPACK_VERSION;
+
+CLI::App* AddInspectCommand(CLI::App& app, slimpack::cli::InspectOptions& o) {
+  CLI::App* inspect_cmd = app.add_subcommand(
+      "inspect", "Summarise a model: inputs/outputs, op histogram, parameters by dtype, files");
+  inspect_cmd->add_option("MODEL", o.path,
+                          "ONNX file, .safetensors file, sharded index or checkpoint directory")
+      ->required();
+  inspect_cmd->add_flag("--json", o.json, "Print a JSON summary for machines");
+  inspect_cmd->footer(
+      "Example:\n"
+      "  slimpack inspect examples/digits-cnn/model.onnx\n"
+      "  slimpack inspect examples/tiny-llama/model.safetensors --json");
+  return inspect_cmd;
+}
+
+// --sparsity* and --prune*: the model-shrinking flags of convert.
+void AddConvertSparsityAndPruneFlags(CLI::App* convert_cmd, slimpack::cli::ConvertOptions& o) {
+  convert_cmd->add_option("--sparsity", o.sparsity,
+                          "Zero this fraction of each row of the linear weights (embeddings, "
+                          "lm_head and norms excluded); 2:4 implies 0.5");
+  convert_cmd->add_option("--sparsity-pattern", o.sparsity_pattern,
+                          "unstructured (default) or 2:4 (2 kept in every 4 inputs; stored "
+                          "packed for float weights)");
+  convert_cmd->add_option("--sparsity-criterion", o.sparsity_criterion,
+                          "magnitude (default) or wanda (|w| x input norm; needs --calib)");
+  convert_cmd->add_option("--prune", o.prune,
+                          "Structured pruning: remove this fraction of the MLP channels and KV-head "
+                          "groups of every layer of an HF decoder (e.g. 0.2; runs before quantization)");
+  convert_cmd->add_option("--prune-criterion", o.prune_criterion,
+                          "Pruning importance: l1, l2 (weight magnitude, default l2), activation "
+                          "(Wanda: |W| x calibration input norm), loss (calibration output error "
+                          "of down_proj/o_proj when the group alone is removed); the last two "
+                          "need --calib");
+  convert_cmd->add_option("--prune-target", o.prune_target,
+                          "What --prune removes: mlp, heads, both (default both)");
+  convert_cmd->add_flag("--prune-refit", o.prune_refit,
+                        "Least-squares refit of down_proj/o_proj on calibration data after pruning "
+                        "(needs --calib)");
+  convert_cmd->add_option("--prune-rules", o.prune_rules,
+                          "Per-layer pruning rules (JSON list of {match: regex over "
+                          "'model.layers.N.', target: mlp|heads|both, ratio | keep}; first match "
+                          "wins, other layers follow --prune / --prune-budget-params)");
+  convert_cmd->add_option("--prune-budget-params", o.prune_budget_params,
+                          "Prune to at most this many parameters (a count, or a fraction in (0, 1) "
+                          "of the model's), choosing per-layer counts globally by importance");
+}
+
+CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
+  CLI::App* convert_cmd = app.add_subcommand(
+      "convert", "Convert a model to a shard artifact (mmap-ready shards + checksummed manifest)");
+  convert_cmd->add_option("INPUT", o.input,
+                          "ONNX file, .safetensors file, sharded index or checkpoint directory")
+      ->required();
+  convert_cmd->add_option("-o,--output", o.output,
+                          "Artifact directory to create (replaced atomically with --force)")
+      ->required();
+  convert_cmd->add_option("--dtype", o.dtype,
+                          "Store f32/f16/bf16 weights as this type (default: keep)")
+      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
+  convert_cmd->add_option("--shard-size", o.shard_size,
+                          "Cap per shard file in bytes, K/M/G suffixes allowed (default 256M, min 1M)");
+  convert_cmd->add_option("--recipe", o.recipe_path,
+                          "JSON recipe (keys: dtype, shard_size, passes, quant); flags override it");
+  convert_cmd->add_option("--threads", o.threads, "Worker threads (default: one per core)")
+      ->check(CLI::Range(1, 1024));
+  convert_cmd->add_flag("--force", o.force, "Replace an existing artifact at OUT");
+  convert_cmd->add_flag("-v,--verbose", o.verbose,
+                        "Print per-pass statistics, per-tensor quantization decisions and a line per file");
+  convert_cmd->add_option("--passes", o.passes,
+                          "Graph passes, comma-separated, in order ('none': no passes; default: the "
+                          "pipeline for the input kind)");
+  convert_cmd->add_flag("--verify-each", o.verify_each, "Run the IR verifier after every pass");
+  convert_cmd->add_flag("--print-ir-after-all", o.print_ir_after_all,
+                        "Print the IR to stderr after every pass");
+  convert_cmd->add_option("--print-ir-after", o.print_ir_after,
+                          "Print the IR to stderr after this pass (repeatable)");
+  convert_cmd->add_option("--quant", o.quant,
+                          "Weight scheme: int8, int8-asym, int4 (group from --group, default 128), "
+                          "int4-g32, int4-g64-asym, int3-g64, f16, ...; or w8a8 (static int8 activations)");
+  convert_cmd->add_option("--group", o.group, "Group size for a bare --quant int4/int3/int2")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  convert_cmd->add_flag("--asym", o.asym, "Asymmetric quantization (zero points)");
+  convert_cmd->add_option("--algo", o.algo,
+                          "Weight algorithm: rtn, rtn-mse, imatrix, gptq, awq (the last three need --calib)")
+      ->check(CLI::IsMember({"rtn", "rtn-mse", "imatrix", "gptq", "awq"}));
+  convert_cmd->add_option("--calib", o.calib,
+                          "Calibration data: token windows (.npy [rows, seq]) or input files/directories; "
+                          "for w8a8 also a calib.json from `slimpack calibrate`");
+  convert_cmd->add_option("--target-size", o.target_size,
+                          "Plan per-tensor schemes to fit this artifact size (3.8GB = 3.8e9 bytes, 3.5GiB)");
+  convert_cmd->add_option("--target-bpw", o.target_bpw,
+                          "Plan per-tensor schemes for this average bits per quantized weight")
+      ->check(CLI::Range(1.0, 32.0));
+  convert_cmd->add_option("--report", o.report_dir,
+                          "After writing, the accuracy report of the artifact against INPUT into this directory");
+  convert_cmd->add_option("--report-data", o.report_data,
+                          "Data for --report (files/directories named after the model inputs, or token ids)");
+  convert_cmd->add_option("--gate", o.gate,
+                          "Gate rules for --report, e.g. 'e2e.kld<=0.03,top1>=0.99' (exit 3 when one fails)");
+  convert_cmd->add_option("--calib-samples", o.calib_samples,
+                          "Calibration runs to use (default 64)")
+      ->check(CLI::PositiveNumber);
+  AddConvertSparsityAndPruneFlags(convert_cmd, o);
+  convert_cmd->footer(
+      "Example:\n"
+      "  slimpack convert examples/tiny-llama -o out/tiny-llama --dtype f16\n"
+      "  slimpack convert examples/digits-cnn/model.onnx -o out/digits --shard-size 64M --force\n"
+      "  slimpack convert examples/tiny-llama -o out/tiny-int4 --quant int4 --group 128 --algo gptq \\\n"
+      "      --calib examples/tiny-llama/calib_tokens.npy\n"
+      "  slimpack convert examples/digits-cnn/model.onnx -o out/digits-w8a8 --quant w8a8 \\\n"
+      "      --calib examples/digits-cnn/calib.npz\n"
+      "  slimpack convert examples/tiny-llama -o out/tiny-plan --recipe examples/recipes/mobile-int4.json \\\n"
+      "      --calib examples/tiny-llama/calib_tokens.npy\n"
+      "  slimpack convert examples/tiny-llama -o out/tiny-pruned --prune 0.2 --prune-criterion activation \\\n"
+      "      --prune-target mlp --prune-refit --calib examples/tiny-llama/calib_tokens.npy\n"
+      "  slimpack convert examples/tiny-llama -o out/tiny-24 --sparsity-pattern 2:4 \\\n"
+      "      --sparsity-criterion wanda --calib examples/tiny-llama/calib_tokens.npy\n"
+      "Recipe file example: {\"dtype\": \"bf16\", \"shard_size\": \"128M\"}");
+  return convert_cmd;
+}
+
+CLI::App* AddVerifyCommand(CLI::App& app, slimpack::cli::VerifyOptions& o) {
+  CLI::App* verify_cmd = app.add_subcommand(
+      "verify", "Check an artifact: manifest, sizes and SHA-256 of every shard and carried file");
+  verify_cmd->add_option("ARTIFACT", o.path, "Artifact directory (holds manifest.json)")
+      ->required();
+  verify_cmd->footer(
+      "Example:\n"
+      "  slimpack verify out/tiny-llama\n"
+      "Exit codes: 0 intact, 1 any problem (the message names the file), 2 usage error.");
+  return verify_cmd;
+}
+
+CLI::App* AddEvalCommand(CLI::App& app, slimpack::cli::EvalOptions& o) {
+  CLI::App* eval_cmd = app.add_subcommand(
+      "eval", "Perplexity on a token file: non-overlapping windows of W tokens, each scored on its last W-1");
+  eval_cmd->add_option("MODEL", o.model,
+                       "HF checkpoint (directory, .safetensors or index) or ONNX file (input_ids -> logits)")
+      ->required();
+  eval_cmd->add_option("--tokens", o.tokens,
+                       ".npy of int32/int64 token ids, [n] or [rows, n] (rows are concatenated)")
+      ->required();
+  eval_cmd->add_option("--window", o.window,
+                       "Window length W in tokens (default: max_position_embeddings from config.json)")
+      ->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
+  eval_cmd->add_option("--threads", o.threads, "Interpreter threads (default 1)")
+      ->check(CLI::Range(1, 1024));
+  eval_cmd->add_flag("--json", o.json, "Print a JSON result for machines");
+  eval_cmd->footer(
+      "Example:\n"
+      "  slimpack eval examples/tiny-llama --tokens out/tiny-llama.tokens.npy --window 64 --json");
+  return eval_cmd;
+}
+
+CLI::App* AddRunCommand(CLI::App& app, slimpack::cli::RunOptions& o) {
+  CLI::App* run_cmd = app.add_subcommand(
+      "run", "Run a model on named inputs (.npz/.npy) and save every graph output to .npz");
+  run_cmd->add_option("MODEL", o.model, "ONNX file or HF checkpoint (input 'input_ids' i64 [batch, seq])")
+      ->required();
+  run_cmd->add_option("--inputs", o.inputs, ".npz with one entry per graph input, or a .npy named after the input")
+      ->required();
+  run_cmd->add_option("-o,--output", o.output, ".npz to write (readable by numpy.load)")->required();
+  run_cmd->add_option("--threads", o.threads, "Interpreter threads (default 1)")->check(CLI::Range(1, 1024));
+  run_cmd->footer(
+      "Example:\n"
+      "  slimpack run examples/digits-cnn/model.onnx --inputs in.npz -o out.npz");
+  return run_cmd;
+}
+
+CLI::App* AddCalibrateCommand(CLI::App& app, slimpack::cli::CalibrateOptions& o) {
+  CLI::App* calibrate_cmd = app.add_subcommand(
+      "calibrate", "Run a model on calibration data and write activation ranges (calib.json)");
+  calibrate_cmd->add_option("MODEL", o.model,
+                            "ONNX file, .safetensors file, sharded index or checkpoint directory")
+      ->required();
+  calibrate_cmd->add_option("--data", o.data,
+                            "Dataset directories/files (.npz, .npy, .safetensors, .txt token ids)");
+  calibrate_cmd->add_option("-o,--output", o.output, "Calibration table to write (JSON)")->required();
+  calibrate_cmd->add_option("--method", o.method, "Range method (default minmax)")
+      ->check(CLI::IsMember({"minmax", "moving_minmax", "percentile", "entropy", "mse"}));
+  calibrate_cmd->add_flag("--per-channel", o.per_channel, "Also record per-channel ranges");
+  calibrate_cmd->add_option("--channel-axis", o.channel_axis,
+                            "Per-channel axis (default: 1 for rank 4/5, else the last)");
+  calibrate_cmd->add_option("--percentile", o.percentile, "For --method percentile (default 99.99)")
+      ->check(CLI::Range(50.0, 100.0));
+  calibrate_cmd->add_option("--bins", o.num_bins, "Histogram bins, a multiple of 4 (default 4096)");
+  calibrate_cmd->add_option("--entropy-levels", o.entropy_levels,
+                            "Quantized |x| levels for --method entropy (128 int8, 256 uint8)");
+  calibrate_cmd->add_option("--max-batch", o.max_batch,
+                            "Rows per run when a data file holds a batch (default 32)")
+      ->check(CLI::PositiveNumber);
+  calibrate_cmd->add_option("--input-map", o.input_map,
+                            "MODEL_INPUT=ARRAY: read an input from a differently named array");
+  calibrate_cmd->add_option("--calib-random", o.random_samples,
+                            "Use N random samples instead of --data (smoke runs only: not calibration)")
+      ->check(CLI::PositiveNumber);
+  calibrate_cmd->add_option("--seed", o.seed, "Seed for --calib-random (default 0)");
+  calibrate_cmd->add_flag("--xtx", o.xtx,
+                          "Also store X^T X per MatMul/Gemm input (GPTQ Hessian; K*K doubles each)");
+  calibrate_cmd->add_option("--threads", o.threads,
+                            "Interpreter threads (tables are identical for any value)")
+      ->check(CLI::Range(1, 1024));
+  calibrate_cmd->add_option("--check-data", o.check_data,
+                            "After calibrating, report tensors whose range on this data exceeds the table");
+  calibrate_cmd->add_flag("-v,--verbose", o.verbose, "Print a line per run");
+  calibrate_cmd->footer(
+      "Example:\n"
+      "  slimpack calibrate examples/digits-cnn/model.onnx --data examples/digits-cnn/eval.safetensors \\\n"
+      "      --input-map input=inputs -o calib.json --method entropy --per-channel\n"
+      "  slimpack calibrate model.onnx --calib-random 8 --seed 1 -o smoke.json\n"
+      "Dataset rules: a directory contributes its .npz/.npy/.safetensors/.txt files sorted by name;\n"
+      "an .npz/.safetensors holds one array per model input (extra arrays ignored), a .npy feeds a\n"
+      "single-input model; an array with the input's rank is a batch along dim 0 (cut into runs of\n"
+      "--max-batch), one of rank-1 is a single sample; dtype and static dims must match the input.");
+  return calibrate_cmd;
+}
+
+CLI::App* AddReportCommand(CLI::App& app, slimpack::cli::ReportCommandOptions& o) {
+  CLI::App* report_cmd = app.add_subcommand(
+      "report", "Accuracy-diff report: reference vs candidate per layer, per weight and end to end");
+  report_cmd->add_option("--reference", o.reference, "Reference model (ONNX file or HF checkpoint)")
+      ->required();
+  report_cmd->add_option("--candidate", o.candidate,
+                         "Candidate (compressed) model: ONNX file, HF checkpoint or slimpack artifact")
+      ->required();
+  report_cmd->add_option("--data", o.data,
+                         "Dataset files/directories (.npz, .npy, .safetensors, .txt; as for calibrate)")
+      ->required();
+  report_cmd->add_option("-o,--output", o.output, "Report directory (o.json/.md/.html)")
+      ->required();
+  report_cmd->add_option("--gate", o.gate,
+                         "CI rules, e.g. 'e2e.kld<=0.03,layer.sqnr>=20,top1>=0.99' (exit 3 on failure)");
+  report_cmd->add_option("--input-map", o.input_map, "MODEL_INPUT=ARRAY: read an input from another array");
+  report_cmd->add_option("--labels", o.labels,
+                         "Class-id array in the data files (default: 'labels' when present)");
+  report_cmd->add_option("--calib", o.calib, "Calibration table (calib.json) for range overflow checks");
+  report_cmd->add_option("--max-batch", o.max_batch, "Rows per run (default 32)");
+  report_cmd->add_option("--max-runs", o.max_runs, "Compare at most N runs (default: all)");
+  report_cmd->add_option("--sensitivity-runs", o.sensitivity_runs,
+                         "Runs used for the one-layer-at-a-time ranking (default 2, 0 disables)");
+  report_cmd->add_option("--fallback-layers", o.fallback_layers,
+                         "At most N layers in the proposed fallback set (default 3)");
+  report_cmd->add_option("--threads", o.threads, "Interpreter threads (reports are identical for any value)")
+      ->check(CLI::Range(1, 1024));
+  report_cmd->add_flag("--json", o.json, "Print o.json instead of the Markdown summary");
+  report_cmd->footer(
+      "Example:\n"
+      "  slimpack report --reference examples/digits-cnn/model.onnx --candidate digits-w8.onnx \\\n"
+      "      --data examples/digits-cnn/eval.safetensors --input-map input=inputs -o report/ \\\n"
+      "      --gate 'layer.quant_sqnr>=20,top1>=0.99'\n"
+      "Exit codes: 0 ok, 1 bad input, 2 usage or malformed gate rule, 3 a gate rule failed.\n"
+      "Schema: docs/report-schema.md");
+  return report_cmd;
+}
 
 }  // namespace
 
@@ -32,239 +287,19 @@ int main(int argc, char** argv) {
       "Exit codes: 0 ok, 1 failed on input, 2 usage error.");
 
   slimpack::cli::InspectOptions inspect;
-  CLI::App* inspect_cmd = app.add_subcommand(
-      "inspect", "Summarise a model: inputs/outputs, op histogram, parameters by dtype, files");
-  inspect_cmd->add_option("MODEL", inspect.path,
-                          "ONNX file, .safetensors file, sharded index or checkpoint directory")
-      ->required();
-  inspect_cmd->add_flag("--json", inspect.json, "Print a JSON summary for machines");
-  inspect_cmd->footer(
-      "Example:\n"
-      "  slimpack inspect examples/digits-cnn/model.onnx\n"
-      "  slimpack inspect examples/tiny-llama/model.safetensors --json");
-
+  CLI::App* inspect_cmd = AddInspectCommand(app, inspect);
   slimpack::cli::ConvertOptions convert;
-  CLI::App* convert_cmd = app.add_subcommand(
-      "convert", "Convert a model to a shard artifact (mmap-ready shards + checksummed manifest)");
-  convert_cmd->add_option("INPUT", convert.input,
-                          "ONNX file, .safetensors file, sharded index or checkpoint directory")
-      ->required();
-  convert_cmd->add_option("-o,--output", convert.output,
-                          "Artifact directory to create (replaced atomically with --force)")
-      ->required();
-  convert_cmd->add_option("--dtype", convert.dtype,
-                          "Store f32/f16/bf16 weights as this type (default: keep)")
-      ->check(CLI::IsMember({"f32", "f16", "bf16"}));
-  convert_cmd->add_option("--shard-size", convert.shard_size,
-                          "Cap per shard file in bytes, K/M/G suffixes allowed (default 256M, min 1M)");
-  convert_cmd->add_option("--recipe", convert.recipe_path,
-                          "JSON recipe (keys: dtype, shard_size, passes, quant); flags override it");
-  convert_cmd->add_option("--threads", convert.threads, "Worker threads (default: one per core)")
-      ->check(CLI::Range(1, 1024));
-  convert_cmd->add_flag("--force", convert.force, "Replace an existing artifact at OUT");
-  convert_cmd->add_flag("-v,--verbose", convert.verbose,
-                        "Print per-pass statistics, per-tensor quantization decisions and a line per file");
-  convert_cmd->add_option("--passes", convert.passes,
-                          "Graph passes, comma-separated, in order ('none': no passes; default: the "
-                          "pipeline for the input kind)");
-  convert_cmd->add_flag("--verify-each", convert.verify_each, "Run the IR verifier after every pass");
-  convert_cmd->add_flag("--print-ir-after-all", convert.print_ir_after_all,
-                        "Print the IR to stderr after every pass");
-  convert_cmd->add_option("--print-ir-after", convert.print_ir_after,
-                          "Print the IR to stderr after this pass (repeatable)");
-  convert_cmd->add_option("--quant", convert.quant,
-                          "Weight scheme: int8, int8-asym, int4 (group from --group, default 128), "
-                          "int4-g32, int4-g64-asym, int3-g64, f16, ...; or w8a8 (static int8 activations)");
-  convert_cmd->add_option("--group", convert.group, "Group size for a bare --quant int4/int3/int2")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
-  convert_cmd->add_flag("--asym", convert.asym, "Asymmetric quantization (zero points)");
-  convert_cmd->add_option("--algo", convert.algo,
-                          "Weight algorithm: rtn, rtn-mse, imatrix, gptq, awq (the last three need --calib)")
-      ->check(CLI::IsMember({"rtn", "rtn-mse", "imatrix", "gptq", "awq"}));
-  convert_cmd->add_option("--calib", convert.calib,
-                          "Calibration data: token windows (.npy [rows, seq]) or input files/directories; "
-                          "for w8a8 also a calib.json from `slimpack calibrate`");
-  convert_cmd->add_option("--target-size", convert.target_size,
-                          "Plan per-tensor schemes to fit this artifact size (3.8GB = 3.8e9 bytes, 3.5GiB)");
-  convert_cmd->add_option("--target-bpw", convert.target_bpw,
-                          "Plan per-tensor schemes for this average bits per quantized weight")
-      ->check(CLI::Range(1.0, 32.0));
-  convert_cmd->add_option("--report", convert.report_dir,
-                          "After writing, the accuracy report of the artifact against INPUT into this directory");
-  convert_cmd->add_option("--report-data", convert.report_data,
-                          "Data for --report (files/directories named after the model inputs, or token ids)");
-  convert_cmd->add_option("--gate", convert.gate,
-                          "Gate rules for --report, e.g. 'e2e.kld<=0.03,top1>=0.99' (exit 3 when one fails)");
-  convert_cmd->add_option("--calib-samples", convert.calib_samples,
-                          "Calibration runs to use (default 64)")
-      ->check(CLI::PositiveNumber);
-  convert_cmd->add_option("--sparsity", convert.sparsity,
-                          "Zero this fraction of each row of the linear weights (embeddings, "
-                          "lm_head and norms excluded); 2:4 implies 0.5");
-  convert_cmd->add_option("--sparsity-pattern", convert.sparsity_pattern,
-                          "unstructured (default) or 2:4 (2 kept in every 4 inputs; stored "
-                          "packed for float weights)");
-  convert_cmd->add_option("--sparsity-criterion", convert.sparsity_criterion,
-                          "magnitude (default) or wanda (|w| x input norm; needs --calib)");
-  convert_cmd->add_option("--prune", convert.prune,
-                          "Structured pruning: remove this fraction of the MLP channels and KV-head "
-                          "groups of every layer of an HF decoder (e.g. 0.2; runs before quantization)");
-  convert_cmd->add_option("--prune-criterion", convert.prune_criterion,
-                          "Pruning importance: l1, l2 (weight magnitude, default l2), activation "
-                          "(Wanda: |W| x calibration input norm), loss (calibration output error "
-                          "of down_proj/o_proj when the group alone is removed); the last two "
-                          "need --calib");
-  convert_cmd->add_option("--prune-target", convert.prune_target,
-                          "What --prune removes: mlp, heads, both (default both)");
-  convert_cmd->add_flag("--prune-refit", convert.prune_refit,
-                        "Least-squares refit of down_proj/o_proj on calibration data after pruning "
-                        "(needs --calib)");
-  convert_cmd->add_option("--prune-rules", convert.prune_rules,
-                          "Per-layer pruning rules (JSON list of {match: regex over "
-                          "'model.layers.N.', target: mlp|heads|both, ratio | keep}; first match "
-                          "wins, other layers follow --prune / --prune-budget-params)");
-  convert_cmd->add_option("--prune-budget-params", convert.prune_budget_params,
-                          "Prune to at most this many parameters (a count, or a fraction in (0, 1) "
-                          "of the model's), choosing per-layer counts globally by importance");
-  convert_cmd->footer(
-      "Example:\n"
-      "  slimpack convert examples/tiny-llama -o out/tiny-llama --dtype f16\n"
-      "  slimpack convert examples/digits-cnn/model.onnx -o out/digits --shard-size 64M --force\n"
-      "  slimpack convert examples/tiny-llama -o out/tiny-int4 --quant int4 --group 128 --algo gptq \\\n"
-      "      --calib examples/tiny-llama/calib_tokens.npy\n"
-      "  slimpack convert examples/digits-cnn/model.onnx -o out/digits-w8a8 --quant w8a8 \\\n"
-      "      --calib examples/digits-cnn/calib.npz\n"
-      "  slimpack convert examples/tiny-llama -o out/tiny-plan --recipe examples/recipes/mobile-int4.json \\\n"
-      "      --calib examples/tiny-llama/calib_tokens.npy\n"
-      "  slimpack convert examples/tiny-llama -o out/tiny-pruned --prune 0.2 --prune-criterion activation \\\n"
-      "      --prune-target mlp --prune-refit --calib examples/tiny-llama/calib_tokens.npy\n"
-      "  slimpack convert examples/tiny-llama -o out/tiny-24 --sparsity-pattern 2:4 \\\n"
-      "      --sparsity-criterion wanda --calib examples/tiny-llama/calib_tokens.npy\n"
-      "Recipe file example: {\"dtype\": \"bf16\", \"shard_size\": \"128M\"}");
-
+  CLI::App* convert_cmd = AddConvertCommand(app, convert);
   slimpack::cli::VerifyOptions verify;
-  CLI::App* verify_cmd = app.add_subcommand(
-      "verify", "Check an artifact: manifest, sizes and SHA-256 of every shard and carried file");
-  verify_cmd->add_option("ARTIFACT", verify.path, "Artifact directory (holds manifest.json)")
-      ->required();
-  verify_cmd->footer(
-      "Example:\n"
-      "  slimpack verify out/tiny-llama\n"
-      "Exit codes: 0 intact, 1 any problem (the message names the file), 2 usage error.");
-
+  CLI::App* verify_cmd = AddVerifyCommand(app, verify);
   slimpack::cli::EvalOptions eval;
-  CLI::App* eval_cmd = app.add_subcommand(
-      "eval", "Perplexity on a token file: non-overlapping windows of W tokens, each scored on its last W-1");
-  eval_cmd->add_option("MODEL", eval.model,
-                       "HF checkpoint (directory, .safetensors or index) or ONNX file (input_ids -> logits)")
-      ->required();
-  eval_cmd->add_option("--tokens", eval.tokens,
-                       ".npy of int32/int64 token ids, [n] or [rows, n] (rows are concatenated)")
-      ->required();
-  eval_cmd->add_option("--window", eval.window,
-                       "Window length W in tokens (default: max_position_embeddings from config.json)")
-      ->check(CLI::Range(int64_t{2}, int64_t{1} << 30));
-  eval_cmd->add_option("--threads", eval.threads, "Interpreter threads (default 1)")
-      ->check(CLI::Range(1, 1024));
-  eval_cmd->add_flag("--json", eval.json, "Print a JSON result for machines");
-  eval_cmd->footer(
-      "Example:\n"
-      "  slimpack eval examples/tiny-llama --tokens out/tiny-llama.tokens.npy --window 64 --json");
-
+  CLI::App* eval_cmd = AddEvalCommand(app, eval);
   slimpack::cli::RunOptions run;
-  CLI::App* run_cmd = app.add_subcommand(
-      "run", "Run a model on named inputs (.npz/.npy) and save every graph output to .npz");
-  run_cmd->add_option("MODEL", run.model, "ONNX file or HF checkpoint (input 'input_ids' i64 [batch, seq])")
-      ->required();
-  run_cmd->add_option("--inputs", run.inputs, ".npz with one entry per graph input, or a .npy named after the input")
-      ->required();
-  run_cmd->add_option("-o,--output", run.output, ".npz to write (readable by numpy.load)")->required();
-  run_cmd->add_option("--threads", run.threads, "Interpreter threads (default 1)")->check(CLI::Range(1, 1024));
-  run_cmd->footer(
-      "Example:\n"
-      "  slimpack run examples/digits-cnn/model.onnx --inputs in.npz -o out.npz");
-
+  CLI::App* run_cmd = AddRunCommand(app, run);
   slimpack::cli::CalibrateOptions calibrate;
-  CLI::App* calibrate_cmd = app.add_subcommand(
-      "calibrate", "Run a model on calibration data and write activation ranges (calib.json)");
-  calibrate_cmd->add_option("MODEL", calibrate.model,
-                            "ONNX file, .safetensors file, sharded index or checkpoint directory")
-      ->required();
-  calibrate_cmd->add_option("--data", calibrate.data,
-                            "Dataset directories/files (.npz, .npy, .safetensors, .txt token ids)");
-  calibrate_cmd->add_option("-o,--output", calibrate.output, "Calibration table to write (JSON)")->required();
-  calibrate_cmd->add_option("--method", calibrate.method, "Range method (default minmax)")
-      ->check(CLI::IsMember({"minmax", "moving_minmax", "percentile", "entropy", "mse"}));
-  calibrate_cmd->add_flag("--per-channel", calibrate.per_channel, "Also record per-channel ranges");
-  calibrate_cmd->add_option("--channel-axis", calibrate.channel_axis,
-                            "Per-channel axis (default: 1 for rank 4/5, else the last)");
-  calibrate_cmd->add_option("--percentile", calibrate.percentile, "For --method percentile (default 99.99)")
-      ->check(CLI::Range(50.0, 100.0));
-  calibrate_cmd->add_option("--bins", calibrate.num_bins, "Histogram bins, a multiple of 4 (default 4096)");
-  calibrate_cmd->add_option("--entropy-levels", calibrate.entropy_levels,
-                            "Quantized |x| levels for --method entropy (128 int8, 256 uint8)");
-  calibrate_cmd->add_option("--max-batch", calibrate.max_batch,
-                            "Rows per run when a data file holds a batch (default 32)")
-      ->check(CLI::PositiveNumber);
-  calibrate_cmd->add_option("--input-map", calibrate.input_map,
-                            "MODEL_INPUT=ARRAY: read an input from a differently named array");
-  calibrate_cmd->add_option("--calib-random", calibrate.random_samples,
-                            "Use N random samples instead of --data (smoke runs only: not calibration)")
-      ->check(CLI::PositiveNumber);
-  calibrate_cmd->add_option("--seed", calibrate.seed, "Seed for --calib-random (default 0)");
-  calibrate_cmd->add_flag("--xtx", calibrate.xtx,
-                          "Also store X^T X per MatMul/Gemm input (GPTQ Hessian; K*K doubles each)");
-  calibrate_cmd->add_option("--threads", calibrate.threads,
-                            "Interpreter threads (tables are identical for any value)")
-      ->check(CLI::Range(1, 1024));
-  calibrate_cmd->add_option("--check-data", calibrate.check_data,
-                            "After calibrating, report tensors whose range on this data exceeds the table");
-  calibrate_cmd->add_flag("-v,--verbose", calibrate.verbose, "Print a line per run");
-  calibrate_cmd->footer(
-      "Example:\n"
-      "  slimpack calibrate examples/digits-cnn/model.onnx --data examples/digits-cnn/eval.safetensors \\\n"
-      "      --input-map input=inputs -o calib.json --method entropy --per-channel\n"
-      "  slimpack calibrate model.onnx --calib-random 8 --seed 1 -o smoke.json\n"
-      "Dataset rules: a directory contributes its .npz/.npy/.safetensors/.txt files sorted by name;\n"
-      "an .npz/.safetensors holds one array per model input (extra arrays ignored), a .npy feeds a\n"
-      "single-input model; an array with the input's rank is a batch along dim 0 (cut into runs of\n"
-      "--max-batch), one of rank-1 is a single sample; dtype and static dims must match the input.");
-
+  CLI::App* calibrate_cmd = AddCalibrateCommand(app, calibrate);
   slimpack::cli::ReportCommandOptions report;
-  CLI::App* report_cmd = app.add_subcommand(
-      "report", "Accuracy-diff report: reference vs candidate per layer, per weight and end to end");
-  report_cmd->add_option("--reference", report.reference, "Reference model (ONNX file or HF checkpoint)")
-      ->required();
-  report_cmd->add_option("--candidate", report.candidate,
-                         "Candidate (compressed) model: ONNX file, HF checkpoint or slimpack artifact")
-      ->required();
-  report_cmd->add_option("--data", report.data,
-                         "Dataset files/directories (.npz, .npy, .safetensors, .txt; as for calibrate)")
-      ->required();
-  report_cmd->add_option("-o,--output", report.output, "Report directory (report.json/.md/.html)")
-      ->required();
-  report_cmd->add_option("--gate", report.gate,
-                         "CI rules, e.g. 'e2e.kld<=0.03,layer.sqnr>=20,top1>=0.99' (exit 3 on failure)");
-  report_cmd->add_option("--input-map", report.input_map, "MODEL_INPUT=ARRAY: read an input from another array");
-  report_cmd->add_option("--labels", report.labels,
-                         "Class-id array in the data files (default: 'labels' when present)");
-  report_cmd->add_option("--calib", report.calib, "Calibration table (calib.json) for range overflow checks");
-  report_cmd->add_option("--max-batch", report.max_batch, "Rows per run (default 32)");
-  report_cmd->add_option("--max-runs", report.max_runs, "Compare at most N runs (default: all)");
-  report_cmd->add_option("--sensitivity-runs", report.sensitivity_runs,
-                         "Runs used for the one-layer-at-a-time ranking (default 2, 0 disables)");
-  report_cmd->add_option("--fallback-layers", report.fallback_layers,
-                         "At most N layers in the proposed fallback set (default 3)");
-  report_cmd->add_option("--threads", report.threads, "Interpreter threads (reports are identical for any value)")
-      ->check(CLI::Range(1, 1024));
-  report_cmd->add_flag("--json", report.json, "Print report.json instead of the Markdown summary");
-  report_cmd->footer(
-      "Example:\n"
-      "  slimpack report --reference examples/digits-cnn/model.onnx --candidate digits-w8.onnx \\\n"
-      "      --data examples/digits-cnn/eval.safetensors --input-map input=inputs -o report/ \\\n"
-      "      --gate 'layer.quant_sqnr>=20,top1>=0.99'\n"
-      "Exit codes: 0 ok, 1 bad input, 2 usage or malformed gate rule, 3 a gate rule failed.\n"
-      "Schema: docs/report-schema.md");
+  CLI::App* report_cmd = AddReportCommand(app, report);
 
   try {
     app.parse(argc, argv);

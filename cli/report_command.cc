@@ -1,5 +1,6 @@
 // The report subcommand: parse the gate first (a typo fails before any
 // model runs), load both models and the data, build, write, gate.
+#include "absl/strings/match.h"
 #include "cli/report_command.h"
 
 #include <sys/stat.h>
@@ -10,15 +11,15 @@
 #include <fstream>
 #include <sstream>
 
-#include "calibration/eval/runnable_model.h"
-#include "calibration/observers/calibration_table.h"
-#include "calibration/report/gate.h"
-#include "calibration/report/render.h"
-#include "calibration/report/report.h"
+#include "eval/runnable_model.h"
+#include "calibration/calibration_table.h"
+#include "report/gate.h"
+#include "report/render.h"
+#include "report/report.h"
 #include "cli/exit_codes.h"
 #include "formats/numpy/numpy_io.h"
 #include "formats/safetensors/safetensors_reader.h"
-#include "passes/fused_kernels.h"
+#include "runtime/kernels/fused_kernels.h"
 #include "support/status_macros.h"
 
 namespace slimpack::cli {
@@ -27,11 +28,6 @@ namespace {
 int Fail(const absl::Status& s, int code = kExitInputError) {
   std::fprintf(stderr, "slimpack report: %s\n", std::string(s.message()).c_str());
   return code;
-}
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Labels (integer class ids) from the array `name` of each data file, in
@@ -47,10 +43,10 @@ absl::StatusOr<std::vector<int64_t>> ReadLabels(const std::vector<std::string>& 
       return absl::InvalidArgumentError("--labels reads data files, not directories: " + f);
     }
     std::vector<ir::Tensor> tensors;
-    if (EndsWith(f, ".safetensors")) {
+    if (absl::EndsWith(f, ".safetensors")) {
       ASSIGN_OR_RETURN(auto st_file, safetensors::ReadSafetensorsFile(f));
       tensors = std::move(st_file.tensors);
-    } else if (EndsWith(f, ".npz")) {
+    } else if (absl::EndsWith(f, ".npz")) {
       ASSIGN_OR_RETURN(tensors, numpy::ReadNpz(f));
     } else {
       if (!required) return std::vector<int64_t>();
@@ -136,7 +132,6 @@ int RunReport(const ReportCommandOptions& o) {
   report::ReportOptions ropts;
   ropts.num_threads = o.threads;
   // Candidates converted with passes carry fused ops (slimpack domain).
-  ropts.kernels = passes::KernelsWithFusedOps();
   ropts.max_runs = o.max_runs;
   ropts.sensitivity_runs = o.sensitivity_runs;
   ropts.max_fallback_layers = o.fallback_layers;

@@ -1,5 +1,5 @@
 // `slimpack report --reference MODEL --candidate MODEL --data DATA -o DIR`:
-// the accuracy-diff report (calibration/report/) of a compressed model
+// the accuracy-diff report (report/) of a compressed model
 // against its reference, with optional CI gating (--gate).
 #ifndef SLIMPACK_CLI_REPORT_COMMAND_H_
 #define SLIMPACK_CLI_REPORT_COMMAND_H_

@@ -3,11 +3,11 @@
 
 #include <cstdio>
 
-#include "calibration/eval/named_tensors.h"
-#include "calibration/eval/runnable_model.h"
-#include "calibration/interpreter.h"
+#include "eval/named_tensors.h"
+#include "eval/runnable_model.h"
+#include "runtime/interpreter.h"
 #include "cli/exit_codes.h"
-#include "passes/fused_kernels.h"
+#include "runtime/kernels/fused_kernels.h"
 #include "passes/use_packed_weights.h"
 #include "formats/numpy/numpy_io.h"
 
@@ -40,11 +40,10 @@ int RunRun(const RunOptions& options) {
   if (!tensors.ok()) return Fail(tensors.status());
   auto inputs = eval::MatchGraphInputs(model->graph, *tensors, options.inputs);
   if (!inputs.ok()) return Fail(inputs.status());
-  calibration::InterpreterOptions iopts;
+  runtime::InterpreterOptions iopts;
   // Artifacts hold the graph as the passes left it (slimpack-domain ops).
-  iopts.kernels = passes::KernelsWithFusedOps();
   iopts.num_threads = options.threads;
-  auto interp = calibration::Interpreter::Create(*model, iopts);
+  auto interp = runtime::Interpreter::Create(*model, iopts);
   if (!interp.ok()) return Fail(interp.status());
   auto outputs = interp->Run(*inputs);
   if (!outputs.ok()) return Fail(outputs.status());

@@ -20,9 +20,6 @@ int RunVerify(const VerifyOptions& options);
 // broken one the loader will explain).
 bool IsArtifactDirectory(const std::string& path);
 
-// `slimpack inspect` on an artifact: tensors, dtypes, bytes, shards, layout
-// kinds and model kind from the loader (no payload is read). Exit code.
-int RunInspectArtifact(const std::string& path, bool json);
 
 }  // namespace slimpack::cli
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 
 namespace slimpack::converter {
 

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "formats/safetensors/small_file.h"
-#include "formats/safetensors/strict_json.h"
+#include "support/small_file.h"
+#include "support/strict_json.h"
 #include "formats/shard/writer/shard_plan.h"
 #include "support/status_macros.h"
 
@@ -25,7 +25,7 @@ absl::Status ParseDTypeKey(const json& v, const std::string& where,
   if (!v.is_string()) {
     return absl::InvalidArgumentError(
         where + " must be one of \"f32\", \"f16\", \"bf16\"; found " +
-        safetensors::DescribeJson(v));
+        support::DescribeJson(v));
   }
   auto dtype = ParseTargetDType(v.get<std::string>());
   if (!dtype.ok()) return Annotate(dtype.status(), where);
@@ -45,7 +45,7 @@ absl::Status ParseShardSizeKey(const json& v, const std::string& where,
   } else {
     return absl::InvalidArgumentError(
         where + " must be a byte count (an integer, or a string such as "
-                "\"256M\"); found " + safetensors::DescribeJson(v));
+                "\"256M\"); found " + support::DescribeJson(v));
   }
   if (bytes < shard_writer::kMinShardSize ||
       bytes > (uint64_t{1} << 53)) {
@@ -62,14 +62,14 @@ absl::Status ParsePassesKey(const json& v, const std::string& where,
                             Recipe& recipe) {
   if (!v.is_array()) {
     return absl::InvalidArgumentError(where + " must be an array; found " +
-                                      safetensors::DescribeJson(v));
+                                      support::DescribeJson(v));
   }
   std::vector<std::string> names;
   for (size_t i = 0; i < v.size(); ++i) {
     if (!v[i].is_string()) {
       return absl::InvalidArgumentError(
           where + "[" + std::to_string(i) + "] must be a pass name string; found " +
-          safetensors::DescribeJson(v[i]));
+          support::DescribeJson(v[i]));
     }
     names.push_back(v[i].get<std::string>());
   }
@@ -81,7 +81,7 @@ absl::Status ParseQuantKey(const json& v, const std::string& where,
                            Recipe& recipe) {
   if (!v.is_object()) {
     return absl::InvalidArgumentError(where + " must be an object; found " +
-                                      safetensors::DescribeJson(v));
+                                      support::DescribeJson(v));
   }
   recipe.quant = v;
   return absl::OkStatus();
@@ -91,7 +91,7 @@ absl::Status ParsePruneKey(const json& v, const std::string& where,
                            Recipe& recipe) {
   if (!v.is_object()) {
     return absl::InvalidArgumentError(where + " must be an object; found " +
-                                      safetensors::DescribeJson(v));
+                                      support::DescribeJson(v));
   }
   recipe.prune = v;
   return absl::OkStatus();
@@ -101,7 +101,7 @@ absl::Status ParseSparsityKey(const json& v, const std::string& where,
                               Recipe& recipe) {
   if (!v.is_object()) {
     return absl::InvalidArgumentError(where + " must be an object; found " +
-                                      safetensors::DescribeJson(v));
+                                      support::DescribeJson(v));
   }
   recipe.sparsity = v;
   return absl::OkStatus();
@@ -193,12 +193,12 @@ absl::StatusOr<uint64_t> ParseByteSize(std::string_view text) {
 
 absl::StatusOr<Recipe> ParseRecipe(std::string_view text,
                                    const std::string& file) {
-  ASSIGN_OR_RETURN(json j, safetensors::ParseStrictJson(text, file,
+  ASSIGN_OR_RETURN(json j, support::ParseStrictJson(text, file,
                                                         kMaxRecipeDepth));
   if (!j.is_object()) {
     return absl::InvalidArgumentError(
         file + ": a recipe is a JSON object; found " +
-        safetensors::DescribeJson(j));
+        support::DescribeJson(j));
   }
   Recipe recipe;
   for (const auto& [key, value] : j.items()) {
@@ -217,7 +217,7 @@ absl::StatusOr<Recipe> ParseRecipe(std::string_view text,
 
 absl::StatusOr<Recipe> ReadRecipeFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text,
-                   safetensors::ReadSmallFile(path, kMaxRecipeBytes));
+                   support::ReadSmallFile(path, kMaxRecipeBytes));
   return ParseRecipe(text, path);
 }
 

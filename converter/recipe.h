@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/dtype.h"
+#include "ir/dtype.h"
 #include "nlohmann/json.hpp"
 
 namespace slimpack::converter {
@@ -32,14 +32,14 @@ struct Recipe {
   // the pass registry). Unset: the default pipeline for the input kind;
   // [] runs none. The manifest records the list that ran.
   std::optional<std::vector<std::string>> passes;
-  // "quant": weight / activation quantization (passes/quant_rules.h parses
+  // "quant": weight / activation quantization (quantize/quant_rules.h parses
   // it strictly; kept as JSON here because the converter sits below the
   // passes in the dependency order). Must be an object.
   std::optional<nlohmann::json> quant;
-  // "prune": structured pruning options (passes/prune_structured.h parses
+  // "prune": structured pruning options (prune/decoder/prune_structured.h parses
   // them strictly). Must be an object.
   std::optional<nlohmann::json> prune;
-  // "sparsity": unstructured / 2:4 weight sparsity (passes/sparsify.h parses
+  // "sparsity": unstructured / 2:4 weight sparsity (prune/sparsify.h parses
   // it strictly). Must be an object.
   std::optional<nlohmann::json> sparsity;
 };

@@ -193,10 +193,6 @@ void EraseFusedNodes(ir::Graph& graph, const std::vector<bool>& dead,
   if (removed > 0) context.MarkChanged();
 }
 
-int64_t IntAttrOr(const ir::Node& node, const std::string& name, int64_t def) {
-  const ir::Attribute* a = node.FindAttribute(name);
-  return a && a->kind == ir::Attribute::Kind::kInt ? a->i : def;
-}
 
 float FloatAttrOr(const ir::Node& node, const std::string& name, float def) {
   const ir::Attribute* a = node.FindAttribute(name);

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 #include "passes/pass.h"
 
 namespace slimpack::passes {
@@ -70,9 +70,10 @@ void ReplaceWithFused(ir::Graph& graph, size_t root,
 void EraseFusedNodes(ir::Graph& graph, const std::vector<bool>& dead,
                      PassContext& context);
 
-// Attribute readers with defaults (kind mismatches read as the default,
-// callers that care check the kind themselves).
-int64_t IntAttrOr(const ir::Node& node, const std::string& name, int64_t def);
+// The int attribute `name` of `node`, or `def` (ir::Node::IntAttrOr).
+inline int64_t IntAttrOr(const ir::Node& node, const std::string& name, int64_t def) {
+  return node.IntAttrOr(name, def);
+}
 float FloatAttrOr(const ir::Node& node, const std::string& name, float def);
 
 // Index of the live default-domain `op_type` node producing `value`, if

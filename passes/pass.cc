@@ -3,15 +3,17 @@
 
 #include <algorithm>
 
-#include "passes/fused_kernels.h"
+#include "runtime/kernel_registry.h"
 
 namespace slimpack::passes {
 
 PassContext::PassContext(
     int64_t opset,
-    std::shared_ptr<const calibration::KernelRegistry> kernels)
+    std::shared_ptr<const runtime::KernelRegistry> kernels)
     : opset_(opset), kernels_(std::move(kernels)) {
-  if (kernels_ == nullptr) kernels_ = KernelsWithFusedOps();
+  if (kernels_ == nullptr) {
+    kernels_ = std::make_shared<const runtime::KernelRegistry>(runtime::BuiltinKernels());
+  }
 }
 
 void PassContext::RequireOpset(int64_t opset) {

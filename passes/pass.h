@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "calibration/kernel_registry.h"
-#include "converter/ir/graph.h"
+#include "runtime/kernel_registry.h"
+#include "ir/graph.h"
 
 namespace slimpack::passes {
 
@@ -34,12 +34,12 @@ class PassContext {
   // `opset` is the model's default-domain opset; `kernels` are used by
   // fold-constants (null: BuiltinKernels() plus our fused kernels).
   explicit PassContext(int64_t opset = 17,
-                       std::shared_ptr<const calibration::KernelRegistry>
+                       std::shared_ptr<const runtime::KernelRegistry>
                            kernels = nullptr);
 
   int64_t opset() const { return opset_; }
   // The registry to run constant nodes with (never null).
-  const std::shared_ptr<const calibration::KernelRegistry>& kernels() const {
+  const std::shared_ptr<const runtime::KernelRegistry>& kernels() const {
     return kernels_;
   }
 
@@ -62,7 +62,7 @@ class PassContext {
  private:
   int64_t opset_;
   int64_t required_opset_ = 0;
-  std::shared_ptr<const calibration::KernelRegistry> kernels_;
+  std::shared_ptr<const runtime::KernelRegistry> kernels_;
   std::vector<std::string> log_;
   PassStatistics stats_;
   bool changed_ = false;

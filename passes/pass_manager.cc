@@ -4,8 +4,8 @@
 #include <algorithm>
 #include <chrono>
 
-#include "converter/ir/printer.h"
-#include "converter/ir/verifier.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
 #include "passes/registry.h"
 #include "support/status_macros.h"
 

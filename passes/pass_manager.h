@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "calibration/kernel_registry.h"
-#include "converter/ir/graph.h"
+#include "runtime/kernel_registry.h"
+#include "ir/graph.h"
 #include "passes/pass.h"
 
 namespace slimpack::passes {
@@ -29,7 +29,7 @@ struct PassManagerOptions {
   // Model's default-domain opset (PassContext::opset).
   int64_t opset = 17;
   // Kernels for fold-constants; null means built-ins plus fused kernels.
-  std::shared_ptr<const calibration::KernelRegistry> kernels;
+  std::shared_ptr<const runtime::KernelRegistry> kernels;
 };
 
 // What one pass did; data for the manifest.

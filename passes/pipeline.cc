@@ -106,7 +106,7 @@ absl::StatusOr<PipelineResult> RunPipeline(ir::Model& model,
   }
   if (model.graph.nodes.empty()) {
     // HF checkpoints carry weights only; their compute graph is built at
-    // run time (converter/llama), so there is nothing to rewrite here.
+    // run time (hf/), so there is nothing to rewrite here.
     result.verbose_lines.push_back(
         "passes: skipped, the model has no graph nodes (weights only)");
     return result;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 #include "passes/pass.h"
 
 namespace slimpack::passes {

@@ -5,15 +5,15 @@
 #include <string>
 #include <unordered_map>
 
-#include "calibration/interpreter.h"
-#include "passes/fused_kernels.h"
+#include "runtime/interpreter.h"
+#include "runtime/kernels/fused_kernels.h"
 #include "support/status_macros.h"
 
 namespace slimpack::passes {
 
 absl::StatusOr<TrafficEstimate> EstimateActivationTraffic(
     const ir::Graph& graph, int64_t opset, int64_t symbolic_dim) {
-  std::map<std::string, calibration::RtTensor> inputs;
+  std::map<std::string, runtime::RtTensor> inputs;
   std::unordered_map<std::string, int64_t> value_bytes;
   for (const ir::ValueInfo& in : graph.inputs) {
     if (graph.FindInitializer(in.name) != nullptr) continue;
@@ -22,21 +22,20 @@ absl::StatusOr<TrafficEstimate> EstimateActivationTraffic(
       dims.push_back(d.is_static() ? d.value : symbolic_dim);
     }
     ir::DType dtype = in.dtype == ir::DType::kUndefined ? ir::DType::kF32 : in.dtype;
-    ASSIGN_OR_RETURN(calibration::RtTensor t, calibration::RtTensor::Allocate(dtype, dims));
+    ASSIGN_OR_RETURN(runtime::RtTensor t, runtime::RtTensor::Allocate(dtype, dims));
     value_bytes[in.name] = static_cast<int64_t>(t.byte_size());
     inputs[in.name] = std::move(t);
   }
-  calibration::InterpreterOptions options;
+  runtime::InterpreterOptions options;
   options.opset_version = opset;
-  options.kernels = KernelsWithFusedOps();
-  ASSIGN_OR_RETURN(calibration::Interpreter interpreter,
-                   calibration::Interpreter::Create(graph, options));
+  ASSIGN_OR_RETURN(runtime::Interpreter interpreter,
+                   runtime::Interpreter::Create(graph, options));
   TrafficEstimate estimate;
   // Nodes run in dependency order, so a node's activation inputs are known
   // by the time it is observed; names that are not (initializers, outer
   // constants) are weights and not counted.
   interpreter.SetObserver([&](const ir::Node& node,
-                              const std::vector<calibration::RtTensor>& outputs) {
+                              const std::vector<runtime::RtTensor>& outputs) {
     ++estimate.nodes;
     for (const std::string& in : node.inputs) {
       auto it = value_bytes.find(in);

@@ -8,7 +8,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 
 namespace slimpack::passes {
 

@@ -2,8 +2,9 @@
 
 #include <string>
 
-#include "converter/ir/quant.h"
-#include "passes/fused_kernels.h"
+#include "ir/quant.h"
+#include "runtime/kernels/fused_kernels.h"
+#include "runtime/kernels/packed_kernels.h"
 #include "support/status_macros.h"
 
 namespace slimpack::passes {
@@ -80,8 +81,8 @@ absl::StatusOr<bool> RewriteLinear(const ir::Graph& g, ir::Node& n) {
   n.attributes.clear();
   n.attributes["trans_b"] = ir::Attribute::Int(trans_b);
   SetLayout(*w, &n);
-  n.domain = kSlimpackDomain;
-  n.op_type = "MatMulQ";
+  n.domain = runtime::kSlimpackDomain;
+  n.op_type = runtime::kMatMulQOp;
   return true;
 }
 
@@ -95,8 +96,8 @@ absl::StatusOr<bool> RewriteGather(const ir::Graph& g, ir::Node& n) {
   n.inputs = {t->name, t->quant.scale, t->quant.zero_point, ids};
   n.attributes.clear();
   SetLayout(*t, &n);
-  n.domain = kSlimpackDomain;
-  n.op_type = "GatherQ";
+  n.domain = runtime::kSlimpackDomain;
+  n.op_type = runtime::kGatherQOp;
   return true;
 }
 

@@ -13,14 +13,14 @@
 // copied into attributes kind (string), axis, group_size. Gemm's C must be
 // an initializer of dims [N] or [1, N] (else the node is left alone). The
 // node keeps its name, outputs and provenance. The kernels
-// (passes/packed_kernels.h) compute bit-identical values to the dequantized
-// graph; calibration/graph_plan.cc then binds W_q packed when only these
+// (runtime/kernels/packed_kernels.h) compute bit-identical values to the dequantized
+// graph; runtime/graph_plan.cc then binds W_q packed when only these
 // ops read it. Spec: formats/shard/spec.md section 6.1.1.
 #ifndef SLIMPACK_PASSES_USE_PACKED_WEIGHTS_H_
 #define SLIMPACK_PASSES_USE_PACKED_WEIGHTS_H_
 
 #include "absl/status/statusor.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 
 namespace slimpack::passes {
 

@@ -25,12 +25,12 @@
 #include <string>
 #include <vector>
 
-#include "calibration/eval/named_tensors.h"
-#include "calibration/eval/runnable_model.h"
-#include "calibration/interpreter.h"
+#include "eval/named_tensors.h"
+#include "eval/runnable_model.h"
+#include "runtime/interpreter.h"
 #include "formats/numpy/numpy_io.h"
 #ifdef SLIMPACK_HAVE_PASSES
-#include "passes/fused_kernels.h"
+#include "runtime/kernels/fused_kernels.h"
 #include "passes/pipeline.h"
 #endif
 
@@ -126,13 +126,13 @@ int Main(int argc, char** argv) {
   if (!tensors.ok()) return Fail(o.inputs, tensors.status());
   auto inputs = eval::MatchGraphInputs(model->graph, *tensors, o.inputs);
   if (!inputs.ok()) return Fail(o.inputs, inputs.status());
-  calibration::InterpreterOptions iopts;
+  runtime::InterpreterOptions iopts;
   iopts.num_threads = o.threads;
 #ifdef SLIMPACK_HAVE_PASSES
   // The passes emit slimpack-domain fused ops (FusedConv, Attention, ...).
-  if (!o.passes.empty()) iopts.kernels = passes::KernelsWithFusedOps();
+  
 #endif
-  auto interp = calibration::Interpreter::Create(*model, iopts);
+  auto interp = runtime::Interpreter::Create(*model, iopts);
   if (!interp.ok()) return Fail(o.model, interp.status());
 
   // Per op type: accumulated ms and node count over the timed runs.
@@ -144,7 +144,7 @@ int Main(int argc, char** argv) {
   bool timing = false;
   if (o.profile || o.profile_nodes) {
     interp->SetObserver([&](const ir::Node& node,
-                            const std::vector<calibration::RtTensor>&) {
+                            const std::vector<runtime::RtTensor>&) {
       const Clock::time_point now = Clock::now();
       if (timing) {
         auto& e = by_op[node.op_type];

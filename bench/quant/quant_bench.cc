@@ -19,10 +19,10 @@
 #include <thread>
 #include <vector>
 
-#include "passes/quant/error_stats.h"
-#include "passes/quant/gptq.h"
-#include "passes/quant/linalg.h"
-#include "passes/quant/rtn.h"
+#include "quantize/numerics/error_stats.h"
+#include "quantize/numerics/gptq.h"
+#include "quantize/numerics/linalg.h"
+#include "quantize/numerics/rtn.h"
 
 #ifdef SLIMPACK_HAVE_OPENBLAS
 #include <cblas.h>

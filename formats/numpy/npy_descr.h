@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "converter/ir/dtype.h"
+#include "ir/dtype.h"
 
 namespace slimpack::numpy {
 

@@ -3,7 +3,7 @@
 // then the raw C-order little-endian data.
 #include <cstring>
 
-#include "converter/ir/shape.h"
+#include "ir/shape.h"
 #include "formats/numpy/npy_descr.h"
 #include "formats/numpy/npy_encode.h"
 #include "formats/numpy/npy_header.h"

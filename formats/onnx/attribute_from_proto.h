@@ -7,7 +7,7 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 #include "formats/onnx/import_context.h"
 #include "onnx/onnx_pb.h"
 

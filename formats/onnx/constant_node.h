@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/tensor.h"
+#include "ir/tensor.h"
 #include "formats/onnx/import_context.h"
 #include "onnx/onnx_pb.h"
 

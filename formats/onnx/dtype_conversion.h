@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "converter/ir/dtype.h"
+#include "ir/dtype.h"
 
 namespace slimpack::onnx_format {
 

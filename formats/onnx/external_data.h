@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/tensor.h"
+#include "ir/tensor.h"
 #include "onnx/onnx_pb.h"
 #include "support/mapped_file.h"
 

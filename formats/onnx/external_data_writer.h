@@ -9,7 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "converter/ir/tensor.h"
+#include "ir/tensor.h"
 
 namespace slimpack::onnx_format {
 

@@ -4,7 +4,7 @@
 #define SLIMPACK_FORMATS_ONNX_GRAPH_FROM_PROTO_H_
 
 #include "absl/status/statusor.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 #include "formats/onnx/import_context.h"
 #include "onnx/onnx_pb.h"
 

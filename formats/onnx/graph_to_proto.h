@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 #include "formats/onnx/tensor_to_proto.h"
 #include "onnx/onnx_pb.h"
 

@@ -4,12 +4,13 @@
 
 #include <memory>
 
-#include "converter/ir/verifier.h"
+#include "ir/verifier.h"
 #include "formats/onnx/external_data.h"
 #include "formats/onnx/graph_from_proto.h"
 #include "formats/onnx/import_context.h"
 #include "formats/onnx/model_proto_reader.h"
 #include "formats/onnx/shape_inference.h"
+#include "formats/onnx/window_attributes.h"
 #include "support/status_macros.h"
 
 namespace slimpack::onnx_format {
@@ -110,6 +111,10 @@ absl::StatusOr<ir::Model> ImportOnnx(const std::string& path,
   model.source_path = path;
   model.input_files.push_back(path);
   RETURN_IF_ERROR(Annotate(ReadModelFields(*proto, options, &model), path));
+  // Before inference, which divides by strides unchecked (a zero stride is
+  // a SIGFPE, not an exception it could throw); also when inference is off,
+  // since the interpreter and passes read the same attributes.
+  RETURN_IF_ERROR(Annotate(ValidateWindowAttributes(proto->graph()), path));
   // Inference edits value_info in place, so it runs before any tensor view
   // into the proto exists.
   if (options.run_shape_inference) {

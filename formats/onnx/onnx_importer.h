@@ -6,7 +6,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 
 namespace slimpack::onnx_format {
 
@@ -37,7 +37,10 @@ struct OnnxImportOptions {
 //  - NotFound: the model or an external data file does not exist;
 //  - InvalidArgument: empty or unparsable file, malformed tensor (size
 //    mismatch, bad dims, missing data type), unsafe external location
-//    (absolute, `..`, symlink, hard link), malformed graph (IR verifier);
+//    (absolute, `..`, symlink, hard link), malformed graph (IR verifier),
+//    bad Conv/pool window attributes (zero stride or dilation, negative
+//    pad, inconsistent lengths, overflowing extents: window_attributes.h;
+//    checked before shape inference, which would crash on them);
 //  - OutOfRange: external data offset+length past the end of its file;
 //  - DataLoss: external data checksum mismatch;
 //  - Unimplemented: opset outside [9, 17], string/complex tensors, sparse

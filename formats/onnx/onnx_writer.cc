@@ -6,7 +6,7 @@
 #include <climits>
 #include <memory>
 
-#include "converter/ir/verifier.h"
+#include "ir/verifier.h"
 #include "formats/onnx/external_data_writer.h"
 #include "formats/onnx/graph_to_proto.h"
 #include "formats/onnx/tensor_to_proto.h"

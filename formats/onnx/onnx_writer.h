@@ -7,7 +7,7 @@
 #include <string>
 
 #include "absl/status/status.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 
 namespace slimpack::onnx_format {
 

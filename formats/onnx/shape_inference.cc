@@ -6,6 +6,7 @@
 #include <exception>
 #include <memory>
 
+#include "formats/onnx/window_attributes.h"
 #include "onnx/defs/schema.h"
 #include "onnx/shape_inference/implementation.h"
 
@@ -158,6 +159,13 @@ void MergeInferred(const onnx::GraphProto& inferred,
 
 void InferShapesInPlace(onnx::ModelProto* model,
                         std::vector<std::string>* warnings) {
+  // libonnx divides by strides without checking them; a zero stride kills
+  // the process, so a model failing these checks is never handed to it.
+  // ImportOnnx refuses such models first; this guards any other caller.
+  if (absl::Status s = ValidateWindowAttributes(model->graph()); !s.ok()) {
+    warnings->push_back("shape inference skipped: " + std::string(s.message()));
+    return;
+  }
   onnx::ModelProto stripped;
   {
     PayloadStash stash(model->mutable_graph());

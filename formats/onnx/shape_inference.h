@@ -15,6 +15,9 @@ namespace slimpack::onnx_format {
 // outputs that had none, back into `model` and its subgraphs. Inference
 // errors (ONNX throws) are caught and appended to `warnings`; in that case
 // the inference is retried in non-strict mode to keep partial results.
+// A model failing ValidateWindowAttributes (window_attributes.h) is not
+// inferred at all (libonnx would divide by a zero stride); that is a
+// warning too.
 void InferShapesInPlace(onnx::ModelProto* model,
                         std::vector<std::string>* warnings);
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "converter/ir/shape.h"
+#include "ir/shape.h"
 #include "formats/onnx/dtype_conversion.h"
 #include "formats/onnx/external_data.h"
 #include "support/status_macros.h"

@@ -4,7 +4,7 @@
 #define SLIMPACK_FORMATS_ONNX_TENSOR_FROM_PROTO_H_
 
 #include "absl/status/statusor.h"
-#include "converter/ir/tensor.h"
+#include "ir/tensor.h"
 #include "formats/onnx/import_context.h"
 #include "onnx/onnx_pb.h"
 

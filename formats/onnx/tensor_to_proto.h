@@ -6,7 +6,7 @@
 #include <cstdint>
 
 #include "absl/status/status.h"
-#include "converter/ir/tensor.h"
+#include "ir/tensor.h"
 #include "formats/onnx/external_data_writer.h"
 #include "onnx/onnx_pb.h"
 

@@ -4,7 +4,7 @@
 #define SLIMPACK_FORMATS_ONNX_VALUE_INFO_PROTO_H_
 
 #include "absl/status/statusor.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 #include "onnx/onnx_pb.h"
 
 namespace slimpack::onnx_format {

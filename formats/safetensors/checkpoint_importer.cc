@@ -14,13 +14,14 @@
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/status/status.h"
-#include "converter/ir/verifier.h"
-#include "formats/safetensors/hf_config.h"
+#include "ir/verifier.h"
+#include "hf/hf_config.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "formats/safetensors/shard_index.h"
-#include "formats/safetensors/small_file.h"
-#include "formats/safetensors/weight_roles.h"
+#include "support/small_file.h"
+#include "hf/weight_roles.h"
 #include "support/mapped_file.h"
 #include "support/status_macros.h"
 
@@ -44,11 +45,6 @@ struct Checkpoint {
   std::string file;  // the index or the single .safetensors file
   bool sharded = false;
 };
-
-bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() &&
-         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
 
 std::string Join(const std::string& dir, const std::string& name) {
   return dir == "/" ? "/" + name : dir + "/" + name;
@@ -80,9 +76,9 @@ absl::StatusOr<Checkpoint> FindInDirectory(const std::string& dir) {
   std::vector<std::string> indexes, files;
   while (struct dirent* e = ::readdir(d)) {
     std::string name = e->d_name;
-    if (EndsWith(name, kIndexSuffix)) {
+    if (absl::EndsWith(name, kIndexSuffix)) {
       indexes.push_back(name);
-    } else if (EndsWith(name, kSafetensorsSuffix)) {
+    } else if (absl::EndsWith(name, kSafetensorsSuffix)) {
       files.push_back(name);
     }
   }
@@ -117,7 +113,7 @@ absl::StatusOr<Checkpoint> Resolve(std::string path) {
     }
     return FindInDirectory(path);
   }
-  return Checkpoint{DirName(path), path, EndsWith(path, ".json")};
+  return Checkpoint{DirName(path), path, absl::EndsWith(path, ".json")};
 }
 
 // Maps one shard by name relative to the index's directory (the name has
@@ -209,7 +205,7 @@ absl::Status CheckIndexCovered(const ShardIndex& index,
 absl::StatusOr<std::vector<ir::Tensor>> ReadSharded(const Checkpoint& ckpt,
                                                     ir::Model& model) {
   ASSIGN_OR_RETURN(std::string text,
-                   ReadSmallFile(ckpt.file, kMaxSideFileBytes));
+                   support::ReadSmallFile(ckpt.file, support::kMaxSideFileBytes));
   ASSIGN_OR_RETURN(ShardIndex index, ParseShardIndex(text, ckpt.file));
   model.input_files.push_back(ckpt.file);
 
@@ -249,7 +245,7 @@ absl::StatusOr<std::vector<ir::Tensor>> ReadSingle(const Checkpoint& ckpt,
 absl::Status ApplyConfig(const Checkpoint& ckpt,
                          std::vector<ir::Tensor>& tensors, ir::Model& model) {
   const std::string config_path = Join(ckpt.dir, "config.json");
-  auto arch = ReadHfConfig(config_path);
+  auto arch = hf::ReadHfConfig(config_path);
   if (absl::IsNotFound(arch.status())) {
     model.warnings.push_back("no config.json beside " + ckpt.file +
                              ": weights imported without architecture info");
@@ -263,7 +259,7 @@ absl::Status ApplyConfig(const Checkpoint& ckpt,
         "' is not a known family (llama, mistral, qwen2): weights imported "
         "without roles");
   }
-  RETURN_IF_ERROR(TagWeightRoles(*arch, config_path, tensors, model.warnings));
+  RETURN_IF_ERROR(hf::TagWeightRoles(*arch, config_path, tensors, model.warnings));
   model.architecture = std::move(*arch);
   return absl::OkStatus();
 }
@@ -271,7 +267,7 @@ absl::Status ApplyConfig(const Checkpoint& ckpt,
 std::string GraphName(const std::string& file) {
   std::string base = file.substr(file.rfind('/') + 1);
   for (const char* suffix : {kIndexSuffix, kSafetensorsSuffix}) {
-    if (EndsWith(base, suffix))
+    if (absl::EndsWith(base, suffix))
       return base.substr(0, base.size() - strlen(suffix));
   }
   return base;

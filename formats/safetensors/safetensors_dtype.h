@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/dtype.h"
+#include "ir/dtype.h"
 
 namespace slimpack::safetensors {
 

@@ -8,9 +8,9 @@
 #include <utility>
 
 #include "absl/status/status.h"
-#include "converter/ir/shape.h"
+#include "ir/shape.h"
 #include "formats/safetensors/safetensors_dtype.h"
-#include "formats/safetensors/strict_json.h"
+#include "support/strict_json.h"
 #include "nlohmann/json.hpp"
 #include "support/status_macros.h"
 
@@ -71,7 +71,7 @@ absl::StatusOr<std::map<std::string, std::string>> ParseMetadata(
   if (!v.is_object()) {
     return absl::InvalidArgumentError(
         path + ": __metadata__ must be an object of strings, found " +
-        DescribeJson(v));
+        support::DescribeJson(v));
   }
   // A tensor entry under the reserved name: say so instead of complaining
   // about its non-string fields.
@@ -86,7 +86,7 @@ absl::StatusOr<std::map<std::string, std::string>> ParseMetadata(
     if (!it->is_string()) {
       return absl::InvalidArgumentError(
           path + ": __metadata__ value for key '" + it.key() +
-          "' must be a string, found " + DescribeJson(*it));
+          "' must be a string, found " + support::DescribeJson(*it));
     }
     out[it.key()] = it->get<std::string>();
   }
@@ -98,7 +98,7 @@ absl::StatusOr<std::vector<int64_t>> ParseShape(const json& v,
   if (!v.is_array()) {
     return absl::InvalidArgumentError(
         ctx + " shape must be an array of non-negative integers, found " +
-        DescribeJson(v));
+        support::DescribeJson(v));
   }
   std::vector<int64_t> dims;
   dims.reserve(v.size());
@@ -108,7 +108,7 @@ absl::StatusOr<std::vector<int64_t>> ParseShape(const json& v,
       return absl::InvalidArgumentError(
           ctx + " shape[" + std::to_string(i) +
           "] must be a non-negative integer below 2^63, found " +
-          DescribeJson(v[i]));
+          support::DescribeJson(v[i]));
     }
     dims.push_back(static_cast<int64_t>(*d));
   }
@@ -119,7 +119,7 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> ParseOffsets(
     const json& v, const std::string& ctx) {
   if (!v.is_array() || v.size() != 2) {
     std::string found = v.is_array() ? "an array of " + std::to_string(v.size())
-                                     : DescribeJson(v);
+                                     : support::DescribeJson(v);
     return absl::InvalidArgumentError(
         ctx + " data_offsets must be two non-negative integers, found " +
         found);
@@ -130,7 +130,7 @@ absl::StatusOr<std::pair<uint64_t, uint64_t>> ParseOffsets(
     if (!x) {
       return absl::InvalidArgumentError(
           ctx + " data_offsets[" + std::to_string(i) +
-          "] must be a non-negative integer, found " + DescribeJson(v[i]));
+          "] must be a non-negative integer, found " + support::DescribeJson(v[i]));
     }
     r[i] = *x;
   }
@@ -145,7 +145,7 @@ absl::StatusOr<ir::DType> ParseDTypeField(const json& v,
                                           const std::string& ctx) {
   if (!v.is_string()) {
     return absl::InvalidArgumentError(ctx + " dtype must be a string, found " +
-                                      DescribeJson(v));
+                                      support::DescribeJson(v));
   }
   auto parsed = ParseSafetensorsDType(v.get_ref<const std::string&>());
   if (!parsed.ok()) return Annotate(parsed.status(), ctx);
@@ -177,7 +177,7 @@ absl::StatusOr<Entry> ParseEntry(const std::string& name, const json& v,
   if (!v.is_object()) {
     return absl::InvalidArgumentError(
         ctx + " must be an object {dtype, shape, data_offsets}, found " +
-        DescribeJson(v));
+        support::DescribeJson(v));
   }
   for (const char* field : {"dtype", "shape", "data_offsets"}) {
     if (!v.contains(field)) {
@@ -258,7 +258,7 @@ absl::StatusOr<SafetensorsFile> ReadSafetensors(
   const uint64_t data_size = file->size() - out.data_start;
 
   // The UTF-8 check comes first so the message names the real problem.
-  if (auto bad = FindInvalidUtf8(text)) {
+  if (auto bad = support::FindInvalidUtf8(text)) {
     return absl::InvalidArgumentError(
         path + ": header is not valid UTF-8 at header byte " +
         std::to_string(*bad) + " (file offset " + std::to_string(8 + *bad) +
@@ -272,7 +272,7 @@ absl::StatusOr<SafetensorsFile> ReadSafetensors(
         found);
   }
   ASSIGN_OR_RETURN(json header,
-                   ParseStrictJson(text, path + ": header", kMaxHeaderDepth));
+                   support::ParseStrictJson(text, path + ": header", kMaxHeaderDepth));
 
   std::vector<Entry> entries;
   entries.reserve(header.size());

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/tensor.h"
+#include "ir/tensor.h"
 #include "support/mapped_file.h"
 
 namespace slimpack::safetensors {

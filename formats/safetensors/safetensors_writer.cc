@@ -6,9 +6,9 @@
 #include <set>
 
 #include "absl/status/status.h"
-#include "converter/ir/shape.h"
+#include "ir/shape.h"
 #include "formats/safetensors/safetensors_dtype.h"
-#include "formats/safetensors/strict_json.h"
+#include "support/strict_json.h"
 #include "nlohmann/json.hpp"
 #include "support/atomic_file.h"
 #include "support/checked_math.h"
@@ -23,7 +23,7 @@ absl::Status CheckTensor(const ir::Tensor& t, std::set<std::string>& seen) {
   const std::string ctx = "tensor '" + t.name + "'";
   if (t.name.empty())
     return absl::InvalidArgumentError("tensor with empty name");
-  if (FindInvalidUtf8(t.name)) {
+  if (support::FindInvalidUtf8(t.name)) {
     return absl::InvalidArgumentError(ctx + ": name is not valid UTF-8");
   }
   if (t.name == "__metadata__") {
@@ -58,7 +58,7 @@ absl::StatusOr<SafetensorsLayout> LayoutSafetensors(
   std::set<std::string> seen;
   for (const ir::Tensor& t : tensors) RETURN_IF_ERROR(CheckTensor(t, seen));
   for (const auto& [k, v] : metadata) {
-    if (FindInvalidUtf8(k) || FindInvalidUtf8(v)) {
+    if (support::FindInvalidUtf8(k) || support::FindInvalidUtf8(v)) {
       return absl::InvalidArgumentError("__metadata__ entry '" + k +
                                         "' is not valid UTF-8");
     }

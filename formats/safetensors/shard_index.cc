@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "formats/safetensors/strict_json.h"
+#include "support/strict_json.h"
 #include "nlohmann/json.hpp"
 #include "support/status_macros.h"
 
@@ -37,10 +37,10 @@ absl::Status ValidateShardFileName(std::string_view name) {
 
 absl::StatusOr<ShardIndex> ParseShardIndex(std::string_view text,
                                            const std::string& path) {
-  ASSIGN_OR_RETURN(json root, ParseStrictJson(text, path, kMaxIndexDepth));
+  ASSIGN_OR_RETURN(json root, support::ParseStrictJson(text, path, kMaxIndexDepth));
   if (!root.is_object()) {
     return absl::InvalidArgumentError(path + ": must be a JSON object, found " +
-                                      DescribeJson(root));
+                                      support::DescribeJson(root));
   }
   ShardIndex index;
   auto meta = root.find("metadata");
@@ -54,7 +54,7 @@ absl::StatusOr<ShardIndex> ParseShardIndex(std::string_view text,
             path +
             ": metadata.total_size must be a non-negative integer, "
             "found " +
-            DescribeJson(*total));
+            support::DescribeJson(*total));
       }
     }
   }
@@ -66,14 +66,14 @@ absl::StatusOr<ShardIndex> ParseShardIndex(std::string_view text,
     return absl::InvalidArgumentError(path +
                                       ": weight_map must be an object, "
                                       "found " +
-                                      DescribeJson(*map));
+                                      support::DescribeJson(*map));
   }
   std::set<std::string> shards;
   for (auto it = map->begin(); it != map->end(); ++it) {
     const std::string ctx = path + ": weight_map tensor '" + it.key() + "'";
     if (!it->is_string()) {
       return absl::InvalidArgumentError(
-          ctx + " must map to a file name, found " + DescribeJson(*it));
+          ctx + " must map to a file name, found " + support::DescribeJson(*it));
     }
     const std::string& shard = it->get_ref<const std::string&>();
     absl::Status s = ValidateShardFileName(shard);

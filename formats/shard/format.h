@@ -97,7 +97,7 @@ inline constexpr size_t kMaxFileNameBytes = 255;
 
 // ---------------------------------------------------------------------------
 // Element types. Names are the manifest's "dtype" strings and match
-// converter/ir/dtype.h. Numeric values are stable: the C API uses them.
+// ir/dtype.h. Numeric values are stable: the C API uses them.
 enum class DType : uint8_t {
   kF32 = 1,
   kF16 = 2,

@@ -1,9 +1,9 @@
-// ImportModel dispatch and the numbers `slimpack inspect` prints, on a sharded
+// formats::ImportModel dispatch and the numbers `slimpack inspect` prints, on a sharded
 // BF16 checkpoint built here (the ONNX side is checked against the onnx
 // Python package in tests/cli).
 #include <fstream>
 
-#include "converter/import.h"
+#include "formats/import.h"
 #include "converter/model_summary.h"
 #include "formats/safetensors/safetensors_writer.h"
 #include "gmock/gmock.h"
@@ -51,10 +51,10 @@ TEST(ImportSummaryTest, ShardedBf16CheckpointCountsEveryParameter) {
   for (auto& t : decoder.Tensors()) ASSERT_EQ(t.dtype, ir::DType::kBF16);
   WriteShardedBf16(dir, decoder);
 
-  auto kind = DetectInputKind(dir.path());
+  auto kind = formats::DetectInputKind(dir.path());
   ASSERT_THAT(kind, IsOk());
-  EXPECT_EQ(*kind, InputKind::kSafetensors);
-  auto model = ImportModel(dir.path());
+  EXPECT_EQ(*kind, formats::InputKind::kSafetensors);
+  auto model = formats::ImportModel(dir.path());
   ASSERT_THAT(model, IsOk());
 
   // Expected from the layout: embed + per layer (q,k,v,o, gate/up/down, two
@@ -84,12 +84,12 @@ TEST(ImportSummaryTest, ShardedBf16CheckpointCountsEveryParameter) {
 TEST(ImportSummaryTest, UnknownInputsAreRejectedWithTheSupportedList) {
   TempDir dir;
   WriteFile(dir.File("weights.bin"), "garbage that is no model at all");
-  EXPECT_THAT(ImportModel(dir.File("weights.bin")),
+  EXPECT_THAT(formats::ImportModel(dir.File("weights.bin")),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("supported inputs")));
-  EXPECT_THAT(ImportModel(dir.File("missing.onnx")),
+  EXPECT_THAT(formats::ImportModel(dir.File("missing.onnx")),
               StatusIs(absl::StatusCode::kNotFound, HasSubstr("missing.onnx")));
-  EXPECT_THAT(ImportModel(dir.path()),
+  EXPECT_THAT(formats::ImportModel(dir.path()),
               StatusIs(absl::StatusCode::kUnimplemented,
                        HasSubstr("directory holds no")));
 }

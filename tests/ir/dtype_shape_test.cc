@@ -1,5 +1,5 @@
-#include "converter/ir/dtype.h"
-#include "converter/ir/shape.h"
+#include "ir/dtype.h"
+#include "ir/shape.h"
 #include "gtest/gtest.h"
 
 namespace slimpack::ir {

@@ -1,6 +1,8 @@
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 
-#include "converter/ir/printer.h"
+#include <algorithm>
+
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
@@ -61,6 +63,44 @@ TEST(GraphTest, CycleIsReportedWithNodeName) {
   EXPECT_THAT(g.TopologicalOrder(),
               StatusIs(absl::StatusCode::kFailedPrecondition,
                        HasSubstr("cycle through node 'p'")));
+}
+
+TEST(GraphTest, NodeReadingTwoOutputsOfOneProducerIsNotACycle) {
+  // The ORT dynamic-quantization pattern: MatMulInteger reads y and
+  // y_zero_point of one DynamicQuantizeLinear. Counting values rather than
+  // producers used to leave it waiting forever ("cycle"). Names are empty,
+  // as exporters leave them.
+  Graph g;
+  g.name = "g";
+  g.inputs.push_back({"x", DType::kF32, Shape::FromDims({2, 2})});
+  g.inputs.push_back({"w", DType::kU8, Shape::FromDims({2, 2})});
+  g.nodes.push_back(MakeNode("", "DynamicQuantizeLinear", {"x"}, {"q", "qs", "qz"}));
+  g.nodes.push_back(MakeNode("", "MatMulInteger", {"q", "w", "qz"}, {"acc"}));
+  g.nodes.push_back(MakeNode("", "Split", {"acc"}, {"a", "b"}));
+  g.nodes.push_back(MakeNode("", "Add", {"a", "b"}, {"y"}));
+  g.outputs.push_back({"y", DType::kI32, Shape()});
+  auto order = g.TopologicalOrder();
+  ASSERT_THAT(order, IsOk());
+  EXPECT_THAT(*order, ElementsAre(0, 1, 2, 3));
+  // Listed backwards, it is still sorted.
+  std::reverse(g.nodes.begin(), g.nodes.end());
+  order = g.TopologicalOrder();
+  ASSERT_THAT(order, IsOk());
+  EXPECT_THAT(*order, ElementsAre(3, 2, 1, 0));
+}
+
+TEST(GraphTest, CycleThroughUnnamedNodesNamesTheIndex) {
+  Graph g;
+  g.name = "g";
+  g.nodes.push_back(MakeNode("", "Neg", {"q_out"}, {"p_out"}));
+  g.nodes.push_back(MakeNode("", "Abs", {"p_out"}, {"q_out"}));
+  EXPECT_THAT(g.TopologicalOrder(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("cycle through node #0 (Neg)")));
+  g.nodes.push_back(MakeNode("", "Relu", {"r_out"}, {"r_out"}));
+  EXPECT_THAT(g.TopologicalOrder(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("node #2 (Relu) reads its own output 'r_out'")));
 }
 
 TEST(GraphTest, UseDefIndexSeesSubgraphOuterReferences) {

@@ -1,12 +1,12 @@
-// converter/ir/quant.h: the spec's dequantization on hand-checked values
+// ir/quant.h: the spec's dequantization on hand-checked values
 // (per-channel on either axis, packed int4 groups with a short last group,
 // zero points), the layout checks with the offending value in each message,
 // and the verifier running them on quantized initializers.
-#include "converter/ir/quant.h"
+#include "ir/quant.h"
 
 #include <cstring>
 
-#include "converter/ir/verifier.h"
+#include "ir/verifier.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"

@@ -1,4 +1,4 @@
-#include "converter/ir/verifier.h"
+#include "ir/verifier.h"
 
 #include <cstring>
 
@@ -77,6 +77,17 @@ TEST(VerifierTest, RejectsDuplicateNodeNames) {
   g.nodes[1].name = "mm";
   EXPECT_THAT(VerifyGraph(g), StatusIs(absl::StatusCode::kInvalidArgument,
                                        HasSubstr("duplicate node name 'mm'")));
+}
+
+TEST(VerifierTest, UnnamedNodesAreAcceptedAndNamedByIndexInErrors) {
+  Graph g = ValidGraph();
+  g.nodes[0].name.clear();
+  g.nodes[1].name.clear();  // two empty names are not duplicates
+  EXPECT_THAT(VerifyGraph(g), IsOk());
+  g.nodes[1].inputs[0] = "nowhere";
+  EXPECT_THAT(VerifyGraph(g),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node #1 (Relu) input 0 'nowhere'")));
 }
 
 TEST(VerifierTest, RejectsCycle) {

@@ -4,7 +4,7 @@
 // Expected values are recomputed from the script's formula i * 0.25 - 1.
 #include <cstring>
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "formats/onnx/onnx_importer.h"
 #include "formats/onnx/onnx_writer.h"
 #include "gmock/gmock.h"

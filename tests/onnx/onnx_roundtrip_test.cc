@@ -3,7 +3,7 @@
 // second export reproduces the first byte for byte.
 #include <tuple>
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "formats/onnx/onnx_importer.h"
 #include "formats/onnx/onnx_writer.h"
 #include "gmock/gmock.h"

@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "converter/ir/tensor.h"
+#include "ir/tensor.h"
 #include "onnx/onnx_pb.h"
 
 namespace slimpack::onnx_format::testing {

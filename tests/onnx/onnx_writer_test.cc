@@ -5,7 +5,7 @@
 
 #include <sys/stat.h>
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "formats/onnx/onnx_importer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

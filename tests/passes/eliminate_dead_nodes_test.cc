@@ -1,8 +1,8 @@
 // Tests for eliminate-dead-nodes: dead chains and unused initializers go,
 // live subgraph reads and overridable initializers stay.
-#include "passes/eliminate_dead_nodes.h"
+#include "passes/cleanup/eliminate_dead_nodes.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

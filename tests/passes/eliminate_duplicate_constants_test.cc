@@ -1,9 +1,9 @@
 // Tests for eliminate-duplicate-constants: identical constants merge into
 // the first (provenance kept), different dtype/dims/values and constants
 // over max-bytes stay, graph outputs stay; a second run changes nothing.
-#include "passes/eliminate_duplicate_constants.h"
+#include "passes/cleanup/eliminate_duplicate_constants.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/registry.h"

@@ -1,8 +1,8 @@
 // Tests for eliminate-identity: whole-graph expectations, bit-exact outputs,
 // near misses that must be kept, idempotence.
-#include "passes/eliminate_identity.h"
+#include "passes/cleanup/eliminate_identity.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

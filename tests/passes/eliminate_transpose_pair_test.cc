@@ -2,9 +2,9 @@
 // pairs become one Transpose with the composed perm, bit-exact; a pair
 // whose first output has other readers only loses what it can; a second
 // run changes nothing.
-#include "passes/eliminate_transpose_pair.h"
+#include "passes/cleanup/eliminate_transpose_pair.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

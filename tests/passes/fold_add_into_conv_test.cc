@@ -2,9 +2,9 @@
 // becomes the Conv bias (added to an existing bias, or new), outputs within
 // 1e-5; an addend broadcasting along another axis is a logged near miss; a
 // second run changes nothing.
-#include "passes/fold_add_into_conv.h"
+#include "passes/fold/fold_add_into_conv.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

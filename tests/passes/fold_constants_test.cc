@@ -1,14 +1,14 @@
 // Tests for fold-constants: chains fold in one run, results equal the
 // interpreter's, the size cap and non-constant inputs stop folding.
-#include "passes/fold_constants.h"
+#include "passes/fold/fold_constants.h"
 
 #include <cmath>
 #include <cstring>
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "passes/eliminate_dead_nodes.h"
+#include "passes/cleanup/eliminate_dead_nodes.h"
 #include "tests/passes/pass_test_util.h"
 #include "tests/testing/status_matchers.h"
 

@@ -2,9 +2,9 @@
 // the static dims of a partly symbolic Shape become constants; a symbolic
 // dim is a logged near miss; outputs are unchanged; a second run changes
 // nothing.
-#include "passes/fold_static_shapes.h"
+#include "passes/fold/fold_static_shapes.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

@@ -2,9 +2,9 @@
 // Add (optional) / Softmax / MatMul becomes one slimpack.Attention,
 // bit-exact; a Softmax over another axis or a probability tensor with
 // another reader is a logged near miss; a second run changes nothing.
-#include "passes/fuse_attention.h"
+#include "passes/fuse/fuse_attention.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

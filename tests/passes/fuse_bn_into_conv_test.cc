@@ -3,11 +3,11 @@
 // after (tolerance 1e-5 absolute on O(1) values: weight folding rounds once
 // per weight), channel layouts of ConvTranspose(group) and Gemm(transB),
 // near misses and idempotence.
-#include "passes/fuse_bn_into_conv.h"
+#include "passes/fuse/fuse_bn_into_conv.h"
 
 #include <cmath>
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

@@ -1,9 +1,9 @@
 // Tests for fuse-conv-activation: whole fused graph, bit-exact outputs for
 // every supported activation (the fused kernel runs the same kernels), near
 // misses and idempotence.
-#include "passes/fuse_conv_activation.h"
+#include "passes/fuse/fuse_conv_activation.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

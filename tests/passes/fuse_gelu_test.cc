@@ -1,9 +1,9 @@
 // Tests for fuse-gelu: erf and tanh forms (both tails, operands either
 // order) become one Gelu; slimpack.Gelu below opset 20; outputs within
 // 1e-6; near misses; idempotence.
-#include "passes/fuse_gelu.h"
+#include "passes/fuse/fuse_gelu.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

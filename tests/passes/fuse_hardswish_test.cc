@@ -1,9 +1,9 @@
 // Tests for fuse-hardswish: x*HardSigmoid(x) and x*Clip(x+3,0,6)/6 (Div or
 // Mul by 1/6) become HardSwish at opset >= 14 and slimpack.HardSwish below;
 // outputs within 1e-6; near misses logged; a second run changes nothing.
-#include "passes/fuse_hardswish.h"
+#include "passes/fuse/fuse_hardswish.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

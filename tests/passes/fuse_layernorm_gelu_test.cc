@@ -1,8 +1,8 @@
 // Tests for fuse-layernorm-gelu: the fused node and its bit-exact kernel,
 // the near miss with a second reader, idempotence.
-#include "passes/fuse_layernorm_gelu.h"
+#include "passes/fuse/fuse_layernorm_gelu.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

@@ -1,9 +1,9 @@
 // Tests for fuse-layernorm: the PyTorch decomposition becomes one
 // LayerNormalization (axes as attribute or input, operands either order),
 // outputs within 1e-5, near misses logged with the reason, idempotence.
-#include "passes/fuse_layernorm.h"
+#include "passes/fuse/fuse_layernorm.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

@@ -1,9 +1,9 @@
 // Tests for fuse-matmul-add: 2-D MatMul + bias becomes Gemm (either Add
 // operand order), batched MatMul + bias becomes slimpack.MatMulAdd
 // (bit-exact), non-constant or misshapen bias is kept.
-#include "passes/fuse_matmul_add.h"
+#include "passes/fuse/fuse_matmul_add.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

@@ -3,9 +3,9 @@
 // slimpack.RMSNorm; the Div form is bit-exact, the Reciprocal form within
 // 1e-5; near misses are logged with the reason; a second run changes
 // nothing.
-#include "passes/fuse_rmsnorm.h"
+#include "passes/fuse/fuse_rmsnorm.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

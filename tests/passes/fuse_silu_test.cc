@@ -1,9 +1,9 @@
 // Tests for fuse-silu: x*Sigmoid(x) in either operand order becomes
 // slimpack.SiLU, bit-exact; a Sigmoid with another reader or of another
 // value is a logged near miss; a second run changes nothing.
-#include "passes/fuse_silu.h"
+#include "passes/fuse/fuse_silu.h"
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/passes/pass_test_util.h"

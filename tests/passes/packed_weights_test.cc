@@ -9,18 +9,18 @@
 #include <string>
 #include <vector>
 
-#include "calibration/eval/perplexity.h"
-#include "calibration/eval/token_ids.h"
-#include "calibration/graph_plan.h"
-#include "calibration/interpreter.h"
-#include "converter/ir/quant.h"
-#include "converter/llama/llama_graph_builder.h"
+#include "eval/perplexity.h"
+#include "eval/token_ids.h"
+#include "runtime/graph_plan.h"
+#include "runtime/interpreter.h"
+#include "ir/quant.h"
+#include "hf/llama_graph_builder.h"
 #include "formats/safetensors/checkpoint_importer.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "passes/fused_kernels.h"
-#include "passes/quantize_weights.h"
+#include "runtime/kernels/fused_kernels.h"
+#include "quantize/quantize_weights.h"
 #include "passes/use_packed_weights.h"
 #include "tests/testing/status_matchers.h"
 
@@ -28,7 +28,7 @@ namespace slimpack::passes {
 namespace {
 
 using ::slimpack::testing::IsOk;
-using calibration::RtTensor;
+using runtime::RtTensor;
 using ir::DType;
 using ir::QuantKind;
 
@@ -122,10 +122,9 @@ ir::ValueInfo Value(std::string name, DType dtype, std::vector<int64_t> dims) {
 
 std::vector<RtTensor> RunGraph(const ir::Graph& g, const std::map<std::string, RtTensor>& inputs,
                           int threads) {
-  calibration::InterpreterOptions o;
-  o.kernels = KernelsWithFusedOps();
+  runtime::InterpreterOptions o;
   o.num_threads = threads;
-  auto interp = calibration::Interpreter::Create(g, o);
+  auto interp = runtime::Interpreter::Create(g, o);
   EXPECT_THAT(interp, IsOk());
   if (!interp.ok()) return {};
   auto out = interp->Run(inputs);
@@ -146,7 +145,7 @@ void ExpectBitIdentical(const std::vector<RtTensor>& a, const std::vector<RtTens
 
 // Sum of the bytes of every bound initializer, and of the quantized ones.
 uint64_t BoundBytes(const ir::Graph& g) {
-  auto plan = calibration::BuildGraphPlan(g, *KernelsWithFusedOps(), {});
+  auto plan = runtime::BuildGraphPlan(g, runtime::BuiltinKernels(), {});
   EXPECT_THAT(plan, IsOk());
   uint64_t total = 0;
   if (plan.ok()) {
@@ -366,7 +365,7 @@ TEST(PackedWeightsTest, TinyLlamaPerplexityIsIdenticalAndWeightsStayPacked) {
   req.calib_paths = {dir + "/calib_tokens.npy"};
   req.threads = 2;
   ASSERT_THAT(quantize::QuantizeWeights(*ckpt, req), IsOk());
-  auto model = llama::BuildDecoderGraph(*ckpt);
+  auto model = hf::BuildDecoderGraph(*ckpt);
   ASSERT_THAT(model, IsOk());
 
   auto eval = safetensors::ReadSafetensorsFile(dir + "/eval.safetensors");
@@ -383,10 +382,9 @@ TEST(PackedWeightsTest, TinyLlamaPerplexityIsIdenticalAndWeightsStayPacked) {
   tokens.resize(16 * kWindow);
 
   auto perplexity = [&](const ir::Model& m, int threads) {
-    calibration::InterpreterOptions io;
-    io.kernels = KernelsWithFusedOps();
+    runtime::InterpreterOptions io;
     io.num_threads = threads;
-    auto interp = calibration::Interpreter::Create(m, io);
+    auto interp = runtime::Interpreter::Create(m, io);
     EXPECT_THAT(interp, IsOk());
     eval::PerplexityOptions po;
     po.window = kWindow;

@@ -6,7 +6,7 @@
 #include <set>
 #include <sstream>
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/registry.h"

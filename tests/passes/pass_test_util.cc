@@ -7,11 +7,11 @@
 #include <limits>
 #include <random>
 
-#include "calibration/interpreter.h"
-#include "converter/ir/printer.h"
+#include "runtime/interpreter.h"
+#include "ir/printer.h"
 #include "formats/onnx/onnx_importer.h"
 #include "gtest/gtest.h"
-#include "passes/fused_kernels.h"
+#include "runtime/kernels/fused_kernels.h"
 #include "tests/onnx/onnx_test_util.h"
 
 namespace slimpack::passes::testing {
@@ -60,9 +60,9 @@ std::vector<float> RandomFloats(size_t n, uint32_t seed, float lo, float hi) {
   return v;
 }
 
-std::map<std::string, calibration::RtTensor> RandomInputs(
+std::map<std::string, runtime::RtTensor> RandomInputs(
     const ir::Graph& graph, uint32_t seed, int64_t symbolic_dim) {
-  std::map<std::string, calibration::RtTensor> inputs;
+  std::map<std::string, runtime::RtTensor> inputs;
   uint32_t k = 0;
   for (const ir::ValueInfo& in : graph.inputs) {
     if (graph.FindInitializer(in.name) != nullptr) continue;
@@ -72,7 +72,7 @@ std::map<std::string, calibration::RtTensor> RandomInputs(
     }
     int64_t n = 1;
     for (int64_t d : dims) n *= d;
-    inputs[in.name] = calibration::RtTensor::FromVector<float>(
+    inputs[in.name] = runtime::RtTensor::FromVector<float>(
         dims, RandomFloats(static_cast<size_t>(n), seed + 7919 * k++, -2.0f, 2.0f));
   }
   return inputs;
@@ -90,11 +90,10 @@ std::string FloatList(const std::vector<float>& values) {
 
 std::vector<std::vector<float>> Evaluate(
     const ir::Graph& graph,
-    const std::map<std::string, calibration::RtTensor>& inputs, int64_t opset) {
-  calibration::InterpreterOptions options;
+    const std::map<std::string, runtime::RtTensor>& inputs, int64_t opset) {
+  runtime::InterpreterOptions options;
   options.opset_version = opset;
-  options.kernels = KernelsWithFusedOps();
-  auto interpreter = calibration::Interpreter::Create(graph, options);
+  auto interpreter = runtime::Interpreter::Create(graph, options);
   if (!interpreter.ok()) {
     ADD_FAILURE() << "interpreter: " << interpreter.status();
     return {};
@@ -105,7 +104,7 @@ std::vector<std::vector<float>> Evaluate(
     return {};
   }
   std::vector<std::vector<float>> result;
-  for (const calibration::RtTensor& t : *outputs) result.push_back(t.ToVector<float>());
+  for (const runtime::RtTensor& t : *outputs) result.push_back(t.ToVector<float>());
   return result;
 }
 

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "calibration/rt_tensor.h"
-#include "converter/ir/graph.h"
+#include "runtime/rt_tensor.h"
+#include "ir/graph.h"
 #include "passes/pass.h"
 
 namespace slimpack::passes::testing {
@@ -35,7 +35,7 @@ PassRun RunPass(const Pass& pass, ir::Graph& graph, int64_t opset = 17);
 
 // Uniform [-2, 2) f32 values for every graph input, symbolic dims set to
 // `symbolic_dim`; deterministic for a given seed.
-std::map<std::string, calibration::RtTensor> RandomInputs(
+std::map<std::string, runtime::RtTensor> RandomInputs(
     const ir::Graph& graph, uint32_t seed, int64_t symbolic_dim = 3);
 std::vector<float> RandomFloats(size_t n, uint32_t seed, float lo, float hi);
 // "1.25, -0.5" with enough digits to round-trip f32.
@@ -44,7 +44,7 @@ std::string FloatList(const std::vector<float>& values);
 // Runs `graph` (built-in + fused kernels); records a failure on error.
 std::vector<std::vector<float>> Evaluate(
     const ir::Graph& graph,
-    const std::map<std::string, calibration::RtTensor>& inputs,
+    const std::map<std::string, runtime::RtTensor>& inputs,
     int64_t opset = 17);
 // Largest |a - b| over all outputs; infinity if the shapes differ.
 double MaxAbsDiff(const std::vector<std::vector<float>>& a,

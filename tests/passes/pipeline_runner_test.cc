@@ -6,7 +6,7 @@
 
 #include <sstream>
 
-#include "converter/ir/printer.h"
+#include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "passes/graph_utils.h"

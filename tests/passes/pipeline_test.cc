@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "calibration/rt_tensor.h"
+#include "runtime/rt_tensor.h"
 #include "formats/safetensors/checkpoint_importer.h"
 #include "passes/graph_utils.h"
 #include "passes/pass_manager.h"
@@ -200,9 +200,9 @@ TEST(DefaultPipelineTest, PaddleHardSwishLayerNormCnn) {
   const ir::Tensor* want = io->graph.FindInitializer("outputs.layer_norm_0.tmp_8");
   ASSERT_NE(x, nullptr);
   ASSERT_NE(want, nullptr);
-  auto x_rt = calibration::RtTensor::FromIr(*x);
+  auto x_rt = runtime::RtTensor::FromIr(*x);
   ASSERT_THAT(x_rt, IsOk());
-  std::map<std::string, calibration::RtTensor> inputs = {{"x", *x_rt}};
+  std::map<std::string, runtime::RtTensor> inputs = {{"x", *x_rt}};
   auto before = Evaluate(original, inputs, 12);
   ASSERT_EQ(before.size(), 1u);
   EXPECT_LT(MaxAbsDiff(before, {FloatsOf(*want)}), kTolerance) << "interpreter vs torch";

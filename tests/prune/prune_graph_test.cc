@@ -1,4 +1,4 @@
-// Tests for ONNX-graph channel pruning (passes/prune_graph*.h, prune_onnx.h):
+// Tests for ONNX-graph channel pruning (prune/graph/prune_graph*.h, prune_onnx.h):
 // the whole group listing and the whole pruned graph for small graphs
 // (chain with BatchNorm, residual sum, concat, depthwise, grouped conv,
 // Flatten -> Gemm, a graph output), outputs unchanged when an all-zero
@@ -7,14 +7,14 @@
 #include <cstring>
 #include <map>
 
-#include "converter/ir/printer.h"
-#include "converter/ir/verifier.h"
+#include "ir/printer.h"
+#include "ir/verifier.h"
 #include "formats/numpy/numpy_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "passes/prune_graph.h"
-#include "passes/prune_graph_apply.h"
-#include "passes/prune_onnx.h"
+#include "prune/graph/prune_graph.h"
+#include "prune/graph/prune_graph_apply.h"
+#include "prune/graph/prune_onnx.h"
 #include "tests/onnx/onnx_test_util.h"
 #include "tests/passes/pass_test_util.h"
 #include "tests/testing/status_matchers.h"
@@ -483,8 +483,8 @@ struct Mlp {
     t.data = ir::TensorData::Owned(std::move(bytes));
     EXPECT_THAT(numpy::WriteNpy(dir.File("x.npy"), t), IsOk());
   }
-  std::map<std::string, calibration::RtTensor> Inputs() const {
-    return {{"x", calibration::RtTensor::FromVector<float>({64, 6}, x)}};
+  std::map<std::string, runtime::RtTensor> Inputs() const {
+    return {{"x", runtime::RtTensor::FromVector<float>({64, 6}, x)}};
   }
   PruneOptions Options(Criterion c, bool refit, int threads = 1) const {
     PruneOptions o = Ratio(0.5, c);

@@ -7,18 +7,18 @@
 #include <fstream>
 #include <sstream>
 
-#include "calibration/datasets/dataset.h"
-#include "calibration/interpreter.h"
-#include "converter/ir/verifier.h"
-#include "converter/llama/llama_graph_builder.h"
+#include "calibration/dataset.h"
+#include "runtime/interpreter.h"
+#include "ir/verifier.h"
+#include "hf/llama_graph_builder.h"
 #include "formats/safetensors/checkpoint_importer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "passes/linear_capture.h"
-#include "passes/prune_groups.h"
-#include "passes/prune_structured.h"
-#include "passes/weight_matrix.h"
+#include "quantize/linear_capture.h"
+#include "prune/decoder/prune_groups.h"
+#include "prune/decoder/prune_structured.h"
+#include "quantize/weight_matrix.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::prune {
@@ -139,10 +139,10 @@ TEST(PruneStructuredTest, PrunedModelVerifiesBuildsRunsWithConsistentConfig) {
   EXPECT_EQ(cfg["vocab_size"], 258);
   EXPECT_EQ(carried, m.architecture->config_json);
 
-  auto built = llama::BuildDecoderGraph(m);
+  auto built = hf::BuildDecoderGraph(m);
   ASSERT_THAT(built, IsOk());
   EXPECT_THAT(ir::VerifyModel(*built), IsOk());
-  auto interp = calibration::Interpreter::Create(*built, {});
+  auto interp = runtime::Interpreter::Create(*built, {});
   ASSERT_THAT(interp, IsOk());
   auto data = calibration::Dataset::Open({kDir + "/calib_tokens.npy"},
                                          calibration::FeedInputs(built->graph), {});
@@ -159,7 +159,7 @@ TEST(PruneStructuredTest, PrunedModelVerifiesBuildsRunsWithConsistentConfig) {
 // than dropping the columns, measured on the captured X^T X.
 TEST(PruneStructuredTest, RefitLowersLayerOutputError) {
   ir::Model m = Checkpoint();
-  auto runnable = llama::BuildDecoderGraph(m);
+  auto runnable = hf::BuildDecoderGraph(m);
   ASSERT_THAT(runnable, IsOk());
   auto data = calibration::Dataset::Open({kDir + "/calib_tokens.npy"},
                                          calibration::FeedInputs(runnable->graph), {});

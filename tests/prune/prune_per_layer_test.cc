@@ -11,19 +11,19 @@
 #include <fstream>
 #include <sstream>
 
-#include "calibration/datasets/dataset.h"
-#include "converter/llama/layer_sizes.h"
-#include "converter/llama/llama_graph_builder.h"
+#include "calibration/dataset.h"
+#include "hf/layer_sizes.h"
+#include "hf/llama_graph_builder.h"
 #include "formats/shard/reader/artifact_reader.h"
 #include "formats/shard/writer/artifact_writer.h"
 #include "formats/shard/writer/file_digest.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "passes/linear_capture.h"
-#include "passes/prune_loss.h"
-#include "passes/prune_structured.h"
-#include "passes/weight_matrix.h"
+#include "quantize/linear_capture.h"
+#include "prune/decoder/prune_loss.h"
+#include "prune/decoder/prune_structured.h"
+#include "quantize/weight_matrix.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/tiny_llama_eval.h"
 
@@ -103,9 +103,9 @@ TEST(PrunePerLayerTest, RulesGiveLayersTheirOwnSizesAndTheArtifactRuns) {
   const auto cfg = nlohmann::json::parse(m.carried_overrides.at("config.json"));
   EXPECT_EQ(cfg["intermediate_size"], 344);
   EXPECT_EQ(cfg["num_key_value_heads"], 2);
-  EXPECT_EQ(cfg[llama::kIntermediateSizePerLayer], nlohmann::json({344, 241, 310, 344}));
-  EXPECT_EQ(cfg[llama::kNumKeyValueHeadsPerLayer], nlohmann::json({2, 1, 1, 2}));
-  EXPECT_EQ(cfg[llama::kNumAttentionHeadsPerLayer], nlohmann::json({4, 2, 2, 4}));
+  EXPECT_EQ(cfg[hf::kIntermediateSizePerLayer], nlohmann::json({344, 241, 310, 344}));
+  EXPECT_EQ(cfg[hf::kNumKeyValueHeadsPerLayer], nlohmann::json({2, 1, 1, 2}));
+  EXPECT_EQ(cfg[hf::kNumAttentionHeadsPerLayer], nlohmann::json({4, 2, 2, 4}));
   EXPECT_EQ(cfg["rope_theta"], 10000.0);  // other fields kept
 
   // Written as an artifact: the carried config.json is the in-memory one,
@@ -147,18 +147,18 @@ TEST(PrunePerLayerTest, BadPerLayerListsAreNamed) {
     const char* needle;
   };
   const Case cases[] = {
-      {llama::kIntermediateSizePerLayer, {344, 344, 344}, "list of 4"},
-      {llama::kIntermediateSizePerLayer, {344, 0, 344, 344}, "[1]"},
-      {llama::kNumKeyValueHeadsPerLayer, {2, 2, 3, 2}, "[2]"},
-      {llama::kNumAttentionHeadsPerLayer, {4, 3, 4, 4}, "layer 1 has 3 attention heads"},
-      {llama::kIntermediateSizePerLayer, {344, 300, 344, 344}, "mlp.gate_proj.weight"},
+      {hf::kIntermediateSizePerLayer, {344, 344, 344}, "list of 4"},
+      {hf::kIntermediateSizePerLayer, {344, 0, 344, 344}, "[1]"},
+      {hf::kNumKeyValueHeadsPerLayer, {2, 2, 3, 2}, "[2]"},
+      {hf::kNumAttentionHeadsPerLayer, {4, 3, 4, 4}, "layer 1 has 3 attention heads"},
+      {hf::kIntermediateSizePerLayer, {344, 300, 344, 344}, "mlp.gate_proj.weight"},
   };
   for (const Case& c : cases) {
     ir::Model m = TinyLlamaCheckpoint();
     auto cfg = nlohmann::json::parse(m.architecture->config_json);
     cfg[c.field] = c.value;
     m.architecture->config_json = cfg.dump();
-    auto built = llama::BuildDecoderGraph(m);
+    auto built = hf::BuildDecoderGraph(m);
     EXPECT_EQ(built.status().code(), absl::StatusCode::kInvalidArgument) << c.value;
     EXPECT_THAT(built.status().message(), HasSubstr(m.source_path)) << c.value;
     EXPECT_THAT(built.status().message(), HasSubstr(c.needle)) << c.value;
@@ -203,7 +203,7 @@ TEST(PrunePerLayerTest, LossKeepsTheChannelsWhoseRemovalCostsDownProjLeast) {
 
   // The scores recomputed independently: X^T X of down_proj's input on the
   // same calibration runs, error of dropping each column.
-  auto runnable = llama::BuildDecoderGraph(orig);
+  auto runnable = hf::BuildDecoderGraph(orig);
   ASSERT_THAT(runnable, IsOk());
   calibration::DatasetOptions dopts;
   dopts.max_batch = 8;

@@ -11,10 +11,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "passes/prune_budget.h"
-#include "passes/prune_loss.h"
-#include "passes/prune_rules.h"
-#include "passes/prune_structured.h"
+#include "prune/decoder/prune_budget.h"
+#include "prune/decoder/prune_loss.h"
+#include "prune/decoder/prune_rules.h"
+#include "prune/decoder/prune_structured.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::prune {

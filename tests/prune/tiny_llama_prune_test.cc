@@ -6,14 +6,14 @@
 // no refit.
 #include <cstdio>
 
-#include "calibration/eval/perplexity.h"
-#include "calibration/eval/token_ids.h"
-#include "calibration/interpreter.h"
-#include "converter/llama/llama_graph_builder.h"
+#include "eval/perplexity.h"
+#include "eval/token_ids.h"
+#include "runtime/interpreter.h"
+#include "hf/llama_graph_builder.h"
 #include "formats/safetensors/checkpoint_importer.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "gtest/gtest.h"
-#include "passes/prune_structured.h"
+#include "prune/decoder/prune_structured.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/tiny_llama_eval.h"
 

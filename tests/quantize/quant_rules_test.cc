@@ -1,6 +1,6 @@
 // Scheme names, the recipe's "quant" section, weight eligibility and the
 // first-match-wins plan.
-#include "passes/quant_rules.h"
+#include "quantize/quant_rules.h"
 
 #include <cstring>
 

@@ -1,7 +1,7 @@
 // The size-target planner: target parsing, budget respected, rules' fixed
 // schemes kept, Conv limited to 8-bit, and the plan against an exhaustive
 // search on a small model.
-#include "passes/size_planner.h"
+#include "quantize/size_planner.h"
 
 #include <cmath>
 #include <cstring>

@@ -10,17 +10,17 @@
 #include <cstring>
 #include <map>
 
-#include "calibration/datasets/dataset.h"
-#include "calibration/eval/perplexity.h"
-#include "calibration/eval/token_ids.h"
-#include "calibration/interpreter.h"
-#include "converter/llama/llama_graph_builder.h"
+#include "calibration/dataset.h"
+#include "eval/perplexity.h"
+#include "eval/token_ids.h"
+#include "runtime/interpreter.h"
+#include "hf/llama_graph_builder.h"
 #include "formats/safetensors/checkpoint_importer.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "passes/awq_fold.h"
-#include "passes/quantize_weights.h"
+#include "quantize/awq_fold.h"
+#include "quantize/quantize_weights.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/tiny_llama_eval.h"
 
@@ -113,7 +113,7 @@ TEST(TinyLlamaQuantTest, PlannerBeatsUniformAtEqualSize) {
 TEST(AwqFoldTest, ScalingIsAnExactRewrite) {
   ir::Model original = Checkpoint();
   ir::Model folded = Checkpoint();
-  auto runnable = llama::BuildDecoderGraph(folded);
+  auto runnable = hf::BuildDecoderGraph(folded);
   ASSERT_THAT(runnable, IsOk());
   std::set<std::string> awq;
   std::map<std::string, WeightScheme> schemes;
@@ -144,14 +144,14 @@ TEST(AwqFoldTest, ScalingIsAnExactRewrite) {
   EXPECT_GE(changed, 3) << "AWQ scaled fewer than one group's tensors";
   // ...the logits did not (float rounding only).
   auto run = [&](const ir::Model& ckpt) {
-    auto m = llama::BuildDecoderGraph(ckpt);
+    auto m = hf::BuildDecoderGraph(ckpt);
     EXPECT_THAT(m, IsOk());
-    auto interp = calibration::Interpreter::Create(*m, calibration::InterpreterOptions{});
+    auto interp = runtime::Interpreter::Create(*m, runtime::InterpreterOptions{});
     EXPECT_THAT(interp, IsOk());
     std::vector<int64_t> ids = EvalTokens();
     ids.resize(2 * kWindow);
-    auto out = interp->Run({{llama::kInputIds,
-                             calibration::RtTensor::FromVector<int64_t>({2, kWindow}, ids)}});
+    auto out = interp->Run({{hf::kInputIds,
+                             runtime::RtTensor::FromVector<int64_t>({2, kWindow}, ids)}});
     EXPECT_THAT(out, IsOk());
     return (*out)[0].ToVector<float>();
   };

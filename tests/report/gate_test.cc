@@ -1,5 +1,5 @@
 // Gate rules: parsing (and its errors) and evaluation on hand-made reports.
-#include "calibration/report/gate.h"
+#include "report/gate.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,5 +1,5 @@
 // Report metrics against closed forms and hand computations.
-#include "calibration/report/metrics.h"
+#include "report/metrics.h"
 
 #include <cmath>
 #include <random>

@@ -1,14 +1,14 @@
 // The report's pruning section: read from a producer.passes "prune" record
-// as passes/prune_structured.cc writes it, rendered into report.json,
+// as prune/decoder/prune_structured.cc writes it, rendered into report.json,
 // report.md and report.html; malformed records are named; no record, or a
 // record that changed nothing, gives no section.
 #include <cmath>
 
-#include "calibration/report/pruning.h"
-#include "calibration/report/render.h"
+#include "report/pruning.h"
+#include "report/render.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "passes/prune_structured.h"
+#include "prune/decoder/prune_structured.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::report {
@@ -91,7 +91,7 @@ TEST(PruningReportTest, RecordRendersInJsonMarkdownAndHtml) {
   EXPECT_THAT(RenderMarkdown(rep), ::testing::Not(HasSubstr("Pruning")));
 }
 
-// An ONNX graph's record (passes/prune_onnx.h) lists channel groups.
+// An ONNX graph's record (prune/graph/prune_onnx.h) lists channel groups.
 TEST(PruningReportTest, OnnxGroupRecordRendersGroups) {
   json passes = json::array(
       {{{"name", "prune"},

@@ -4,10 +4,10 @@
 // CLI tests.
 #include <cstdio>
 
-#include "calibration/eval/runnable_model.h"
-#include "calibration/report/gate.h"
-#include "calibration/report/render.h"
-#include "calibration/report/report.h"
+#include "eval/runnable_model.h"
+#include "report/gate.h"
+#include "report/render.h"
+#include "report/report.h"
 #include "formats/onnx/onnx_writer.h"
 #include "tests/report/test_models.h"
 

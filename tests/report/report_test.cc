@@ -2,18 +2,18 @@
 // "deliberately broken" layer (2-bit weights, the rest 8-bit) must be ranked
 // first, named first by the gate, and the figures must agree with
 // independent computations (direct interpreter runs, the perplexity tool).
-#include "calibration/report/report.h"
+#include "report/report.h"
 
 #include <cmath>
 #include <cstring>
 #include <regex>
 
-#include "calibration/eval/perplexity.h"
-#include "calibration/eval/runnable_model.h"
-#include "calibration/interpreter.h"
-#include "calibration/report/gate.h"
-#include "calibration/report/layer_match.h"
-#include "calibration/report/render.h"
+#include "eval/perplexity.h"
+#include "eval/runnable_model.h"
+#include "runtime/interpreter.h"
+#include "report/gate.h"
+#include "report/layer_match.h"
+#include "report/render.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -131,9 +131,9 @@ TEST(ReportBuilderTest, FiguresMatchIndependentComputation) {
   ASSERT_THAT(r, IsOk());
 
   // End to end: run both models on all 450 images at once and sum here.
-  calibration::InterpreterOptions io;
-  auto ri = calibration::Interpreter::Create(m.reference, io);
-  auto ci = calibration::Interpreter::Create(m.broken, io);
+  runtime::InterpreterOptions io;
+  auto ri = runtime::Interpreter::Create(m.reference, io);
+  auto ci = runtime::Interpreter::Create(m.broken, io);
   ASSERT_THAT(ri, IsOk());
   ASSERT_THAT(ci, IsOk());
   data.Rewind();
@@ -407,8 +407,8 @@ TEST(ReportBuilderTest, BrokenLlamaLayerIsRankedFirstAndKldMatchesPerplexityTool
   auto s = data->Next();
   ASSERT_THAT(s, IsOk());
   const auto ids = (**s).inputs.at("input_ids").ToVector<int64_t>();
-  calibration::InterpreterOptions io;
-  auto ri = calibration::Interpreter::Create(*ref, io);
+  runtime::InterpreterOptions io;
+  auto ri = runtime::Interpreter::Create(*ref, io);
   ASSERT_THAT(ri, IsOk());
   eval::PerplexityOptions po;
   po.window = 64;

@@ -7,7 +7,7 @@
 #include <map>
 #include <string>
 
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 
 namespace slimpack::report::testing {
 

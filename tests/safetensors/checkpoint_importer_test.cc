@@ -6,7 +6,7 @@
 
 #include <cstring>
 
-#include "converter/ir/verifier.h"
+#include "ir/verifier.h"
 #include "formats/safetensors/safetensors_writer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -2,7 +2,7 @@
 // atomic replace, and writer-side validation.
 #include <cstring>
 
-#include "converter/ir/dtype.h"
+#include "ir/dtype.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "formats/safetensors/safetensors_writer.h"
 #include "gmock/gmock.h"

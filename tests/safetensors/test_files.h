@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "converter/ir/tensor.h"
+#include "ir/tensor.h"
 
 namespace slimpack::safetensors::testing {
 

@@ -9,10 +9,10 @@
 #include <string>
 #include <vector>
 
-#include "calibration/eval/perplexity.h"
-#include "calibration/eval/token_ids.h"
-#include "calibration/interpreter.h"
-#include "converter/llama/llama_graph_builder.h"
+#include "eval/perplexity.h"
+#include "eval/token_ids.h"
+#include "runtime/interpreter.h"
+#include "hf/llama_graph_builder.h"
 #include "formats/safetensors/checkpoint_importer.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "gtest/gtest.h"
@@ -49,11 +49,11 @@ inline std::vector<int64_t> TinyLlamaEvalTokens(int64_t windows) {
 
 // Perplexity of a (possibly compressed) checkpoint through the decoder graph.
 inline double TinyLlamaPerplexity(const ir::Model& checkpoint, int64_t windows) {
-  auto model = llama::BuildDecoderGraph(checkpoint);
+  auto model = hf::BuildDecoderGraph(checkpoint);
   EXPECT_THAT(model, IsOk());
-  calibration::InterpreterOptions io;
+  runtime::InterpreterOptions io;
   io.num_threads = 2;
-  auto interp = calibration::Interpreter::Create(*model, io);
+  auto interp = runtime::Interpreter::Create(*model, io);
   EXPECT_THAT(interp, IsOk());
   eval::PerplexityOptions po;
   po.window = kTinyLlamaWindow;

@@ -11,7 +11,8 @@ namespace slimpack::loader::internal {
 
 // Parses top["model"] into m->source_format / m->onnx / m->architecture.
 // Needs m->tensors (graph references are resolved against it).
-// InvalidArgument for a reference to a missing tensor or an undefined value.
+// InvalidArgument for a reference to a missing tensor or an undefined value,
+// or for graph nodes out of topological order (manifest_graph.h).
 Status ParseModel(const Fields& top, Manifest* m);
 
 }  // namespace slimpack::loader::internal

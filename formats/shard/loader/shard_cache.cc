@@ -1,6 +1,8 @@
-// Shard mapping: openat without following links, fstat size check before
-// mmap (a mapping past EOF faults with SIGBUS on access), header check with
-// pread, then mmap from a page-aligned offset of the runtime page size.
+// Shard mapping: openat without following links (and without blocking, so
+// a FIFO planted in the artifact is refused instead of hanging the open),
+// fstat size check before mmap (a mapping past EOF faults with SIGBUS on
+// access), header check with pread, then mmap from a page-aligned offset of
+// the runtime page size.
 #include "formats/shard/loader/shard_cache.h"
 
 #include <errno.h>
@@ -102,6 +104,16 @@ Status CheckShardHeader(const uint8_t* h, const ShardInfo& info,
   return OkStatus();
 }
 
+// What a non-regular file is, for "is a FIFO, not a regular file".
+const char* FileTypeName(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "a special file";
+}
+
 int ToMadvise(AccessAdvice a) {
   switch (a) {
     case AccessAdvice::kSequential: return MADV_SEQUENTIAL;
@@ -124,9 +136,13 @@ uint64_t PageSize() {
 
 Result<OpenedFile> OpenRegularFileAt(int dir_fd, const std::string& name,
                                      const std::string& path_for_errors) {
+  // O_NONBLOCK: without it, open() of a FIFO waits for a writer that never
+  // comes, so a named pipe planted as manifest.json, a shard or a carried
+  // file would hang the loader before the S_ISREG check below could refuse
+  // it. For a regular file the flag changes nothing; it is cleared below.
   int fd;
   do {
-    fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    fd = ::openat(dir_fd, name.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   } while (fd < 0 && errno == EINTR);
   if (fd < 0) {
     const int err = errno;
@@ -149,7 +165,15 @@ Result<OpenedFile> OpenRegularFileAt(int dir_fd, const std::string& name,
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd);
-    return InvalidArgumentError(path_for_errors + ": not a regular file");
+    return InvalidArgumentError(path_for_errors + ": is " + FileTypeName(st.st_mode) +
+                                ", not a regular file");
+  }
+  // Back to blocking mode, so callers see the plain fd they asked for.
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return InvalidArgumentError(path_for_errors + ": fcntl failed: " + ErrnoText(err));
   }
   return OpenedFile{fd, static_cast<uint64_t>(st.st_size)};
 }

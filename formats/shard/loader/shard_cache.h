@@ -92,8 +92,10 @@ class ShardCache {
 uint64_t PageSize();
 
 // Opens `name` inside directory `dir_fd` read-only without following
-// symlinks and checks it is a regular file. Returns the fd and its size.
-// NotFound / InvalidArgument / PermissionDenied naming `path_for_errors`.
+// symlinks or blocking (a FIFO is refused, not waited on) and checks it is a
+// regular file. Returns the fd (blocking mode) and its size.
+// NotFound / InvalidArgument ("is a FIFO, not a regular file", ...) /
+// PermissionDenied naming `path_for_errors`.
 struct OpenedFile {
   int fd = -1;
   uint64_t size = 0;

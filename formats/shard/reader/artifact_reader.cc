@@ -12,9 +12,9 @@
 #include <sstream>
 #include <vector>
 
-#include "converter/ir/quant.h"
-#include "converter/ir/verifier.h"
-#include "formats/safetensors/hf_config.h"
+#include "ir/quant.h"
+#include "ir/verifier.h"
+#include "hf/hf_config.h"
 #include "formats/shard/loader/absl_adapter.h"
 #include "formats/shard/loader/artifact.h"
 #include "formats/shard/reader/quant_records.h"
@@ -334,7 +334,7 @@ absl::StatusOr<ir::Model> Read(const std::string& dir) {
     ir::ArchitectureInfo info;
     info.model_type = la.model_type;
     info.architectures = la.architectures;
-    info.known = safetensors::IsKnownFamily(la.model_type);
+    info.known = hf::IsKnownFamily(la.model_type);
     info.num_layers = la.num_layers;
     info.num_heads = la.num_heads;
     info.num_kv_heads = la.num_kv_heads;

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 
 namespace slimpack::shard_reader {
 
@@ -18,7 +18,7 @@ namespace slimpack::shard_reader {
 //    nodes, attributes (tensor attributes included) and subgraphs;
 //  - safetensors-origin: `architecture` (config_json is the carried
 //    config.json, if any) and every tensor as an initializer of the main
-//    graph, in manifest order (no nodes: llama::BuildDecoderGraph adds them).
+//    graph, in manifest order (no nodes: hf::BuildDecoderGraph adds them).
 // Tensors keep dtype, dims, role, layer, provenance ("source") and quant
 // layout (the algorithm from the optional "quant" record); their bytes view
 // the shard mappings, which stay alive as long as any tensor of the model

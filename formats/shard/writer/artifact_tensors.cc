@@ -2,7 +2,7 @@
 
 #include <unordered_set>
 
-#include "converter/ir/shape.h"
+#include "ir/shape.h"
 #include "formats/shard/format.h"
 #include "support/status_macros.h"
 

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 
 namespace slimpack::shard_writer {
 

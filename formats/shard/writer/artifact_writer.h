@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 #include "formats/shard/writer/shard_plan.h"
 #include "formats/shard/writer/tensor_encoder.h"
 #include "nlohmann/json.hpp"

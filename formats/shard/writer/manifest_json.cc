@@ -7,7 +7,7 @@
 #include <tuple>
 #include <unordered_map>
 
-#include "converter/ir/quant.h"
+#include "ir/quant.h"
 #include "formats/shard/format.h"
 #include "formats/shard/writer/file_digest.h"
 #include "formats/shard/writer/model_json.h"

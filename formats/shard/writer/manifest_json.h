@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/tensor.h"
+#include "ir/tensor.h"
 #include "formats/shard/writer/sparse_tensors.h"
 #include "nlohmann/json.hpp"
 

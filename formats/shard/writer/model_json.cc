@@ -133,7 +133,16 @@ json GraphJson(const ir::Graph& g) {
   for (const auto& v : g.inputs) inputs.push_back(ValueJson(v));
   for (const auto& v : g.outputs) outputs.push_back(ValueJson(v));
   for (const auto& [name, v] : g.value_info) value_info.push_back(ValueJson(v));
-  for (const auto& n : g.nodes) nodes.push_back(NodeJson(n));
+  // The spec stores nodes in topological order and the loader refuses any
+  // other; passes may leave a valid graph in another order, so write the
+  // IR's order (which keeps the stored order wherever dependencies allow).
+  // The verifier has rejected cycles before any write.
+  auto order = g.TopologicalOrder();
+  if (order.ok()) {
+    for (size_t i : *order) nodes.push_back(NodeJson(g.nodes[i]));
+  } else {
+    for (const auto& n : g.nodes) nodes.push_back(NodeJson(n));
+  }
   return {{"initializers", std::move(initializers)},
           {"inputs", std::move(inputs)},
           {"name", g.name},

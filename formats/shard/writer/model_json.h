@@ -4,7 +4,7 @@
 #define SLIMPACK_FORMATS_SHARD_WRITER_MODEL_JSON_H_
 
 #include "absl/status/statusor.h"
-#include "converter/ir/graph.h"
+#include "ir/graph.h"
 #include "nlohmann/json.hpp"
 
 namespace slimpack::shard_writer {

@@ -20,6 +20,8 @@
 namespace slimpack::shard_writer {
 namespace {
 
+// Not absl::EndsWith: Debian's Abseil has its own string_view type, which
+// the std::string_view suffixes of format.h do not convert to.
 bool EndsWith(const std::string& s, std::string_view suffix) {
   return s.size() >= suffix.size() &&
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/tensor.h"
+#include "ir/tensor.h"
 #include "formats/shard/writer/input_pages.h"
 #include "formats/shard/writer/tensor_encoder.h"
 

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "converter/ir/sparse.h"
+#include "ir/sparse.h"
 #include "formats/shard/writer/artifact_tensors.h"
 
 namespace slimpack::shard_writer {

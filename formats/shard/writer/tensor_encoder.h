@@ -6,10 +6,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 
 #include "absl/status/status.h"
-#include "converter/ir/dtype.h"
-#include "converter/ir/tensor.h"
+#include "ir/dtype.h"
+#include "ir/tensor.h"
 
 namespace slimpack::shard_writer {
 
@@ -24,6 +25,11 @@ struct TensorEncoder {
                              uint8_t* dst, uint64_t numel)>
       convert;
 };
+
+// The writer hook for `--dtype`: f32/f16/bf16 tensors are stored as
+// `target`, every other tensor (f64, integers, bool, 4-bit) unchanged.
+// Without a target every tensor keeps its dtype.
+TensorEncoder FloatCastEncoder(std::optional<ir::DType> target);
 
 }  // namespace slimpack::shard_writer
 

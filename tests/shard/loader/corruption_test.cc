@@ -7,6 +7,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "formats/shard/loader/artifact.h"
 #include "gmock/gmock.h"
@@ -59,6 +60,20 @@ void ReplaceFirst(std::string& text, const std::string& from, const std::string&
 
 J& Tensor(TestArtifact& a, int i) { return a.manifest["tensors"][i]; }
 
+// The sample's main graph: nodes mm (MatMul x,a -> y), add (Add y,b -> z),
+// if (If cond -> w, both branches Identity y -> t_out).
+J& MainGraph(TestArtifact& a) { return a.manifest["model"]["onnx"]["graph"]; }
+J& ThenBranch(TestArtifact& a) {
+  return MainGraph(a)["nodes"][2]["attributes"]["then_branch"]["value"];
+}
+// Reorders the main graph's nodes as `order` (indices into the original).
+void ReorderNodes(TestArtifact& a, std::vector<int> order) {
+  J nodes = MainGraph(a)["nodes"];
+  J reordered = J::Array();
+  for (int i : order) reordered.Push(nodes[i]);
+  MainGraph(a)["nodes"] = reordered;
+}
+
 std::string Deep(int depth) {
   return std::string(static_cast<size_t>(depth), '[') + std::string(static_cast<size_t>(depth), ']');
 }
@@ -85,7 +100,8 @@ const CorruptionCase kCases[] = {
        ::unlink(p.c_str());
        ::mkdir(p.c_str(), 0755);
      },
-     Stage::kMap, StatusCode::kInvalidArgument, "shard-00000.bin: not a regular file"},
+     Stage::kMap, StatusCode::kInvalidArgument,
+     "shard-00000.bin: is a directory, not a regular file"},
     {"ShardNameWithSlash",
      [](TestArtifact& a) { a.manifest["shards"][0]["file"] = "../shard-00000.bin"; },
      nullptr, Stage::kOpen, StatusCode::kInvalidArgument,
@@ -286,6 +302,46 @@ const CorruptionCase kCases[] = {
      "graph output 'zz' is not defined"},
     {"MissingGraph", [](TestArtifact& a) { a.manifest["model"]["onnx"].Erase("graph"); },
      nullptr, Stage::kOpen, StatusCode::kInvalidArgument, "onnx graph: missing required key"},
+    // --- graph order (spec.md section 6.1: nodes in topological order) ---
+    {"NodesInReverseOrder", [](TestArtifact& a) { ReorderNodes(a, {1, 0, 2}); }, nullptr,
+     Stage::kOpen, StatusCode::kInvalidArgument,
+     "graph.nodes[0] 'add' inputs: node 'add' reads 'y' before any node defines it "
+     "(nodes must be in topological order, spec.md section 6.1): 'y' is produced by "
+     "the later node 'mm'"},
+    {"UnnamedNodeOutOfOrder",
+     [](TestArtifact& a) {
+       MainGraph(a)["nodes"][1].Erase("name");
+       ReorderNodes(a, {1, 0, 2});
+     },
+     nullptr, Stage::kOpen, StatusCode::kInvalidArgument,
+     "node nodes[0] (Add) reads 'y' before any node defines it"},
+    {"NodesFormTwoCycle",  // mm reads add's output, add reads mm's
+     [](TestArtifact& a) { MainGraph(a)["nodes"][0]["inputs"][0] = "z"; }, nullptr,
+     Stage::kOpen, StatusCode::kInvalidArgument,
+     "node 'mm' reads 'z' before any node defines it (nodes must be in topological "
+     "order, spec.md section 6.1): 'z' is produced by the later node 'add'"},
+    {"NodeReadsItsOwnOutput", [](TestArtifact& a) { MainGraph(a)["nodes"][1]["inputs"][1] = "z"; },
+     nullptr, Stage::kOpen, StatusCode::kInvalidArgument,
+     "node 'add' reads 'z' before any node defines it (nodes must be in topological "
+     "order, spec.md section 6.1): 'z' is an output of this node itself (a cycle)"},
+    {"SubgraphReadsLaterOuterValue",  // If moved before mm, whose 'y' its branches read
+     [](TestArtifact& a) { ReorderNodes(a, {2, 0, 1}); }, nullptr, Stage::kOpen,
+     StatusCode::kInvalidArgument,
+     "node 'id' reads 'y' before any node defines it (nodes must be in topological "
+     "order, spec.md section 6.1): 'y' is produced by node 'mm' of an enclosing graph"},
+    {"SubgraphNodesOutOfOrder",
+     [](TestArtifact& a) {
+       J& nodes = ThenBranch(a)["nodes"];
+       J id2 = nodes[0];
+       id2["name"] = "id2";
+       id2["inputs"][0] = "t_out";
+       id2["outputs"][0] = "t2";
+       nodes = J::Array({id2, nodes[0]});
+     },
+     nullptr, Stage::kOpen, StatusCode::kInvalidArgument,
+     "then_branch'.value[0].nodes[0] 'id2' inputs: node 'id2' reads 't_out' before any "
+     "node defines it (nodes must be in topological order, spec.md section 6.1): "
+     "'t_out' is produced by the later node 'id'"},
 };
 
 class CorruptionTest : public ::testing::TestWithParam<CorruptionCase> {};
@@ -336,6 +392,37 @@ TEST(CorruptionBaselineTest, SampleArtifactIsValid) {
   EXPECT_EQ(art.shard_bytes.size(), 2u);
   EXPECT_EQ(art.shard_bytes[0].size(), 16704u);
   EXPECT_EQ(art.shard_bytes[1].size(), 17024u);
+}
+
+// What the order check must still accept: an omitted ("") input, and a
+// subgraph whose nodes read the enclosing graph's inputs, initializers and
+// earlier nodes' outputs as well as the outputs of its own earlier nodes.
+TEST(CorruptionBaselineTest, GraphOrderAcceptsOmittedInputsAndOuterScopeReads) {
+  testing::TempDir dir;
+  TestArtifact art = TestArtifact::Build(testing::SampleSpec());
+  MainGraph(art)["nodes"][0]["inputs"].Push(J(""));
+  J& else_graph = MainGraph(art)["nodes"][2]["attributes"]["else_branch"]["value"];
+  J e_add = else_graph["nodes"][0];
+  e_add["name"] = "e_add";
+  e_add["op_type"] = "Add";
+  e_add["inputs"] = J::Array({J("x"), J("b")});
+  e_add["outputs"] = J::Array({J("e1")});
+  J e_sum = e_add;
+  e_sum["name"] = "e_sum";
+  e_sum["op_type"] = "Sum";
+  e_sum["inputs"] = J::Array({J("e1"), J("y"), J("z"), J("a")});
+  e_sum["outputs"] = J::Array({J("t_out")});
+  else_graph["nodes"] = J::Array({e_add, e_sum});
+  ASSERT_THAT(art.Write(dir.path()), IsOk());
+
+  auto opened = Artifact::Open(dir.path());
+  ASSERT_THAT(opened, IsOk());
+  const auto& onnx = (*opened)->manifest().onnx;
+  ASSERT_TRUE(onnx.has_value());
+  EXPECT_EQ(onnx->graph.nodes[0].inputs.size(), 3u);
+  const auto& else_branch = onnx->graph.nodes[2].attributes.at("else_branch");
+  ASSERT_EQ(else_branch.graphs.size(), 1u);
+  EXPECT_EQ(else_branch.graphs[0]->nodes.size(), 2u);
 }
 
 }  // namespace

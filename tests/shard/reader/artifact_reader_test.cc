@@ -10,13 +10,13 @@
 #include <cstring>
 #include <random>
 
-#include "calibration/eval/runnable_model.h"
-#include "calibration/interpreter.h"
-#include "converter/float_convert.h"
-#include "converter/import.h"
-#include "converter/ir/printer.h"
-#include "converter/ir/quant.h"
-#include "converter/ir/verifier.h"
+#include "eval/runnable_model.h"
+#include "runtime/interpreter.h"
+#include "ir/float_convert.h"
+#include "formats/import.h"
+#include "ir/printer.h"
+#include "ir/quant.h"
+#include "ir/verifier.h"
 #include "formats/shard/loader/artifact.h"
 #include "formats/shard/writer/artifact_writer.h"
 #include "gmock/gmock.h"
@@ -95,7 +95,7 @@ TEST_P(OnnxRoundTripTest, SameGraphAndBytes) {
   } else {
     path = kSource + "/" + path;
   }
-  auto src = converter::ImportModel(path);
+  auto src = formats::ImportModel(path);
   ASSERT_THAT(src, IsOk());
   auto back = WriteAndRead(*src, dir.File("out"));
   ASSERT_THAT(back, IsOk());
@@ -137,7 +137,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(ArtifactReaderTest, TinyLlamaRoundTripsWithArchitectureAndCarriedFiles) {
   TempDir dir;
-  auto src = converter::ImportModel(kSource + "/examples/tiny-llama");
+  auto src = formats::ImportModel(kSource + "/examples/tiny-llama");
   ASSERT_THAT(src, IsOk());
   auto back = WriteAndRead(*src, dir.File("out"));
   ASSERT_THAT(back, IsOk());
@@ -253,12 +253,12 @@ ir::Model Dequantized(const ir::Model& q) {
 }
 
 std::vector<std::vector<float>> RunModel(const ir::Model& m) {
-  auto interp = calibration::Interpreter::Create(m, {});
+  auto interp = runtime::Interpreter::Create(m, {});
   EXPECT_THAT(interp, IsOk());
   if (!interp.ok()) return {};
   std::vector<float> x(16);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i)) * 2.0f;
-  auto out = interp->Run({{"x", calibration::RtTensor::FromVector<float>({2, 8}, x)}});
+  auto out = interp->Run({{"x", runtime::RtTensor::FromVector<float>({2, 8}, x)}});
   EXPECT_THAT(out, IsOk());
   std::vector<std::vector<float>> r;
   if (out.ok()) {
@@ -330,7 +330,7 @@ TEST(QuantizedArtifactTest, ManifestHasLayoutObjectsAndQuantRecords) {
 TEST(QuantizedArtifactTest, WriterRefusesAScaleCastAwayFromF32) {
   TempDir dir;
   shard_writer::ArtifactOptions options;
-  options.encoder = converter::FloatCastEncoder(ir::DType::kF16);
+  options.encoder = shard_writer::FloatCastEncoder(ir::DType::kF16);
   EXPECT_THAT(shard_writer::WriteArtifact(QuantizedModel(dir.path()), dir.File("out"), options),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("tensor 'w"), HasSubstr("has dtype f16, expected f32"))));
@@ -396,7 +396,7 @@ TEST(QuantizedArtifactTest, InterpreterNamesAQuantizedWeightWithoutItsScale) {
   TempDir dir;
   ir::Model m = QuantizedModel(dir.path());
   ASSERT_TRUE(m.graph.RemoveInitializer("w4.scale"));
-  EXPECT_THAT(calibration::Interpreter::Create(m, {}),
+  EXPECT_THAT(runtime::Interpreter::Create(m, {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        AllOf(HasSubstr("tensor 'w4'"), HasSubstr("'w4.scale'"))));
 }

@@ -7,7 +7,7 @@
 #include <map>
 #include <set>
 
-#include "converter/float_convert.h"
+#include "ir/float_convert.h"
 #include "formats/safetensors/safetensors_writer.h"
 #include "formats/shard/format.h"
 #include "gmock/gmock.h"
@@ -69,7 +69,7 @@ void ExpectWithinHalfUlp(const std::vector<float>& src,
   for (size_t i = 0; i < src.size(); ++i) {
     uint16_t bits;
     std::memcpy(&bits, &stored[2 * i], 2);
-    const double got = f16 ? converter::F16ToF32(bits) : converter::Bf16ToF32(bits);
+    const double got = f16 ? ir::F16ToF32(bits) : ir::Bf16ToF32(bits);
     const double want = src[i];
     if (std::isnan(want)) {
       EXPECT_TRUE(std::isnan(got)) << name << "[" << i << "]";
@@ -338,7 +338,7 @@ TEST(ConvertManifestTest, ManifestIsCanonicalJson) {
 TEST(ConvertOnnxTest, GraphAndWeightsRoundTrip) {
   TempDir in, out;
   testing::WriteOnnxFixture(in.File("model.onnx"));
-  auto model = converter::ImportModel(in.File("model.onnx"));
+  auto model = formats::ImportModel(in.File("model.onnx"));
   ASSERT_THAT(model, IsOk());
   const std::string dst = out.File("art");
   ASSERT_THAT(Convert(in.File("model.onnx"), dst, Args(ir::DType::kF16)), IsOk());

@@ -10,8 +10,8 @@
 #include <string_view>
 
 #include "absl/status/statusor.h"
-#include "converter/float_convert.h"
-#include "converter/import.h"
+#include "ir/float_convert.h"
+#include "formats/import.h"
 #include "converter/recipe.h"
 #include "formats/shard/loader/absl_adapter.h"
 #include "formats/shard/loader/artifact.h"
@@ -41,7 +41,7 @@ inline ConvertArgs Args(std::optional<ir::DType> dtype,
 inline absl::StatusOr<ArtifactSummary> Convert(const std::string& input,
                                                const std::string& output,
                                                const ConvertArgs& args = {}) {
-  ASSIGN_OR_RETURN(ir::Model model, converter::ImportModel(input));
+  ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(input));
   converter::Recipe recipe;
   recipe.dtype = args.dtype;
   recipe.shard_size = args.shard_size;
@@ -49,7 +49,7 @@ inline absl::StatusOr<ArtifactSummary> Convert(const std::string& input,
   options.shard_size = args.shard_size;
   options.threads = args.threads;
   options.force = args.force;
-  options.encoder = converter::FloatCastEncoder(args.dtype);
+  options.encoder = shard_writer::FloatCastEncoder(args.dtype);
   options.recipe = converter::RecipeToJson(recipe);
   options.fault_hook = args.fault_hook;
   return WriteArtifact(model, output, options);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "converter/ir/tensor.h"
+#include "ir/tensor.h"
 #include "nlohmann/json.hpp"
 
 namespace slimpack::shard_writer::testing {

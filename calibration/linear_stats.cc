@@ -1,0 +1,109 @@
+// Linear-layer input statistics. X^T X is accumulated on its upper triangle
+// and mirrored when read, halving the work without changing any sum.
+#include "calibration/linear_stats.h"
+
+#include <cmath>
+
+namespace slimpack::calibration {
+
+std::vector<LinearLayer> FindLinearLayers(const ir::Graph& graph) {
+  std::vector<LinearLayer> out;
+  for (const ir::Node& node : graph.nodes) {
+    if (!node.domain.empty()) continue;
+    if (node.op_type != "MatMul" && node.op_type != "Gemm") continue;
+    if (node.inputs.size() < 2 || node.inputs[0].empty()) continue;
+    const ir::Tensor* w = graph.FindInitializer(node.inputs[1]);
+    if (w == nullptr || w->dims.size() != 2) continue;
+    LinearLayer l;
+    l.node = node.name;
+    l.op_type = node.op_type;
+    l.input = node.inputs[0];
+    l.weight = node.inputs[1];
+    bool trans_b = false;
+    if (node.op_type == "Gemm") {
+      if (const ir::Attribute* a = node.FindAttribute("transA")) l.trans_a = a->i != 0;
+      if (const ir::Attribute* b = node.FindAttribute("transB")) trans_b = b->i != 0;
+    }
+    l.in_features = trans_b ? w->dims[1] : w->dims[0];
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+LinearStatsAccumulator::LinearStatsAccumulator(LinearLayer layer, bool hessian)
+    : layer_(std::move(layer)), hessian_(hessian) {
+  const size_t k = static_cast<size_t>(layer_.in_features);
+  sum_abs_.assign(k, 0);
+  sum_sq_.assign(k, 0);
+  row_.assign(k, 0);
+  if (hessian_) xtx_.assign(k * k, 0);
+}
+
+void LinearStatsAccumulator::AddRow(const float* x, int64_t stride) {
+  const int64_t k = layer_.in_features;
+  for (int64_t i = 0; i < k; ++i) {
+    const double v = x[i * stride];
+    row_[i] = v;
+    sum_abs_[i] += std::fabs(v);
+    sum_sq_[i] += v * v;
+  }
+  if (hessian_) {
+    for (int64_t i = 0; i < k; ++i) {
+      const double xi = row_[i];
+      double* h = &xtx_[i * k];
+      for (int64_t j = i; j < k; ++j) h[j] += xi * row_[j];
+    }
+  }
+  ++rows_;
+}
+
+absl::Status LinearStatsAccumulator::Add(const runtime::RtTensor& x) {
+  const int64_t k = layer_.in_features;
+  if (x.dtype() != ir::DType::kF32 || x.rank() == 0) {
+    return absl::InvalidArgumentError(
+        "linear node '" + layer_.node + "': input '" + layer_.input +
+        "' is " + x.DebugString() + ", expected f32 with feature dim " +
+        std::to_string(k));
+  }
+  const int64_t feature_dim = layer_.trans_a ? x.dim(0) : x.dim(x.rank() - 1);
+  if (feature_dim != k || (layer_.trans_a && x.rank() != 2)) {
+    return absl::InvalidArgumentError(
+        "linear node '" + layer_.node + "': input '" + layer_.input + "' is " +
+        x.DebugString() + ", expected feature dim " + std::to_string(k) +
+        (layer_.trans_a ? " on axis 0 of a rank-2 tensor" : " on the last axis"));
+  }
+  const float* data = x.data<float>();
+  if (k == 0) return absl::OkStatus();
+  const int64_t rows = x.num_elements() / k;
+  for (int64_t r = 0; r < rows; ++r) {
+    if (layer_.trans_a) {
+      AddRow(data + r, rows);  // column r of [K, M]
+    } else {
+      AddRow(data + r * k, 1);
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::vector<double> LinearStatsAccumulator::MeanAbs() const {
+  std::vector<double> out(sum_abs_);
+  if (rows_ > 0) for (double& v : out) v /= static_cast<double>(rows_);
+  return out;
+}
+
+std::vector<double> LinearStatsAccumulator::MeanSquare() const {
+  std::vector<double> out(sum_sq_);
+  if (rows_ > 0) for (double& v : out) v /= static_cast<double>(rows_);
+  return out;
+}
+
+std::vector<double> LinearStatsAccumulator::XtX() const {
+  std::vector<double> out(xtx_);
+  const size_t k = static_cast<size_t>(layer_.in_features);
+  for (size_t i = 0; i < k && hessian_; ++i) {
+    for (size_t j = 0; j < i; ++j) out[i * k + j] = out[j * k + i];
+  }
+  return out;
+}
+
+}  // namespace slimpack::calibration

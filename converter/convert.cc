@@ -1,0 +1,64 @@
+#include "converter/convert.h"
+
+#include <set>
+
+#include "formats/import.h"
+#include "formats/shard/writer/output_preflight.h"
+#include "formats/shard/writer/tensor_encoder.h"
+#include "support/status_macros.h"
+
+namespace slimpack::converter {
+namespace {
+
+// The --dtype cast, except for the scales and zero points of quantized
+// tensors: their layouts fix those dtypes (f32 scales; zero points of the
+// quantized dtype).
+shard_writer::TensorEncoder Encoder(const ir::Model& model, const Recipe& recipe) {
+  shard_writer::TensorEncoder encoder = shard_writer::FloatCastEncoder(recipe.dtype);
+  if (!encoder.output_dtype) return encoder;
+  std::set<std::string> aux;
+  for (const ir::Tensor& t : model.graph.initializers()) {
+    if (t.quant.quantized()) {
+      aux.insert(t.quant.scale);
+      if (!t.quant.zero_point.empty()) aux.insert(t.quant.zero_point);
+    }
+  }
+  auto inner = encoder.output_dtype;
+  encoder.output_dtype = [inner, aux](const ir::Tensor& t) {
+    return aux.count(t.name) ? t.dtype : inner(t);
+  };
+  return encoder;
+}
+
+}  // namespace
+
+absl::StatusOr<ConvertResult> Convert(ConvertRequest request, const ConvertCallbacks& callbacks) {
+  // Preflight before the import: a bad output fails in milliseconds.
+  RETURN_IF_ERROR(shard_writer::PreflightOutput(request.output, request.force).status());
+  ConvertResult result;
+  ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(request.input));
+  result.import_warnings = model.warnings;
+  if (request.stages.log) {
+    for (const std::string& w : model.warnings) request.stages.log("warning: " + w);
+    result.import_warnings.clear();
+  }
+  ASSIGN_OR_RETURN(StageResult staged, RunConvertStages(model, request.stages));
+  request.recipe.passes = staged.passes_run;
+
+  shard_writer::ArtifactOptions write;
+  write.shard_size = *request.recipe.shard_size;
+  write.threads = request.threads;
+  write.force = request.force;
+  write.encoder = Encoder(model, request.recipe);
+  write.recipe = RecipeToJson(request.recipe);
+  if (request.stages.prune.active()) {
+    write.recipe["prune"] = prune::PruneOptionsToJson(request.stages.prune);
+  }
+  write.passes = staged.records;
+  write.progress = callbacks.progress;
+  write.fault_hook = callbacks.fault_hook;
+  ASSIGN_OR_RETURN(result.summary, shard_writer::WriteArtifact(model, request.output, write));
+  return result;
+}
+
+}  // namespace slimpack::converter

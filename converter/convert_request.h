@@ -1,0 +1,93 @@
+// One validated description of a `slimpack convert` run: the recipe file and
+// the command-line flags merged (flags win), the product's compatibility
+// rules applied once, so a recipe user and a flag user meet the same rules.
+// Refusals say whether a flag was malformed (a usage error, exit 2) or a
+// file was (exit 1): IsUsageError() tells them apart.
+#ifndef SLIMPACK_CONVERTER_CONVERT_REQUEST_H_
+#define SLIMPACK_CONVERTER_CONVERT_REQUEST_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "converter/convert_stages.h"
+#include "converter/recipe.h"
+
+namespace slimpack::converter {
+
+// The user's words, as typed ("" / 0 / false = not given).
+struct ConvertFlags {
+  std::string input;
+  std::string output;
+  std::string dtype;        // "" = from the recipe, else keep
+  std::string shard_size;   // "" = from the recipe, else 256M
+  std::string recipe_path;  // "" = none
+  int threads = 0;          // 0 = one per core
+  bool force = false;
+  bool verbose = false;
+  // Graph passes: "" = the recipe's list or the default pipeline,
+  // "none" = no passes, else comma-separated names.
+  std::string passes;
+  bool verify_each = false;
+  bool print_ir_after_all = false;
+  std::vector<std::string> print_ir_after;
+  // Quantization: a scheme name (int8, int4, int4-g32-asym, ...), "" = the
+  // recipe's. --group/--asym refine a bare int4; --algo picks the algorithm.
+  std::string quant;
+  int64_t group = 0;
+  bool asym = false;
+  std::string algo;
+  std::vector<std::string> calib;
+  int64_t calib_samples = 0;
+  // Size-target planner: "3.8GB" / "3.5GiB" for the whole artifact, or an
+  // average bits per weight over the quantized tensors (0 = unset).
+  std::string target_size;
+  double target_bpw = 0;
+  // After writing: `slimpack report` of the artifact against the input on
+  // report_data, into report_dir, gated by `gate` (exit 3 when it fails).
+  std::string report_dir;
+  std::vector<std::string> report_data;
+  std::string gate;
+  // Weight sparsity (prune/sparsify.h): ratio as typed ("" = off; 2:4
+  // implies 0.5), pattern unstructured|2:4, criterion magnitude|wanda.
+  std::string sparsity;
+  std::string sparsity_pattern;
+  std::string sparsity_criterion;
+  // Structured pruning: ratio as typed ("" = off), criterion
+  // l1|l2|activation|loss, target mlp|heads|both, least-squares refit,
+  // per-layer rules file (prune/decoder/prune_rules.h), parameter budget as
+  // typed (fraction kept or count, "" = none).
+  std::string prune;
+  std::string prune_criterion;
+  std::string prune_target;
+  bool prune_refit = false;
+  std::string prune_rules;
+  std::string prune_budget_params;
+};
+
+struct ConvertRequest {
+  std::string input;
+  std::string output;
+  bool force = false;
+  int threads = 0;  // 0 = one per core (the writer); stages get >= 1
+  // The effective recipe, recorded in the manifest (passes filled in after
+  // the pipeline ran).
+  Recipe recipe;
+  StageOptions stages;
+  std::string report_dir;
+  std::vector<std::string> report_data;
+  std::string gate;
+};
+
+// Merges `flags` over the recipe file and checks every rule. Errors name the
+// flag or the recipe file and the offending value.
+absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& flags);
+
+// True for a refusal of a flag's value (exit code 2); false for a bad input
+// file, recipe or output (exit code 1).
+bool IsUsageError(const absl::Status& status);
+
+}  // namespace slimpack::converter
+
+#endif  // SLIMPACK_CONVERTER_CONVERT_REQUEST_H_

@@ -1,0 +1,236 @@
+#include "converter/convert_stages.h"
+
+#include <map>
+#include <optional>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_format.h"
+#include "calibration/calibration_table.h"
+#include "calibration/calibrator.h"
+#include "calibration/dataset.h"
+#include "passes/pipeline.h"
+#include "prune/graph/prune_onnx.h"
+#include "quantize/quantize_static.h"
+#include "quantize/quantize_weights.h"
+#include "support/status_macros.h"
+
+namespace slimpack::converter {
+namespace {
+
+// Stage summaries always; detail lines only with `verbose`.
+class StageLog {
+ public:
+  explicit StageLog(const StageOptions& o) : sink_(o.log), verbose_(o.verbose) {}
+  template <typename... Args>
+  void Info(const absl::FormatSpec<Args...>& format, const Args&... args) const {
+    if (sink_) sink_(absl::StrFormat(format, args...));
+  }
+  template <typename... Args>
+  void Detail(const absl::FormatSpec<Args...>& format, const Args&... args) const {
+    if (verbose_ && sink_) sink_(absl::StrFormat(format, args...));
+  }
+  bool verbose() const { return verbose_; }
+  const std::function<void(const std::string&)>& sink() const { return sink_; }
+
+ private:
+  std::function<void(const std::string&)> sink_;
+  bool verbose_;
+};
+
+// Ranges for W8A8: a table from `slimpack calibrate` (one .json), or
+// calibrated here on the model as imported.
+absl::StatusOr<calibration::CalibrationTable> W8a8Table(const ir::Model& model,
+                                                        const StageOptions& options) {
+  if (options.calib.empty()) {
+    return absl::FailedPreconditionError(
+        "w8a8 needs activation ranges: pass --calib calib.json (from `slimpack calibrate`) or "
+        "--calib DATA (files/directories of model inputs)");
+  }
+  if (options.calib.size() == 1 && absl::EndsWith(options.calib[0], ".json")) {
+    return calibration::LoadCalibrationTable(options.calib[0]);
+  }
+  calibration::DatasetOptions dopts;
+  ASSIGN_OR_RETURN(calibration::Dataset data,
+                   calibration::Dataset::Open(options.calib, calibration::FeedInputs(model.graph),
+                                              dopts));
+  calibration::CalibrateOptions copts;
+  ASSIGN_OR_RETURN(copts.observer.method,
+                   calibration::RangeMethodFromName(options.quant.calib_method));
+  copts.num_threads = options.threads;
+  return calibration::Calibrate(model, data, copts);
+}
+
+// ONNX graphs: channel groups of Conv/Gemm/MatMul (prune/graph/prune_onnx.h).
+absl::Status PruneGraphStage(ir::Model& model, const StageOptions& options, const StageLog& log,
+                             StageResult& result) {
+  prune::PruneOptions po = options.prune;
+  po.calib_paths = options.calib;
+  po.threads = options.threads;
+  auto pruned = prune::PruneGraph(model, po);
+  if (!pruned.ok()) return Annotate(pruned.status(), "prune");
+  result.records.push_back({{"name", "prune"},
+                            {"options", prune::PruneOptionsToJson(options.prune)},
+                            {"stats", pruned->ToJson()}});
+  int64_t prunable = 0;
+  for (const prune::GraphGroupStats& g : pruned->groups) prunable += g.prunable ? 1 : 0;
+  log.Info("prune: %d of %d channel group(s) prunable, %d -> %d parameters", prunable,
+           pruned->groups.size(), pruned->params_before, pruned->params_after);
+  for (const std::string& u : pruned->unprunable) log.Detail("prune: unprunable: %s", u);
+  for (const prune::GraphGroupStats& g : pruned->groups) {
+    log.Detail("prune: group %s: %d of %d channels kept", g.name, g.kept, g.channels);
+  }
+  return absl::OkStatus();
+}
+
+// HF decoders: MLP channel groups and KV-head groups (prune/decoder/).
+absl::Status PruneDecoderStage(ir::Model& model, const StageOptions& options,
+                               const StageLog& log, StageResult& result) {
+  prune::PruneOptions po = options.prune;
+  po.calib_paths = options.calib;
+  po.threads = options.threads;
+  auto pruned = prune::PruneDecoder(model, po);
+  if (!pruned.ok()) return Annotate(pruned.status(), "prune");
+  result.records.push_back({{"name", "prune"},
+                            {"options", prune::PruneOptionsToJson(options.prune)},
+                            {"stats", pruned->ToJson()}});
+  log.Info(
+      "prune: %d MLP channel(s) and %d KV head group(s) removed over all layers, "
+      "%d -> %d parameters",
+      pruned->removed_mlp, pruned->removed_kv, pruned->params_before, pruned->params_after);
+  for (const std::string& w : pruned->warnings) log.Info("warning: %s", w);
+  for (const std::string& u : pruned->unprunable) log.Detail("prune: unprunable: %s", u);
+  for (const prune::LayerStats& l : pruned->layers) {
+    log.Detail("prune: layer %d: intermediate %d, heads %d, kv heads %d", l.layer, l.mlp_kept,
+               l.heads_kept, l.kv_heads_kept);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status PassesStage(ir::Model& model, const StageOptions& options, const StageLog& log,
+                         StageResult& result) {
+  passes::PipelineRequest req;
+  req.use_default = !options.passes.has_value();
+  if (options.passes) req.passes = *options.passes;
+  req.verify_each = options.verify_each;
+  req.print_ir_after_all = options.print_ir_after_all;
+  req.print_ir_after = options.print_ir_after;
+  req.ir_out = options.ir_out;
+  ASSIGN_OR_RETURN(passes::PipelineResult ran, passes::RunPipeline(model, req));
+  for (const auto& r : ran.records) {
+    result.records.push_back(r);
+    if (r.contains("name")) result.passes_run.push_back(r["name"].get<std::string>());
+  }
+  for (const std::string& line : ran.verbose_lines) log.Detail("%s", line);
+  return absl::OkStatus();
+}
+
+// Sparsity after pruning and the graph passes, before quantization
+// (symmetric quantization maps the zeros to exact zeros). Returns the
+// sparsity records by weight name: the quantizer builds new tensors, so the
+// records are put back on them afterwards.
+absl::StatusOr<std::map<std::string, ir::SparsityInfo>> SparsifyStage(
+    ir::Model& model, const StageOptions& options, const StageLog& log, StageResult& result) {
+  sparsify::SparsifyOptions so = *options.sparsify;
+  so.calib_paths = options.calib;
+  so.threads = options.threads;
+  auto sparse = sparsify::SparsifyWeights(model, so);
+  if (!sparse.ok()) return Annotate(sparse.status(), "sparsify");
+  std::map<std::string, ir::SparsityInfo> records;
+  for (const ir::Tensor& t : model.graph.initializers()) {
+    if (t.sparsity.sparse()) records[t.name] = t.sparsity;
+  }
+  for (const std::string& s : sparse->skipped) log.Info("sparsify: left dense: %s", s);
+  result.records.push_back({{"name", "sparsify"},
+                            {"options", sparsify::SparsifyOptionsToJson(*options.sparsify)},
+                            {"stats", sparse->ToJson()}});
+  log.Info("sparsify: %d tensors, %d of %d weights zero (%.1f %%)", sparse->tensors.size(),
+           sparse->zeros, sparse->numel,
+           sparse->numel ? 100.0 * static_cast<double>(sparse->zeros) /
+                               static_cast<double>(sparse->numel)
+                         : 0.0);
+  return records;
+}
+
+absl::Status StaticQuantStage(ir::Model& model, const calibration::CalibrationTable& table,
+                              const StageOptions& options, const StageLog& log,
+                              StageResult& result) {
+  passes::StaticQuantOptions so;
+  so.keep_float_regex = options.quant.keep_float;
+  auto report = passes::QuantizeStatic(model, table, so);
+  if (!report.ok()) return Annotate(report.status(), "quantize (w8a8)");
+  nlohmann::json decisions = nlohmann::json::array();
+  for (const auto& d : report->decisions) {
+    decisions.push_back({{"node", d.node}, {"op", d.op_type}, {"decision", d.decision}});
+    log.Detail("w8a8: %s [%s]: %s", d.node, d.op_type, d.decision);
+  }
+  result.records.push_back({{"name", "quantize-static"},
+                            {"options", quantize::QuantConfigToJson(options.quant)},
+                            {"stats", {{"integer_nodes", report->integer_nodes},
+                                       {"float_nodes", report->float_nodes},
+                                       {"quantize_nodes", report->quantize_nodes},
+                                       {"dequantize_nodes", report->dequantize_nodes},
+                                       {"decisions", decisions}}}});
+  log.Info("quantize: w8a8: %d integer node(s), %d kept float", report->integer_nodes,
+           report->float_nodes);
+  return absl::OkStatus();
+}
+
+absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, const StageLog& log,
+                              StageResult& result) {
+  quantize::QuantizeRequest q;
+  q.config = options.quant;
+  q.calib_paths = options.calib;
+  q.threads = options.threads;
+  if (log.verbose()) q.log = log.sink();
+  auto done = quantize::QuantizeWeights(model, q);
+  if (!done.ok()) return Annotate(done.status(), "quantize");
+  result.records.push_back({{"name", "quantize-weights"},
+                            {"options", quantize::QuantConfigToJson(options.quant)},
+                            {"stats", done->ToJson()}});
+  log.Info("quantize: %d tensors, %d -> %d bytes", done->tensors.size(), done->bytes_before,
+           done->bytes_after);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOptions& options) {
+  const StageLog log(options);
+  StageResult result;
+  const bool has_graph = !model.graph.nodes.empty();
+  if (options.prune.active()) {
+    RETURN_IF_ERROR(has_graph ? PruneGraphStage(model, options, log, result)
+                              : PruneDecoderStage(model, options, log, result));
+  }
+  // W8A8 ranges are calibrated on the model as imported, so the table holds
+  // every original value name, including pre-activation values that the
+  // fusion passes fold away (a fused Conv+HardSwish needs the Conv output's
+  // range to stay integer up to the activation).
+  std::optional<calibration::CalibrationTable> w8a8_table;
+  if (options.quant.w8a8) {
+    if (!has_graph) {
+      return absl::InvalidArgumentError(
+          "quantize: w8a8 rewrites a graph's Conv/Gemm/MatMul; this input is a checkpoint without "
+          "a graph: use a weight-only scheme (--quant int8 / int4)");
+    }
+    auto table = W8a8Table(model, options);
+    if (!table.ok()) return Annotate(table.status(), "quantize (w8a8 calibration)");
+    w8a8_table = *std::move(table);
+  }
+  RETURN_IF_ERROR(PassesStage(model, options, log, result));
+  std::map<std::string, ir::SparsityInfo> sparsity_records;
+  if (options.sparsify) {
+    ASSIGN_OR_RETURN(sparsity_records, SparsifyStage(model, options, log, result));
+  }
+  if (options.quant.w8a8) {
+    RETURN_IF_ERROR(StaticQuantStage(model, *w8a8_table, options, log, result));
+  } else if (options.quant.active()) {
+    RETURN_IF_ERROR(WeightQuantStage(model, options, log, result));
+  }
+  for (const auto& [name, info] : sparsity_records) {
+    if (ir::Tensor* t = model.graph.FindMutableInitializer(name)) t->sparsity = info;
+  }
+  return result;
+}
+
+}  // namespace slimpack::converter

@@ -1,0 +1,31 @@
+// Conversions between the interpreter's RtTensors and ir::Tensors (the form
+// the .npy/.npz reader and writer use), and checking user-supplied inputs
+// against a graph's declared inputs.
+#ifndef SLIMPACK_EVAL_NAMED_TENSORS_H_
+#define SLIMPACK_EVAL_NAMED_TENSORS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/rt_tensor.h"
+#include "ir/graph.h"
+
+namespace slimpack::eval {
+
+// Copies `rt` into an owned ir::Tensor named `name`.
+ir::Tensor IrTensorFromRt(const std::string& name, const runtime::RtTensor& rt);
+
+// Matches `tensors` (from `source`, e.g. an .npz path) to the graph's
+// required inputs (those that are not initializers). InvalidArgument naming
+// the input for: a missing input (listing the expected shape and dtype), an
+// extra tensor (listing the graph's inputs), a dtype other than the
+// declared one, a rank or static dim that differs from the declared shape,
+// or a symbolic dim ("batch") bound to two different sizes.
+absl::StatusOr<std::map<std::string, runtime::RtTensor>> MatchGraphInputs(
+    const ir::Graph& graph, const std::vector<ir::Tensor>& tensors, const std::string& source);
+
+}  // namespace slimpack::eval
+
+#endif  // SLIMPACK_EVAL_NAMED_TENSORS_H_

@@ -1,0 +1,54 @@
+// Builds the decoder forward pass (input_ids -> logits) of a Hugging Face
+// Llama-family checkpoint as an ONNX-op graph in the IR, using the imported
+// weights as initializers without copying them.
+#ifndef SLIMPACK_HF_LLAMA_GRAPH_BUILDER_H_
+#define SLIMPACK_HF_LLAMA_GRAPH_BUILDER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+
+namespace slimpack::hf {
+
+// Graph input and output names.
+inline constexpr char kInputIds[] = "input_ids";  // i64 [batch, seq]
+inline constexpr char kLogits[] = "logits";       // f32 [batch, seq, vocab]
+
+// model_type values BuildDecoderGraph accepts.
+std::vector<std::string> SupportedModelTypes();
+
+// From a checkpoint imported by ImportSafetensors (no nodes, HF-named
+// initializers, `architecture` from config.json), returns a model whose
+// graph computes, with plain opset-17 ONNX ops:
+//   embedding Gather -> N x [RMSNorm -> GQA attention with rotate-half RoPE
+//   (positions 0..seq-1), causal mask, 1/sqrt(head_dim) -> residual ->
+//   RMSNorm -> SwiGLU MLP -> residual] -> RMSNorm -> lm_head
+// (the embedding matrix when tie_word_embeddings). Qwen2's q/k/v biases are
+// used when present. Layers pruned to different widths take their sizes
+// from config.json's per-layer lists (hf/layer_sizes.h). Linear layers are Gemm(x, W, b, transB=1) on the
+// [out, in] HF weight, so each weight initializer is the checkpoint's
+// tensor (same bytes; views stay views). Every node's provenance names the
+// HF module it implements ("model.layers.3.self_attn.q_proj").
+//
+// Quantized weights (any weight with a QuantLayout, e.g. read back from an
+// artifact) are used as stored: the weight, its scale and its zero point
+// become initializers and the interpreter dequantizes the weight when it
+// binds it (runtime/graph_plan.cc). A layout that disagrees with its
+// scale / zero point is InvalidArgument naming the checkpoint and tensor.
+//
+// Errors: FailedPrecondition if the model has no architecture (no
+// config.json); Unimplemented naming the model_type and listing the
+// supported ones; NotFound naming a missing weight and the checkpoint;
+// InvalidArgument naming a weight whose shape disagrees with config.json;
+// Unimplemented naming a weight whose dtype is not f32/f16/bf16 and that
+// has no quant layout, or a
+// config option the graph does not implement (see config_checks.h: rope
+// scaling, non-silu activation, MLP/o_proj biases). A configured sliding
+// window only adds a warning.
+absl::StatusOr<ir::Model> BuildDecoderGraph(const ir::Model& checkpoint);
+
+}  // namespace slimpack::hf
+
+#endif  // SLIMPACK_HF_LLAMA_GRAPH_BUILDER_H_

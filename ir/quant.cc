@@ -1,0 +1,246 @@
+// Compiled with -ffp-contract=off (converter/CMakeLists.txt): the spec's
+// dequantization is one rounding of an exact integer difference times the
+// scale, and must not turn into a fused multiply-add anywhere it is inlined.
+#include "ir/quant.h"
+
+#include <cstring>
+#include <string>
+
+#include "ir/shape.h"
+
+namespace slimpack::ir {
+namespace {
+
+std::string Dims(const std::vector<int64_t>& d) {
+  return Shape::FromDims(d).ToString();
+}
+
+absl::Status Bad(const Tensor& q, const std::string& what) {
+  return absl::InvalidArgumentError("tensor '" + q.name + "': quant layout " +
+                                    std::string(QuantKindName(q.quant.kind)) +
+                                    ": " + what);
+}
+
+// Checks a scale or zero point found under `field`.
+absl::Status CheckParam(const Tensor& q, const char* field,
+                        const std::string& name, const Tensor* p,
+                        DType want_dtype, const std::vector<int64_t>& want) {
+  if (p == nullptr) {
+    return Bad(q, std::string(field) + " names tensor '" + name +
+                      "', which is not in the graph");
+  }
+  if (p->quant.quantized()) {
+    return Bad(q, std::string(field) + " tensor '" + name +
+                      "' is itself quantized (" +
+                      std::string(QuantKindName(p->quant.kind)) +
+                      "); it must be plain");
+  }
+  if (p->dtype != want_dtype) {
+    return Bad(q, std::string(field) + " tensor '" + name + "' has dtype " +
+                      std::string(DTypeName(p->dtype)) + ", expected " +
+                      std::string(DTypeName(want_dtype)));
+  }
+  if (p->dims != want) {
+    return Bad(q, std::string(field) + " tensor '" + name + "' has shape " +
+                      Dims(p->dims) + ", expected " + Dims(want) + " for " +
+                      std::string(DTypeName(q.dtype)) + Dims(q.dims) +
+                      " axis " + std::to_string(q.quant.axis) +
+                      (q.quant.kind == QuantKind::kInt4GroupWise
+                           ? " group_size " + std::to_string(q.quant.group_size)
+                           : std::string()));
+  }
+  if (p->layer != q.layer) {
+    return Bad(q, std::string(field) + " tensor '" + name + "' has layer " +
+                      std::to_string(p->layer) + ", expected " +
+                      std::to_string(q.layer) +
+                      " (the tensor's own; spec.md section 7)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckBytes(const Tensor& t) {
+  auto want = t.ExpectedBytes();
+  if (!want.ok()) {
+    return absl::InvalidArgumentError("tensor '" + t.name + "': " +
+                                      std::string(want.status().message()));
+  }
+  if (*want != t.data.size()) {
+    return absl::InvalidArgumentError(
+        "tensor '" + t.name + "' " + std::string(DTypeName(t.dtype)) +
+        Dims(t.dims) + " needs " + std::to_string(*want) + " bytes, found " +
+        std::to_string(t.data.size()));
+  }
+  return absl::OkStatus();
+}
+
+// The element loop of DequantizeInto for one stored dtype (the zero point
+// has the same dtype). Per-channel: one parameter per index along the axis,
+// shared by every outer and inner position. Group-wise: the parameter tensor
+// keeps outer and inner and has `groups` entries along the axis.
+template <DType T>
+void DequantizeLoop(const uint8_t* q, const float* scales, const uint8_t* zp,
+                    int64_t outer, int64_t n_axis, int64_t inner, bool per_channel,
+                    int64_t g, int64_t groups, float* out) {
+  uint64_t i = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t a = 0; a < n_axis; ++a) {
+      const int64_t grp = per_channel ? a : a / g;
+      const uint64_t base = per_channel ? static_cast<uint64_t>(grp)
+                                        : static_cast<uint64_t>((o * groups + grp) * inner);
+      const uint64_t step = per_channel ? 0 : 1;
+      for (int64_t k = 0; k < inner; ++k, ++i) {
+        const uint64_t p = base + step * static_cast<uint64_t>(k);
+        const int32_t z = zp ? IntAt<T>(zp, p) : 0;
+        // The difference is exact in int32 and in float (|q - zp| <= 255).
+        out[i] = static_cast<float>(IntAt<T>(q, i) - z) * scales[p];
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::string_view QuantKindName(QuantKind k) {
+  switch (k) {
+    case QuantKind::kNone: return "plain";
+    case QuantKind::kInt8PerChannel: return "int8_per_channel";
+    case QuantKind::kInt4GroupWise: return "int4_groupwise";
+  }
+  return "?";
+}
+
+bool QuantKindFromName(std::string_view name, QuantKind* out) {
+  for (QuantKind k : {QuantKind::kNone, QuantKind::kInt8PerChannel,
+                      QuantKind::kInt4GroupWise}) {
+    if (QuantKindName(k) == name) {
+      *out = k;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<int64_t> QuantParamDims(const Tensor& q) {
+  const int axis = q.quant.axis;
+  if (axis < 0 || static_cast<size_t>(axis) >= q.dims.size()) return {};
+  if (q.quant.kind == QuantKind::kInt8PerChannel) return {q.dims[axis]};
+  std::vector<int64_t> dims = q.dims;
+  const int64_t g = q.quant.group_size;
+  if (g > 0) dims[axis] = dims[axis] / g + (dims[axis] % g != 0);
+  return dims;
+}
+
+absl::Status ValidateQuantLayout(const Tensor& q, const Tensor* scale,
+                                 const Tensor* zero_point) {
+  const QuantLayout& l = q.quant;
+  if (!l.quantized()) return Bad(q, "the tensor is not quantized");
+  const bool int8 = l.kind == QuantKind::kInt8PerChannel;
+  const bool dtype_ok = int8 ? (q.dtype == DType::kI8 || q.dtype == DType::kU8)
+                             : (q.dtype == DType::kI4 || q.dtype == DType::kU4);
+  if (!dtype_ok) {
+    return Bad(q, "needs dtype " + std::string(int8 ? "i8 or u8" : "i4 or u4") +
+                      ", found " + std::string(DTypeName(q.dtype)));
+  }
+  if (q.dims.empty()) return Bad(q, "needs rank >= 1, found a scalar");
+  if (l.axis < 0 || static_cast<size_t>(l.axis) >= q.dims.size()) {
+    return Bad(q, "axis " + std::to_string(l.axis) + " is out of range for " +
+                      Dims(q.dims) + " (rank " + std::to_string(q.dims.size()) +
+                      ")");
+  }
+  if (!int8 && l.group_size < 1) {
+    return Bad(q, "group_size " + std::to_string(l.group_size) +
+                      " must be at least 1");
+  }
+  if (l.scale.empty()) return Bad(q, "names no scale tensor");
+  const std::vector<int64_t> want = QuantParamDims(q);
+  absl::Status s = CheckParam(q, "scale", l.scale, scale, DType::kF32, want);
+  if (!s.ok()) return s;
+  if (!l.zero_point.empty()) {
+    s = CheckParam(q, "zero_point", l.zero_point, zero_point, q.dtype, want);
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+bool IsSymmetricQuant(const QuantLayout& layout) {
+  return layout.quantized() && layout.zero_point.empty();
+}
+
+int QuantBits(const Tensor& q) {
+  if (!q.quant.quantized()) return 0;
+  return DTypeBits(q.dtype);
+}
+
+absl::Status DequantizeInto(const Tensor& q, const Tensor& scale,
+                            const Tensor* zero_point, float* out) {
+  const bool has_zp = !q.quant.zero_point.empty();
+  absl::Status s = ValidateQuantLayout(q, &scale, has_zp ? zero_point : nullptr);
+  if (!s.ok()) return s;
+  for (const Tensor* t : {&q, &scale, has_zp ? zero_point : nullptr}) {
+    if (t == nullptr) continue;
+    s = CheckBytes(*t);
+    if (!s.ok()) return s;
+  }
+  const size_t axis = static_cast<size_t>(q.quant.axis);
+  int64_t outer = 1, inner = 1;
+  for (size_t i = 0; i < axis; ++i) outer *= q.dims[i];
+  for (size_t i = axis + 1; i < q.dims.size(); ++i) inner *= q.dims[i];
+  const int64_t n_axis = q.dims[axis];
+  const bool per_channel = q.quant.kind == QuantKind::kInt8PerChannel;
+  const int64_t g = per_channel ? 1 : q.quant.group_size;
+  const int64_t groups = per_channel ? n_axis : (n_axis + g - 1) / g;
+  const uint8_t* zd = has_zp ? zero_point->data.data() : nullptr;
+  // The scale bytes may be an unaligned view (a file mapping): copy them.
+  std::vector<float> scales(static_cast<size_t>(scale.data.size() / 4));
+  if (!scales.empty()) std::memcpy(scales.data(), scale.data.data(), scale.data.size());
+  const uint8_t* qd = q.data.data();
+  switch (q.dtype) {
+    case DType::kI8:
+      DequantizeLoop<DType::kI8>(qd, scales.data(), zd, outer, n_axis, inner, per_channel, g,
+                                 groups, out);
+      break;
+    case DType::kU8:
+      DequantizeLoop<DType::kU8>(qd, scales.data(), zd, outer, n_axis, inner, per_channel, g,
+                                 groups, out);
+      break;
+    case DType::kI4:
+      DequantizeLoop<DType::kI4>(qd, scales.data(), zd, outer, n_axis, inner, per_channel, g,
+                                 groups, out);
+      break;
+    default:  // kU4: ValidateQuantLayout allows nothing else
+      DequantizeLoop<DType::kU4>(qd, scales.data(), zd, outer, n_axis, inner, per_channel, g,
+                                 groups, out);
+      break;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<float>> DequantizeToF32(const Tensor& q,
+                                                   const Tensor& scale,
+                                                   const Tensor* zero_point) {
+  auto n = q.NumElements();
+  if (!n.ok()) return n.status();
+  std::vector<float> out(*n);
+  absl::Status s = DequantizeInto(q, scale, zero_point, out.data());
+  if (!s.ok()) return s;
+  return out;
+}
+
+absl::StatusOr<Tensor> DequantizeTensor(const Tensor& q, const Tensor& scale,
+                                        const Tensor* zero_point) {
+  auto values = DequantizeToF32(q, scale, zero_point);
+  if (!values.ok()) return values.status();
+  Tensor t;
+  t.name = q.name;
+  t.dtype = DType::kF32;
+  t.dims = q.dims;
+  t.provenance = q.provenance;
+  t.role = q.role;
+  t.layer = q.layer;
+  std::vector<uint8_t> bytes(values->size() * sizeof(float));
+  if (!bytes.empty()) std::memcpy(bytes.data(), values->data(), bytes.size());
+  t.data = TensorData::Owned(std::move(bytes));
+  return t;
+}
+
+}  // namespace slimpack::ir

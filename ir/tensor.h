@@ -1,0 +1,147 @@
+// Constant tensors (initializers, Constant-node values, attribute tensors)
+// and the provenance every IR object carries.
+#ifndef SLIMPACK_IR_TENSOR_H_
+#define SLIMPACK_IR_TENSOR_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/dtype.h"
+
+namespace slimpack::ir {
+
+// Where an IR object came from. Passes that rewrite a node merge the
+// provenance of every node they consume, so errors and reports can point
+// back to the user's original layer names.
+struct Provenance {
+  std::vector<std::string> source_nodes;  // original node names, in order
+  std::string file;                       // source file, if known
+  int64_t offset = -1;                    // byte offset in `file`, or -1
+
+  static Provenance FromNode(std::string node_name);
+  static Provenance FromFile(std::string file, int64_t offset);
+  // Union of both, keeping order and dropping duplicates.
+  static Provenance Merge(const Provenance& a, const Provenance& b);
+  // "conv1", "fused[conv1,bn1]", "model.safetensors@4096".
+  std::string ToString() const;
+  bool operator==(const Provenance& o) const {
+    return source_nodes == o.source_nodes && file == o.file &&
+           offset == o.offset;
+  }
+};
+
+// Immutable bytes of a tensor: either owned, or a zero-copy view into memory
+// kept alive by `owner` (an mmapped file, or a parsed protobuf).
+class TensorData {
+ public:
+  TensorData() = default;
+  static TensorData Owned(std::vector<uint8_t> bytes);
+  // A view of [data, data+size) valid while `owner` lives.
+  static TensorData View(std::shared_ptr<const void> owner,
+                         const uint8_t* data, uint64_t size);
+
+  const uint8_t* data() const { return data_; }
+  uint64_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // True when the bytes are a view into something else (mmap, proto).
+  bool is_view() const { return is_view_; }
+
+ private:
+  std::shared_ptr<const void> owner_;
+  const uint8_t* data_ = nullptr;
+  uint64_t size_ = 0;
+  bool is_view_ = false;
+};
+
+// Coarse role of a weight inside a known architecture (HF checkpoints).
+enum class WeightRole : uint8_t {
+  kUnknown = 0,
+  kEmbedding,
+  kQProj,
+  kKProj,
+  kVProj,
+  kOProj,
+  kGateProj,
+  kUpProj,
+  kDownProj,
+  kAttnNorm,
+  kMlpNorm,
+  kFinalNorm,
+  kLmHead,
+  kBias,
+};
+std::string_view WeightRoleName(WeightRole r);
+
+// How a quantized tensor's integer elements map back to real values
+// (formats/shard/spec.md, "Layouts"): x = float32(q - zp) * scale, with the
+// scale / zero point looked up along `axis`. The scale and zero-point
+// tensors are ordinary tensors of the same graph, named here.
+enum class QuantKind : uint8_t {
+  kNone = 0,           // not quantized: elements are the values
+  kInt8PerChannel = 1, // i8/u8, one scale (and zp) per index along axis
+  kInt4GroupWise = 2,  // i4/u4, one scale (and zp) per group_size indices
+};
+struct QuantLayout {
+  QuantKind kind = QuantKind::kNone;
+  int axis = 0;
+  int64_t group_size = 0;  // kInt4GroupWise only
+  std::string scale;       // plain f32 tensor
+  std::string zero_point;  // empty: zero point 0; else same dtype as q
+  // How the integers were chosen ("rtn", "rtn-mse", "imatrix", "gptq",
+  // "awq", "static"): recorded in the manifest, not needed to dequantize.
+  std::string algorithm;
+
+  bool quantized() const { return kind != QuantKind::kNone; }
+  bool operator==(const QuantLayout& o) const {
+    return kind == o.kind && axis == o.axis && group_size == o.group_size &&
+           scale == o.scale && zero_point == o.zero_point &&
+           algorithm == o.algorithm;
+  }
+};
+
+// Sparsity a pruning pass recorded on a weight (prune/sparsify.h; spec.md
+// section 5, "Sparsity"). The elements stay dense in the IR; the shard
+// writer stores a float 2:4 tensor packed (layout sparse_2_4) and records
+// the measured zero count in the manifest.
+enum class SparsityPattern : uint8_t {
+  kNone = 0,
+  kUnstructured = 1,  // any positions; ratio per output row
+  k2of4 = 2,          // at most 2 nonzeros in every 4 consecutive inputs
+};
+struct SparsityInfo {
+  SparsityPattern pattern = SparsityPattern::kNone;
+  // 1: groups of 4 run along the flattened trailing dims of each row of the
+  // [dims[0], numel / dims[0]] view (HF [out, in], Conv [O, I, kh, kw]);
+  // 0: along dim 0 of a rank-2 [in, out] weight (ONNX MatMul B).
+  int axis = 1;
+  std::string criterion;  // "magnitude" | "wanda"
+
+  bool sparse() const { return pattern != SparsityPattern::kNone; }
+  bool operator==(const SparsityInfo& o) const {
+    return pattern == o.pattern && axis == o.axis && criterion == o.criterion;
+  }
+};
+
+struct Tensor {
+  std::string name;
+  DType dtype = DType::kUndefined;
+  std::vector<int64_t> dims;
+  TensorData data;
+  Provenance provenance;
+  WeightRole role = WeightRole::kUnknown;
+  int layer = -1;  // decoder layer index for HF checkpoints, else -1
+  QuantLayout quant;  // kind kNone unless a quantizer produced it
+  SparsityInfo sparsity;  // pattern kNone unless a sparsifier produced it
+
+  // Checked element count; InvalidArgument on negative dim or overflow.
+  absl::StatusOr<uint64_t> NumElements() const;
+  // Checked byte size for dtype and dims.
+  absl::StatusOr<uint64_t> ExpectedBytes() const;
+};
+
+}  // namespace slimpack::ir
+
+#endif  // SLIMPACK_IR_TENSOR_H_

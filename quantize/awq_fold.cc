@@ -1,0 +1,182 @@
+#include "quantize/awq_fold.h"
+
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "quantize/linear_capture.h"
+#include "quantize/numerics/awq.h"
+#include "quantize/weight_matrix.h"
+#include "support/status_macros.h"
+
+namespace slimpack::quantize {
+namespace {
+
+using ir::WeightRole;
+
+struct Group {
+  std::string label;                   // "layer 3 attn"
+  std::vector<std::string> members;    // weights scaled by columns
+  std::string input_of;                // member whose captured input is X
+  std::string fold_into;               // 1-D gain, or a weight whose rows take 1/s
+  std::string fold_bias;               // bias scaled with fold_into's rows, or ""
+  bool fold_rows = false;              // fold_into is a [out, in] weight
+};
+
+class Folder {
+ public:
+  Folder(ir::Model& ckpt, const AwqFoldOptions& o) : ckpt_(ckpt), opts_(o) {}
+
+  std::string Find(int layer, WeightRole role) const {
+    for (const ir::Tensor& t : ckpt_.graph.initializers()) {
+      if (t.layer == layer && t.role == role) return t.name;
+    }
+    return "";
+  }
+  // Qwen2 biases carry role kBias; find v_proj's by name.
+  std::string FindBias(const std::string& weight) const {
+    const std::string suffix = ".weight";
+    if (weight.size() < suffix.size()) return "";
+    const std::string b = weight.substr(0, weight.size() - suffix.size()) + ".bias";
+    return ckpt_.graph.FindInitializer(b) ? b : "";
+  }
+
+  std::vector<Group> Groups(const std::set<std::string>& awq) const {
+    const ir::ArchitectureInfo& a = *ckpt_.architecture;
+    std::vector<Group> out;
+    for (int l = 0; l < a.num_layers; ++l) {
+      const std::string q = Find(l, WeightRole::kQProj), k = Find(l, WeightRole::kKProj),
+                        v = Find(l, WeightRole::kVProj), o = Find(l, WeightRole::kOProj),
+                        gate = Find(l, WeightRole::kGateProj), up = Find(l, WeightRole::kUpProj),
+                        down = Find(l, WeightRole::kDownProj);
+      auto any = [&](std::initializer_list<std::string> ws) {
+        for (const auto& w : ws) {
+          if (!w.empty() && awq.count(w)) return true;
+        }
+        return false;
+      };
+      if (any({q, k, v})) {
+        out.push_back({absl::StrCat("layer ", l, " q/k/v"), {q, k, v}, q,
+                       Find(l, WeightRole::kAttnNorm), "", false});
+      }
+      if (any({gate, up})) {
+        out.push_back({absl::StrCat("layer ", l, " gate/up"), {gate, up}, gate,
+                       Find(l, WeightRole::kMlpNorm), "", false});
+      }
+      if (any({down})) {
+        out.push_back({absl::StrCat("layer ", l, " down"), {down}, down, up, "", true});
+      }
+      if (any({o}) && a.num_heads == a.num_kv_heads) {
+        out.push_back({absl::StrCat("layer ", l, " o"), {o}, o, v, FindBias(v), true});
+      }
+    }
+    return out;
+  }
+
+  absl::StatusOr<std::string> Apply(const Group& g, const CapturedInput& x,
+                                    const WeightScheme& scheme) {
+    std::vector<Matrix> ws;
+    for (const std::string& name : g.members) {
+      const ir::Tensor* t = ckpt_.graph.FindInitializer(name);
+      if (t == nullptr) return absl::NotFoundError("AWQ group " + g.label + ": no tensor " + name);
+      ASSIGN_OR_RETURN(Matrix m, AsMatrix(*t, false));
+      ws.push_back(std::move(m));
+    }
+    const int64_t cols = ws[0].cols;
+    std::vector<quant::AwqLinear> views;
+    for (const Matrix& m : ws) {
+      if (m.cols != cols) {
+        return absl::InvalidArgumentError("AWQ group " + g.label + ": members disagree on input width");
+      }
+      views.push_back({m.w.data(), m.rows});
+    }
+    std::vector<float> mean_abs(x.mean_abs.begin(), x.mean_abs.end());
+    quant::Scheme qs;
+    qs.bits = scheme.bits;
+    qs.group_size = scheme.group_size;
+    qs.symmetric = scheme.symmetric;
+    quant::AwqOptions ao;
+    ao.grid = opts_.grid;
+    ao.threads = opts_.threads;
+    auto found = quant::SearchAwqScales(views, cols, x.samples.data(), x.kept, mean_abs, qs, ao);
+    if (!found.ok()) return Annotate(found.status(), "AWQ group " + g.label);
+    const std::vector<float>& s = found->scales;
+    // Members: W[:, c] *= s[c].
+    for (size_t i = 0; i < ws.size(); ++i) {
+      Matrix& m = ws[i];
+      for (int64_t r = 0; r < m.rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) m.w[r * cols + c] *= s[c];
+      }
+      const ir::Tensor* t = ckpt_.graph.FindInitializer(g.members[i]);
+      RETURN_IF_ERROR(ReplaceInitializer(ckpt_.graph, F32Like(*t, m.w)));
+    }
+    // The producer of the shared input divides by s.
+    const ir::Tensor* f = ckpt_.graph.FindInitializer(g.fold_into);
+    if (f == nullptr) return absl::NotFoundError("AWQ group " + g.label + ": no tensor " + g.fold_into);
+    ASSIGN_OR_RETURN(std::vector<float> fv, ToF32(*f));
+    if (g.fold_rows) {
+      const int64_t in = f->dims.size() == 2 ? f->dims[1] : 0;
+      if (f->dims.size() != 2 || f->dims[0] != cols) {
+        return absl::InvalidArgumentError("AWQ group " + g.label + ": " + g.fold_into +
+                                          " rows do not match the scaled input width");
+      }
+      for (int64_t r = 0; r < cols; ++r) {
+        for (int64_t c = 0; c < in; ++c) fv[r * in + c] /= s[r];
+      }
+    } else {
+      if (static_cast<int64_t>(fv.size()) != cols) {
+        return absl::InvalidArgumentError("AWQ group " + g.label + ": " + g.fold_into +
+                                          " length does not match the scaled input width");
+      }
+      for (int64_t c = 0; c < cols; ++c) fv[c] /= s[c];
+    }
+    RETURN_IF_ERROR(ReplaceInitializer(ckpt_.graph, F32Like(*f, fv)));
+    if (!g.fold_bias.empty()) {
+      const ir::Tensor* b = ckpt_.graph.FindInitializer(g.fold_bias);
+      ASSIGN_OR_RETURN(std::vector<float> bv, ToF32(*b));
+      for (int64_t r = 0; r < cols && r < static_cast<int64_t>(bv.size()); ++r) bv[r] /= s[r];
+      RETURN_IF_ERROR(ReplaceInitializer(ckpt_.graph, F32Like(*b, bv)));
+    }
+    return absl::StrCat(g.label, ": alpha ", found->alpha, ", output error ", found->error_before,
+                        " -> ", found->error_after, " on ", x.kept, " rows");
+  }
+
+ private:
+  ir::Model& ckpt_;
+  const AwqFoldOptions& opts_;
+};
+
+}  // namespace
+
+absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint, const ir::Model& runnable,
+                                             const std::set<std::string>& awq_weights,
+                                             const std::map<std::string, WeightScheme>& schemes,
+                                             calibration::Dataset& data,
+                                             const AwqFoldOptions& options) {
+  if (!checkpoint.architecture || !checkpoint.architecture->known) {
+    return absl::FailedPreconditionError(
+        "awq needs a Hugging Face decoder checkpoint with a known architecture (config.json)");
+  }
+  Folder folder(checkpoint, options);
+  const std::vector<Group> groups = folder.Groups(awq_weights);
+  std::vector<std::string> inputs;
+  for (const Group& g : groups) inputs.push_back(g.input_of);
+  CaptureRequest cr;
+  cr.keep_rows = options.keep_rows;
+  ASSIGN_OR_RETURN(auto captured,
+                   CaptureLinearInputs(runnable, inputs, data, options.max_runs, cr, options.threads));
+  AwqFoldResult result;
+  for (const Group& g : groups) {
+    // The search quantizes with the scheme of the first AWQ member.
+    std::optional<WeightScheme> scheme;
+    for (const std::string& m : g.members) {
+      auto it = schemes.find(m);
+      if (it != schemes.end() && !scheme) scheme = it->second;
+    }
+    ASSIGN_OR_RETURN(std::string line, folder.Apply(g, captured.at(g.input_of), *scheme));
+    result.log.push_back(std::move(line));
+    ++result.groups;
+  }
+  return result;
+}
+
+}  // namespace slimpack::quantize

@@ -1,0 +1,58 @@
+// AWQ on a Hugging Face decoder checkpoint: per decoder layer, searches
+// activation-aware per-input-channel scales s for each group of linears
+// that share an input, multiplies their weight columns by s and folds 1/s
+// into the op producing that input, so the model computes the same
+// function (up to float rounding) while the salient channels get finer
+// quantization steps:
+//   {q,k,v}_proj  <- input_layernorm.weight        (RMSNorm gain)
+//   {gate,up}_proj <- post_attention_layernorm.weight
+//   down_proj     <- up_proj rows (act(gate) * up is linear in up)
+//   o_proj        <- v_proj rows (and bias), only when every query head has
+//                    its own KV head; with GQA the scale would have to be
+//                    shared by the query heads of a KV head, so o is left.
+// The scaled weights replace the checkpoint's tensors (f32); quantizing
+// them is the caller's next step.
+#ifndef SLIMPACK_QUANTIZE_AWQ_FOLD_H_
+#define SLIMPACK_QUANTIZE_AWQ_FOLD_H_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "calibration/dataset.h"
+#include "ir/graph.h"
+#include "quantize/quant_rules.h"
+
+namespace slimpack::quantize {
+
+struct AwqFoldOptions {
+  int grid = 20;             // exponent steps in [0, 1)
+  int64_t max_runs = 64;     // calibration runs
+  int64_t keep_rows = 512;   // input rows the search measures error on
+  int threads = 1;
+};
+
+struct AwqFoldResult {
+  std::vector<std::string> log;  // one line per group: alpha, errors
+  int groups = 0;
+};
+
+// `checkpoint` is the HF model (no nodes; tensors with roles and layers),
+// `runnable` its decoder graph (hf::BuildDecoderGraph) used to capture
+// inputs. A group is scaled when any member is in `awq_weights`; every
+// member of a scaled group is rewritten (the fold touches their shared
+// input). `schemes` gives each AWQ weight's target scheme (the first
+// member's scheme drives the search). FailedPrecondition for a model
+// without a known architecture.
+absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint, const ir::Model& runnable,
+                                             const std::set<std::string>& awq_weights,
+                                             const std::map<std::string, WeightScheme>& schemes,
+                                             calibration::Dataset& data,
+                                             const AwqFoldOptions& options);
+
+}  // namespace slimpack::quantize
+
+#endif  // SLIMPACK_QUANTIZE_AWQ_FOLD_H_

@@ -1,0 +1,109 @@
+#include "quantize/linear_capture.h"
+
+#include <cstring>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/interpreter.h"
+#include "runtime/kernels/fused_kernels.h"
+#include "support/status_macros.h"
+
+namespace slimpack::quantize {
+namespace {
+
+struct Collector {
+  calibration::LinearStatsAccumulator stats;
+  CapturedInput* out;
+  int64_t keep_rows;
+};
+
+// Keeps the first rows of x ([..., K], or [K, M] for transA) until full.
+void KeepRows(const runtime::RtTensor& x, Collector& c) {
+  const int64_t k = c.stats.layer().in_features;
+  if (c.out->kept >= c.keep_rows || x.dtype() != ir::DType::kF32 || k <= 0) return;
+  const float* p = reinterpret_cast<const float*>(x.raw());
+  const int64_t rows = x.num_elements() / k;
+  for (int64_t r = 0; r < rows && c.out->kept < c.keep_rows; ++r) {
+    const size_t at = c.out->samples.size();
+    c.out->samples.resize(at + k);
+    if (c.stats.layer().trans_a) {
+      for (int64_t j = 0; j < k; ++j) c.out->samples[at + j] = p[j * rows + r];
+    } else {
+      std::memcpy(&c.out->samples[at], p + r * k, sizeof(float) * k);
+    }
+    ++c.out->kept;
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::map<std::string, CapturedInput>> CaptureLinearInputs(
+    const ir::Model& model, const std::vector<std::string>& weights,
+    calibration::Dataset& data, int64_t max_runs, const CaptureRequest& request,
+    int threads) {
+  std::map<std::string, CapturedInput> out;
+  std::vector<std::unique_ptr<Collector>> collectors;
+  std::map<std::string, std::vector<Collector*>> by_input;
+  const std::set<std::string> wanted(weights.begin(), weights.end());
+  for (const calibration::LinearLayer& l : calibration::FindLinearLayers(model.graph)) {
+    if (!wanted.count(l.weight) || out.count(l.weight)) continue;
+    CapturedInput& ci = out[l.weight];
+    ci.layer = l;
+    collectors.push_back(std::make_unique<Collector>(
+        Collector{calibration::LinearStatsAccumulator(l, request.hessian), &ci,
+                  request.keep_rows}));
+    by_input[l.input].push_back(collectors.back().get());
+  }
+  for (const std::string& w : weights) {
+    if (!out.count(w)) {
+      return absl::NotFoundError(absl::StrCat(
+          "weight '", w, "' is not the constant B input of a MatMul/Gemm in the graph, "
+          "so its input statistics cannot be captured"));
+    }
+  }
+  runtime::InterpreterOptions options;
+  options.num_threads = threads;
+  // Graphs the fusion passes rewrote hold slimpack-domain ops.
+  ASSIGN_OR_RETURN(runtime::Interpreter interp,
+                   runtime::Interpreter::Create(model, options));
+  auto feed = [&](const std::string& value, const runtime::RtTensor& t) -> absl::Status {
+    auto it = by_input.find(value);
+    if (it == by_input.end()) return absl::OkStatus();
+    for (Collector* c : it->second) {
+      RETURN_IF_ERROR(c->stats.Add(t));
+      KeepRows(t, *c);
+    }
+    return absl::OkStatus();
+  };
+  interp.SetObserver([&](const ir::Node& node, const std::vector<runtime::RtTensor>& outs) {
+    for (size_t i = 0; i < outs.size() && i < node.outputs.size(); ++i) {
+      RETURN_IF_ERROR(feed(node.outputs[i], outs[i]));
+    }
+    return absl::OkStatus();
+  });
+  data.Rewind();
+  int64_t runs = 0;
+  while (runs < max_runs) {
+    ASSIGN_OR_RETURN(std::optional<calibration::Sample> sample, data.Next());
+    if (!sample) break;
+    for (const auto& [name, t] : sample->inputs) RETURN_IF_ERROR(feed(name, t));
+    auto r = interp.Run(sample->inputs);
+    if (!r.ok()) return Annotate(r.status(), "calibration sample " + sample->source);
+    ++runs;
+  }
+  for (auto& c : collectors) {
+    CapturedInput& ci = *c->out;
+    ci.rows = c->stats.rows();
+    if (ci.rows == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "linear layer '", ci.layer.node, "' (weight '", ci.layer.weight,
+          "') saw no calibration rows in ", runs, " runs"));
+    }
+    ci.mean_abs = c->stats.MeanAbs();
+    ci.mean_sq = c->stats.MeanSquare();
+    ci.xtx = c->stats.XtX();
+  }
+  return out;
+}
+
+}  // namespace slimpack::quantize

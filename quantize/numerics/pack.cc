@@ -1,0 +1,162 @@
+// QuantizedMatrix -> shard tensors (layouts of formats/shard/spec.md).
+#include "quantize/numerics/pack.h"
+
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+
+namespace slimpack::quant {
+namespace {
+
+// Centred codes (in stored-element order) -> payload bytes of `dtype`.
+std::vector<uint8_t> Encode(const std::vector<int8_t>& codes, ir::DType dtype,
+                            int bits) {
+  const int32_t offset = 1 << (bits - 1);
+  const bool is_unsigned = dtype == ir::DType::kU4 || dtype == ir::DType::kU8;
+  auto element = [&](size_t i) -> uint8_t {
+    const int32_t v = is_unsigned ? codes[i] + offset : codes[i];
+    return static_cast<uint8_t>(v);  // two's complement for i8/i4
+  };
+  if (dtype == ir::DType::kI8 || dtype == ir::DType::kU8) {
+    std::vector<uint8_t> out(codes.size());
+    for (size_t i = 0; i < codes.size(); ++i) out[i] = element(i);
+    return out;
+  }
+  std::vector<uint8_t> out((codes.size() + 1) / 2, 0);
+  for (size_t i = 0; i < codes.size(); ++i) {
+    const uint8_t nib = element(i) & 0x0F;
+    out[i / 2] |= (i % 2 == 0) ? nib : static_cast<uint8_t>(nib << 4);
+  }
+  return out;
+}
+
+// Reorders a row-major [a, b] array to [b, a].
+template <typename T>
+std::vector<T> Transpose(const std::vector<T>& v, int64_t a, int64_t b) {
+  std::vector<T> out(v.size());
+  for (int64_t i = 0; i < a; ++i) {
+    for (int64_t j = 0; j < b; ++j) out[j * a + i] = v[i * b + j];
+  }
+  return out;
+}
+
+ir::Tensor Companion(const ir::Tensor& original, std::string name) {
+  ir::Tensor t;
+  t.name = std::move(name);
+  t.provenance = original.provenance;
+  t.role = original.role;
+  t.layer = original.layer;
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<PackedTensors> ToIrTensors(const QuantizedMatrix& m,
+                                          const ir::Tensor& original,
+                                          bool transposed,
+                                          std::string algorithm) {
+  const std::string where = absl::StrCat("pack '", original.name, "'");
+  if (original.name.empty()) {
+    return absl::InvalidArgumentError("pack: original tensor has no name");
+  }
+  // Rank 2 [rows, cols] (or [cols, rows] transposed); int8 per-channel
+  // also takes [rows, d1, d2, ...] with d1*d2*... == cols (Conv weights
+  // [O, I, kh, kw]: one scale per output channel along axis 0).
+  const std::vector<int64_t> want =
+      transposed ? std::vector<int64_t>{m.cols, m.rows}
+                 : std::vector<int64_t>{m.rows, m.cols};
+  bool dims_ok = original.dims == want;
+  if (!dims_ok && !transposed && m.scheme.bits > 4 &&
+      original.dims.size() > 2 && original.dims[0] == m.rows) {
+    int64_t inner = 1;
+    for (size_t i = 1; i < original.dims.size() && inner > 0; ++i) {
+      const int64_t d = original.dims[i];
+      // inner <= cols and d <= cols keep the product far from overflow.
+      inner = (d < 1 || d > m.cols) ? -1 : inner * d;
+      if (inner > m.cols) inner = -1;
+    }
+    dims_ok = inner == m.cols;
+  }
+  if (!dims_ok) {
+    std::string got;
+    for (int64_t d : original.dims) absl::StrAppend(&got, got.empty() ? "" : ",", d);
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": dims [", got, "] do not match the quantized matrix [",
+        want[0], ",", want[1], "]", transposed ? " (transposed)" : "",
+        m.scheme.bits <= 4 ? " (int4 layouts need rank 2)" : ""));
+  }
+  if (absl::Status s = ValidateScheme(m.scheme, m.cols); !s.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
+  }
+  const int64_t ng = m.num_groups();
+  const size_t n = static_cast<size_t>(m.rows * m.cols);
+  const size_t ns = static_cast<size_t>(m.rows * ng);
+  if (m.q.size() != n || m.scale.size() != ns ||
+      m.zero.size() != (m.scheme.symmetric ? 0 : ns)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        where, ": quantized matrix sizes q=", m.q.size(), " scale=",
+        m.scale.size(), " zero=", m.zero.size(), " expected ", n, ", ", ns,
+        ", ", m.scheme.symmetric ? 0 : ns));
+  }
+  const bool int8 = m.scheme.bits > 4;
+  const bool sym = m.scheme.symmetric;
+  const ir::DType dtype = int8 ? (sym ? ir::DType::kI8 : ir::DType::kU8)
+                               : (sym ? ir::DType::kI4 : ir::DType::kU4);
+
+  PackedTensors out;
+  ir::Tensor& w = out.weight;
+  w = Companion(original, original.name);
+  w.dtype = dtype;
+  w.dims = original.dims;
+  w.data = ir::TensorData::Owned(Encode(
+      transposed ? Transpose(m.q, m.rows, m.cols) : m.q, dtype, m.scheme.bits));
+  w.quant.algorithm = std::move(algorithm);
+  w.quant.scale = original.name + ".scale";
+  if (!sym) w.quant.zero_point = original.name + ".zero_point";
+
+  // Scale / zero-point element order: [rows] for int8; [rows, ng] or, with
+  // the input axis first when transposed, [ng, rows] for int4.
+  std::vector<int64_t> sdims;
+  std::vector<float> scale = m.scale;
+  std::vector<int8_t> zero = m.zero;
+  if (int8) {
+    w.quant.kind = ir::QuantKind::kInt8PerChannel;
+    w.quant.axis = transposed ? 1 : 0;
+    sdims = {m.rows};
+  } else {
+    w.quant.kind = ir::QuantKind::kInt4GroupWise;
+    w.quant.axis = transposed ? 0 : 1;
+    w.quant.group_size = m.group_size();
+    if (transposed) {
+      sdims = {ng, m.rows};
+      scale = Transpose(scale, m.rows, ng);
+      if (!sym) zero = Transpose(zero, m.rows, ng);
+    } else {
+      sdims = {m.rows, ng};
+    }
+  }
+
+  out.scale = Companion(original, w.quant.scale);
+  out.scale.dtype = ir::DType::kF32;
+  out.scale.dims = sdims;
+  std::vector<uint8_t> sbytes(scale.size() * sizeof(float));
+  for (size_t i = 0; i < scale.size(); ++i) {
+    // Little-endian f32 (the format's byte order; x86/arm hosts).
+    std::memcpy(sbytes.data() + i * sizeof(float), &scale[i], sizeof(float));
+  }
+  out.scale.data = ir::TensorData::Owned(std::move(sbytes));
+
+  if (!sym) {
+    ir::Tensor z = Companion(original, w.quant.zero_point);
+    z.dtype = dtype;
+    z.dims = sdims;
+    z.data = ir::TensorData::Owned(Encode(zero, dtype, m.scheme.bits));
+    out.zero_point = std::move(z);
+  }
+  return out;
+}
+
+}  // namespace slimpack::quant

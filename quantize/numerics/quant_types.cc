@@ -1,0 +1,115 @@
+// Scheme validation, the shared per-group grid and dequantization.
+#include "quantize/numerics/quant_types.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+
+namespace slimpack::quant {
+
+std::string Scheme::ToString() const {
+  return absl::StrCat("int", bits, " ",
+                      group_size == 0 ? std::string("per-channel")
+                                      : absl::StrCat("g", group_size),
+                      symmetric ? " sym" : " asym");
+}
+
+int64_t NumGroups(const Scheme& s, int64_t cols) {
+  if (cols <= 0) return 0;
+  const int64_t g = EffectiveGroupSize(s, cols);
+  if (g <= 0) return 0;
+  return (cols + g - 1) / g;
+}
+
+absl::Status ValidateScheme(const Scheme& s, int64_t cols) {
+  if (s.bits < 2 || s.bits > 8) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("quant scheme: bits ", s.bits, " not in [2, 8]"));
+  }
+  if (s.group_size < 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "quant scheme: group_size ", s.group_size, " is negative"));
+  }
+  if (s.bits > 4 && s.group_size != 0 && s.group_size != cols) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "quant scheme: ", s.bits, "-bit weights are per-channel only "
+        "(group_size 0 or cols = ", cols, "), got group_size ", s.group_size));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t QuantizedMatrix::StorageBytes() const {
+  const uint64_t n = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
+  const uint64_t g = static_cast<uint64_t>(rows) *
+                     static_cast<uint64_t>(num_groups());
+  const int container = scheme.bits <= 4 ? 4 : 8;
+  uint64_t bytes = (n * container + 7) / 8 + g * sizeof(float);
+  if (!scheme.symmetric) bytes += (g * container + 7) / 8;
+  return bytes;
+}
+
+GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric, bool restricted) {
+  GroupGrid g;
+  const int32_t half = 1 << (bits - 1);
+  g.qmin = -half;
+  g.qmax = half - 1;
+  if (symmetric && restricted) {
+    const float amax = std::max(std::fabs(mn), std::fabs(mx)) * ratio;
+    g.qmin = -(half - 1);
+    g.scale = amax / static_cast<float>(half - 1);
+    if (!(g.scale > 0.0f)) g.scale = 1.0f;
+    return g;
+  }
+  if (symmetric) {
+    // The extreme of larger magnitude maps to code -2^(b-1), so all 2^b codes
+    // are used (llama.cpp's Q4_0 does the same): the step is amax / 2^(b-1)
+    // instead of amax / (2^(b-1) - 1), 12.5 % finer at 4 bits. A positive
+    // extreme therefore gets a negative scale; q * scale is all a reader
+    // computes, and 0 still maps to code 0.
+    const float m = (std::fabs(mn) >= std::fabs(mx) ? mn : mx) * ratio;
+    g.scale = m / static_cast<float>(-half);
+    g.zero = 0;
+    if (!(std::fabs(g.scale) > 0.0f)) g.scale = 1.0f;
+    return g;
+  }
+  // Asymmetric: the range always contains 0 (as GPTQ's quantizer does), so
+  // the zero point is a valid code and exact zeros stay exact.
+  const float lo = std::min(mn, 0.0f) * ratio;
+  const float hi = std::max(mx, 0.0f) * ratio;
+  const int32_t maxq = 2 * half - 1;
+  g.scale = (hi - lo) / static_cast<float>(maxq);
+  if (std::isinf(g.scale)) {
+    // hi - lo overflowed (weights near FLT_MAX): divide first.
+    g.scale = hi / static_cast<float>(maxq) - lo / static_cast<float>(maxq);
+  }
+  if (!(g.scale > 0.0f)) {
+    g.scale = 1.0f;
+    g.zero = -half;  // unsigned zero point 0
+    return g;
+  }
+  float zu = std::nearbyint(-lo / g.scale);
+  zu = std::min(std::max(zu, 0.0f), static_cast<float>(maxq));
+  g.zero = static_cast<int32_t>(zu) - half;
+  return g;
+}
+
+void Dequantize(const QuantizedMatrix& m, float* out) {
+  const int64_t ng = m.num_groups();
+  const int64_t gs = m.group_size();
+  const bool has_zero = !m.zero.empty();
+  for (int64_t r = 0; r < m.rows; ++r) {
+    const int8_t* q = m.q.data() + r * m.cols;
+    float* o = out + r * m.cols;
+    for (int64_t g = 0; g < ng; ++g) {
+      const float s = m.scale[r * ng + g];
+      const int32_t z = has_zero ? m.zero[r * ng + g] : 0;
+      const int64_t end = std::min(m.cols, (g + 1) * gs);
+      for (int64_t c = g * gs; c < end; ++c) {
+        o[c] = static_cast<float>(static_cast<int32_t>(q[c]) - z) * s;
+      }
+    }
+  }
+}
+
+}  // namespace slimpack::quant

@@ -1,0 +1,63 @@
+// Internal: the RTN row driver shared by the scalar and AVX2 kernels,
+// parameterised by the element operations `Ops`:
+//   static bool MinMax(const float* x, int64_t n, float* mn, float* mx);
+//       (false when x holds inf/NaN)
+//   static float Error(const float* x, const float* imp, int64_t n,
+//                      const GroupGrid& g);
+//   static void Quantize(const float* x, int64_t n, const GroupGrid& g,
+//                        int8_t* q);
+// Included only by rtn_kernel_scalar.cc and rtn_kernel_avx2.cc.
+#ifndef SLIMPACK_QUANTIZE_NUMERICS_RTN_KERNEL_IMPL_H_
+#define SLIMPACK_QUANTIZE_NUMERICS_RTN_KERNEL_IMPL_H_
+
+#include <algorithm>
+#include <cmath>
+
+#include "quantize/numerics/rtn_kernel.h"
+
+namespace slimpack::quant::internal {
+
+template <class Ops>
+bool QuantizeRowImpl(const RowJob& j) {
+  const int64_t ngroups = (j.cols + j.group - 1) / j.group;
+  // Ratios 1 - k/clip_grid for k = 1 .. steps-1 (k = 0 is the plain grid).
+  const int steps = j.search
+      ? static_cast<int>(std::ceil(static_cast<double>(j.clip_grid) *
+                                   j.clip_max_shrink))
+      : 0;
+  for (int64_t g = 0; g < ngroups; ++g) {
+    const int64_t c0 = g * j.group;
+    const int64_t n = std::min(j.group, j.cols - c0);
+    const float* x = j.w + c0;
+    float mn, mx;
+    if (!Ops::MinMax(x, n, &mn, &mx)) return false;
+    GroupGrid best = MakeGrid(mn, mx, 1.0f, j.bits, j.symmetric, j.restricted);
+    if (steps > 1) {
+      const float* imp = j.importance ? j.importance + c0 : nullptr;
+      float best_err = Ops::Error(x, imp, n, best);
+      for (int k = 1; k < steps; ++k) {
+        const float ratio =
+            1.0f - static_cast<float>(k) / static_cast<float>(j.clip_grid);
+        const GroupGrid cand = MakeGrid(mn, mx, ratio, j.bits, j.symmetric, j.restricted);
+        const float err = Ops::Error(x, imp, n, cand);
+        if (err < best_err) {
+          best_err = err;
+          best = cand;
+        }
+      }
+    }
+    Ops::Quantize(x, n, best, j.q + c0);
+    j.scale[g] = best.scale;
+    if (j.zero) j.zero[g] = static_cast<int8_t>(best.zero);
+  }
+  return true;
+}
+
+// The fixed reduction of 8 lane accumulators both kernels use.
+inline float ReduceLanes(const float a[8]) {
+  return ((a[0] + a[4]) + (a[2] + a[6])) + ((a[1] + a[5]) + (a[3] + a[7]));
+}
+
+}  // namespace slimpack::quant::internal
+
+#endif  // SLIMPACK_QUANTIZE_NUMERICS_RTN_KERNEL_IMPL_H_

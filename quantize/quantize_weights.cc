@@ -1,0 +1,415 @@
+#include "quantize/quantize_weights.h"
+
+#include <cstring>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "calibration/dataset.h"
+#include "runtime/interpreter.h"
+#include "ir/float_convert.h"
+#include "hf/llama_graph_builder.h"
+#include "quantize/awq_fold.h"
+#include "runtime/kernels/fused_kernels.h"
+#include "quantize/linear_capture.h"
+#include "quantize/numerics/error_stats.h"
+#include "quantize/numerics/gptq.h"
+#include "quantize/numerics/pack.h"
+#include "quantize/numerics/rtn.h"
+#include "quantize/size_planner.h"
+#include "quantize/weight_matrix.h"
+#include "support/status_macros.h"
+
+namespace slimpack::quantize {
+namespace {
+
+using nlohmann::json;
+
+quant::Scheme ToQuantScheme(const WeightScheme& s) {
+  quant::Scheme q;
+  q.bits = s.bits;
+  q.group_size = s.group_size;
+  q.symmetric = s.symmetric;
+  return q;
+}
+
+uint64_t BytesOf(const ir::Tensor& t) { return t.data.size(); }
+
+// Calibration data opened against the graph that will run.
+absl::StatusOr<calibration::Dataset> OpenCalibration(const ir::Model& runnable,
+                                                     const QuantizeRequest& req) {
+  calibration::DatasetOptions opts;
+  opts.max_batch = 8;
+  return calibration::Dataset::Open(req.calib_paths, calibration::FeedInputs(runnable.graph),
+                                    opts);
+}
+
+class Quantizer {
+ public:
+  Quantizer(ir::Model& model, const QuantizeRequest& req) : model_(model), req_(req) {}
+
+  absl::StatusOr<QuantizeResult> Run() {
+    ASSIGN_OR_RETURN(plans_, PlanWeights(model_, req_.config));
+    if (req_.config.has_target()) RETURN_IF_ERROR(PlanSizes());
+    RETURN_IF_ERROR(PrepareCalibration());
+    for (size_t i = 0; i < plans_.size(); ++i) RETURN_IF_ERROR(Store(i));
+    return std::move(result_);
+  }
+
+ private:
+  void Log(const std::string& line) {
+    if (req_.log) req_.log(line);
+  }
+
+  bool IsInt(const TensorPlan& p) const { return p.scheme.kind == WeightScheme::Kind::kInt; }
+
+  // --target-size / --target-bpw: weights no rule decided get the planner's
+  // scheme. Importance (mean x^2) comes from calibration when given.
+  absl::Status PlanSizes() {
+    SizeTarget target;
+    if (!req_.calib_paths.empty()) {
+      std::vector<size_t> linears;
+      for (size_t i = 0; i < plans_.size(); ++i) {
+        const std::string& op = plans_[i].use.op;
+        if (op == "Linear" || op == "MatMul" || op == "Gemm") linears.push_back(i);
+      }
+      ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
+      ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibration(runnable, req_));
+      RETURN_IF_ERROR(CaptureImportance(runnable, data, linears));
+      RETURN_IF_ERROR(PrepareSensitivity(std::move(runnable), data));
+      target.output_error = [this](const WeightUse& use, const std::vector<float>& values) {
+        return OutputError(use, values);
+      };
+    }
+    target.bytes = req_.config.target_bytes;
+    target.bpw = req_.config.target_bpw;
+    target.candidates = req_.config.candidates;
+    std::vector<WeightUse> uses;
+    for (const TensorPlan& p : plans_) {
+      uses.push_back(p.use);
+      if (p.rule >= 0) target.fixed[p.use.tensor] = p.scheme;
+    }
+    auto plan = PlanForSize(model_, uses, importance_, target, req_.threads);
+    if (!plan.ok()) return plan.status();
+    for (size_t i = 0; i < plans_.size(); ++i) {
+      const SizeChoice& c = plan->choices[i];
+      plans_[i].scheme = c.scheme;
+      Log(absl::StrCat("plan: ", c.tensor, " -> ", c.scheme.Name(), " (", c.bytes,
+                       " bytes, est. error ", c.error, ")"));
+    }
+    plan_summary_ = absl::StrCat("planned ", plan->planned_bytes, " bytes for ", plan->parameters,
+                                 " weights (", plan->bpw, " bpw; budget ", plan->budget,
+                                 ") + ", plan->other_bytes, " bytes of other tensors");
+    Log("plan: " + plan_summary_);
+    result_.plan = *plan;
+    return absl::OkStatus();
+  }
+
+  // FP32 outputs of the first kSensitivityRuns calibration runs, the
+  // baseline the planner's per-tensor sensitivity is measured against.
+  static constexpr int kSensitivityRuns = 2;
+  absl::Status PrepareSensitivity(ir::Model runnable, calibration::Dataset& data) {
+    sens_model_ = std::move(runnable);
+    ASSIGN_OR_RETURN(runtime::Interpreter interp, MakeInterpreter(sens_model_));
+    data.Rewind();
+    for (int i = 0; i < kSensitivityRuns; ++i) {
+      ASSIGN_OR_RETURN(std::optional<calibration::Sample> s, data.Next());
+      if (!s) break;
+      ASSIGN_OR_RETURN(std::vector<runtime::RtTensor> outs, interp.Run(s->inputs));
+      sens_inputs_.push_back(std::move(s->inputs));
+      sens_reference_.push_back(FloatOutputs(outs));
+    }
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<runtime::Interpreter> MakeInterpreter(const ir::Model& m) const {
+    runtime::InterpreterOptions io;
+    io.num_threads = req_.threads;
+    return runtime::Interpreter::Create(m, io);
+  }
+
+  static std::vector<float> FloatOutputs(const std::vector<runtime::RtTensor>& outs) {
+    std::vector<float> v;
+    for (const auto& t : outs) {
+      if (t.dtype() != ir::DType::kF32) continue;
+      const float* p = reinterpret_cast<const float*>(t.raw());
+      v.insert(v.end(), p, p + t.num_elements());
+    }
+    return v;
+  }
+
+  // Mean squared difference of the model's float outputs from FP32's with
+  // only `use`'s tensor replaced by `values`.
+  absl::StatusOr<double> OutputError(const WeightUse& use, const std::vector<float>& values) {
+    ir::Model m = sens_model_;
+    const ir::Tensor* t = m.graph.FindInitializer(use.tensor);
+    if (t == nullptr) return absl::NotFoundError("no tensor '" + use.tensor + "' in the run graph");
+    RETURN_IF_ERROR(ReplaceInitializer(m.graph, F32Like(*t, values)));
+    ASSIGN_OR_RETURN(runtime::Interpreter interp, MakeInterpreter(m));
+    double se = 0;
+    uint64_t n = 0;
+    for (size_t i = 0; i < sens_inputs_.size(); ++i) {
+      ASSIGN_OR_RETURN(std::vector<runtime::RtTensor> outs, interp.Run(sens_inputs_[i]));
+      const std::vector<float> got = FloatOutputs(outs);
+      const std::vector<float>& want = sens_reference_[i];
+      for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
+        const double d = static_cast<double>(got[k]) - want[k];
+        se += d * d;
+      }
+      n += got.size();
+    }
+    return n == 0 ? 0.0 : se / static_cast<double>(n);
+  }
+
+  // Fills gptq_/importance_ with what calibrated algorithms need.
+  absl::Status PrepareCalibration() {
+    std::vector<size_t> gptq, imatrix, awq;
+    for (size_t i = 0; i < plans_.size(); ++i) {
+      TensorPlan& p = plans_[i];
+      if (!IsInt(p) || !NeedsCalibration(p.algorithm)) continue;
+      if (p.use.op == "Conv") {
+        p.note = std::string(AlgorithmName(p.algorithm)) +
+                 " handles linear layers; Conv weight uses rtn-mse";
+        p.algorithm = Algorithm::kRtnMse;
+        continue;
+      }
+      if (p.algorithm == Algorithm::kAwq && !model_.graph.nodes.empty()) {
+        p.note = "awq folds scales into the preceding norm of a decoder layer, which an "
+                 "ONNX graph does not name; using rtn-mse";
+        p.algorithm = Algorithm::kRtnMse;
+        continue;
+      }
+      (p.algorithm == Algorithm::kGptq ? gptq : p.algorithm == Algorithm::kAwq ? awq : imatrix)
+          .push_back(i);
+    }
+    if (gptq.empty() && imatrix.empty() && awq.empty()) return absl::OkStatus();
+    if (req_.calib_paths.empty()) {
+      const TensorPlan& p = plans_[!gptq.empty() ? gptq[0] : !awq.empty() ? awq[0] : imatrix[0]];
+      return absl::FailedPreconditionError(absl::StrCat(
+          "algorithm '", std::string(AlgorithmName(p.algorithm)), "' (tensor '", p.use.tensor,
+          "') needs calibration data: pass --calib FILES (e.g. token windows as .npy "
+          "[rows, seq] int64 for an LM), or use --algo rtn / rtn-mse"));
+    }
+    ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
+    ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibration(runnable, req_));
+    std::vector<size_t> need_importance;
+    for (size_t i : imatrix) {
+      if (!importance_.count(plans_[i].use.tensor)) need_importance.push_back(i);
+    }
+    if (!need_importance.empty()) RETURN_IF_ERROR(CaptureImportance(runnable, data, need_importance));
+    if (!awq.empty()) RETURN_IF_ERROR(RunAwq(runnable, data, awq));
+    if (!gptq.empty()) RETURN_IF_ERROR(RunGptq(data, gptq));
+    return absl::OkStatus();
+  }
+
+  // The graph calibration runs: the ONNX graph itself, or the decoder graph
+  // built over the (current) checkpoint tensors.
+  absl::StatusOr<ir::Model> Runnable() const {
+    if (!model_.graph.nodes.empty()) return model_;
+    return hf::BuildDecoderGraph(model_);
+  }
+
+  std::vector<std::string> WeightsOf(const std::vector<size_t>& idx) const {
+    std::vector<std::string> w;
+    for (size_t i : idx) w.push_back(plans_[i].use.tensor);
+    return w;
+  }
+
+  absl::Status CaptureImportance(const ir::Model& runnable, calibration::Dataset& data,
+                                 const std::vector<size_t>& idx) {
+    Log(absl::StrCat("quantize: imatrix: capturing input statistics of ", idx.size(),
+                     " linear layers"));
+    ASSIGN_OR_RETURN(auto captured,
+                     CaptureLinearInputs(runnable, WeightsOf(idx), data,
+                                         req_.config.calib_samples, {}, req_.threads));
+    for (size_t i : idx) {
+      const CapturedInput& c = captured.at(plans_[i].use.tensor);
+      importance_[plans_[i].use.tensor].assign(c.mean_sq.begin(), c.mean_sq.end());
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status RunAwq(const ir::Model& runnable, calibration::Dataset& data,
+                      const std::vector<size_t>& idx) {
+    std::set<std::string> names;
+    for (size_t i : idx) names.insert(plans_[i].use.tensor);
+    std::map<std::string, WeightScheme> schemes;
+    for (size_t i : idx) schemes[plans_[i].use.tensor] = plans_[i].scheme;
+    AwqFoldOptions opts;
+    opts.grid = req_.config.awq_grid;
+    opts.max_runs = req_.config.calib_samples;
+    opts.threads = req_.threads;
+    ASSIGN_OR_RETURN(AwqFoldResult folded, ApplyAwqScales(model_, runnable, names, schemes,
+                                                          data, opts));
+    for (const std::string& line : folded.log) Log("quantize: awq: " + line);
+    return absl::OkStatus();
+  }
+
+  // GPTQ group by group: an HF decoder layer's linears see the outputs of
+  // the layers before it as quantized.
+  absl::Status RunGptq(calibration::Dataset& data, const std::vector<size_t>& idx) {
+    std::map<int, std::vector<size_t>> groups;  // layer -> plans; -1 last
+    for (size_t i : idx) {
+      const ir::Tensor* t = model_.graph.FindInitializer(plans_[i].use.tensor);
+      const int layer = model_.graph.nodes.empty() && t->layer >= 0 ? t->layer : INT32_MAX;
+      groups[layer].push_back(i);
+    }
+    // Dequantized stand-ins for already-quantized weights, by name.
+    std::map<std::string, ir::Tensor> stand_ins;
+    for (const auto& [layer, members] : groups) {
+      ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
+      for (const auto& [name, t] : stand_ins) {
+        if (runnable.graph.FindInitializer(name)) {
+          RETURN_IF_ERROR(ReplaceInitializer(runnable.graph, t));
+        }
+      }
+      Log(absl::StrCat("quantize: gptq: capturing X^T X for ", members.size(),
+                       " linear layers", layer == INT32_MAX ? "" : absl::StrCat(" of layer ", layer)));
+      CaptureRequest cr;
+      cr.hessian = true;
+      ASSIGN_OR_RETURN(auto captured, CaptureLinearInputs(runnable, WeightsOf(members), data,
+                                                          req_.config.calib_samples, cr,
+                                                          req_.threads));
+      for (size_t i : members) {
+        const TensorPlan& p = plans_[i];
+        const ir::Tensor& t = *model_.graph.FindInitializer(p.use.tensor);
+        const CapturedInput& c = captured.at(p.use.tensor);
+        ASSIGN_OR_RETURN(Matrix m, AsMatrix(t, p.use.transposed));
+        quant::GptqOptions go;
+        go.percdamp = req_.config.gptq_damp;
+        go.block_size = req_.config.gptq_block;
+        go.act_order = req_.config.gptq_act_order;
+        go.static_groups = go.act_order;  // stored layout needs no permutation
+        go.threads = req_.threads;
+        auto q = quant::QuantizeGptq(m.w.data(), m.rows, m.cols, ToQuantScheme(p.scheme), c.xtx,
+                                     c.rows, go);
+        if (!q.ok()) return Annotate(q.status(), "gptq of tensor '" + p.use.tensor + "'");
+        std::vector<float> deq(m.w.size());
+        quant::Dequantize(*q, deq.data());
+        stand_ins[p.use.tensor] =
+            F32Like(t, InTensorOrder(deq, m.rows, m.cols, p.use.transposed));
+        gptq_.emplace(p.use.tensor, *std::move(q));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Store(size_t i) {
+    const TensorPlan& p = plans_[i];
+    const ir::Tensor original = *model_.graph.FindInitializer(p.use.tensor);
+    TensorRecord rec;
+    rec.tensor = p.use.tensor;
+    rec.op = p.use.op;
+    rec.scheme = p.scheme.Name();
+    rec.rule = p.rule;
+    rec.note = p.note;
+    rec.bytes_before = BytesOf(original);
+    if (p.scheme.kind == WeightScheme::Kind::kKeep) {
+      rec.bytes_after = rec.bytes_before;
+      return Record(std::move(rec));
+    }
+    ASSIGN_OR_RETURN(Matrix m, AsMatrix(original, p.use.transposed));
+    if (p.scheme.kind == WeightScheme::Kind::kFloat) {
+      ir::Tensor t = original;
+      t.dtype = p.scheme.float_dtype;
+      std::vector<uint8_t> bytes(m.w.size() * (ir::DTypeBits(t.dtype) / 8));
+      std::vector<float> ordered = InTensorOrder(m.w, m.rows, m.cols, p.use.transposed);
+      RETURN_IF_ERROR(ir::ConvertFloats(
+          ir::DType::kF32, reinterpret_cast<const uint8_t*>(ordered.data()), t.dtype,
+          bytes.data(), ordered.size()));
+      t.data = ir::TensorData::Owned(std::move(bytes));
+      ASSIGN_OR_RETURN(Matrix back, AsMatrix(t, p.use.transposed));
+      const quant::ErrorStats e = quant::CompareArrays(m.w.data(), back.w.data(), m.w.size());
+      rec.relative_l2 = e.relative_l2();
+      rec.sqnr_db = e.sqnr_db();
+      rec.bytes_after = t.data.size();
+      RETURN_IF_ERROR(ReplaceInitializer(model_.graph, std::move(t)));
+      return Record(std::move(rec));
+    }
+    rec.algorithm = std::string(AlgorithmName(p.algorithm));
+    quant::QuantizedMatrix q;
+    if (auto it = gptq_.find(p.use.tensor); it != gptq_.end()) {
+      q = std::move(it->second);
+    } else {
+      quant::RtnOptions ro;
+      ro.threads = req_.threads;
+      ro.mse_clip = p.algorithm == Algorithm::kRtnMse || req_.config.mse_clip;
+      auto imp = importance_.find(p.use.tensor);
+      if (imp != importance_.end()) ro.importance = imp->second.data();
+      auto r = quant::QuantizeRtn(m.w.data(), m.rows, m.cols, ToQuantScheme(p.scheme), ro);
+      if (!r.ok()) return Annotate(r.status(), "tensor '" + p.use.tensor + "'");
+      q = *std::move(r);
+    }
+    std::vector<float> deq(m.w.size());
+    quant::Dequantize(q, deq.data());
+    const quant::ErrorStats e = quant::CompareArrays(m.w.data(), deq.data(), m.w.size());
+    rec.relative_l2 = e.relative_l2();
+    rec.sqnr_db = e.sqnr_db();
+    // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
+    // per-channel layout (scale per output channel) holds for any rank, so
+    // the original dims come back afterwards.
+    ir::Tensor flat = original;
+    if (flat.dims.size() > 2) flat.dims = {m.rows, m.cols};
+    ASSIGN_OR_RETURN(quant::PackedTensors packed,
+                     quant::ToIrTensors(q, flat, p.use.transposed, rec.algorithm));
+    packed.weight.dims = original.dims;
+    rec.bytes_after = BytesOf(packed.weight) + BytesOf(packed.scale) +
+                      (packed.zero_point ? BytesOf(*packed.zero_point) : 0);
+    RETURN_IF_ERROR(ReplaceInitializer(model_.graph, std::move(packed.weight)));
+    RETURN_IF_ERROR(model_.graph.AddInitializer(std::move(packed.scale)));
+    if (packed.zero_point) RETURN_IF_ERROR(model_.graph.AddInitializer(std::move(*packed.zero_point)));
+    return Record(std::move(rec));
+  }
+
+  absl::Status Record(TensorRecord rec) {
+    Log(absl::StrCat("quantize: ", rec.tensor, " [", rec.op, "] ", rec.scheme,
+                     rec.algorithm.empty() ? "" : " " + rec.algorithm, ": ", rec.bytes_before,
+                     " -> ", rec.bytes_after, " bytes, rel L2 ", rec.relative_l2,
+                     rec.note.empty() ? "" : " (" + rec.note + ")"));
+    result_.bytes_before += rec.bytes_before;
+    result_.bytes_after += rec.bytes_after;
+    result_.tensors.push_back(std::move(rec));
+    return absl::OkStatus();
+  }
+
+  ir::Model& model_;
+  const QuantizeRequest& req_;
+  std::vector<TensorPlan> plans_;
+  std::map<std::string, std::vector<float>> importance_;
+  std::map<std::string, quant::QuantizedMatrix> gptq_;
+  QuantizeResult result_;
+  std::string plan_summary_;
+  ir::Model sens_model_;
+  std::vector<std::map<std::string, runtime::RtTensor>> sens_inputs_;
+  std::vector<std::vector<float>> sens_reference_;
+};
+
+}  // namespace
+
+json QuantizeResult::ToJson() const {
+  json tensors_json = json::array();
+  for (const TensorRecord& r : tensors) {
+    json o = {{"tensor", r.tensor}, {"op", r.op}, {"scheme", r.scheme},
+              {"bytes_before", r.bytes_before}, {"bytes_after", r.bytes_after}};
+    if (!r.algorithm.empty()) o["algorithm"] = r.algorithm;
+    if (r.rule >= 0) o["rule"] = r.rule;
+    if (!r.note.empty()) o["note"] = r.note;
+    tensors_json.push_back(std::move(o));
+  }
+  json out = {{"tensors", std::move(tensors_json)},
+              {"bytes_before", bytes_before},
+              {"bytes_after", bytes_after}};
+  if (plan) {
+    out["plan"] = {{"planned_bytes", plan->planned_bytes}, {"other_bytes", plan->other_bytes},
+                   {"budget", plan->budget}, {"parameters", plan->parameters}};
+  }
+  return out;
+}
+
+absl::StatusOr<QuantizeResult> QuantizeWeights(ir::Model& model,
+                                               const QuantizeRequest& request) {
+  return Quantizer(model, request).Run();
+}
+
+}  // namespace slimpack::quantize

@@ -1,0 +1,85 @@
+// Weight quantization of a whole model: plans every eligible weight with
+// the recipe's rules (quant_rules.h), gathers the calibration statistics
+// the chosen algorithms need by running the model on the interpreter, and
+// replaces each weight by its quantized tensor plus scale / zero-point
+// tensors (ir::QuantLayout), which the shard writer stores as the spec's
+// int8_per_channel / int4_groupwise layouts.
+//
+// Algorithms (quantize/numerics/ holds the numerics):
+//  - rtn, rtn-mse: round to nearest, optionally with a per-group clip
+//    search; no data.
+//  - imatrix: the clip search weighted by the per-input-column mean x^2 of
+//    the layer's calibration inputs (llama.cpp's importance matrix).
+//  - gptq: per linear, H = 2 X^T X / n from calibration. Sequential: for
+//    HF decoders, layer L's inputs are captured with layers < L already
+//    quantized (their weights replaced by the dequantized values); for
+//    ONNX graphs one capture serves every layer.
+//  - awq (HF decoders): per decoder layer, activation-aware scales for
+//    {q,k,v} (folded into input_layernorm), {gate,up} (folded into
+//    post_attention_layernorm), down (folded into up_proj's rows) and o
+//    (folded into v_proj's rows, only without GQA) — exact rewrites — then
+//    RTN of the scaled weights.
+// Embedding tables have no input statistics: they use rtn-mse.
+//
+// Memory: the quantized model holds the packed tensors (about bits/32 of
+// the f32 size); the f32 source stays mapped. GPTQ holds one K*K Hessian
+// per linear of the layer being quantized.
+#ifndef SLIMPACK_QUANTIZE_QUANTIZE_WEIGHTS_H_
+#define SLIMPACK_QUANTIZE_QUANTIZE_WEIGHTS_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+#include "nlohmann/json.hpp"
+#include "quantize/quant_rules.h"
+#include "quantize/size_planner.h"
+
+namespace slimpack::quantize {
+
+struct QuantizeRequest {
+  QuantConfig config;
+  // Calibration files/directories (calibration/dataset.h rules).
+  std::vector<std::string> calib_paths;
+  int threads = 1;
+  // Verbose progress lines (one per tensor and per calibration capture).
+  std::function<void(const std::string&)> log;
+};
+
+// What happened to one tensor; recorded in the manifest and printed by -v.
+struct TensorRecord {
+  std::string tensor;
+  std::string op;
+  std::string scheme;     // WeightScheme::Name()
+  std::string algorithm;  // "" for keep / float casts
+  int rule = -1;          // deciding recipe rule, -1: the default
+  uint64_t bytes_before = 0, bytes_after = 0;  // incl. scales / zero points
+  double relative_l2 = 0;  // of the stored weight vs the f32 weight it stores
+  double sqnr_db = 0;
+  std::string note;
+};
+
+struct QuantizeResult {
+  std::vector<TensorRecord> tensors;
+  uint64_t bytes_before = 0, bytes_after = 0;  // over the planned tensors
+  int64_t calib_runs = 0;
+  std::optional<SizePlan> plan;  // when a size target was set
+  // {"tensors": [...], "bytes_before", "bytes_after"}: deterministic.
+  nlohmann::json ToJson() const;
+};
+
+// Quantizes `model` in place. Errors: FailedPrecondition when an algorithm
+// needs calibration and `calib_paths` is empty (naming the algorithm and the
+// flag); errors of the dataset, the interpreter and the quantizers, named
+// with the tensor. On error `model` may be partly quantized: callers write
+// nothing in that case.
+absl::StatusOr<QuantizeResult> QuantizeWeights(ir::Model& model,
+                                               const QuantizeRequest& request);
+
+}  // namespace slimpack::quantize
+
+#endif  // SLIMPACK_QUANTIZE_QUANTIZE_WEIGHTS_H_

@@ -1,0 +1,234 @@
+#include "runtime/interpreter.h"
+
+#include <utility>
+
+#include "runtime/allocator.h"
+#include "runtime/gemm.h"
+#include "runtime/graph_plan.h"
+#include "runtime/thread_pool.h"
+#include "support/status_macros.h"
+
+namespace slimpack::runtime {
+namespace {
+
+// Values of one running graph; `parent` is the enclosing graph's frame.
+struct Frame {
+  const GraphPlan* plan;
+  std::vector<RtTensor> slots;
+  const Frame* parent;
+};
+
+std::string NodeLabel(const ir::Node& n) {
+  return "node '" + n.name + "' (" + n.op_type + ")";
+}
+
+absl::Status CheckInput(const GraphPlan::Input& in, const RtTensor& t) {
+  const ir::ValueInfo& info = *in.info;
+  if (info.dtype != ir::DType::kUndefined && info.dtype != t.dtype()) {
+    return absl::InvalidArgumentError("input '" + in.name + "' has dtype " +
+                                      std::string(ir::DTypeName(t.dtype())) + ", expected " +
+                                      std::string(ir::DTypeName(info.dtype)));
+  }
+  if (!info.shape.rank_known()) return absl::OkStatus();
+  bool ok = info.shape.rank() == t.rank();
+  for (size_t i = 0; ok && i < t.rank(); ++i) {
+    const ir::Dim& d = info.shape.dim(i);
+    ok = !d.is_static() || d.value == t.dim(i);
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError("input '" + in.name + "' has shape " +
+                                      DimsToString(t.dims()) + ", expected " +
+                                      info.shape.ToString());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+struct Interpreter::Impl {
+  std::shared_ptr<const ir::Graph> graph;
+  std::shared_ptr<const KernelRegistry> kernels;
+  InterpreterOptions options;
+  std::unique_ptr<GraphPlan> plan;
+  std::unique_ptr<ThreadPool> pool;
+  NodeObserver observer;
+  std::vector<std::string> input_names;
+
+  absl::StatusOr<std::vector<RtTensor>> RunGraph(const GraphPlan& plan,
+                                                 std::vector<RtTensor> slots,
+                                                 const Frame* parent,
+                                                 TensorAllocator& allocator,
+                                                 RunStats& stats) const;
+};
+
+absl::StatusOr<std::vector<RtTensor>> Interpreter::Impl::RunGraph(
+    const GraphPlan& gp, std::vector<RtTensor> slots, const Frame* parent,
+    TensorAllocator& allocator, RunStats& stats) const {
+  Frame frame{&gp, std::move(slots), parent};
+  for (const auto& [slot, t] : gp.constants) {
+    if (!frame.slots[slot].defined()) frame.slots[slot] = t;
+  }
+  for (const auto& [name, slot] : gp.outer_refs) {
+    const RtTensor* found = nullptr;
+    for (const Frame* f = parent; f != nullptr && found == nullptr; f = f->parent) {
+      auto it = f->plan->slot_of.find(name);
+      if (it != f->plan->slot_of.end() && f->slots[it->second].defined()) {
+        found = &f->slots[it->second];
+      }
+    }
+    if (found == nullptr) {
+      return absl::InternalError("outer-scope value '" + name + "' is not available");
+    }
+    frame.slots[slot] = *found;
+  }
+  const SubgraphRunner runner = [&](const ir::Graph& g, const std::vector<RtTensor>& ins)
+      -> absl::StatusOr<std::vector<RtTensor>> {
+    auto it = gp.subgraphs.find(&g);
+    if (it == gp.subgraphs.end()) return absl::InternalError("subgraph was not planned");
+    const GraphPlan& sub = *it->second;
+    if (ins.size() != sub.inputs.size()) {
+      return absl::InvalidArgumentError("subgraph '" + g.name + "' takes " +
+                                        std::to_string(sub.inputs.size()) + " inputs, got " +
+                                        std::to_string(ins.size()));
+    }
+    std::vector<RtTensor> sub_slots(sub.num_slots);
+    for (size_t i = 0; i < ins.size(); ++i) sub_slots[sub.inputs[i].slot] = ins[i];
+    return RunGraph(sub, std::move(sub_slots), &frame, allocator, stats);
+  };
+  for (const NodeStep& step : gp.steps) {
+    const ir::Node& node = *step.node;
+    std::vector<const RtTensor*> inputs;
+    inputs.reserve(step.inputs.size());
+    for (int slot : step.inputs) {
+      if (slot < 0) {
+        inputs.push_back(nullptr);
+        continue;
+      }
+      if (!frame.slots[slot].defined()) {
+        return absl::InternalError(NodeLabel(node) + ": an input has no value");
+      }
+      inputs.push_back(&frame.slots[slot]);
+    }
+    const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
+    KernelContext ctx(node, default_domain ? options.opset_version : 1, std::move(inputs),
+                      &allocator, pool.get(), &runner);
+    absl::Status status = step.fn(ctx);
+    if (!status.ok()) return Annotate(status, NodeLabel(node));
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] < 0) continue;
+      if (!ctx.outputs()[i].defined()) {
+        return absl::InternalError(NodeLabel(node) + " produced no value for output '" +
+                                   node.outputs[i] + "'");
+      }
+    }
+    ++stats.nodes_run;
+    if (observer) {
+      absl::Status s = observer(node, ctx.outputs());
+      if (!s.ok()) return Annotate(s, "observer after " + NodeLabel(node));
+    }
+    for (size_t i = 0; i < step.outputs.size(); ++i) {
+      if (step.outputs[i] >= 0) frame.slots[step.outputs[i]] = std::move(ctx.outputs()[i]);
+    }
+    for (int slot : step.release_after) {
+      allocator.Release(std::move(frame.slots[slot]));
+      frame.slots[slot] = RtTensor();
+    }
+  }
+  std::vector<RtTensor> outputs;
+  outputs.reserve(gp.outputs.size());
+  for (size_t i = 0; i < gp.outputs.size(); ++i) {
+    const RtTensor& t = frame.slots[gp.outputs[i]];
+    if (!t.defined()) {
+      return absl::InvalidArgumentError("graph output '" + gp.output_names[i] +
+                                        "' has no value (an input left unset?)");
+    }
+    outputs.push_back(t);
+  }
+  return outputs;
+}
+
+Interpreter::Interpreter(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Interpreter::Interpreter(Interpreter&&) noexcept = default;
+Interpreter& Interpreter::operator=(Interpreter&&) noexcept = default;
+Interpreter::~Interpreter() = default;
+
+absl::StatusOr<Interpreter> Interpreter::Create(const ir::Graph& graph,
+                                                const InterpreterOptions& options) {
+  if (options.num_threads < 1) {
+    return absl::InvalidArgumentError("num_threads must be >= 1, got " +
+                                      std::to_string(options.num_threads));
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->graph = std::make_shared<const ir::Graph>(graph);
+  impl->kernels = options.kernels ? options.kernels
+                                  : std::make_shared<const KernelRegistry>(BuiltinKernels());
+  impl->options = options;
+  auto plan = BuildGraphPlan(*impl->graph, *impl->kernels, {});
+  if (!plan.ok()) return plan.status();
+  impl->plan = *std::move(plan);
+  for (const auto& in : impl->plan->inputs) {
+    if (!in.has_default) impl->input_names.push_back(in.name);
+  }
+  // Threads are ours: OpenBLAS must not start its own inside our tasks.
+  UseSingleThreadedBlas();
+  impl->pool = std::make_unique<ThreadPool>(options.num_threads);
+  return Interpreter(std::move(impl));
+}
+
+absl::StatusOr<Interpreter> Interpreter::Create(const ir::Model& model,
+                                                InterpreterOptions options) {
+  for (const auto& [domain, version] : model.opset_imports) {
+    if (domain.empty() || domain == "ai.onnx") options.opset_version = version;
+  }
+  return Create(model.graph, options);
+}
+
+absl::StatusOr<std::vector<RtTensor>> Interpreter::Run(
+    const std::map<std::string, RtTensor>& inputs, RunStats* stats) const {
+  const GraphPlan& gp = *impl_->plan;
+  std::vector<RtTensor> slots(gp.num_slots);
+  size_t used = 0;
+  for (const auto& in : gp.inputs) {
+    auto it = inputs.find(in.name);
+    if (it == inputs.end()) {
+      if (in.has_default) continue;
+      return absl::InvalidArgumentError("missing input '" + in.name + "'");
+    }
+    RETURN_IF_ERROR(CheckInput(in, it->second));
+    slots[in.slot] = it->second;
+    ++used;
+  }
+  if (used != inputs.size()) {
+    for (const auto& [name, t] : inputs) {
+      bool known = false;
+      for (const auto& in : gp.inputs) known = known || in.name == name;
+      if (!known) {
+        std::string expected;
+        for (const auto& n : impl_->input_names) expected += (expected.empty() ? "" : ", ") + n;
+        return absl::InvalidArgumentError("unknown input '" + name + "'; graph inputs: " +
+                                          expected);
+      }
+    }
+  }
+  TensorAllocator allocator(impl_->options.max_tensor_bytes);
+  RunStats local;
+  auto out = impl_->RunGraph(gp, std::move(slots), nullptr, allocator, local);
+  local.bytes_allocated = allocator.bytes_allocated();
+  local.bytes_reused = allocator.bytes_reused();
+  if (stats != nullptr) *stats = local;
+  return out;
+}
+
+void Interpreter::SetObserver(NodeObserver observer) {
+  impl_->observer = std::move(observer);
+}
+
+const std::vector<std::string>& Interpreter::input_names() const {
+  return impl_->input_names;
+}
+
+const std::vector<std::string>& Interpreter::output_names() const {
+  return impl_->plan->output_names;
+}
+
+}  // namespace slimpack::runtime

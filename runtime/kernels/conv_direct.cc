@@ -1,0 +1,280 @@
+// Direct 2-D convolution as an implicit GEMM with AVX-512 (see conv_direct.h).
+// The input is copied once per image into a zero-padded buffer split into
+// stride phases, after which every (c, kh, kw) term of the convolution reads
+// a contiguous run of that buffer: no im2col matrix is built, and the weights
+// are read in place (one broadcast per row and term), so nothing is packed.
+#include "runtime/kernels/conv_direct.h"
+
+#include <algorithm>
+#include <climits>
+#include <optional>
+#include <vector>
+
+#include "support/checked_math.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace slimpack::runtime::kernels {
+namespace {
+
+// A register tile is kMr output channels x kNr flattened output positions:
+// 2 x kMr accumulators of 16 floats, two input loads and kMr weight
+// broadcasts per term.
+constexpr int kMr = 8;
+constexpr int64_t kNr = 32;
+// Parallel tasks are blocks of kTaskMBlocks x kTaskNBlocks tiles: sizes from
+// the shape alone, so the split (not that it changes any sum) never depends
+// on the thread count; the input run a task reads stays in L2.
+constexpr int64_t kTaskMBlocks = 8;
+constexpr int64_t kTaskNBlocks = 4;
+
+// The re-laid-out input of one image. Plane (c, p, q) holds the padded input
+// rows p, p + stride_h, ... and columns q, q + stride_w, ... of channel c, as
+// hq x wq values. Output position (oh, ow) is flattened as oh * wq + ow, so
+// term (c, i, j) of every output reads the buffer at that flattened index
+// plus a fixed offset; columns ow >= out_w are computed and discarded.
+struct Layout {
+  int64_t hq = 0, wq = 0;
+  int64_t phase_plane = 0;   // hq * wq
+  int64_t channel_stride = 0;  // stride_h * stride_w * phase_plane
+  int64_t positions = 0;     // out_h * wq flattened outputs
+  int64_t padded_positions = 0;  // rounded up to kNr
+  int64_t max_term_offset = 0;   // within a channel
+};
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Offset of term (i, j) of a channel plane set in the buffer.
+int64_t TermOffset(const Conv2DShape& s, const Layout& l, int64_t i, int64_t j) {
+  const int64_t di = i * s.dilation_h, dj = j * s.dilation_w;
+  const int64_t phase = (di % s.stride_h) * s.stride_w + dj % s.stride_w;
+  return phase * l.phase_plane + (di / s.stride_h) * l.wq + dj / s.stride_w;
+}
+
+Layout MakeLayout(const Conv2DShape& s) {
+  Layout l;
+  // Only rows/columns some output reads are kept (SAME padding may leave
+  // the last input rows unread).
+  const int64_t hp = (s.out_h - 1) * s.stride_h + (s.kernel_h - 1) * s.dilation_h + 1;
+  const int64_t wp = (s.out_w - 1) * s.stride_w + (s.kernel_w - 1) * s.dilation_w + 1;
+  l.hq = CeilDiv(hp, s.stride_h);
+  l.wq = CeilDiv(wp, s.stride_w);
+  l.phase_plane = l.hq * l.wq;
+  l.channel_stride = s.stride_h * s.stride_w * l.phase_plane;
+  l.positions = s.out_h * l.wq;
+  l.padded_positions = CeilDiv(l.positions, kNr) * kNr;
+  for (int64_t i = 0; i < s.kernel_h; ++i) {
+    for (int64_t j = 0; j < s.kernel_w; ++j) {
+      l.max_term_offset = std::max(l.max_term_offset, TermOffset(s, l, i, j));
+    }
+  }
+  return l;
+}
+
+// Floats of the buffer: every plane, plus the slack the last tile of the
+// last channel reads past its plane (discarded outputs read finite zeros).
+int64_t BufferFloats(const Conv2DShape& s, const Layout& l) {
+  return std::max(s.channels * l.channel_stride,
+                  (s.channels - 1) * l.channel_stride + l.max_term_offset +
+                      l.padded_positions);
+}
+
+// Copies channel c of image x into its stride-phase planes with padding.
+void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst) {
+  for (int64_t p = 0; p < s.stride_h; ++p) {
+    for (int64_t q = 0; q < s.stride_w; ++q) {
+      float* plane = dst + (p * s.stride_w + q) * l.phase_plane;
+      // Column t reads input column t * stride_w + off when inside [0, width).
+      const int64_t off = q - s.pad_left, sw = s.stride_w;
+      const int64_t lo = std::min(l.wq, off >= 0 ? 0 : CeilDiv(-off, sw));
+      const int64_t end = s.width - off <= 0 ? 0 : CeilDiv(s.width - off, sw);
+      const int64_t hi = std::max(lo, std::min(l.wq, end));
+      for (int64_t r = 0; r < l.hq; ++r) {
+        float* row = plane + r * l.wq;
+        const int64_t src_row = r * s.stride_h + p - s.pad_top;
+        if (src_row < 0 || src_row >= s.height) {
+          std::fill(row, row + l.wq, 0.0f);
+          continue;
+        }
+        const float* src = xc + src_row * s.width + off;
+        std::fill(row, row + lo, 0.0f);
+        if (sw == 1) {
+          std::copy(src + lo, src + hi, row + lo);
+        } else {
+          for (int64_t t = lo; t < hi; ++t) row[t] = src[t * sw];
+        }
+        std::fill(row + hi, row + l.wq, 0.0f);
+      }
+    }
+  }
+}
+
+#if defined(__x86_64__)
+#define SLP_AVX512 __attribute__((target("avx512f")))
+
+// out[r][0..kNr) = (sum_k w[r * ldw + k] * b[off[k] + 0..kNr)) + bias[r],
+// for rows r < MR, terms in order k = 0..k_count-1.
+template <int MR>
+SLP_AVX512 void Tile(const float* w, int64_t ldw, int64_t k_count,
+                     const int32_t* off, const float* b, const float* bias,
+                     float* out) {
+  __m512 a0[MR], a1[MR];
+  for (int r = 0; r < MR; ++r) {
+    a0[r] = _mm512_setzero_ps();
+    a1[r] = a0[r];
+  }
+  for (int64_t k = 0; k < k_count; ++k) {
+    const float* bk = b + off[k];
+    const __m512 b0 = _mm512_loadu_ps(bk);
+    const __m512 b1 = _mm512_loadu_ps(bk + 16);
+    for (int r = 0; r < MR; ++r) {
+      const __m512 wv = _mm512_set1_ps(w[r * ldw + k]);
+      a0[r] = _mm512_fmadd_ps(wv, b0, a0[r]);
+      a1[r] = _mm512_fmadd_ps(wv, b1, a1[r]);
+    }
+  }
+  // The bias is added last, as BLAS-based convolutions do: a large folded
+  // BatchNorm bias would otherwise absorb the low bits of every term.
+  for (int r = 0; r < MR; ++r) {
+    if (bias != nullptr) {
+      const __m512 bv = _mm512_set1_ps(bias[r]);
+      a0[r] = _mm512_add_ps(a0[r], bv);
+      a1[r] = _mm512_add_ps(a1[r], bv);
+    }
+    _mm512_storeu_ps(out + r * kNr, a0[r]);
+    _mm512_storeu_ps(out + r * kNr + 16, a1[r]);
+  }
+}
+
+using TileFn = void (*)(const float*, int64_t, int64_t, const int32_t*,
+                        const float*, const float*, float*);
+constexpr TileFn kTiles[kMr + 1] = {nullptr,  Tile<1>, Tile<2>, Tile<3>, Tile<4>,
+                                    Tile<5>, Tile<6>, Tile<7>, Tile<8>};
+#endif
+
+// Copies the valid outputs of a tile (flattened positions n0.. of rows
+// y_rows[r], r < rows) out of `tile`, dropping the columns ow >= out_w.
+void StoreTile(const Conv2DShape& s, const Layout& l, const float* tile, int rows,
+               int64_t n0, float* y_first_row, int64_t y_row_stride) {
+  const int64_t n1 = std::min(l.positions, n0 + kNr);
+  int64_t oh = n0 / l.wq, ow = n0 % l.wq;
+  for (int64_t n = n0; n < n1;) {
+    // A run of positions within one output row.
+    const int64_t run = std::min(n1 - n, l.wq - ow);
+    const int64_t valid = std::max<int64_t>(0, std::min(run, s.out_w - ow));
+    for (int r = 0; r < rows; ++r) {
+      const float* src = tile + r * kNr + (n - n0);
+      float* dst = y_first_row + r * y_row_stride + oh * s.out_w + ow;
+      std::copy(src, src + valid, dst);
+    }
+    n += run;
+    ow = 0;
+    ++oh;
+  }
+}
+
+// MakeLayout and BufferFloats use plain int64 arithmetic, but strides,
+// dilations and pads come from model files: with strides and dilations of
+// 2^32 the channel stride wraps to 0, the buffer looks tiny, passes the
+// INT32_MAX test and PackChannel writes far past it. Each size bounded here
+// is at most the buffer size, so this only refuses layouts the INT32_MAX
+// test would refuse, and once it passes the plain arithmetic cannot
+// overflow (every factor < 2^31, the channel stride < 2^31).
+[[maybe_unused]] bool LayoutArithmeticFits(const Conv2DShape& s) {
+  constexpr int64_t kLimit = INT32_MAX;
+  // Padded rows (columns) one channel keeps, in whole stride phases:
+  // stride * CeilDiv(extent, stride).
+  auto phased_extent = [](int64_t out, int64_t stride, int64_t kernel,
+                          int64_t dilation) -> std::optional<int64_t> {
+    std::optional<int64_t> a = CheckedMulInt64(out - 1, stride);
+    std::optional<int64_t> b = CheckedMulInt64(kernel - 1, dilation);
+    std::optional<int64_t> e = a && b ? CheckedAddInt64(*a, *b) : std::nullopt;
+    if (e) e = CheckedAddInt64(*e, 1);
+    if (!e || *e >= kLimit || stride >= kLimit) return std::nullopt;
+    return CeilDiv(*e, stride) * stride;  // < 2^32
+  };
+  const std::optional<int64_t> rows =
+      phased_extent(s.out_h, s.stride_h, s.kernel_h, s.dilation_h);
+  const std::optional<int64_t> cols =
+      phased_extent(s.out_w, s.stride_w, s.kernel_w, s.dilation_w);
+  if (!rows || !cols) return false;
+  const std::optional<int64_t> channel_stride = CheckedMulInt64(*rows, *cols);
+  return channel_stride && *channel_stride < kLimit && s.channels < kLimit &&
+         s.out_h < kLimit && s.out_w < kLimit;
+}
+
+}  // namespace
+
+bool DirectConv2DSupported(const Conv2DShape& s) {
+#if defined(__x86_64__)
+  static const bool has_avx512 = __builtin_cpu_supports("avx512f");
+  if (!has_avx512) return false;
+  if (!LayoutArithmeticFits(s)) return false;
+  const Layout l = MakeLayout(s);
+  return BufferFloats(s, l) < INT32_MAX;
+#else
+  (void)s;
+  return false;
+#endif
+}
+
+int64_t DirectConv2DScratchFloats(const Conv2DShape& s) {
+  return BufferFloats(s, MakeLayout(s));
+}
+
+void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
+                  const float* bias, float* y, float* scratch, ThreadPool* pool) {
+#if defined(__x86_64__)
+  const Layout l = MakeLayout(s);
+  const int64_t cg = s.channels / s.group, mg = s.out_channels / s.group;
+  const int64_t kk = s.kernel_h * s.kernel_w, k_count = cg * kk;
+  const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
+  std::vector<int32_t> off(k_count);
+  for (int64_t c = 0; c < cg; ++c) {
+    for (int64_t i = 0; i < s.kernel_h; ++i) {
+      for (int64_t j = 0; j < s.kernel_w; ++j) {
+        off[(c * s.kernel_h + i) * s.kernel_w + j] =
+            static_cast<int32_t>(c * l.channel_stride + TermOffset(s, l, i, j));
+      }
+    }
+  }
+  const int64_t total = BufferFloats(s, l);
+  const int64_t m_blocks = CeilDiv(mg, kMr);
+  const int64_t m_tasks = CeilDiv(m_blocks, kTaskMBlocks);
+  const int64_t n_blocks = l.padded_positions / kNr;
+  const int64_t n_tasks = CeilDiv(n_blocks, kTaskNBlocks);
+  for (int64_t n = 0; n < s.batch; ++n) {
+    const float* xn = x + n * s.channels * in_plane;
+    float* yn = y + n * s.out_channels * out_plane;
+    ParallelFor(pool, s.channels, [&](int64_t c) {
+      PackChannel(s, l, xn + c * in_plane, scratch + c * l.channel_stride);
+    });
+    std::fill(scratch + s.channels * l.channel_stride, scratch + total, 0.0f);
+    ParallelFor(pool, s.group * m_tasks * n_tasks, [&](int64_t t) {
+      const int64_t gi = t / (m_tasks * n_tasks);
+      const int64_t mt = t / n_tasks % m_tasks, nt = t % n_tasks;
+      const float* b_group = scratch + gi * cg * l.channel_stride;
+      alignas(64) float tile[kMr * kNr];
+      const int64_t mb_end = std::min(m_blocks, (mt + 1) * kTaskMBlocks);
+      const int64_t nb_end = std::min(n_blocks, (nt + 1) * kTaskNBlocks);
+      for (int64_t mb = mt * kTaskMBlocks; mb < mb_end; ++mb) {
+        const int64_t m0 = gi * mg + mb * kMr;
+        const int rows = static_cast<int>(std::min<int64_t>(kMr, mg - mb * kMr));
+        const float* wm = w + m0 * k_count;
+        const float* bm = bias != nullptr ? bias + m0 : nullptr;
+        for (int64_t nb = nt * kTaskNBlocks; nb < nb_end; ++nb) {
+          const int64_t n0 = nb * kNr;
+          kTiles[rows](wm, k_count, k_count, off.data(), b_group + n0, bm, tile);
+          StoreTile(s, l, tile, rows, n0, yn + m0 * out_plane, out_plane);
+        }
+      }
+    });
+  }
+#else
+  (void)s, (void)x, (void)w, (void)bias, (void)y, (void)scratch, (void)pool;
+#endif
+}
+
+}  // namespace slimpack::runtime::kernels

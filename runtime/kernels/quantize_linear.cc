@@ -1,0 +1,258 @@
+// ONNX quantization operators with exact integer semantics:
+// QuantizeLinear, DequantizeLinear, DynamicQuantizeLinear, MatMulInteger
+// and QLinearMatMul. ConvInteger and QLinearConv are in quantized_conv.cc
+// (same rules, shared helpers in quantize_util.h).
+//
+// Rounding (formats/shard/spec.md, "Integer execution (static W8A8)"):
+//  - QuantizeLinear: q = saturate(rint(x / scale) + zp), the division in
+//    f32, rint = round half to even (the default FP environment).
+//  - Integer products accumulate in int32 (two's-complement wrap).
+//  - QLinear* requantisation: the real multiplier M = (s_a * s_b) / s_y is
+//    formed in f32 (same order as ONNX Runtime), then
+//    y = saturate(rint(f32(acc) * M) + zp_y), the product in f32.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "runtime/kernels/broadcast.h"
+#include "runtime/kernels/kernels.h"
+#include "runtime/kernels/quantize_util.h"
+#include "support/status_macros.h"
+
+namespace slimpack::runtime::kernels {
+namespace {
+
+using ir::DType;
+
+using quantize_internal::ExpectQuantInput;
+using quantize_internal::ExpectZeroPointType;
+using quantize_internal::IntsOf;
+using quantize_internal::IsQuantType;
+using quantize_internal::QParams;
+using quantize_internal::ReadQParams;
+using quantize_internal::SaturateRound;
+using quantize_internal::Store;
+
+// Outer/axis/inner sizes for per-axis parameters of `x` along `axis`.
+struct AxisSplit {
+  int64_t outer = 1, len = 1, inner = 1;
+};
+
+absl::StatusOr<AxisSplit> SplitAt(const KernelContext& ctx, const RtTensor& x,
+                                  int scale_input, int zp_input) {
+  AxisSplit s;
+  // Per-tensor parameters never look at the axis (0-d inputs are allowed).
+  const RtTensor* sc = ctx.input(scale_input);
+  const RtTensor* zp = ctx.input(zp_input);
+  const bool per_axis = (sc != nullptr && sc->num_elements() > 1) ||
+                        (zp != nullptr && zp->num_elements() > 1);
+  if (!per_axis) {
+    s.inner = x.num_elements();
+    return s;
+  }
+  ASSIGN_OR_RETURN(int64_t axis_attr, ctx.IntAttr("axis", 1));
+  ASSIGN_OR_RETURN(int64_t axis, NormalizeAxis(axis_attr, x.rank()));
+  for (int64_t d = 0; d < axis; ++d) s.outer *= x.dim(d);
+  s.len = x.dim(axis);
+  for (size_t d = axis + 1; d < x.rank(); ++d) s.inner *= x.dim(d);
+  return s;
+}
+
+// numpy matmul shape rules for integer operands: returns out dims and the
+// per-batch matrix offsets of A and B.
+struct MatMulShape {
+  int64_t m = 0, k = 0, n = 0;
+  std::vector<int64_t> out_dims;
+  std::vector<int64_t> a_off, b_off;  // in matrices
+};
+
+absl::StatusOr<MatMulShape> PlanMatMul(const RtTensor& a, const RtTensor& b) {
+  if (a.rank() == 0 || b.rank() == 0) {
+    return absl::InvalidArgumentError("operands must have rank >= 1, got " +
+                                      a.DebugString() + " and " + b.DebugString());
+  }
+  std::vector<int64_t> ad = a.dims(), bd = b.dims();
+  const bool a_vec = ad.size() == 1, b_vec = bd.size() == 1;
+  if (a_vec) ad.insert(ad.begin(), 1);
+  if (b_vec) bd.push_back(1);
+  MatMulShape p;
+  p.m = ad[ad.size() - 2];
+  p.k = ad.back();
+  p.n = bd.back();
+  if (bd[bd.size() - 2] != p.k) {
+    return absl::InvalidArgumentError("inner dims differ: " + a.DebugString() +
+                                      " x " + b.DebugString());
+  }
+  std::vector<int64_t> a_batch(ad.begin(), ad.end() - 2);
+  std::vector<int64_t> b_batch(bd.begin(), bd.end() - 2);
+  ASSIGN_OR_RETURN(auto batch, BroadcastDims({a_batch, b_batch}));
+  p.out_dims = batch;
+  if (!a_vec) p.out_dims.push_back(p.m);
+  if (!b_vec) p.out_dims.push_back(p.n);
+  int64_t count = 1;
+  for (int64_t d : batch) count *= d;
+  p.a_off.assign(count, 0);
+  p.b_off.assign(count, 0);
+  if (!batch.empty()) {
+    ForEachBroadcast<2>(batch,
+                        {BroadcastStrides(a_batch, batch), BroadcastStrides(b_batch, batch)},
+                        [&](int64_t o, const std::array<int64_t, 2>& in) {
+                          p.a_off[o] = in[0];
+                          p.b_off[o] = in[1];
+                        });
+  }
+  return p;
+}
+
+// acc[batch, m, n] = sum_k (a - azp[m]) * (b - bzp[n]) in int32 (wrapping).
+// azp is per-tensor or per-row (M), bzp per-tensor or per-column (N).
+std::vector<int32_t> IntegerMatMul(const std::vector<int32_t>& a,
+                                   const std::vector<int32_t>& b,
+                                   const MatMulShape& p, const QParams& azp,
+                                   const QParams& bzp) {
+  std::vector<int32_t> acc(p.a_off.size() * p.m * p.n);
+  for (size_t bi = 0; bi < p.a_off.size(); ++bi) {
+    const int32_t* pa = a.data() + p.a_off[bi] * p.m * p.k;
+    const int32_t* pb = b.data() + p.b_off[bi] * p.k * p.n;
+    int32_t* po = acc.data() + bi * p.m * p.n;
+    for (int64_t i = 0; i < p.m; ++i) {
+      for (int64_t j = 0; j < p.n; ++j) {
+        uint32_t sum = 0;  // unsigned: int32 wrap without UB
+        for (int64_t k = 0; k < p.k; ++k) {
+          const int32_t x = pa[i * p.k + k] - azp.z(i);
+          const int32_t w = pb[k * p.n + j] - bzp.z(j);
+          sum += static_cast<uint32_t>(x * w);
+        }
+        po[i * p.n + j] = static_cast<int32_t>(sum);
+      }
+    }
+  }
+  return acc;
+}
+
+}  // namespace
+
+absl::Status QuantizeLinear(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
+  if (x->dtype() != DType::kF32 && x->dtype() != DType::kI32) {
+    return UnsupportedDType(ctx, x->dtype(), "f32, i32");
+  }
+  const RtTensor* zp = ctx.input(2);
+  const DType out_type = zp == nullptr ? DType::kU8 : zp->dtype();
+  if (!IsQuantType(out_type)) return UnsupportedDType(ctx, out_type, "u8, i8 outputs");
+  ASSIGN_OR_RETURN(AxisSplit split, SplitAt(ctx, *x, 1, 2));
+  ASSIGN_OR_RETURN(QParams q, ReadQParams(ctx, 1, 2, split.len, "QuantizeLinear"));
+  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(out_type, x->dims()));
+  for (int64_t o = 0, i = 0; o < split.outer; ++o) {
+    for (int64_t a = 0; a < split.len; ++a) {
+      const float s = q.s(a);
+      const int32_t z = q.z(a);
+      for (int64_t in = 0; in < split.inner; ++in, ++i) {
+        const float v = x->dtype() == DType::kF32
+                            ? x->data<float>()[i]
+                            : static_cast<float>(x->data<int32_t>()[i]);
+        Store(y, i, SaturateRound(v / s, z, out_type));
+      }
+    }
+  }
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
+
+absl::Status DequantizeLinear(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
+  if (!IsQuantType(x->dtype()) && x->dtype() != DType::kI32) {
+    return UnsupportedDType(ctx, x->dtype(), "u8, i8, i32");
+  }
+  RETURN_IF_ERROR(ExpectZeroPointType(ctx, 2, x->dtype()));
+  ASSIGN_OR_RETURN(AxisSplit split, SplitAt(ctx, *x, 1, 2));
+  ASSIGN_OR_RETURN(QParams q, ReadQParams(ctx, 1, 2, split.len, "DequantizeLinear"));
+  const std::vector<int32_t> v = IntsOf(*x);
+  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, x->dims()));
+  float* py = y.mutable_data<float>();
+  for (int64_t o = 0, i = 0; o < split.outer; ++o) {
+    for (int64_t a = 0; a < split.len; ++a) {
+      for (int64_t in = 0; in < split.inner; ++in, ++i) {
+        // x - zp is exact in int64; the product is one f32 rounding.
+        const int64_t d = static_cast<int64_t>(v[i]) - q.z(a);
+        py[i] = static_cast<float>(d) * q.s(a);
+      }
+    }
+  }
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
+
+absl::Status DynamicQuantizeLinear(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
+  if (x->dtype() != DType::kF32) return UnsupportedDType(ctx, x->dtype(), "f32");
+  // ONNX: the range always includes 0; scale = (max - min) / 255 and
+  // zp = saturate(rint(-min / scale)), all in f32.
+  float lo = 0, hi = 0;
+  const float* px = x->data<float>();
+  for (int64_t i = 0; i < x->num_elements(); ++i) {
+    lo = std::min(lo, px[i]);
+    hi = std::max(hi, px[i]);
+  }
+  const float scale = (hi - lo) / 255.0f;
+  const int64_t zp = scale == 0 ? 0 : SaturateRound((0.0f - lo) / scale, 0, DType::kU8);
+  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kU8, x->dims()));
+  for (int64_t i = 0; i < x->num_elements(); ++i) {
+    Store(y, i, scale == 0 ? zp : SaturateRound(px[i] / scale, zp, DType::kU8));
+  }
+  ctx.SetOutput(0, std::move(y));
+  if (ctx.wants_output(1)) ctx.SetOutput(1, RtTensor::FromVector<float>({}, {scale}));
+  if (ctx.wants_output(2)) {
+    ctx.SetOutput(2, RtTensor::FromVector<uint8_t>({}, {static_cast<uint8_t>(zp)}));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status MatMulInteger(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* a, ctx.RequiredInput(0));
+  ASSIGN_OR_RETURN(const RtTensor* b, ctx.RequiredInput(1));
+  RETURN_IF_ERROR(ExpectQuantInput(ctx, *a));
+  RETURN_IF_ERROR(ExpectQuantInput(ctx, *b));
+  RETURN_IF_ERROR(ExpectZeroPointType(ctx, 2, a->dtype()));
+  RETURN_IF_ERROR(ExpectZeroPointType(ctx, 3, b->dtype()));
+  ASSIGN_OR_RETURN(MatMulShape p, PlanMatMul(*a, *b));
+  ASSIGN_OR_RETURN(QParams azp, ReadQParams(ctx, -1, 2, p.m, "a_zero_point"));
+  ASSIGN_OR_RETURN(QParams bzp, ReadQParams(ctx, -1, 3, p.n, "b_zero_point"));
+  const std::vector<int32_t> acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, azp, bzp);
+  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
+  std::copy(acc.begin(), acc.end(), y.mutable_data<int32_t>());
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
+
+absl::Status QLinearMatMul(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* a, ctx.RequiredInput(0));
+  ASSIGN_OR_RETURN(const RtTensor* b, ctx.RequiredInput(3));
+  ASSIGN_OR_RETURN(const RtTensor* yz, ctx.RequiredInput(7));
+  RETURN_IF_ERROR(ExpectQuantInput(ctx, *a));
+  RETURN_IF_ERROR(ExpectQuantInput(ctx, *b));
+  RETURN_IF_ERROR(ExpectQuantInput(ctx, *yz));
+  RETURN_IF_ERROR(ExpectZeroPointType(ctx, 2, a->dtype()));
+  RETURN_IF_ERROR(ExpectZeroPointType(ctx, 5, b->dtype()));
+  ASSIGN_OR_RETURN(MatMulShape p, PlanMatMul(*a, *b));
+  // a and y: per tensor or per row; b: per tensor or per column.
+  ASSIGN_OR_RETURN(QParams qa, ReadQParams(ctx, 1, 2, p.m, "a"));
+  ASSIGN_OR_RETURN(QParams qb, ReadQParams(ctx, 4, 5, p.n, "b"));
+  ASSIGN_OR_RETURN(QParams qy, ReadQParams(ctx, 6, 7, p.m, "y"));
+  const std::vector<int32_t> acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, qa, qb);
+  const DType out_type = yz->dtype();
+  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(out_type, p.out_dims));
+  const int64_t mn = p.m * p.n;
+  for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) {
+    const int64_t row = (i % mn) / p.n, col = i % p.n;
+    const float mult = qa.s(row) * qb.s(col) / qy.s(row);
+    Store(y, i, SaturateRound(static_cast<float>(acc[i]) * mult, qy.z(row), out_type));
+  }
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
+
+}  // namespace slimpack::runtime::kernels

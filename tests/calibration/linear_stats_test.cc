@@ -1,0 +1,106 @@
+// Linear-layer statistics: X^T X, mean |x| and mean x^2 against a direct
+// computation; Gemm transA/transB; layer discovery.
+#include "calibration/linear_stats.h"
+
+#include <cmath>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/calibration/test_data.h"
+#include "tests/testing/status_matchers.h"
+
+namespace slimpack::calibration {
+namespace {
+
+using ::slimpack::testing::IsOk;
+using ::slimpack::testing::StatusIs;
+using ::testing::HasSubstr;
+
+LinearLayer Layer(int64_t k, bool trans_a = false) {
+  LinearLayer l;
+  l.node = "fc";
+  l.op_type = trans_a ? "Gemm" : "MatMul";
+  l.input = "x";
+  l.weight = "w";
+  l.in_features = k;
+  l.trans_a = trans_a;
+  return l;
+}
+
+TEST(LinearStatsTest, XtXAndMeansEqualDirectComputation) {
+  constexpr int64_t kRows = 5, kK = 7;
+  const std::vector<float> x = test_data::Gaussian(kRows * kK, 3);
+  LinearStatsAccumulator acc(Layer(kK), /*hessian=*/true);
+  // Two runs of different rank: rows 0-2 as [1,3,K], rows 3-4 as [2,K].
+  ASSERT_THAT(acc.Add(runtime::RtTensor::FromVector<float>({1, 3, kK}, {x.begin(), x.begin() + 3 * kK})), IsOk());
+  ASSERT_THAT(acc.Add(runtime::RtTensor::FromVector<float>({2, kK}, {x.begin() + 3 * kK, x.end()})), IsOk());
+  EXPECT_EQ(acc.rows(), 5u);
+  const std::vector<double> xtx = acc.XtX();
+  ASSERT_EQ(xtx.size(), static_cast<size_t>(kK * kK));
+  for (int64_t i = 0; i < kK; ++i) {
+    double abs_sum = 0, sq_sum = 0;
+    for (int64_t r = 0; r < kRows; ++r) {
+      abs_sum += std::fabs(double{x[r * kK + i]});
+      sq_sum += double{x[r * kK + i]} * x[r * kK + i];
+    }
+    EXPECT_DOUBLE_EQ(acc.MeanAbs()[i], abs_sum / kRows);
+    EXPECT_DOUBLE_EQ(acc.MeanSquare()[i], sq_sum / kRows);
+    for (int64_t j = 0; j < kK; ++j) {
+      double direct = 0;
+      for (int64_t r = 0; r < kRows; ++r) direct += double{x[r * kK + i]} * x[r * kK + j];
+      EXPECT_DOUBLE_EQ(xtx[i * kK + j], direct) << i << "," << j;
+    }
+  }
+}
+
+TEST(LinearStatsTest, TransAReadsColumns) {
+  // X stored [K=2, M=3]: rows of the logical X are (1,4), (2,5), (3,6).
+  LinearStatsAccumulator acc(Layer(2, /*trans_a=*/true), true);
+  ASSERT_THAT(acc.Add(runtime::RtTensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6})), IsOk());
+  EXPECT_EQ(acc.rows(), 3u);
+  EXPECT_EQ(acc.XtX(), (std::vector<double>{1 + 4 + 9, 4 + 10 + 18, 4 + 10 + 18, 16 + 25 + 36}));
+}
+
+TEST(LinearStatsTest, NoHessianUnlessAsked) {
+  LinearStatsAccumulator acc(Layer(2), false);
+  ASSERT_THAT(acc.Add(runtime::RtTensor::FromVector<float>({1, 2}, {1, -3})), IsOk());
+  EXPECT_TRUE(acc.XtX().empty());
+  EXPECT_EQ(acc.MeanAbs(), (std::vector<double>{1, 3}));
+}
+
+TEST(LinearStatsTest, WrongFeatureDimNamesNode) {
+  LinearStatsAccumulator acc(Layer(4), false);
+  EXPECT_THAT(acc.Add(runtime::RtTensor::FromVector<float>({2, 3}, {1, 2, 3, 4, 5, 6})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("linear node 'fc': input 'x' is f32[2,3], expected feature dim 4")));
+}
+
+ir::Tensor Weight(std::string name, std::vector<int64_t> dims) {
+  ir::Tensor t;
+  t.name = std::move(name);
+  t.dtype = ir::DType::kF32;
+  t.dims = dims;
+  t.data = ir::TensorData::Owned(std::vector<uint8_t>(4 * dims[0] * dims[1], 0));
+  return t;
+}
+
+TEST(LinearStatsTest, FindsMatMulAndGemmWithConstantWeights) {
+  ir::Graph g;
+  ASSERT_THAT(g.AddInitializer(Weight("w1", {8, 4})), IsOk());
+  ASSERT_THAT(g.AddInitializer(Weight("w2", {3, 4})), IsOk());
+  ir::Node mm{"mm", "MatMul", "", {"x", "w1"}, {"y"}, {}, {}};
+  ir::Node act{"mm2", "MatMul", "", {"x", "y"}, {"z"}, {}, {}};  // no constant weight
+  ir::Node gemm{"gemm", "Gemm", "", {"y", "w2"}, {"out"}, {}, {}};
+  gemm.attributes["transB"] = ir::Attribute::Int(1);
+  g.nodes = {mm, act, gemm};
+  const std::vector<LinearLayer> layers = FindLinearLayers(g);
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[0].node, "mm");
+  EXPECT_EQ(layers[0].in_features, 8);
+  EXPECT_EQ(layers[1].node, "gemm");
+  EXPECT_EQ(layers[1].input, "y");
+  EXPECT_EQ(layers[1].in_features, 4);  // transB: weight is [N, K]
+}
+
+}  // namespace
+}  // namespace slimpack::calibration

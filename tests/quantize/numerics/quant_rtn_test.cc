@@ -1,0 +1,297 @@
+// RTN: hand-computed grids, error bounds, AVX2 == scalar bit for bit,
+// thread-count invariance, clip search, input validation.
+#include "quantize/numerics/rtn.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "quantize/numerics/error_stats.h"
+#include "tests/quantize/numerics/quant_test_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace slimpack::quant {
+namespace {
+
+using ::slimpack::quant::testing::Gaussian;
+using ::slimpack::quant::testing::HeavyTailed;
+using ::slimpack::testing::IsOk;
+using ::slimpack::testing::StatusIs;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::vector<float> Deq(const QuantizedMatrix& m) {
+  std::vector<float> out(static_cast<size_t>(m.rows * m.cols));
+  Dequantize(m, out.data());
+  return out;
+}
+
+// Weighted squared error sum_rc imp[c] (w - deq)^2, in double.
+double WeightedError(const std::vector<float>& w, const QuantizedMatrix& m,
+                     const std::vector<float>& imp) {
+  const std::vector<float> d = Deq(m);
+  double e = 0;
+  for (int64_t i = 0; i < m.rows * m.cols; ++i) {
+    const double diff = static_cast<double>(w[i]) - d[i];
+    e += imp[i % m.cols] * diff * diff;
+  }
+  return e;
+}
+
+TEST(QuantRtnTest, SymmetricInt8HandComputed) {
+  // |min| = |max| = 1: the tie picks min, which lands on code -128, so
+  // scale = -1 / -128 = 1/128; 1.0 -> 128 clamps to 127; 0.5 -> 64.
+  const float w[] = {-1.0f, 0.5f, 1.0f, 0.0f};
+  auto m = QuantizeRtn(w, 1, 4, Scheme{8, 0, true}, RtnOptions{});
+  ASSERT_THAT(m, IsOk());
+  EXPECT_THAT(m->q, ElementsAre(-128, 64, 127, 0));
+  EXPECT_EQ(m->scale[0], 1.0f / 128.0f);
+  EXPECT_TRUE(m->zero.empty());
+}
+
+TEST(QuantRtnTest, RestrictedRangeIsMaxOver127) {
+  // Static W8A8's convention: amax 1 -> scale 1/127, codes in [-127, 127];
+  // 0.5*127 = 63.5 rounds half to even -> 64.
+  const float w[] = {-1.0f, 0.5f, 1.0f, 0.0f};
+  RtnOptions o;
+  o.restricted_range = true;
+  auto m = QuantizeRtn(w, 1, 4, Scheme{8, 0, true}, o);
+  ASSERT_THAT(m, IsOk());
+  EXPECT_THAT(m->q, ElementsAre(-127, 64, 127, 0));
+  EXPECT_EQ(m->scale[0], 1.0f / 127.0f);
+}
+
+TEST(QuantRtnTest, SymmetricPositiveExtremeTakesTheLowestCode) {
+  // max 2 outweighs min -1: 2 maps to code -8 with scale 2 / -8 = -0.25, so
+  // -1 -> 4, 0.5 -> -2, and all 16 int4 codes stay available.
+  const float w[] = {-1.0f, 0.5f, 2.0f, 0.0f};
+  auto m = QuantizeRtn(w, 1, 4, Scheme{4, 0, true}, RtnOptions{});
+  ASSERT_THAT(m, IsOk());
+  EXPECT_THAT(m->q, ElementsAre(4, -2, -8, 0));
+  EXPECT_EQ(m->scale[0], -0.25f);
+  EXPECT_TRUE(m->zero.empty());
+}
+
+TEST(QuantRtnTest, AsymmetricTwoBitHandComputed) {
+  // Range [0, 3] over 3 steps: scale 1, unsigned zero point 0 (centred -2),
+  // unsigned codes 0..3 -> centred -2..1.
+  const float w[] = {0.0f, 1.0f, 2.0f, 3.0f};
+  auto m = QuantizeRtn(w, 1, 4, Scheme{2, 0, false}, RtnOptions{});
+  ASSERT_THAT(m, IsOk());
+  EXPECT_THAT(m->q, ElementsAre(-2, -1, 0, 1));
+  EXPECT_THAT(m->zero, ElementsAre(-2));
+  EXPECT_EQ(m->scale[0], 1.0f);
+  EXPECT_THAT(Deq(*m), ElementsAre(0.0f, 1.0f, 2.0f, 3.0f));
+}
+
+TEST(QuantRtnTest, ZeroRowIsExact) {
+  const std::vector<float> w(64, 0.0f);
+  for (bool sym : {true, false}) {
+    auto m = QuantizeRtn(w.data(), 2, 32, Scheme{4, 16, sym}, RtnOptions{});
+    ASSERT_THAT(m, IsOk());
+    for (float x : Deq(*m)) EXPECT_EQ(x, 0.0f);
+  }
+}
+
+TEST(QuantRtnTest, DequantizeIsExactlyTheSpecFormula) {
+  const std::vector<float> w = Gaussian(5 * 70, 1);
+  auto m = QuantizeRtn(w.data(), 5, 70, Scheme{4, 32, false}, RtnOptions{});
+  ASSERT_THAT(m, IsOk());
+  ASSERT_EQ(m->num_groups(), 3);  // 32 + 32 + 6: last group shorter
+  ASSERT_EQ(m->scale.size(), 15u);
+  const std::vector<float> d = Deq(*m);
+  for (int64_t r = 0; r < 5; ++r) {
+    for (int64_t c = 0; c < 70; ++c) {
+      const int64_t g = r * 3 + c / 32;
+      const float expect =
+          static_cast<float>(int{m->q[r * 70 + c]} - int{m->zero[g]}) *
+          m->scale[g];
+      ASSERT_EQ(d[r * 70 + c], expect) << r << "," << c;
+      ASSERT_GE(m->q[r * 70 + c], -8);
+      ASSERT_LE(m->q[r * 70 + c], 7);
+    }
+  }
+}
+
+// Gaussian rows: per-channel int8 step is max|w|/127 ~ 3.1 sigma/127 for 256
+// columns, so RMS error ~ step/sqrt(12) ~ 0.007 sigma (bound 0.01). int4 g32:
+// group max ~ 2.2 sigma, step ~ 2.2/7 sigma, RMS ~ 0.09 sigma (bound 0.12).
+// Asymmetric uses 15 steps over the range instead of 14: no worse.
+TEST(QuantRtnTest, GaussianErrorBounds) {
+  const int64_t rows = 64, cols = 256;
+  const std::vector<float> w = Gaussian(rows * cols, 7);
+  struct Case { Scheme s; double bound; };
+  for (const Case& c : {Case{{8, 0, true}, 0.01}, Case{{8, 0, false}, 0.01},
+                        Case{{4, 32, true}, 0.12}, Case{{4, 32, false}, 0.12},
+                        Case{{4, 128, true}, 0.14}}) {
+    auto m = QuantizeRtn(w.data(), rows, cols, c.s, RtnOptions{});
+    ASSERT_THAT(m, IsOk());
+    const std::vector<float> d = Deq(*m);
+    EXPECT_LT(RelativeL2(w.data(), d.data(), rows * cols), c.bound)
+        << c.s.ToString();
+  }
+}
+
+struct KernelCase {
+  Scheme scheme;
+  int64_t cols;
+  bool search;
+  bool importance;
+};
+
+TEST(QuantRtnTest, Avx2MatchesScalarBitForBit) {
+  const int64_t rows = 9;
+  if (!RtnHasAvx2()) {
+    // Without AVX2 asking for it must fail cleanly instead of crashing.
+    const std::vector<float> w(8, 1.0f);
+    RtnOptions o;
+    o.kernel = RtnOptions::Kernel::kAvx2;
+    EXPECT_THAT(QuantizeRtn(w.data(), 1, 8, Scheme{}, o),
+                StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("AVX2")));
+    return;
+  }
+  for (const KernelCase& k :
+       {KernelCase{{8, 0, true}, 333, false, false},
+        KernelCase{{8, 0, false}, 333, true, false},
+        KernelCase{{4, 32, true}, 333, false, false},
+        KernelCase{{4, 32, false}, 333, true, true},
+        KernelCase{{4, 64, true}, 200, true, true},
+        KernelCase{{4, 128, false}, 131, false, false},
+        KernelCase{{3, 0, false}, 7, true, false},
+        KernelCase{{2, 8, true}, 40, true, true}}) {
+    const std::vector<float> w = HeavyTailed(rows * k.cols, 11);
+    std::vector<float> imp = Gaussian(k.cols, 12);
+    for (float& x : imp) x = x * x;
+    RtnOptions o;
+    o.mse_clip = k.search;
+    o.importance = k.importance ? imp.data() : nullptr;
+    o.kernel = RtnOptions::Kernel::kScalar;
+    auto a = QuantizeRtn(w.data(), rows, k.cols, k.scheme, o);
+    o.kernel = RtnOptions::Kernel::kAvx2;
+    auto b = QuantizeRtn(w.data(), rows, k.cols, k.scheme, o);
+    ASSERT_THAT(a, IsOk());
+    ASSERT_THAT(b, IsOk());
+    EXPECT_EQ(a->q, b->q) << k.scheme.ToString();
+    EXPECT_EQ(a->zero, b->zero) << k.scheme.ToString();
+    ASSERT_EQ(a->scale.size(), b->scale.size());
+    EXPECT_EQ(0, std::memcmp(a->scale.data(), b->scale.data(),
+                             a->scale.size() * sizeof(float)))
+        << k.scheme.ToString();
+  }
+}
+
+TEST(QuantRtnTest, ResultIndependentOfThreadCount) {
+  const int64_t rows = 37, cols = 96;
+  const std::vector<float> w = HeavyTailed(rows * cols, 3);
+  RtnOptions o;
+  o.mse_clip = true;
+  auto ref = QuantizeRtn(w.data(), rows, cols, Scheme{4, 32, false}, o);
+  ASSERT_THAT(ref, IsOk());
+  for (int t : {2, 3, 8, 64}) {
+    o.threads = t;
+    auto m = QuantizeRtn(w.data(), rows, cols, Scheme{4, 32, false}, o);
+    ASSERT_THAT(m, IsOk());
+    EXPECT_EQ(m->q, ref->q) << t;
+    EXPECT_EQ(m->scale, ref->scale) << t;
+    EXPECT_EQ(m->zero, ref->zero) << t;
+  }
+}
+
+// The search includes ratio 1, so it can never be worse per group; on
+// heavy-tailed weights clipping the rare extremes must pay clearly (>= 5 %).
+TEST(QuantRtnTest, MseClipReducesErrorOnHeavyTails) {
+  const int64_t rows = 32, cols = 256;
+  const std::vector<float> w = HeavyTailed(rows * cols, 5);
+  const std::vector<float> ones(cols, 1.0f);
+  for (bool sym : {true, false}) {
+    const Scheme s{4, 128, sym};
+    auto plain = QuantizeRtn(w.data(), rows, cols, s, RtnOptions{});
+    RtnOptions o;
+    o.mse_clip = true;
+    auto clip = QuantizeRtn(w.data(), rows, cols, s, o);
+    ASSERT_THAT(plain, IsOk());
+    ASSERT_THAT(clip, IsOk());
+    const double e0 = WeightedError(w, *plain, ones);
+    const double e1 = WeightedError(w, *clip, ones);
+    EXPECT_LT(e1, 0.95 * e0) << s.ToString();
+  }
+}
+
+// Weighting the search by importance lowers the importance-weighted error
+// versus an unweighted search (columns' importance spans 4 decades).
+TEST(QuantRtnTest, ImportanceLowersWeightedError) {
+  const int64_t rows = 32, cols = 256;
+  const std::vector<float> w = HeavyTailed(rows * cols, 8);
+  std::vector<float> imp(cols);
+  for (int64_t c = 0; c < cols; ++c) {
+    imp[c] = std::pow(10.0f, static_cast<float>((c * 37) % 5) - 2.0f);
+  }
+  const Scheme s{4, 32, true};
+  RtnOptions plain;
+  plain.mse_clip = true;
+  RtnOptions weighted = plain;
+  weighted.importance = imp.data();
+  auto a = QuantizeRtn(w.data(), rows, cols, s, plain);
+  auto b = QuantizeRtn(w.data(), rows, cols, s, weighted);
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  EXPECT_LT(WeightedError(w, *b, imp), 0.97 * WeightedError(w, *a, imp));
+}
+
+// Weights near FLT_MAX: the asymmetric range hi - lo overflows; the grid
+// must stay finite so dequantization does not produce inf/NaN.
+TEST(QuantRtnTest, HugeAsymmetricRangeStaysFinite) {
+  const float big = 0.9f * std::numeric_limits<float>::max();
+  const float w[] = {-big, big, 0.0f, big / 2};
+  auto m = QuantizeRtn(w, 1, 4, Scheme{8, 0, false}, RtnOptions{});
+  ASSERT_THAT(m, IsOk());
+  EXPECT_TRUE(std::isfinite(m->scale[0]));
+  for (float x : Deq(*m)) EXPECT_TRUE(std::isfinite(x));
+  EXPECT_LT(RelativeL2(w, Deq(*m).data(), 4), 0.01);
+}
+
+TEST(QuantRtnTest, RejectsBadSchemes) {
+  const std::vector<float> w(64, 1.0f);
+  EXPECT_THAT(QuantizeRtn(w.data(), 2, 32, Scheme{1, 0, true}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bits 1")));
+  EXPECT_THAT(QuantizeRtn(w.data(), 2, 32, Scheme{9, 0, true}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("bits 9")));
+  EXPECT_THAT(QuantizeRtn(w.data(), 2, 32, Scheme{4, -1, true}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("group_size -1")));
+  EXPECT_THAT(QuantizeRtn(w.data(), 2, 32, Scheme{8, 16, true}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("per-channel only")));
+  EXPECT_THAT(QuantizeRtn(w.data(), 0, 32, Scheme{}, {}),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("0x32")));
+  EXPECT_THAT(QuantizeRtn(w.data(), 2, 32, Scheme{8, 32, true}, {}), IsOk());
+}
+
+TEST(QuantRtnTest, RejectsNonFiniteWeightNamingRowAndCol) {
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(),
+                    std::numeric_limits<float>::infinity()}) {
+    std::vector<float> w = Gaussian(6 * 40, 2);
+    w[4 * 40 + 17] = bad;
+    for (int threads : {1, 3}) {
+      RtnOptions o;
+      o.threads = threads;
+      EXPECT_THAT(QuantizeRtn(w.data(), 6, 40, Scheme{4, 32, true}, o),
+                  StatusIs(absl::StatusCode::kInvalidArgument,
+                           HasSubstr("row 4 col 17 is")));
+    }
+  }
+  const std::vector<float> w(8, 1.0f);
+  std::vector<float> imp(8, 1.0f);
+  imp[3] = -1.0f;
+  RtnOptions o;
+  o.importance = imp.data();
+  EXPECT_THAT(QuantizeRtn(w.data(), 1, 8, Scheme{}, o),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("importance of column 3")));
+}
+
+}  // namespace
+}  // namespace slimpack::quant

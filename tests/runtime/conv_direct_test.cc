@@ -1,0 +1,246 @@
+// Conv over a table of shapes (groups, depthwise, dilations, strides, pads,
+// 1x1, 1-D, odd sizes, N > 1) against a naive double-precision loop, the
+// direct AVX-512 kernel against the Conv op, and 1- vs 3-thread bytes.
+#include "runtime/kernels/conv_direct.h"
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/runtime/op_test_util.h"
+
+namespace slimpack::runtime {
+namespace {
+
+using ::slimpack::runtime::testing::F32;
+using ::slimpack::runtime::testing::OpTest;
+using ::slimpack::runtime::testing::Random;
+using Attr = ir::Attribute;
+
+struct Case {
+  std::string name;
+  std::vector<int64_t> x;       // [N, C, spatial...]
+  int64_t m;                    // output channels
+  int64_t group;
+  std::vector<int64_t> kernel;  // spatial
+  std::vector<int64_t> strides, dilations, pads;  // pads: begins then ends
+  bool bias;
+  std::string auto_pad = "NOTSET";
+};
+
+const std::vector<Case>& Cases() {
+  static const std::vector<Case> cases = {
+      {"odd_3x3_pad1", {1, 3, 9, 11}, 5, 1, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true},
+      {"batch2_stride2", {2, 4, 7, 6}, 16, 1, {3, 3}, {2, 2}, {1, 1}, {1, 1, 1, 1}, false},
+      {"group3_dilation2_asym_pads", {1, 6, 10, 9}, 9, 3, {3, 3}, {1, 1}, {2, 2},
+       {2, 1, 0, 2}, true},
+      {"depthwise_3x3", {1, 8, 12, 12}, 8, 8, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true},
+      {"depthwise_x2_5x5_stride2", {1, 8, 13, 13}, 16, 8, {5, 5}, {2, 2}, {1, 1},
+       {2, 2, 2, 2}, false},
+      {"pointwise_batch2", {2, 16, 5, 7}, 24, 1, {1, 1}, {1, 1}, {1, 1}, {0, 0, 0, 0}, true},
+      {"pointwise_stride2", {1, 16, 9, 9}, 12, 1, {1, 1}, {2, 2}, {1, 1}, {0, 0, 0, 0}, false},
+      {"stem_7x7_stride2", {1, 3, 23, 19}, 10, 1, {7, 7}, {2, 2}, {1, 1}, {3, 3, 3, 3}, true},
+      {"rect_kernel_mixed_strides", {1, 5, 17, 20}, 7, 1, {2, 4}, {3, 2}, {2, 3},
+       {1, 0, 2, 3}, true},
+      {"many_tiles_and_tasks", {1, 16, 17, 23}, 72, 1, {3, 3}, {1, 1}, {1, 1},
+       {1, 1, 1, 1}, true},
+      {"one_d_stride2", {2, 3, 20}, 4, 1, {5}, {2}, {1}, {2, 2}, true},
+      {"same_upper_stride2", {1, 4, 8, 7}, 6, 1, {3, 3}, {2, 2}, {1, 1}, {0, 0, 0, 0}, true,
+       "SAME_UPPER"},
+      {"pad_larger_than_kernel", {1, 2, 4, 5}, 3, 1, {2, 2}, {1, 1}, {1, 1}, {3, 2, 1, 4},
+       false},
+  };
+  return cases;
+}
+
+int64_t Count(const std::vector<int64_t>& d) {
+  int64_t n = 1;
+  for (int64_t v : d) n *= v;
+  return n;
+}
+
+struct Data {
+  std::vector<float> x, w, b;
+  std::vector<int64_t> w_dims;
+};
+
+Data MakeData(const Case& c) {
+  Data d;
+  d.w_dims = {c.m, c.x[1] / c.group};
+  d.w_dims.insert(d.w_dims.end(), c.kernel.begin(), c.kernel.end());
+  d.x = Random(Count(c.x), 11);
+  d.w = Random(Count(d.w_dims), 12);
+  if (c.bias) d.b = Random(c.m, 13);
+  return d;
+}
+
+OpTest MakeOp(const Case& c, const Data& d, int threads) {
+  std::vector<std::pair<std::string, RtTensor>> ins = {{"x", F32(c.x, d.x)},
+                                                      {"w", F32(d.w_dims, d.w)}};
+  if (c.bias) ins.push_back({"b", F32({c.m}, d.b)});
+  std::map<std::string, Attr> attrs = {{"group", Attr::Int(c.group)},
+                                       {"kernel_shape", Attr::Ints(c.kernel)},
+                                       {"strides", Attr::Ints(c.strides)},
+                                       {"dilations", Attr::Ints(c.dilations)}};
+  if (c.auto_pad == "NOTSET") {
+    attrs["pads"] = Attr::Ints(c.pads);
+  } else {
+    attrs["auto_pad"] = Attr::String(c.auto_pad);
+  }
+  OpTest t("Conv", std::move(ins), std::move(attrs));
+  t.num_threads = threads;
+  return t;
+}
+
+// Output size and begin pad per spatial axis (SAME_UPPER: the odd pad last).
+void Geometry(const Case& c, std::vector<int64_t>* out, std::vector<int64_t>* pad) {
+  const size_t r = c.kernel.size();
+  out->assign(r, 0);
+  pad->assign(r, 0);
+  for (size_t i = 0; i < r; ++i) {
+    const int64_t in = c.x[2 + i];
+    const int64_t span = (c.kernel[i] - 1) * c.dilations[i] + 1;
+    if (c.auto_pad == "SAME_UPPER") {
+      (*out)[i] = (in + c.strides[i] - 1) / c.strides[i];
+      const int64_t total = std::max<int64_t>(0, ((*out)[i] - 1) * c.strides[i] + span - in);
+      (*pad)[i] = total / 2;
+    } else {
+      (*pad)[i] = c.pads[i];
+      (*out)[i] = (in + c.pads[i] + c.pads[r + i] - span) / c.strides[i] + 1;
+    }
+  }
+}
+
+// Naive convolution in double, plus for every output the sum of |terms|,
+// which bounds float rounding: recursive summation of K terms errs by at
+// most about K * eps * sum |terms|.
+void Reference(const Case& c, const Data& d, std::vector<float>* y,
+               std::vector<double>* abs_sum, std::vector<int64_t>* y_dims) {
+  std::vector<int64_t> out, pad;
+  Geometry(c, &out, &pad);
+  // Treat 1-D as 2-D with height 1.
+  const bool one_d = c.kernel.size() == 1;
+  const int64_t n_img = c.x[0], ch = c.x[1], h = one_d ? 1 : c.x[2], w = c.x.back();
+  const int64_t kh = one_d ? 1 : c.kernel[0], kw = c.kernel.back();
+  const int64_t sh = one_d ? 1 : c.strides[0], sw = c.strides.back();
+  const int64_t dh = one_d ? 1 : c.dilations[0], dw = c.dilations.back();
+  const int64_t ph = one_d ? 0 : pad[0], pw = pad.back();
+  const int64_t oh_n = one_d ? 1 : out[0], ow_n = out.back();
+  const int64_t cg = ch / c.group, mg = c.m / c.group;
+  *y_dims = {n_img, c.m};
+  y_dims->insert(y_dims->end(), out.begin(), out.end());
+  y->clear();
+  abs_sum->clear();
+  for (int64_t n = 0; n < n_img; ++n) {
+    for (int64_t m = 0; m < c.m; ++m) {
+      const int64_t gi = m / mg;
+      for (int64_t oh = 0; oh < oh_n; ++oh) {
+        for (int64_t ow = 0; ow < ow_n; ++ow) {
+          double s = c.bias ? d.b[m] : 0.0, a = c.bias ? std::fabs(d.b[m]) : 0.0;
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            for (int64_t i = 0; i < kh; ++i) {
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t row = oh * sh - ph + i * dh, col = ow * sw - pw + j * dw;
+                if (row < 0 || row >= h || col < 0 || col >= w) continue;
+                const double t =
+                    static_cast<double>(d.w[((m * cg + ci) * kh + i) * kw + j]) *
+                    d.x[((n * ch + gi * cg + ci) * h + row) * w + col];
+                s += t;
+                a += std::fabs(t);
+              }
+            }
+          }
+          y->push_back(static_cast<float>(s));
+          abs_sum->push_back(a);
+        }
+      }
+    }
+  }
+}
+
+class ConvShapesTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ConvShapesTest, MatchesNaiveConvolution) {
+  const Case& c = GetParam();
+  const Data d = MakeData(c);
+  std::vector<float> want;
+  std::vector<double> abs_sum;
+  std::vector<int64_t> dims;
+  Reference(c, d, &want, &abs_sum, &dims);
+  auto out = MakeOp(c, d, 1).Run();
+  ASSERT_TRUE(out.ok()) << out.status();
+  const RtTensor& y = (*out)[0];
+  ASSERT_EQ(y.dims(), dims);
+  const int64_t k = Count(c.kernel) * c.x[1] / c.group + 1;
+  const double eps = std::numeric_limits<float>::epsilon();
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double bound = 1e-7 + k * eps * abs_sum[i];
+    EXPECT_NEAR(y.data<float>()[i], want[i], bound) << c.name << " element " << i;
+  }
+}
+
+TEST_P(ConvShapesTest, ByteIdenticalAtOneAndThreeThreads) {
+  const Case& c = GetParam();
+  const Data d = MakeData(c);
+  auto one = MakeOp(c, d, 1).Run();
+  auto three = MakeOp(c, d, 3).Run();
+  ASSERT_TRUE(one.ok()) << one.status();
+  ASSERT_TRUE(three.ok()) << three.status();
+  const RtTensor& a = (*one)[0];
+  const RtTensor& b = (*three)[0];
+  ASSERT_EQ(a.dims(), b.dims());
+  EXPECT_EQ(std::memcmp(a.data<float>(), b.data<float>(), a.num_elements() * sizeof(float)),
+            0)
+      << c.name;
+}
+
+// On an AVX-512 machine the Conv op must take the direct kernel: calling it
+// here gives the op's exact bytes. (Elsewhere the op's im2col path is what
+// the two tests above check.)
+TEST_P(ConvShapesTest, ConvOpUsesDirectKernelWhenSupported) {
+  const Case& c = GetParam();
+  const bool one_d = c.kernel.size() == 1;
+  std::vector<int64_t> out, pad;
+  Geometry(c, &out, &pad);
+  kernels::Conv2DShape s;
+  s.batch = c.x[0];
+  s.channels = c.x[1];
+  s.height = one_d ? 1 : c.x[2];
+  s.width = c.x.back();
+  s.out_channels = c.m;
+  s.group = c.group;
+  s.kernel_h = one_d ? 1 : c.kernel[0];
+  s.kernel_w = c.kernel.back();
+  s.stride_h = one_d ? 1 : c.strides[0];
+  s.stride_w = c.strides.back();
+  s.dilation_h = one_d ? 1 : c.dilations[0];
+  s.dilation_w = c.dilations.back();
+  s.pad_top = one_d ? 0 : pad[0];
+  s.pad_left = pad.back();
+  s.out_h = one_d ? 1 : out[0];
+  s.out_w = out.back();
+  EXPECT_EQ(kernels::DirectConv2DSupported(s), __builtin_cpu_supports("avx512f") != 0);
+  if (!kernels::DirectConv2DSupported(s)) return;
+  const Data d = MakeData(c);
+  std::vector<float> scratch(kernels::DirectConv2DScratchFloats(s));
+  std::vector<float> direct(s.batch * s.out_channels * s.out_h * s.out_w, -1.0f);
+  ThreadPool pool(2);
+  kernels::DirectConv2D(s, d.x.data(), d.w.data(), c.bias ? d.b.data() : nullptr,
+                        direct.data(), scratch.data(), &pool);
+  auto op = MakeOp(c, d, 1).Run();
+  ASSERT_TRUE(op.ok()) << op.status();
+  ASSERT_EQ((*op)[0].num_elements(), static_cast<int64_t>(direct.size()));
+  EXPECT_EQ(std::memcmp((*op)[0].data<float>(), direct.data(), direct.size() * sizeof(float)),
+            0)
+      << c.name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, ConvShapesTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return info.param.name;
+                         });
+
+}  // namespace
+}  // namespace slimpack::runtime

@@ -1,0 +1,104 @@
+// The interpreter's default registry runs the slimpack.* ops the passes emit
+// (fused and packed-weight ops), so an artifact holding them runs in every
+// command without the caller registering anything. Each fused op is checked
+// against the unfused ONNX graph it replaces: same bits.
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/interpreter.h"
+#include "runtime/kernel_registry.h"
+#include "runtime/kernels/fused_kernels.h"
+#include "runtime/kernels/packed_kernels.h"
+#include "tests/runtime/op_test_util.h"
+
+namespace slimpack::runtime {
+namespace {
+
+ir::Node MakeNode(std::string op, std::string domain, std::vector<std::string> in,
+                  std::vector<std::string> out) {
+  ir::Node n;
+  n.name = op + "_0";
+  n.op_type = std::move(op);
+  n.domain = std::move(domain);
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  return n;
+}
+
+ir::Graph OneInputGraph(std::vector<ir::Node> nodes, std::vector<int64_t> dims) {
+  ir::Graph g;
+  g.name = "g";
+  g.inputs.push_back({"x", ir::DType::kF32, ir::Shape::FromDims(dims)});
+  g.outputs.push_back({"y", ir::DType::kUndefined, ir::Shape()});
+  g.nodes = std::move(nodes);
+  return g;
+}
+
+std::vector<float> RunDefault(const ir::Graph& g, const RtTensor& x) {
+  InterpreterOptions opts;  // no kernels: the default registry
+  auto interp = Interpreter::Create(g, opts);
+  EXPECT_TRUE(interp.ok()) << interp.status();
+  if (!interp.ok()) return {};
+  auto out = interp->Run({{"x", x}});
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok()) return {};
+  return (*out)[0].ToVector<float>();
+}
+
+TEST(DefaultRegistryTest, ListsEverySlimpackOp) {
+  const KernelRegistry reg = BuiltinKernels();
+  for (const char* op : {"FusedConv", "FusedGemm", "Gelu", "LayerNormGelu", "RMSNorm", "SiLU",
+                         "HardSwish", "Attention", "MatMulAdd", kMatMulQOp, kGatherQOp}) {
+    EXPECT_NE(reg.Find(kSlimpackDomain, op), nullptr) << op;
+  }
+  // The ONNX set is still there, and the slimpack names do not leak into it.
+  EXPECT_NE(reg.Find("", "Conv"), nullptr);
+  EXPECT_EQ(reg.Find("", "SiLU"), nullptr);
+}
+
+TEST(DefaultRegistryTest, FusedSiluRunsAndMatchesUnfusedBits) {
+  const RtTensor x = testing::F32({2, 5}, testing::Random(10, 7, -4.0f, 4.0f));
+  const ir::Graph fused =
+      OneInputGraph({MakeNode("SiLU", kSlimpackDomain, {"x"}, {"y"})}, {2, 5});
+  const ir::Graph unfused = OneInputGraph(
+      {MakeNode("Sigmoid", "", {"x"}, {"s"}), MakeNode("Mul", "", {"x", "s"}, {"y"})}, {2, 5});
+  const std::vector<float> a = RunDefault(fused, x);
+  const std::vector<float> b = RunDefault(unfused, x);
+  ASSERT_EQ(a.size(), 10u);
+  ASSERT_EQ(b.size(), 10u);
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+}
+
+TEST(DefaultRegistryTest, FusedConvWithReluMatchesUnfusedBits) {
+  const std::vector<float> w = testing::Random(3 * 2 * 3 * 3, 11);
+  const std::vector<float> x_values = testing::Random(1 * 2 * 6 * 6, 12);
+  const RtTensor x = testing::F32({1, 2, 6, 6}, x_values);
+  auto conv_graph = [&](bool fused) {
+    std::vector<ir::Node> nodes;
+    if (fused) {
+      ir::Node n = MakeNode("FusedConv", kSlimpackDomain, {"x", "w"}, {"y"});
+      n.attributes["activation"] = ir::Attribute::String("Relu");
+      nodes.push_back(std::move(n));
+    } else {
+      nodes.push_back(MakeNode("Conv", "", {"x", "w"}, {"c"}));
+      nodes.push_back(MakeNode("Relu", "", {"c"}, {"y"}));
+    }
+    ir::Graph g = OneInputGraph(std::move(nodes), {1, 2, 6, 6});
+    EXPECT_TRUE(g.AddInitializer(testing::IrTensor<float>("w", {3, 2, 3, 3}, w)).ok());
+    return g;
+  };
+  const std::vector<float> a = RunDefault(conv_graph(true), x);
+  const std::vector<float> b = RunDefault(conv_graph(false), x);
+  ASSERT_EQ(a.size(), 3u * 4 * 4);
+  ASSERT_EQ(b.size(), a.size());
+  EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+  bool any_positive = false;
+  for (float v : a) any_positive |= v > 0.0f;
+  EXPECT_TRUE(any_positive);  // the Relu did not zero everything
+}
+
+}  // namespace
+}  // namespace slimpack::runtime

@@ -1,0 +1,144 @@
+// Helpers for interpreter tests: build a one-node graph from runtime
+// tensors and attributes, run it, and compare results with tolerances.
+#ifndef SLIMPACK_TESTS_RUNTIME_OP_TEST_UTIL_H_
+#define SLIMPACK_TESTS_RUNTIME_OP_TEST_UTIL_H_
+
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/interpreter.h"
+#include "ir/graph.h"
+#include "gtest/gtest.h"
+
+namespace slimpack::runtime::testing {
+
+// An IR tensor holding `values` (for initializers and attributes).
+template <typename T>
+ir::Tensor IrTensor(std::string name, std::vector<int64_t> dims,
+                    const std::vector<T>& values) {
+  ir::Tensor t;
+  t.name = std::move(name);
+  t.dtype = DTypeOf<T>();
+  t.dims = std::move(dims);
+  std::vector<uint8_t> bytes(values.size() * sizeof(T));
+  if (!bytes.empty()) std::memcpy(bytes.data(), values.data(), bytes.size());
+  t.data = ir::TensorData::Owned(std::move(bytes));
+  return t;
+}
+
+inline RtTensor F32(std::vector<int64_t> dims, const std::vector<float>& v) {
+  return RtTensor::FromVector<float>(std::move(dims), v);
+}
+inline RtTensor I64(std::vector<int64_t> dims, const std::vector<int64_t>& v) {
+  return RtTensor::FromVector<int64_t>(std::move(dims), v);
+}
+
+// Deterministic pseudo-random values in [lo, hi).
+inline std::vector<float> Random(size_t n, uint32_t seed, float lo = -1.0f,
+                                 float hi = 1.0f) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(gen);
+  return v;
+}
+
+// One node of `op` with the given inputs (an empty name = omitted input),
+// attributes and output count, run through the interpreter.
+struct OpTest {
+  OpTest(std::string op_type,
+         std::vector<std::pair<std::string, RtTensor>> ins,
+         std::map<std::string, ir::Attribute> attributes = {}, int outputs = 1,
+         int64_t opset_version = 17)
+      : op(std::move(op_type)),
+        inputs(std::move(ins)),
+        attrs(std::move(attributes)),
+        num_outputs(outputs),
+        opset(opset_version) {}
+
+  std::string op;
+  std::vector<std::pair<std::string, RtTensor>> inputs;
+  std::map<std::string, ir::Attribute> attrs;
+  int num_outputs = 1;
+  int64_t opset = 17;
+  int num_threads = 1;
+
+  ir::Graph BuildGraph() const {
+    ir::Graph g;
+    g.name = "test_" + op;
+    ir::Node n;
+    n.name = "n0";
+    n.op_type = op;
+    for (const auto& [name, t] : inputs) {
+      n.inputs.push_back(name);
+      if (name.empty()) continue;
+      g.inputs.push_back({name, t.dtype(), ir::Shape()});
+    }
+    for (int i = 0; i < num_outputs; ++i) {
+      n.outputs.push_back("y" + std::to_string(i));
+      g.outputs.push_back({"y" + std::to_string(i), ir::DType::kUndefined, ir::Shape()});
+    }
+    n.attributes = attrs;
+    g.nodes.push_back(std::move(n));
+    return g;
+  }
+
+  absl::StatusOr<std::vector<RtTensor>> Run() const {
+    InterpreterOptions opts;
+    opts.opset_version = opset;
+    opts.num_threads = num_threads;
+    auto interp = Interpreter::Create(BuildGraph(), opts);
+    if (!interp.ok()) return interp.status();
+    std::map<std::string, RtTensor> feed;
+    for (const auto& [name, t] : inputs) {
+      if (!name.empty()) feed[name] = t;
+    }
+    return interp->Run(feed);
+  }
+};
+
+// Runs `t` and returns its first output; fails the test on error.
+inline RtTensor RunOne(const OpTest& t) {
+  auto out = t.Run();
+  EXPECT_TRUE(out.ok()) << out.status();
+  if (!out.ok() || out->empty()) return RtTensor();
+  return (*out)[0];
+}
+
+inline void ExpectFloats(const RtTensor& t, const std::vector<int64_t>& dims,
+                         const std::vector<float>& want, float atol = 1e-5f,
+                         float rtol = 1e-5f) {
+  ASSERT_EQ(t.dtype(), ir::DType::kF32) << t.DebugString();
+  ASSERT_EQ(t.dims(), dims) << t.DebugString();
+  ASSERT_EQ(static_cast<size_t>(t.num_elements()), want.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    const float got = t.data<float>()[i];
+    if (std::isnan(want[i])) {
+      EXPECT_TRUE(std::isnan(got)) << "element " << i;
+      continue;
+    }
+    if (std::isinf(want[i])) {
+      EXPECT_EQ(got, want[i]) << "element " << i;
+      continue;
+    }
+    EXPECT_NEAR(got, want[i], atol + rtol * std::fabs(want[i])) << "element " << i;
+  }
+}
+
+template <typename T>
+void ExpectValues(const RtTensor& t, const std::vector<int64_t>& dims,
+                  const std::vector<T>& want) {
+  ASSERT_EQ(t.dtype(), DTypeOf<T>()) << t.DebugString();
+  ASSERT_EQ(t.dims(), dims) << t.DebugString();
+  EXPECT_EQ(t.ToVector<T>(), want);
+}
+
+}  // namespace slimpack::runtime::testing
+
+#endif  // SLIMPACK_TESTS_RUNTIME_OP_TEST_UTIL_H_

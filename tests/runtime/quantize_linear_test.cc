@@ -1,0 +1,171 @@
+// Hand-computed integer cases for the quantization kernels (ties rounded to
+// even, saturation, zero points, per-axis parameters, padding with the zero
+// point); ONNX's own node tests run in onnx_node_conformance_test.
+#include <cstdint>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/runtime/op_test_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace slimpack::runtime {
+namespace {
+
+using ::slimpack::testing::StatusIs;
+using ::testing::ElementsAreArray;
+using ::testing::HasSubstr;
+using testing::OpTest;
+using testing::RunOne;
+
+template <typename T>
+RtTensor T_(std::vector<int64_t> dims, const std::vector<T>& v) {
+  return RtTensor::FromVector<T>(std::move(dims), v);
+}
+RtTensor Scalar(float v) { return T_<float>({}, {v}); }
+
+TEST(QuantizeLinearTest, RoundsHalfToEvenAndSaturatesU8) {
+  RtTensor y = RunOne(OpTest(
+      "QuantizeLinear",
+      {{"x", T_<float>({8}, {0.5f, 1.5f, 2.5f, -0.5f, 254.5f, 255.5f, 300.0f, -3.0f})},
+       {"s", Scalar(1.0f)},
+       {"z", T_<uint8_t>({}, {0})}}));
+  ASSERT_EQ(y.dtype(), ir::DType::kU8);
+  EXPECT_THAT(y.ToVector<uint8_t>(), ElementsAreArray<uint8_t>({0, 2, 2, 0, 254, 255, 255, 0}));
+}
+
+TEST(QuantizeLinearTest, I8ZeroPointAddedAfterRounding) {
+  // x / 2 = 0.5, 1.5, 2.5, -2.5, 150, -150; + zp -3.
+  RtTensor y = RunOne(OpTest("QuantizeLinear",
+                             {{"x", T_<float>({6}, {1, 3, 5, -5, 300, -300})},
+                              {"s", Scalar(2.0f)},
+                              {"z", T_<int8_t>({}, {-3})}}));
+  ASSERT_EQ(y.dtype(), ir::DType::kI8);
+  EXPECT_THAT(y.ToVector<int8_t>(), ElementsAreArray<int8_t>({-3, -1, -1, -5, 127, -128}));
+}
+
+TEST(QuantizeLinearTest, OmittedZeroPointMeansU8Zero) {
+  RtTensor y = RunOne(OpTest("QuantizeLinear",
+                             {{"x", T_<float>({3}, {-1, 0.75f, 3})}, {"s", Scalar(0.5f)}}));
+  ASSERT_EQ(y.dtype(), ir::DType::kU8);
+  EXPECT_THAT(y.ToVector<uint8_t>(), ElementsAreArray<uint8_t>({0, 2, 6}));
+}
+
+TEST(QuantizeLinearTest, PerAxisScalesAndZeroPoints) {
+  // axis 1: scales [1, 2, 4], zero points [0, 10, 20].
+  RtTensor y = RunOne(OpTest("QuantizeLinear",
+                             {{"x", T_<float>({2, 3}, {1, 2, 3, -1, -2, -3})},
+                              {"s", T_<float>({3}, {1, 2, 4})},
+                              {"z", T_<uint8_t>({3}, {0, 10, 20})}},
+                             {{"axis", ir::Attribute::Int(1)}}));
+  EXPECT_THAT(y.ToVector<uint8_t>(), ElementsAreArray<uint8_t>({1, 11, 21, 0, 9, 19}));
+  // axis 0: one scale per row.
+  RtTensor y0 = RunOne(OpTest("QuantizeLinear",
+                              {{"x", T_<float>({2, 2}, {3, 5, 3, 5})},
+                               {"s", T_<float>({2}, {2, 4})},
+                               {"z", T_<int8_t>({2}, {0, -1})}},
+                              {{"axis", ir::Attribute::Int(0)}}));
+  // 1.5 -> 2, 2.5 -> 2; 0.75 -> 1 - 1, 1.25 -> 1 - 1.
+  EXPECT_THAT(y0.ToVector<int8_t>(), ElementsAreArray<int8_t>({2, 2, 0, 0}));
+}
+
+TEST(QuantizeLinearTest, RejectsScaleOfWrongLength) {
+  auto out = OpTest("QuantizeLinear", {{"x", T_<float>({2, 3}, {1, 2, 3, 4, 5, 6})},
+                                       {"s", T_<float>({2}, {1, 2})},
+                                       {"z", T_<uint8_t>({2}, {0, 0})}})
+                 .Run();
+  EXPECT_THAT(out.status(), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'s'")));
+}
+
+TEST(DequantizeLinearTest, SubtractsZeroPointThenScales) {
+  RtTensor y = RunOne(OpTest("DequantizeLinear", {{"x", T_<int8_t>({3}, {-128, 0, 127})},
+                                                  {"s", Scalar(0.5f)},
+                                                  {"z", T_<int8_t>({}, {-1})}}));
+  EXPECT_THAT(y.ToVector<float>(), ElementsAreArray<float>({-63.5f, 0.5f, 64.0f}));
+  // int32 input (a bias), zero point omitted.
+  RtTensor b = RunOne(OpTest("DequantizeLinear",
+                             {{"x", T_<int32_t>({2}, {100000, -7})}, {"s", Scalar(0.25f)}}));
+  EXPECT_THAT(b.ToVector<float>(), ElementsAreArray<float>({25000.0f, -1.75f}));
+}
+
+TEST(MatMulIntegerTest, PerColumnZeroPointsAccumulateInInt32) {
+  // (A - 1) = [[0,1,2],[3,4,5]]; (B - [0,1]) = [[1,-2],[2,2],[-3,3]].
+  RtTensor y = RunOne(OpTest("MatMulInteger",
+                             {{"a", T_<uint8_t>({2, 3}, {1, 2, 3, 4, 5, 6})},
+                              {"b", T_<int8_t>({3, 2}, {1, -1, 2, 3, -3, 4})},
+                              {"az", T_<uint8_t>({}, {1})},
+                              {"bz", T_<int8_t>({2}, {0, 1})}}));
+  ASSERT_EQ(y.dtype(), ir::DType::kI32);
+  EXPECT_THAT(y.ToVector<int32_t>(), ElementsAreArray<int32_t>({-4, 8, -4, 17}));
+}
+
+TEST(QLinearMatMulTest, RequantisesWithTiesToEvenAndSaturates) {
+  // a - 7 = [2, 6, 10, -2, -6, 248] (column 0; b selects it), multiplier
+  // 0.5 * 0.5 / 1 = 0.25: 0.5, 1.5, 2.5, -0.5, -1.5, 62 -> 0, 2, 2, 0, -2, 62.
+  auto run = [](RtTensor yz) {
+    return RunOne(OpTest("QLinearMatMul",
+                         {{"a", T_<uint8_t>({6, 2}, {9, 0, 13, 0, 17, 0, 5, 0, 1, 0, 255, 0})},
+                          {"as", Scalar(0.5f)},
+                          {"az", T_<uint8_t>({}, {7})},
+                          {"b", T_<uint8_t>({2, 1}, {1, 0})},
+                          {"bs", Scalar(0.5f)},
+                          {"bz", T_<uint8_t>({}, {0})},
+                          {"ys", Scalar(1.0f)},
+                          {"yz", std::move(yz)}}));
+  };
+  EXPECT_THAT(run(T_<uint8_t>({}, {100})).ToVector<uint8_t>(),
+              ElementsAreArray<uint8_t>({100, 102, 102, 100, 98, 162}));
+  EXPECT_THAT(run(T_<uint8_t>({}, {200})).ToVector<uint8_t>(),
+              ElementsAreArray<uint8_t>({200, 202, 202, 200, 198, 255}));
+  EXPECT_THAT(run(T_<int8_t>({}, {-127})).ToVector<int8_t>(),
+              ElementsAreArray<int8_t>({-127, -125, -125, -127, -128, -65}));
+}
+
+TEST(ConvIntegerTest, PadsWithTheZeroPoint) {
+  // x - 10 = [[0,10],[20,30]], kernel [[1,0],[0,1]], pads 1: out(i,j) =
+  // x'(i-1,j-1) + x'(i,j), padding contributing 0.
+  RtTensor y = RunOne(OpTest("ConvInteger",
+                             {{"x", T_<uint8_t>({1, 1, 2, 2}, {10, 20, 30, 40})},
+                              {"w", T_<int8_t>({1, 1, 2, 2}, {1, 0, 0, 1})},
+                              {"xz", T_<uint8_t>({}, {10})}},
+                             {{"pads", ir::Attribute::Ints({1, 1, 1, 1})}}));
+  ASSERT_EQ(y.dtype(), ir::DType::kI32);
+  EXPECT_EQ(y.dims(), (std::vector<int64_t>{1, 1, 3, 3}));
+  EXPECT_THAT(y.ToVector<int32_t>(), ElementsAreArray<int32_t>({0, 10, 0, 20, 30, 10, 0, 20, 30}));
+}
+
+TEST(QLinearConvTest, PerChannelWeightsBiasAndTieRounding) {
+  // x - 10 = [[0,10],[20,30]]; ch0 w [[1,0],[0,1]] acc 30 + bias 4 = 34,
+  // multiplier 0.5*0.5/2 = 0.125 -> 4.25 -> 4; ch1 w all 1: acc 60 - 36 =
+  // 24, multiplier 0.5*0.25/2 = 0.0625 -> 1.5 -> 2. Plus zero point 5.
+  RtTensor y = RunOne(OpTest("QLinearConv",
+                             {{"x", T_<uint8_t>({1, 1, 2, 2}, {10, 20, 30, 40})},
+                              {"xs", Scalar(0.5f)},
+                              {"xz", T_<uint8_t>({}, {10})},
+                              {"w", T_<int8_t>({2, 1, 2, 2}, {1, 0, 0, 1, 1, 1, 1, 1})},
+                              {"ws", T_<float>({2}, {0.5f, 0.25f})},
+                              {"wz", T_<int8_t>({2}, {0, 0})},
+                              {"ys", Scalar(2.0f)},
+                              {"yz", T_<uint8_t>({}, {5})},
+                              {"b", T_<int32_t>({2}, {4, -36})}}));
+  ASSERT_EQ(y.dtype(), ir::DType::kU8);
+  EXPECT_EQ(y.dims(), (std::vector<int64_t>{1, 2, 1, 1}));
+  EXPECT_THAT(y.ToVector<uint8_t>(), ElementsAreArray<uint8_t>({9, 7}));
+}
+
+TEST(QLinearConvTest, RejectsFloatBias) {
+  auto out = OpTest("QLinearConv", {{"x", T_<uint8_t>({1, 1, 1, 1}, {1})},
+                                    {"xs", Scalar(1)},
+                                    {"xz", T_<uint8_t>({}, {0})},
+                                    {"w", T_<int8_t>({1, 1, 1, 1}, {1})},
+                                    {"ws", Scalar(1)},
+                                    {"wz", T_<int8_t>({}, {0})},
+                                    {"ys", Scalar(1)},
+                                    {"yz", T_<uint8_t>({}, {0})},
+                                    {"b", T_<float>({1}, {1})}})
+                 .Run();
+  EXPECT_THAT(out.status(), StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("i32 bias")));
+}
+
+}  // namespace
+}  // namespace slimpack::runtime
