@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "calibration/token_ids.h"
 #include "formats/numpy/numpy_io.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "formats/shard/writer/file_digest.h"
@@ -165,7 +166,9 @@ absl::Status Dataset::Impl::LoadArrays(const std::string& path, FileKind kind) {
     }
     const std::string what = path + ": input '" + in.name + "'" +
                              (key == in.name ? "" : " (array '" + key + "')");
-    if (it->dtype != in.dtype) {
+    // i32 -> i64 is the one conversion allowed: it is exact (see dataset.h).
+    const bool widen = it->dtype == ir::DType::kI32 && in.dtype == ir::DType::kI64;
+    if (it->dtype != in.dtype && !widen) {
       return absl::InvalidArgumentError(
           what + ": dtype " + std::string(ir::DTypeName(it->dtype)) +
           ", expected " + std::string(ir::DTypeName(in.dtype)));
@@ -208,6 +211,12 @@ absl::Status Dataset::Impl::LoadArrays(const std::string& path, FileKind kind) {
     rows = in_rows;
     rows_from = in.name;
     ir::Tensor t = *it;
+    if (widen) {
+      ASSIGN_OR_RETURN(t, WidenToI64(*it, what));
+    }
+    // Checked over the whole array with the file's own dims, so the
+    // position is the one the user sees in NumPy.
+    if (IsTokenIdsInput(in)) RETURN_IF_ERROR(CheckTokenTensor(t, options.vocab_size, what));
     t.name = in.name;
     t.dims = dims;
     ordered->push_back(std::move(t));
@@ -275,6 +284,8 @@ absl::StatusOr<std::optional<Sample>> Dataset::Impl::NextTokens() {
       ids.push_back(v);
     }
     if (ids.empty()) continue;
+    RETURN_IF_ERROR(
+        CheckTokenIds(ids, options.vocab_size, path + ":" + std::to_string(token_line)));
     const int64_t len = static_cast<int64_t>(ids.size());
     Sample s;
     s.source = BaseName(path) + ":" + std::to_string(token_line);

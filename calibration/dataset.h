@@ -13,11 +13,21 @@
 //    along dim 0; one of rank - 1 is a single sample (a batch dim of 1 is
 //    added). Batches are cut into runs of `max_batch` rows (or of the
 //    input's static dim 0 when it has one). All inputs of a file must have
-//    the same number of rows. dtype must equal the input's dtype and every
-//    static non-batch dim must match.
+//    the same number of rows. dtype must equal the input's dtype, except
+//    that an i64 input also takes an i32 array, widened exactly (token
+//    files are often int32; widening cannot change a value, so it is done
+//    for every i64 input rather than guessing which ones hold ids by name);
+//    every static non-batch dim must match.
+//  - Token ids: the whole array for a token-ids input (calibration::
+//    IsTokenIdsInput: input_ids) is checked when Next() loads its file,
+//    like the other array checks: a negative id, or one >= `vocab_size`
+//    when that is known, is an error naming the file, the position in the
+//    file's array ([row, column]) and the value. Gather would otherwise
+//    wrap a negative id to a valid row without a word.
 //  - .txt token-id files (LMs): each non-blank line is one sequence of
-//    whitespace-separated non-negative integers, fed as [1, L] to the
-//    integer input (named input_ids, or the only integer input);
+//    whitespace-separated non-negative integers (below `vocab_size` when
+//    known), fed as [1, L] to the integer input (named input_ids, or the
+//    only integer input);
 //    attention_mask gets ones and position_ids 0..L-1; any other input is
 //    an error.
 //  - Random (smoke runs only, not calibration): N samples, unknown dims = 1,
@@ -44,6 +54,9 @@ struct DatasetOptions {
   // Model input name -> array name in the data files.
   std::map<std::string, std::string> rename;
   int64_t max_batch = 32;
+  // The model's vocabulary (KnownVocabSize in token_ids.h): token ids must
+  // be below it. 0 = unknown (ONNX models): only negative ids are refused.
+  int64_t vocab_size = 0;
 };
 
 struct DataFileDigest {

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "calibration/dataset.h"
+#include "calibration/token_ids.h"
 #include "eval/runnable_model.h"
 #include "calibration/calibrator.h"
 #include "cli/exit_codes.h"
@@ -47,6 +48,7 @@ absl::Status Run(const CalibrateOptions& o) {
   // A runnable model: an HF checkpoint gets its decoder graph (input_ids ->
   // logits), so token-id files calibrate an LM as they do `eval`.
   ASSIGN_OR_RETURN(ir::Model model, eval::LoadRunnableModel(o.model));
+  dopts.vocab_size = calibration::KnownVocabSize(model);  // token ids are checked against it
   const std::vector<ir::ValueInfo> inputs = calibration::FeedInputs(model.graph);
   for (const auto& [name, array] : dopts.rename) {
     bool known = false;

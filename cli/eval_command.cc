@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "calibration/token_ids.h"
 #include "eval/perplexity.h"
 #include "eval/runnable_model.h"
 #include "eval/token_ids.h"
@@ -38,12 +39,13 @@ int RunEval(const EvalOptions& options) {
   }
   auto tokens = eval::LoadTokenIds(options.tokens);
   if (!tokens.ok()) return Fail(tokens.status());
+  // Without config.json (ONNX) the vocabulary is unknown: negatives are
+  // still refused, since Gather would wrap them to valid ids.
+  absl::Status ids_ok =
+      eval::CheckTokenIds(*tokens, calibration::KnownVocabSize(*model), options.tokens);
+  if (!ids_ok.ok()) return Fail(ids_ok);
   int64_t window = options.window;
-  if (model->architecture) {
-    absl::Status s = eval::CheckTokenIds(*tokens, model->architecture->vocab_size, options.tokens);
-    if (!s.ok()) return Fail(s);
-    if (window == 0) window = model->architecture->max_position_embeddings;
-  }
+  if (model->architecture && window == 0) window = model->architecture->max_position_embeddings;
   if (window == 0) {
     return Fail(absl::InvalidArgumentError(options.model +
                                            ": no max_position_embeddings; pass --window"));

@@ -103,7 +103,8 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
                           "Weight algorithm: rtn, rtn-mse, imatrix, gptq, awq (the last three need --calib)")
       ->check(CLI::IsMember({"rtn", "rtn-mse", "imatrix", "gptq", "awq"}));
   convert_cmd->add_option("--calib", o.calib,
-                          "Calibration data: token windows (.npy [rows, seq]) or input files/directories; "
+                          "Calibration data: token windows (.npy int32/int64 [rows, seq]) or input "
+                          "files/directories; "
                           "for w8a8 also a calib.json from `slimpack calibrate`");
   convert_cmd->add_option("--target-size", o.target_size,
                           "Plan per-tensor schemes to fit this artifact size (3.8GB = 3.8e9 bytes, 3.5GiB)");
@@ -230,7 +231,9 @@ CLI::App* AddCalibrateCommand(CLI::App& app, slimpack::cli::CalibrateOptions& o)
       "Dataset rules: a directory contributes its .npz/.npy/.safetensors/.txt files sorted by name;\n"
       "an .npz/.safetensors holds one array per model input (extra arrays ignored), a .npy feeds a\n"
       "single-input model; an array with the input's rank is a batch along dim 0 (cut into runs of\n"
-      "--max-batch), one of rank-1 is a single sample; dtype and static dims must match the input.");
+      "--max-batch), one of rank-1 is a single sample; dtype and static dims must match the input\n"
+      "(an i64 input also takes int32, widened exactly). Token ids (input_ids) must be >= 0 and below\n"
+      "config.json's vocab_size; a bad one is reported with its file, [row, column] and value.");
   return calibrate_cmd;
 }
 

@@ -13,6 +13,7 @@
 
 #include "eval/runnable_model.h"
 #include "calibration/calibration_table.h"
+#include "calibration/token_ids.h"
 #include "report/gate.h"
 #include "report/render.h"
 #include "report/report.h"
@@ -85,10 +86,13 @@ absl::StatusOr<std::vector<int64_t>> ReadLabels(const std::vector<std::string>& 
   return labels;
 }
 
+// `vocab_size`: the reference's (0 = unknown); token ids are checked against it.
 absl::StatusOr<calibration::DatasetOptions> DatasetOptionsFrom(const ReportCommandOptions& o,
-                                                               const ir::Graph& graph) {
+                                                               const ir::Graph& graph,
+                                                               int64_t vocab_size) {
   calibration::DatasetOptions d;
   d.max_batch = o.max_batch;
+  d.vocab_size = vocab_size;
   const std::vector<ir::ValueInfo> inputs = calibration::FeedInputs(graph);
   for (const std::string& m : o.input_map) {
     const size_t eq = m.find('=');
@@ -124,7 +128,7 @@ int RunReport(const ReportCommandOptions& o) {
   if (!reference.ok()) return Fail(reference.status());
   auto candidate = eval::LoadRunnableModel(o.candidate);
   if (!candidate.ok()) return Fail(candidate.status());
-  auto dopts = DatasetOptionsFrom(o, reference->graph);
+  auto dopts = DatasetOptionsFrom(o, reference->graph, calibration::KnownVocabSize(*reference));
   if (!dopts.ok()) return Fail(dopts.status(), kExitUsage);
   auto data = calibration::Dataset::Open(o.data, calibration::FeedInputs(reference->graph), *dopts);
   if (!data.ok()) return Fail(data.status());

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 
+#include "calibration/token_ids.h"
 #include "eval/named_tensors.h"
 #include "eval/runnable_model.h"
 #include "runtime/interpreter.h"
@@ -38,7 +39,8 @@ int RunRun(const RunOptions& options) {
   }
   auto tensors = numpy::ReadNpyOrNpz(options.inputs);
   if (!tensors.ok()) return Fail(tensors.status());
-  auto inputs = eval::MatchGraphInputs(model->graph, *tensors, options.inputs);
+  auto inputs = eval::MatchGraphInputs(model->graph, *tensors, options.inputs,
+                                       calibration::KnownVocabSize(*model));
   if (!inputs.ok()) return Fail(inputs.status());
   runtime::InterpreterOptions iopts;
   // Artifacts hold the graph as the passes left it (slimpack-domain ops).

@@ -8,6 +8,7 @@
 #include "calibration/calibration_table.h"
 #include "calibration/calibrator.h"
 #include "calibration/dataset.h"
+#include "calibration/token_ids.h"
 #include "passes/pipeline.h"
 #include "prune/graph/prune_onnx.h"
 #include "quantize/quantize_static.h"
@@ -50,6 +51,7 @@ absl::StatusOr<calibration::CalibrationTable> W8a8Table(const ir::Model& model,
     return calibration::LoadCalibrationTable(options.calib[0]);
   }
   calibration::DatasetOptions dopts;
+  dopts.vocab_size = calibration::KnownVocabSize(model);
   ASSIGN_OR_RETURN(calibration::Dataset data,
                    calibration::Dataset::Open(options.calib, calibration::FeedInputs(model.graph),
                                               dopts));

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "calibration/token_ids.h"
 #include "support/status_macros.h"
 
 namespace slimpack::eval {
@@ -27,7 +28,8 @@ ir::Tensor IrTensorFromRt(const std::string& name, const runtime::RtTensor& rt) 
 }
 
 absl::StatusOr<std::map<std::string, runtime::RtTensor>> MatchGraphInputs(
-    const ir::Graph& graph, const std::vector<ir::Tensor>& tensors, const std::string& source) {
+    const ir::Graph& graph, const std::vector<ir::Tensor>& tensors, const std::string& source,
+    int64_t vocab_size) {
   std::map<std::string, const ir::Tensor*> given;
   for (const ir::Tensor& t : tensors) given[t.name] = &t;
   std::vector<const ir::ValueInfo*> required;
@@ -60,7 +62,12 @@ absl::StatusOr<std::map<std::string, runtime::RtTensor>> MatchGraphInputs(
       return absl::InvalidArgumentError(source + ": input '" + in->name + "' is " + found +
                                         ", expected " + Describe(*in) + " (" + what + ")");
     };
-    if (in->dtype != ir::DType::kUndefined && t.dtype != in->dtype) return mismatch("dtype");
+    // i32 -> i64 is exact, so an i64 input takes i32 data (token ids are
+    // often saved as int32), as calibration datasets do.
+    const bool widen = t.dtype == ir::DType::kI32 && in->dtype == ir::DType::kI64;
+    if (in->dtype != ir::DType::kUndefined && t.dtype != in->dtype && !widen) {
+      return mismatch("dtype");
+    }
     if (in->shape.rank_known()) {
       if (in->shape.rank() != t.dims.size()) return mismatch("rank");
       for (size_t i = 0; i < t.dims.size(); ++i) {
@@ -77,7 +84,17 @@ absl::StatusOr<std::map<std::string, runtime::RtTensor>> MatchGraphInputs(
         }
       }
     }
-    ASSIGN_OR_RETURN(runtime::RtTensor rt, runtime::RtTensor::FromIr(t));
+    const std::string what = source + ": input '" + in->name + "'";
+    const ir::Tensor* feed = &t;
+    ir::Tensor widened;
+    if (widen) {
+      ASSIGN_OR_RETURN(widened, calibration::WidenToI64(t, what));
+      feed = &widened;
+    }
+    if (calibration::IsTokenIdsInput(*in)) {
+      RETURN_IF_ERROR(calibration::CheckTokenTensor(*feed, vocab_size, what));
+    }
+    ASSIGN_OR_RETURN(runtime::RtTensor rt, runtime::RtTensor::FromIr(*feed));
     out[in->name] = std::move(rt);
   }
   return out;

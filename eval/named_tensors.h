@@ -4,6 +4,7 @@
 #ifndef SLIMPACK_EVAL_NAMED_TENSORS_H_
 #define SLIMPACK_EVAL_NAMED_TENSORS_H_
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -21,10 +22,15 @@ ir::Tensor IrTensorFromRt(const std::string& name, const runtime::RtTensor& rt);
 // required inputs (those that are not initializers). InvalidArgument naming
 // the input for: a missing input (listing the expected shape and dtype), an
 // extra tensor (listing the graph's inputs), a dtype other than the
-// declared one, a rank or static dim that differs from the declared shape,
-// or a symbolic dim ("batch") bound to two different sizes.
+// declared one (except that an i64 input takes i32 data, widened exactly),
+// a rank or static dim that differs from the declared shape, or a symbolic
+// dim ("batch") bound to two different sizes. The token-ids input
+// (calibration::IsTokenIdsInput) is range-checked: a negative id, or one
+// >= `vocab_size` when that is > 0, is InvalidArgument naming the position
+// and value.
 absl::StatusOr<std::map<std::string, runtime::RtTensor>> MatchGraphInputs(
-    const ir::Graph& graph, const std::vector<ir::Tensor>& tensors, const std::string& source);
+    const ir::Graph& graph, const std::vector<ir::Tensor>& tensors, const std::string& source,
+    int64_t vocab_size = 0);
 
 }  // namespace slimpack::eval
 

@@ -16,9 +16,7 @@ namespace {
 using nlohmann::json;
 
 constexpr int kMaxConfigDepth = 64;
-// Larger than any real dimension, small enough that products of two such
-// values fit in int64 without checks downstream.
-constexpr int64_t kMaxConfigInt = int64_t{1} << 30;
+constexpr int64_t kMaxConfigInt = kMaxArchitectureSize;
 
 // Finds `field`; null is treated as absent (HF writes "head_dim": null).
 const json* Find(const json& root, const char* field) {

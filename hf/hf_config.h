@@ -3,6 +3,7 @@
 #ifndef SLIMPACK_HF_HF_CONFIG_H_
 #define SLIMPACK_HF_HF_CONFIG_H_
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -10,6 +11,11 @@
 #include "ir/graph.h"
 
 namespace slimpack::hf {
+
+// Largest size any architecture number may have (config.json or an
+// artifact's manifest): larger than any real dimension, small enough that
+// products of two such values fit in int64 without checks downstream.
+inline constexpr int64_t kMaxArchitectureSize = int64_t{1} << 30;
 
 // Families whose weight names and shapes we know: llama, mistral, qwen2.
 bool IsKnownFamily(std::string_view model_type);

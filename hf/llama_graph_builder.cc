@@ -221,8 +221,8 @@ class DecoderBuilder {
     if (t->dims != dims) {
       return absl::InvalidArgumentError(
           ckpt_.source_path + ": weight '" + name + "' has shape " +
-          ir::Shape::FromDims(t->dims).ToString() + ", config.json implies " +
-          ir::Shape::FromDims(dims).ToString());
+          ir::Shape::FromDims(t->dims).ToString() + ", " + ArchitectureSourceLabel(arch_) +
+          " implies " + ir::Shape::FromDims(dims).ToString());
     }
     if (t->quant.quantized()) return QuantizedWeight(*t);
     if (t->dtype != ir::DType::kF32 && t->dtype != ir::DType::kF16 &&
@@ -279,16 +279,9 @@ absl::Status CheckArchitecture(const ir::Model& m) {
     return absl::UnimplementedError(m.source_path + ": model_type '" + a.model_type +
                                     "' has no graph builder (supported: " + list + ")");
   }
-  if (a.num_layers <= 0 || a.num_heads <= 0 || a.num_kv_heads <= 0 || a.head_dim <= 0 ||
-      a.head_dim % 2 != 0 || a.num_heads % a.num_kv_heads != 0 || a.hidden_size <= 0 ||
-      a.vocab_size <= 0 || a.intermediate_size <= 0) {
-    return absl::InvalidArgumentError(
-        m.source_path + ": config.json sizes cannot form a decoder (layers " +
-        std::to_string(a.num_layers) + ", heads " + std::to_string(a.num_heads) + "/" +
-        std::to_string(a.num_kv_heads) + " kv, head_dim " + std::to_string(a.head_dim) +
-        " (must be even), hidden " + std::to_string(a.hidden_size) + ")");
-  }
-  return absl::OkStatus();
+  // Before anything is sized from them: an artifact's manifest can hold
+  // any number (head_dim 2^40 used to end in std::bad_alloc).
+  return CheckDecoderSizes(m);
 }
 
 }  // namespace

@@ -41,7 +41,10 @@ std::vector<std::string> SupportedModelTypes();
 // Errors: FailedPrecondition if the model has no architecture (no
 // config.json); Unimplemented naming the model_type and listing the
 // supported ones; NotFound naming a missing weight and the checkpoint;
-// InvalidArgument naming a weight whose shape disagrees with config.json;
+// InvalidArgument naming a size out of bounds or inconsistent with the
+// weights (config_checks.h: CheckDecoderSizes), or a weight whose shape
+// disagrees with the architecture, naming where the architecture was read
+// (config.json, or an artifact's manifest.json);
 // Unimplemented naming a weight whose dtype is not f32/f16/bf16 and that
 // has no quant layout, or a
 // config option the graph does not implement (see config_checks.h: rope

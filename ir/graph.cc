@@ -1,7 +1,7 @@
 #include "ir/graph.h"
 
+#include <algorithm>
 #include <queue>
-#include <set>
 #include <unordered_set>
 
 namespace slimpack::ir {
@@ -207,9 +207,15 @@ absl::StatusOr<std::vector<size_t>> Graph::TopologicalOrder() const {
   // node reading two outputs of one producer (Split -> Concat,
   // DynamicQuantizeLinear -> MatMulInteger) must wait for one release, not
   // two, or a valid graph is reported as cyclic.
+  //
+  // Distinct nodes are counted with a stamp per node (the index of the node
+  // that last counted it) rather than a set built per node: this runs on
+  // every import, verify and interpreter creation, so its cost must stay
+  // linear in nodes + edges.
+  constexpr size_t kNone = static_cast<size_t>(-1);
   std::vector<size_t> pending(nodes.size(), 0);
+  std::vector<size_t> stamp(nodes.size(), kNone);
   for (size_t i = 0; i < nodes.size(); ++i) {
-    std::set<size_t> producers;
     for (const auto& r : NodeReads(nodes[i])) {
       auto it = idx.producer.find(r);
       if (it == idx.producer.end()) continue;
@@ -218,10 +224,13 @@ absl::StatusOr<std::vector<size_t>> Graph::TopologicalOrder() const {
             "graph '" + name + "': node " + DescribeNode(nodes[i], i) +
             " reads its own output '" + r + "': cycle");
       }
-      producers.insert(it->second);
+      if (stamp[it->second] != i) {
+        stamp[it->second] = i;
+        ++pending[i];
+      }
     }
-    pending[i] = producers.size();
   }
+  std::fill(stamp.begin(), stamp.end(), kNone);
   // Min-heap on the original index keeps the existing order where possible,
   // so the result is deterministic.
   std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
@@ -234,13 +243,15 @@ absl::StatusOr<std::vector<size_t>> Graph::TopologicalOrder() const {
     size_t i = ready.top();
     ready.pop();
     order.push_back(i);
-    std::set<size_t> released;
+    // Each consumer is released once per producer (stamp: last releaser).
     for (const auto& out : nodes[i].outputs) {
       if (out.empty()) continue;
       auto it = idx.consumers.find(out);
       if (it == idx.consumers.end()) continue;
       for (size_t c : it->second) {
-        if (released.insert(c).second && --pending[c] == 0) ready.push(c);
+        if (stamp[c] == i) continue;
+        stamp[c] = i;
+        if (--pending[c] == 0) ready.push(c);
       }
     }
   }

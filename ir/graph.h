@@ -117,8 +117,14 @@ class Graph {
   std::unordered_map<std::string, size_t> initializer_index_;
 };
 
-// Architecture metadata read from a Hugging Face config.json.
+// Architecture metadata read from a Hugging Face config.json (or from an
+// artifact's manifest, which stores the same numbers).
 struct ArchitectureInfo {
+  // Where the numbers below were read, so errors blame the right file
+  // (hf::ArchitectureSourceLabel): a checkpoint's config.json, or the
+  // "architecture" object of an artifact's manifest.json.
+  enum class Source : uint8_t { kConfigJson, kManifest };
+  Source source = Source::kConfigJson;
   std::string model_type;                  // "llama", "mistral", "qwen2"
   std::vector<std::string> architectures;  // "LlamaForCausalLM"
   bool known = false;                      // a family we tag roles for

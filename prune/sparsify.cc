@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "calibration/dataset.h"
+#include "calibration/token_ids.h"
 #include "hf/llama_graph_builder.h"
 #include "quantize/linear_capture.h"
 #include "quantize/quant_rules.h"
@@ -60,6 +61,7 @@ absl::StatusOr<std::map<std::string, std::vector<double>>> InputNorms(
   }
   calibration::DatasetOptions dopts;
   dopts.max_batch = 8;
+  dopts.vocab_size = calibration::KnownVocabSize(runnable);
   ASSIGN_OR_RETURN(calibration::Dataset data,
                    calibration::Dataset::Open(o.calib_paths,
                                               calibration::FeedInputs(runnable.graph), dopts));

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "calibration/dataset.h"
+#include "calibration/token_ids.h"
 #include "runtime/interpreter.h"
 #include "ir/float_convert.h"
 #include "hf/llama_graph_builder.h"
@@ -41,6 +42,7 @@ absl::StatusOr<calibration::Dataset> OpenCalibration(const ir::Model& runnable,
                                                      const QuantizeRequest& req) {
   calibration::DatasetOptions opts;
   opts.max_batch = 8;
+  opts.vocab_size = calibration::KnownVocabSize(runnable);
   return calibration::Dataset::Open(req.calib_paths, calibration::FeedInputs(runnable.graph),
                                     opts);
 }

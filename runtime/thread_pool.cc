@@ -1,10 +1,16 @@
 #include "runtime/thread_pool.h"
 
+#include "support/threads.h"
+
 namespace slimpack::runtime {
 
 ThreadPool::ThreadPool(int num_threads) {
+  // A thread the system refuses (--threads 1024 under a process or memory
+  // limit) is not an error: the pool runs with the workers that started,
+  // down to the caller alone. Tasks do not depend on the thread count, so
+  // results stay the same; after one refusal the rest would fail too.
   for (int i = 1; i < num_threads; ++i) {
-    workers_.emplace_back([this] { WorkerLoop(); });
+    if (!support::TryStartThread(workers_, [this] { WorkerLoop(); })) break;
   }
 }
 

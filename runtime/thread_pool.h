@@ -16,12 +16,15 @@ namespace slimpack::runtime {
 
 class ThreadPool {
  public:
-  // `num_threads` counts the calling thread; 1 means no workers.
+  // `num_threads` counts the calling thread; 1 means no workers. Workers
+  // the system refuses to start are left out (support/threads.h), so the
+  // pool may run fewer threads than asked for, never fewer than one.
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
 
+  // Threads that run tasks: the workers that started, plus the caller.
   int num_threads() const { return static_cast<int>(workers_.size()) + 1; }
 
   // Calls fn(i) for every i in [0, n) and returns when all calls are done.

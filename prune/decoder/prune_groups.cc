@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
+#include "hf/config_checks.h"
 
 namespace slimpack::prune {
 namespace {
@@ -23,8 +24,9 @@ absl::Status Expect(const ir::Model& m, const std::string& name, std::vector<int
   }
   if (t->dims != dims) {
     return absl::InvalidArgumentError(absl::StrCat(m.source_path, ": tensor '", name, "' is ",
-                                                   Shape(t->dims), ", config.json implies ",
-                                                   Shape(dims)));
+                                                   Shape(t->dims), ", ",
+                                                   hf::ArchitectureSourceLabel(*m.architecture),
+                                                   " implies ", Shape(dims)));
   }
   *out = name;
   return absl::OkStatus();

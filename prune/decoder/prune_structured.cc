@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "calibration/dataset.h"
+#include "calibration/token_ids.h"
 #include "hf/layer_sizes.h"
 #include "hf/llama_graph_builder.h"
 #include "quantize/linear_capture.h"
@@ -195,6 +196,7 @@ absl::StatusOr<PruneResult> PruneDecoder(ir::Model& m, const PruneOptions& o) {
     ASSIGN_OR_RETURN(ir::Model runnable, hf::BuildDecoderGraph(m));
     calibration::DatasetOptions dopts;
     dopts.max_batch = 8;
+    dopts.vocab_size = calibration::KnownVocabSize(runnable);
     ASSIGN_OR_RETURN(calibration::Dataset data,
                      calibration::Dataset::Open(o.calib_paths,
                                                 calibration::FeedInputs(runnable.graph), dopts));

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "calibration/dataset.h"
+#include "calibration/token_ids.h"
 #include "runtime/interpreter.h"
 #include "ir/verifier.h"
 #include "runtime/kernels/fused_kernels.h"
@@ -122,6 +123,7 @@ absl::StatusOr<WeightInputs> CaptureWeightInputs(const ir::Model& model,
   }
   calibration::DatasetOptions dopts;
   dopts.max_batch = 32;
+  dopts.vocab_size = calibration::KnownVocabSize(model);
   ASSIGN_OR_RETURN(calibration::Dataset data,
                    calibration::Dataset::Open(calib_paths, calibration::FeedInputs(model.graph),
                                               dopts));

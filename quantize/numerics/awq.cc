@@ -3,10 +3,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "quantize/numerics/rtn.h"
+#include "support/threads.h"
 
 namespace slimpack::quant {
 namespace {
@@ -74,10 +74,8 @@ double OutputError(const std::vector<AwqLinear>& linears, int64_t cols,
         part[r] = e;
       }
     };
-    std::vector<std::thread> pool;
-    for (int64_t t = 1; t < nt; ++t) pool.emplace_back(work, t);
-    work(0);
-    for (auto& th : pool) th.join();
+    // Rows of a thread the system refuses run on this one: same sums.
+    support::RunOnThreads(nt, work);
     for (double e : part) total += e;
   }
   return total;

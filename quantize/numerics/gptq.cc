@@ -4,11 +4,11 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "quantize/numerics/linalg.h"
 #include "quantize/numerics/simd_clones.h"
+#include "support/threads.h"
 
 namespace slimpack::quant {
 namespace {
@@ -269,10 +269,8 @@ absl::StatusOr<QuantizedMatrix> QuantizeGptq(const float* w, int64_t rows,
                    losses.data() + r0);
     }
   };
-  std::vector<std::thread> pool;
-  for (int64_t t = 1; t < nthreads; ++t) pool.emplace_back(work, t);
-  work(0);
-  for (auto& th : pool) th.join();
+  // Tiles of a thread the system refuses run on this one: same results.
+  support::RunOnThreads(nthreads, work);
   for (double l : losses) stats.proxy_loss += l;  // row order: deterministic
   if (options.stats) *options.stats = stats;
   return m;

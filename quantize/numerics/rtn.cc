@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "quantize/numerics/rtn_kernel.h"
+#include "support/threads.h"
 
 namespace slimpack::quant {
 
@@ -122,14 +122,8 @@ absl::StatusOr<QuantizedMatrix> QuantizeRtn(const float* w, int64_t rows,
       }
     }
   };
-  if (nthreads == 1) {
-    work(0);
-  } else {
-    std::vector<std::thread> pool;
-    for (int64_t t = 1; t < nthreads; ++t) pool.emplace_back(work, t);
-    work(0);
-    for (auto& th : pool) th.join();
-  }
+  // Blocks whose thread the system refuses run on this thread.
+  support::RunOnThreads(nthreads, work);
   for (int64_t r : bad) {
     if (r >= 0) return NonFiniteError(w + r * cols, r, cols);
   }

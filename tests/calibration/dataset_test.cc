@@ -215,6 +215,114 @@ TEST(DatasetTest, TokenFilesFeedIdsAndMask) {
                        HasSubstr("a token-id file cannot provide input 'x' (f32)")));
 }
 
+// Integer array `name` of `dtype` (i64 or i32) holding `values`.
+ir::Tensor IntTensor(std::string name, ir::DType dtype, std::vector<int64_t> dims,
+                     const std::vector<int64_t>& values) {
+  ir::Tensor t;
+  t.name = std::move(name);
+  t.dtype = dtype;
+  t.dims = std::move(dims);
+  const size_t width = dtype == ir::DType::kI64 ? 8 : 4;
+  std::vector<uint8_t> bytes(values.size() * width);
+  for (size_t i = 0; i < values.size(); ++i) {
+    if (dtype == ir::DType::kI64) {
+      std::memcpy(bytes.data() + 8 * i, &values[i], 8);
+    } else {
+      const int32_t v = static_cast<int32_t>(values[i]);
+      std::memcpy(bytes.data() + 4 * i, &v, 4);
+    }
+  }
+  t.data = ir::TensorData::Owned(std::move(bytes));
+  return t;
+}
+
+// A single i64 input `name` of shape [batch, seq].
+std::vector<ir::ValueInfo> I64Input(const std::string& name) {
+  return {Input(name, {ir::Dim::Symbolic("batch"), ir::Dim::Symbolic("seq")}, ir::DType::kI64)};
+}
+
+// The first sample's tensor for `input` when `file` is fed to `inputs`.
+absl::StatusOr<runtime::RtTensor> FirstSample(const std::string& file,
+                                              std::vector<ir::ValueInfo> inputs,
+                                              const std::string& input,
+                                              DatasetOptions options = {}) {
+  auto d = Dataset::Open({file}, std::move(inputs), std::move(options));
+  if (!d.ok()) return d.status();
+  auto s = d->Next();
+  if (!s.ok()) return s.status();
+  if (!s->has_value()) return absl::NotFoundError(file + ": no sample");
+  return (*s)->inputs.at(input);
+}
+
+TEST(DatasetTest, Int32TokenIdsFeedAnI64InputWithTheInt64Values) {
+  const std::string dir = MakeTempDir();
+  // INT32_MAX and 2^16 - 1 would show truncation or a wrong width.
+  const std::vector<int64_t> ids = {0, 1, 257, 2147483647, 65535, 9};
+  ASSERT_THAT(numpy::WriteNpy(dir + "/ids64.npy", IntTensor("t", ir::DType::kI64, {2, 3}, ids)),
+              IsOk());
+  ASSERT_THAT(numpy::WriteNpy(dir + "/ids32.npy", IntTensor("t", ir::DType::kI32, {2, 3}, ids)),
+              IsOk());
+  auto wide = FirstSample(dir + "/ids64.npy", I64Input("input_ids"), "input_ids");
+  auto narrow = FirstSample(dir + "/ids32.npy", I64Input("input_ids"), "input_ids");
+  ASSERT_THAT(wide.status(), IsOk());
+  ASSERT_THAT(narrow.status(), IsOk());
+  EXPECT_EQ(narrow->dtype(), ir::DType::kI64);
+  EXPECT_EQ(narrow->dims(), (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(narrow->ToVector<int64_t>(), ids);
+  EXPECT_EQ(narrow->ToVector<int64_t>(), wide->ToVector<int64_t>());
+
+  // Widening is for every i64 input (it is exact); the id range check is
+  // only for input_ids, so another i64 input keeps its negative values.
+  ASSERT_THAT(numpy::WriteNpy(dir + "/off.npy",
+                              IntTensor("t", ir::DType::kI32, {1, 2}, {-7, 3})),
+              IsOk());
+  auto offsets = FirstSample(dir + "/off.npy", I64Input("offsets"), "offsets");
+  ASSERT_THAT(offsets.status(), IsOk());
+  EXPECT_EQ(offsets->dtype(), ir::DType::kI64);
+  EXPECT_EQ(offsets->ToVector<int64_t>(), (std::vector<int64_t>{-7, 3}));
+  // Narrowing could change values: an i64 array for an i32 input stays an error.
+  std::vector<ir::ValueInfo> i32_input = I64Input("input_ids");
+  i32_input[0].dtype = ir::DType::kI32;
+  EXPECT_THAT(FirstSample(dir + "/ids64.npy", i32_input, "input_ids").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("ids64.npy: input 'input_ids': dtype i64, expected i32")));
+}
+
+TEST(DatasetTest, BadTokenIdsAreRefusedNamingFilePositionAndValue) {
+  const std::string dir = MakeTempDir();
+  std::vector<int64_t> ids(10, 5);
+  ids[1 * 5 + 3] = -7;  // [1, 3]
+  for (ir::DType dtype : {ir::DType::kI32, ir::DType::kI64}) {
+    const std::string file = dir + "/neg_" + std::string(ir::DTypeName(dtype)) + ".npy";
+    SCOPED_TRACE(file);
+    ASSERT_THAT(numpy::WriteNpy(file, IntTensor("t", dtype, {2, 5}, ids)), IsOk());
+    EXPECT_THAT(FirstSample(file, I64Input("input_ids"), "input_ids").status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr(file + ": input 'input_ids'"),
+                               HasSubstr("token id at [1, 3] is -7"))));
+  }
+  // With the vocabulary known, ids must also be below it.
+  ids[1 * 5 + 3] = 5;
+  ids[2] = 40;  // [0, 2]
+  ASSERT_THAT(numpy::WriteNpy(dir + "/big.npy", IntTensor("t", ir::DType::kI32, {2, 5}, ids)),
+              IsOk());
+  EXPECT_THAT(FirstSample(dir + "/big.npy", I64Input("input_ids"), "input_ids").status(), IsOk());
+  DatasetOptions vocab40;
+  vocab40.vocab_size = 40;
+  EXPECT_THAT(FirstSample(dir + "/big.npy", I64Input("input_ids"), "input_ids", vocab40).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("big.npy: input 'input_ids'"),
+                             HasSubstr("token id at [0, 2] is 40, outside the vocabulary [0, 40)"))));
+  // Token text files: the same bound, by line and index in the line.
+  std::ofstream(dir + "/t.txt") << "1 2 3\n1 2 40\n";
+  auto d = Dataset::Open({dir + "/t.txt"}, LmInputs(), vocab40);
+  ASSERT_THAT(d.status(), IsOk());
+  ASSERT_THAT(d->Next().status(), IsOk());
+  EXPECT_THAT(d->Next().status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("t.txt:2: token id at index 2 is 40, outside the vocabulary [0, 40)")));
+}
+
 TEST(DatasetTest, DigestIsTheFileSha256) {
   const std::string dir = MakeTempDir();
   std::ofstream(dir + "/t.txt") << "1 2 3\n";

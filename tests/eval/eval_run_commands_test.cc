@@ -1,7 +1,9 @@
 // `slimpack eval` and `slimpack run` through RunEval/RunRun: outputs,
 // exit codes and the error messages users see.
 #include <cstdlib>
+#include <cstring>
 #include <random>
+#include <utility>
 
 #include "eval/perplexity.h"
 #include "eval/runnable_model.h"
@@ -32,6 +34,16 @@ ir::Tensor I64(const std::string& name, std::vector<int64_t> dims, const std::ve
   t.dims = std::move(dims);
   t.data = ir::TensorData::Owned(std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(v.data()),
                                                       reinterpret_cast<const uint8_t*>(v.data() + v.size())));
+  return t;
+}
+
+ir::Tensor I32(const std::string& name, std::vector<int64_t> dims, const std::vector<int64_t>& v) {
+  const std::vector<int32_t> narrow(v.begin(), v.end());
+  ir::Tensor t = I64(name, std::move(dims), {});
+  t.dtype = ir::DType::kI32;
+  t.data = ir::TensorData::Owned(
+      std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(narrow.data()),
+                           reinterpret_cast<const uint8_t*>(narrow.data() + narrow.size())));
   return t;
 }
 
@@ -119,6 +131,39 @@ TEST_F(CommandsTest, RunWritesLogitsOfTheCheckpoint) {
   const std::vector<float> w = (*want)[0].ToVector<float>();
   ASSERT_EQ((*out)[0].data.size(), w.size() * 4);
   EXPECT_EQ(0, std::memcmp((*out)[0].data.data(), w.data(), w.size() * 4));
+}
+
+// int32 token ids run as their int64 values; a negative or out-of-vocabulary
+// id is refused with its position instead of wrapping around in Gather.
+TEST_F(CommandsTest, RunTakesInt32TokenIdsAndRefusesBadOnes) {
+  auto run = [&](const ir::Tensor& ids, const std::string& out) {
+    EXPECT_THAT(numpy::WriteNpz(dir_.File("in.npz"), {ids}), IsOk());
+    RunOptions o{dir_.path(), dir_.File("in.npz"), dir_.File(out), 1};
+    ::testing::internal::CaptureStderr();
+    const int rc = RunRun(o);
+    return std::make_pair(rc, ::testing::internal::GetCapturedStderr());
+  };
+  ASSERT_EQ(run(I64("input_ids", {2, 9}, ids_), "wide.npz").first, kExitOk);
+  ASSERT_EQ(run(I32("input_ids", {2, 9}, ids_), "narrow.npz").first, kExitOk);
+  auto wide = numpy::ReadNpz(dir_.File("wide.npz"));
+  auto narrow = numpy::ReadNpz(dir_.File("narrow.npz"));
+  ASSERT_THAT(wide, IsOk());
+  ASSERT_THAT(narrow, IsOk());
+  ASSERT_EQ(wide->size(), 1u);
+  ASSERT_EQ(narrow->size(), 1u);
+  ASSERT_EQ((*wide)[0].data.size(), (*narrow)[0].data.size());
+  EXPECT_EQ(0, std::memcmp((*wide)[0].data.data(), (*narrow)[0].data.data(),
+                           (*wide)[0].data.size()));
+
+  std::vector<int64_t> bad = ids_;
+  bad[9 + 3] = -7;  // [1, 3]
+  auto neg = run(I32("input_ids", {2, 9}, bad), "neg.npz");
+  EXPECT_EQ(neg.first, kExitInputError);
+  EXPECT_THAT(neg.second, HasSubstr("in.npz: input 'input_ids': token id at [1, 3] is -7"));
+  bad[9 + 3] = 40;
+  auto over = run(I64("input_ids", {2, 9}, bad), "over.npz");
+  EXPECT_EQ(over.first, kExitInputError);
+  EXPECT_THAT(over.second, HasSubstr("token id at [1, 3] is 40, outside the vocabulary [0, 40)"));
 }
 
 TEST_F(CommandsTest, RunNamesMissingExtraAndMisshapedInputs) {

@@ -1,7 +1,8 @@
 // The built decoder graph, run by the reference interpreter, against a naive
 // double-precision forward pass: llama with GQA, qwen2 with q/k/v biases,
 // tied embeddings, mistral with head_dim != hidden/heads; plus structure
-// (zero-copy weights, provenance) and error cases.
+// (zero-copy weights, provenance) and error cases, sizes from config.json or
+// a manifest checked before anything is allocated from them.
 #include <cmath>
 #include <random>
 
@@ -165,6 +166,73 @@ TEST_F(DecoderGraphStructureTest, WrongShapeNamesWeightAndBothShapes) {
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("'model.layers.0.mlp.gate_proj.weight' has shape [24,16], "
                                  "config.json implies [32,16]")));
+}
+
+// Sizes are checked against their bounds and the weights before anything
+// is allocated from them (head_dim 2^40 used to reach a head_dim-long
+// vector: std::bad_alloc, or an abort under ASan, so a Status back shows no
+// allocation was tried). Each message names the field as the source spells
+// it, the value, and the source; a bad value is never called "(must be
+// even)" unless oddness is the problem.
+TEST_F(DecoderGraphStructureTest, BadSizesNameSourceFieldAndValue) {
+  auto ckpt = safetensors::ImportSafetensors(dir_.path());
+  ASSERT_THAT(ckpt, IsOk());
+  ASSERT_THAT(BuildDecoderGraph(*ckpt), IsOk());
+  using Arch = ir::ArchitectureInfo;
+  struct Edit {
+    int64_t Arch::*field;
+    int64_t value;
+    const char* config_says;    // from config.json: HF field names
+    const char* manifest_says;  // from an artifact manifest: its names
+  };
+  // The fixture: 2 layers, 4 heads (2 KV) of head_dim 4, hidden 16, vocab 40.
+  const Edit edits[] = {
+      {&Arch::head_dim, int64_t{1} << 40,
+       "field 'head_dim' must be a positive integer up to 1073741824, found 1099511627776",
+       "field 'head_dim' must be a positive integer up to 1073741824, found 1099511627776"},
+      {&Arch::head_dim, 7, "field 'head_dim' must be even", "field 'head_dim' must be even"},
+      {&Arch::head_dim, 8,
+       "field 'head_dim' (8) times 'num_attention_heads' (4) = 32 rows does not match weight "
+       "'model.layers.0.self_attn.q_proj.weight' [16,16]",
+       "field 'head_dim' (8) times 'num_heads' (4) = 32 rows"},
+      {&Arch::num_heads, 0,
+       "field 'num_attention_heads' must be a positive integer up to 1073741824, found 0",
+       "field 'num_heads' must be a positive integer up to 1073741824, found 0"},
+      {&Arch::num_kv_heads, 3,
+       "field 'num_attention_heads' (4) must be a multiple of 'num_key_value_heads' (3)",
+       "field 'num_heads' (4) must be a multiple of 'num_kv_heads' (3)"},
+      {&Arch::num_layers, int64_t{1} << 40,
+       "field 'num_hidden_layers' must be a positive integer up to 1073741824",
+       "field 'num_layers' must be a positive integer up to 1073741824"},
+      {&Arch::num_layers, 3, "field 'num_hidden_layers' (3) exceeds the layers",
+       "field 'num_layers' (3) exceeds the layers"},
+      {&Arch::vocab_size, 41, "field 'vocab_size' (41) does not match the embedding",
+       "field 'vocab_size' (41) does not match the embedding"},
+      {&Arch::max_position_embeddings, int64_t{1} << 31,
+       "field 'max_position_embeddings' must be a positive integer up to 1073741824",
+       "field 'max_position_embeddings' must be a positive integer up to 1073741824"},
+  };
+  for (const Edit& e : edits) {
+    for (const Arch::Source source : {Arch::Source::kConfigJson, Arch::Source::kManifest}) {
+      const bool manifest = source == Arch::Source::kManifest;
+      SCOPED_TRACE(std::to_string(e.value) + (manifest ? " in a manifest" : " in config.json"));
+      ir::Model m = *ckpt;
+      (*m.architecture).*e.field = e.value;
+      m.architecture->source = source;
+      const std::string where =
+          dir_.path() + (manifest ? ": manifest.json architecture " : ": config.json ");
+      auto built = BuildDecoderGraph(m);
+      ASSERT_THAT(built, StatusIs(absl::StatusCode::kInvalidArgument,
+                                  HasSubstr(where + (manifest ? e.manifest_says : e.config_says))));
+      const std::string message(built.status().message());
+      if (manifest) {
+        EXPECT_THAT(message, ::testing::Not(HasSubstr("config.json")));
+      }
+      if (e.value != 7) {
+        EXPECT_THAT(message, ::testing::Not(HasSubstr("must be even")));
+      }
+    }
+  }
 }
 
 TEST_F(DecoderGraphStructureTest, UnimplementedConfigOptionsFailAndSlidingWindowWarns) {

@@ -332,6 +332,9 @@ absl::StatusOr<ir::Model> Read(const std::string& dir) {
   if (m.architecture) {
     const loader::ArchitectureInfo& la = *m.architecture;
     ir::ArchitectureInfo info;
+    // The numbers are the manifest's: errors about them must name it, not
+    // the carried config.json (which only supplies the options below).
+    info.source = ir::ArchitectureInfo::Source::kManifest;
     info.model_type = la.model_type;
     info.architectures = la.architectures;
     info.known = hf::IsKnownFamily(la.model_type);

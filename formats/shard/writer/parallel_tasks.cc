@@ -4,6 +4,8 @@
 #include <atomic>
 #include <thread>
 
+#include "support/threads.h"
+
 namespace slimpack::shard_writer {
 
 absl::Status RunTasks(int threads,
@@ -21,8 +23,12 @@ absl::Status RunTasks(int threads,
     }
   };
   const size_t n = std::min<size_t>(std::max(threads, 1), tasks.size());
+  // Workers pull tasks, so fewer threads (the system may refuse some:
+  // support/threads.h) only take longer; the caller is always one.
   std::vector<std::thread> pool;
-  for (size_t i = 1; i < n; ++i) pool.emplace_back(worker);
+  for (size_t i = 1; i < n; ++i) {
+    if (!support::TryStartThread(pool, worker)) break;
+  }
   worker();
   for (auto& t : pool) t.join();
   for (const auto& s : results) {

@@ -7,6 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quantize/numerics/rtn.h"
+#include "support/threads.h"
 #include "tests/quantize/numerics/quant_test_util.h"
 #include "tests/testing/status_matchers.h"
 
@@ -132,6 +133,16 @@ TEST(QuantAwqTest, ClipSearchNeverWorseAndThreadIndependent) {
   EXPECT_LE(a->error_after, a->errors[static_cast<int>(a->alpha * 20 + 0.5f)]);
   EXPECT_EQ(a->errors, b->errors);
   EXPECT_EQ(a->quantized[0].q, b->quantized[0].q);
+  // 64 threads with every start refused (support/threads.h's test hook, the
+  // path pthread_create's EAGAIN takes): all rows on the caller, same sums.
+  o.threads = 64;
+  support::LimitThreadStartsForTesting(0);
+  auto c = SearchAwqScales({{d.w1.data(), 48}}, d.cols, d.x.data(), d.n,
+                           d.mean_abs, Scheme{4, 32, false}, o);
+  support::LimitThreadStartsForTesting(-1);
+  ASSERT_THAT(c, IsOk());
+  EXPECT_EQ(a->errors, c->errors);
+  EXPECT_EQ(a->quantized[0].q, c->quantized[0].q);
 }
 
 TEST(QuantAwqTest, RejectsBadInputs) {

@@ -17,6 +17,7 @@
 #include "quantize/numerics/error_stats.h"
 #include "quantize/numerics/linalg.h"
 #include "quantize/numerics/rtn.h"
+#include "support/threads.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::quant {
@@ -184,6 +185,18 @@ TEST_F(GptqFixture, ResultIndependentOfThreadCount) {
     EXPECT_EQ(a->q, b->q);
     EXPECT_EQ(a->scale, b->scale);
     EXPECT_EQ(a->zero, b->zero);
+    // 64 threads of which the system (here support/threads.h's test hook)
+    // starts one: the refused threads' tiles run on the caller, same bytes.
+    GptqOptions refused = o;
+    refused.threads = 64;
+    support::LimitThreadStartsForTesting(1);
+    auto c = QuantizeGptq(w.data(), 100, cols_, Scheme{4, group_, false}, xtx_,
+                          n_, refused);
+    support::LimitThreadStartsForTesting(-1);
+    ASSERT_THAT(c, IsOk());
+    EXPECT_EQ(a->q, c->q);
+    EXPECT_EQ(a->scale, c->scale);
+    EXPECT_EQ(a->zero, c->zero);
     // Rows are independent: rows 70..72 (second/third tile) alone give the
     // same codes and grids as inside the 100-row run.
     auto part = QuantizeGptq(w.data() + 70 * cols_, 3, cols_,

@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "quantize/numerics/error_stats.h"
+#include "support/threads.h"
 #include "tests/quantize/numerics/quant_test_util.h"
 #include "tests/testing/status_matchers.h"
 
@@ -197,6 +198,27 @@ TEST(QuantRtnTest, ResultIndependentOfThreadCount) {
     EXPECT_EQ(m->q, ref->q) << t;
     EXPECT_EQ(m->scale, ref->scale) << t;
     EXPECT_EQ(m->zero, ref->zero) << t;
+  }
+}
+
+// `--threads 64` where the system refuses threads (support/threads.h's test
+// hook fails starts the way pthread_create's EAGAIN does): the row blocks of
+// refused threads run on the caller and the result is the same bytes.
+TEST(QuantRtnTest, RefusedThreadsGiveTheSameResult) {
+  const int64_t rows = 37, cols = 96;
+  const std::vector<float> w = HeavyTailed(rows * cols, 3);
+  RtnOptions o;
+  auto ref = QuantizeRtn(w.data(), rows, cols, Scheme{4, 32, false}, o);
+  ASSERT_THAT(ref, IsOk());
+  o.threads = 64;
+  for (int allowed : {0, 2}) {
+    support::LimitThreadStartsForTesting(allowed);
+    auto m = QuantizeRtn(w.data(), rows, cols, Scheme{4, 32, false}, o);
+    support::LimitThreadStartsForTesting(-1);
+    ASSERT_THAT(m, IsOk());
+    EXPECT_EQ(m->q, ref->q) << allowed;
+    EXPECT_EQ(m->scale, ref->scale) << allowed;
+    EXPECT_EQ(m->zero, ref->zero) << allowed;
   }
 }
 

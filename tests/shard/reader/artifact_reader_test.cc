@@ -2,7 +2,8 @@
 // through WriteArtifact with the same printed graph and the same bytes;
 // quantized tensors keep their layouts and run in the interpreter exactly
 // as their dequantized values do; malformed quant layouts in a manifest are
-// rejected naming the artifact, the tensor and the value.
+// rejected naming the artifact, the tensor and the value; wild architecture
+// numbers in a manifest are refused naming the manifest's field and value.
 #include "formats/shard/reader/artifact_reader.h"
 
 #include <algorithm>
@@ -162,6 +163,8 @@ TEST(ArtifactReaderTest, TinyLlamaRoundTripsWithArchitectureAndCarriedFiles) {
   EXPECT_EQ(a.rope_theta, w.rope_theta);
   EXPECT_EQ(a.norm_eps, w.norm_eps);
   EXPECT_EQ(a.tie_word_embeddings, w.tie_word_embeddings);
+  EXPECT_EQ(w.source, ir::ArchitectureInfo::Source::kConfigJson);
+  EXPECT_EQ(a.source, ir::ArchitectureInfo::Source::kManifest);  // errors name the manifest
   EXPECT_EQ(a.config_json, ReadFile(kSource + "/examples/tiny-llama/config.json"));
   EXPECT_THAT(back->carried_files,
               ::testing::UnorderedElementsAre(dir.File("out") + "/config.json",
@@ -417,6 +420,55 @@ TEST(QuantizedArtifactTest, QuantRecordDisagreeingWithLayoutIsAWarning) {
   ASSERT_THAT(r, IsOk());
   ASSERT_EQ(r->warnings.size(), 1u);
   EXPECT_THAT(r->warnings[0], AllOf(HasSubstr("'w4'"), HasSubstr("bits 3"), HasSubstr("bits 4")));
+}
+
+// An artifact's architecture numbers are the manifest's: a wild one is
+// refused before anything is sized from it, naming the manifest's field
+// and value, never config.json (which the artifact also carries). head_dim
+// 2^40 used to reach std::vector<float>(head_dim) in the graph builder,
+// an uncaught std::bad_alloc (an abort under ASan), so getting a Status
+// back at all shows no such allocation was attempted.
+TEST(ArtifactReaderTest, WildManifestArchitectureIsRefusedNamingTheManifest) {
+  TempDir dir;
+  auto src = formats::ImportModel(kSource + "/examples/tiny-llama");
+  ASSERT_THAT(src, IsOk());
+  const std::string out = dir.File("out");
+  ASSERT_THAT(shard_writer::WriteArtifact(*src, out, {}), IsOk());
+  ASSERT_THAT(eval::LoadRunnableModel(out), IsOk());
+  const nlohmann::json clean = nlohmann::json::parse(ReadFile(out + "/manifest.json"));
+  struct Edit {
+    const char* field;
+    int64_t value;
+    const char* says;
+  };
+  // tiny-llama: 4 layers, 4 heads (2 KV) of head_dim 32, hidden 128.
+  const Edit edits[] = {
+      {"head_dim", int64_t{1} << 40,
+       "field 'head_dim' must be a positive integer up to 1073741824, found 1099511627776"},
+      {"head_dim", 64,
+       "field 'head_dim' (64) times 'num_heads' (4) = 256 rows does not match weight "
+       "'model.layers.0.self_attn.q_proj.weight' [128,128]"},
+      {"num_heads", 0, "field 'num_heads' must be a positive integer up to 1073741824, found 0"},
+      {"num_layers", int64_t{1} << 40,
+       "field 'num_layers' must be a positive integer up to 1073741824, found 1099511627776"},
+      {"num_layers", 5,
+       "field 'num_layers' (5) exceeds the layers of the checkpoint: no weight is named "
+       "'model.layers.4.*'"},
+  };
+  for (const Edit& e : edits) {
+    SCOPED_TRACE(std::string(e.field) + " = " + std::to_string(e.value));
+    nlohmann::json m = clean;
+    m["model"]["architecture"][e.field] = e.value;
+    ASSERT_NO_FATAL_FAILURE(RewriteManifest(out, m));
+    auto read = ReadArtifactModel(out);  // reading sizes nothing from them
+    ASSERT_THAT(read, IsOk());
+    auto runnable = eval::LoadRunnableModel(out);
+    ASSERT_THAT(runnable, StatusIs(absl::StatusCode::kInvalidArgument,
+                                   HasSubstr(out + ": manifest.json architecture " + e.says)));
+    const std::string message(runnable.status().message());
+    EXPECT_THAT(message, ::testing::Not(HasSubstr("config.json")));
+    EXPECT_THAT(message, ::testing::Not(HasSubstr("must be even")));
+  }
 }
 
 TEST(ArtifactReaderTest, MissingArtifactIsNotFound) {
