@@ -118,7 +118,7 @@ int RunConvert(const ConvertOptions& options) {
   printer.Finish();
   if (!done.ok()) return Fail(done.status());
 
-  const shard_writer::ArtifactSummary& summary = done->summary;
+  const shard_writer::ArtifactSummary& summary = *done;
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf("%s %s -> %s: %llu tensors (%s), %u shard%s, %s written in %.2f s\n",
               summary.replaced ? "replaced" : "wrote", options.input.c_str(),

@@ -7,7 +7,7 @@
 #include "calibration/token_ids.h"
 #include "eval/perplexity.h"
 #include "eval/runnable_model.h"
-#include "eval/token_ids.h"
+#include "calibration/token_ids.h"
 #include "runtime/interpreter.h"
 #include "cli/exit_codes.h"
 #include "runtime/kernels/fused_kernels.h"
@@ -37,12 +37,12 @@ int RunEval(const EvalOptions& options) {
   if (auto packed = passes::UsePackedWeights(model->graph); !packed.ok()) {
     return Fail(packed.status());
   }
-  auto tokens = eval::LoadTokenIds(options.tokens);
+  auto tokens = calibration::LoadTokenIds(options.tokens);
   if (!tokens.ok()) return Fail(tokens.status());
   // Without config.json (ONNX) the vocabulary is unknown: negatives are
   // still refused, since Gather would wrap them to valid ids.
   absl::Status ids_ok =
-      eval::CheckTokenIds(*tokens, calibration::KnownVocabSize(*model), options.tokens);
+      calibration::CheckTokenIds(*tokens, calibration::KnownVocabSize(*model), options.tokens);
   if (!ids_ok.ok()) return Fail(ids_ok);
   int64_t window = options.window;
   if (model->architecture && window == 0) window = model->architecture->max_position_embeddings;

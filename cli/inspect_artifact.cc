@@ -20,16 +20,6 @@ namespace {
 
 using nlohmann::ordered_json;
 
-const char* LayoutName(shard::LayoutKind k) {
-  switch (k) {
-    case shard::LayoutKind::kPlain: return "plain";
-    case shard::LayoutKind::kInt8PerChannel: return "int8_per_channel";
-    case shard::LayoutKind::kInt4GroupWise: return "int4_groupwise";
-    case shard::LayoutKind::kSparse2of4: return "sparse_2_4";
-  }
-  return "?";
-}
-
 size_t CountNodes(const loader::Graph& g) {
   size_t n = g.nodes.size();
   for (const auto& node : g.nodes) {
@@ -57,7 +47,7 @@ Tally CountTensors(const loader::Manifest& m) {
     Totals& d = t.by_dtype[std::string(shard::DTypeName(info.dtype))];
     ++d.tensors;
     d.bytes += info.nbytes;
-    ++t.by_layout[LayoutName(info.layout.kind)];
+    ++t.by_layout[std::string(shard::LayoutKindName(info.layout.kind))];
   }
   return t;
 }
@@ -210,7 +200,7 @@ absl::StatusOr<std::vector<QuantRow>> QuantRows(const loader::Artifact& a) {
     QuantRow r;
     r.name = t.name;
     r.dtype = std::string(shard::DTypeName(t.dtype));
-    r.kind = LayoutName(t.layout.kind);
+    r.kind = std::string(shard::LayoutKindName(t.layout.kind));
     r.shape = t.shape;
     r.axis = t.layout.axis;
     r.group_size = t.layout.group_size;
@@ -261,7 +251,7 @@ void PrintQuantRows(const std::vector<QuantRow>& rows) {
               "algorithm", "bits", "bpw");
   for (const QuantRow& r : rows) {
     const std::string group =
-        r.kind == "int4_groupwise" ? std::to_string(r.group_size) : "chan";
+        r.kind == shard::kLayoutInt4GroupWise ? std::to_string(r.group_size) : "chan";
     std::printf("  %-44s %-5s %-17s %5s %-12s %4lld %6.3f%s\n", r.name.c_str(), r.dtype.c_str(),
                 r.kind.c_str(), group.c_str(),
                 r.has_record ? (r.algorithm.empty() ? "?" : r.algorithm.c_str()) : "-",

@@ -32,15 +32,13 @@ shard_writer::TensorEncoder Encoder(const ir::Model& model, const Recipe& recipe
 
 }  // namespace
 
-absl::StatusOr<ConvertResult> Convert(ConvertRequest request, const ConvertCallbacks& callbacks) {
+absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
+                                                      const ConvertCallbacks& callbacks) {
   // Preflight before the import: a bad output fails in milliseconds.
   RETURN_IF_ERROR(shard_writer::PreflightOutput(request.output, request.force).status());
-  ConvertResult result;
   ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(request.input));
-  result.import_warnings = model.warnings;
   if (request.stages.log) {
     for (const std::string& w : model.warnings) request.stages.log("warning: " + w);
-    result.import_warnings.clear();
   }
   ASSIGN_OR_RETURN(StageResult staged, RunConvertStages(model, request.stages));
   request.recipe.passes = staged.passes_run;
@@ -57,8 +55,7 @@ absl::StatusOr<ConvertResult> Convert(ConvertRequest request, const ConvertCallb
   write.passes = staged.records;
   write.progress = callbacks.progress;
   write.fault_hook = callbacks.fault_hook;
-  ASSIGN_OR_RETURN(result.summary, shard_writer::WriteArtifact(model, request.output, write));
-  return result;
+  return shard_writer::WriteArtifact(model, request.output, write);
 }
 
 }  // namespace slimpack::converter

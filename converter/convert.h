@@ -6,9 +6,7 @@
 
 #include <cstdint>
 #include <functional>
-#include <string>
 #include <string_view>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "converter/convert_request.h"
@@ -23,14 +21,12 @@ struct ConvertCallbacks {
   std::function<void(std::string_view phase, uint64_t bytes)> fault_hook;
 };
 
-struct ConvertResult {
-  shard_writer::ArtifactSummary summary;
-  std::vector<std::string> import_warnings;
-};
-
-// Runs `request` (from BuildConvertRequest). The output is written
-// atomically: on error it is the previous artifact or absent.
-absl::StatusOr<ConvertResult> Convert(ConvertRequest request, const ConvertCallbacks& callbacks);
+// Runs `request` (from BuildConvertRequest). Import warnings go to
+// request.stages.log with the stage lines, in the order they happen. The
+// output is written atomically: on error it is the previous artifact or
+// absent.
+absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
+                                                      const ConvertCallbacks& callbacks);
 
 }  // namespace slimpack::converter
 

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "eval/token_ids.h"
+#include "calibration/token_ids.h"
 #include "support/status_macros.h"
 
 
@@ -37,7 +37,7 @@ absl::StatusOr<PerplexityResult> ComputePerplexity(const runtime::Interpreter& m
     return absl::InvalidArgumentError("token stream has " + std::to_string(n) +
                                       " tokens, fewer than one window of " + std::to_string(w));
   }
-  if (options.vocab > 0) RETURN_IF_ERROR(CheckTokenIds(tokens, options.vocab, "token stream"));
+  if (options.vocab > 0) RETURN_IF_ERROR(calibration::CheckTokenIds(tokens, options.vocab, "token stream"));
   PerplexityResult r;
   r.window = w;
   r.windows = n / w;

@@ -176,6 +176,17 @@ inline constexpr std::string_view kLayoutInt4GroupWise = "int4_groupwise";
 inline constexpr std::string_view kPackingLowNibbleFirst = "low_nibble_first";
 inline constexpr std::string_view kLayoutSparse2of4 = "sparse_2_4";
 
+// The manifest's layout.kind string of a layout.
+constexpr std::string_view LayoutKindName(LayoutKind k) {
+  switch (k) {
+    case LayoutKind::kPlain: return kLayoutPlain;
+    case LayoutKind::kInt8PerChannel: return kLayoutInt8PerChannel;
+    case LayoutKind::kInt4GroupWise: return kLayoutInt4GroupWise;
+    case LayoutKind::kSparse2of4: return kLayoutSparse2of4;
+  }
+  return "?";
+}
+
 // ---------------------------------------------------------------------------
 // Sparsity (spec.md section 5, "Sparsity"): the optional per-tensor
 // "sparsity" record. pattern is one of these; storage is "dense" or

@@ -11,7 +11,7 @@
 #include <sstream>
 
 #include "eval/perplexity.h"
-#include "eval/token_ids.h"
+#include "calibration/token_ids.h"
 #include "runtime/interpreter.h"
 #include "cli/convert_command.h"
 #include "cli/eval_command.h"
@@ -227,7 +227,7 @@ class QuantizedArtifactEvalTest : public ::testing::TestWithParam<bool> {
     auto ckpt = safetensors::ImportSafetensors(kDir);
     ASSERT_THAT(ckpt, IsOk());
     ckpt_ = *std::move(ckpt);
-    auto ids = eval::LoadTokenIds(kDir + "/eval_tokens.npy");
+    auto ids = calibration::LoadTokenIds(kDir + "/eval_tokens.npy");
     ASSERT_THAT(ids, IsOk());
     // 16 windows of 64: enough to compare, small enough for sanitizer runs.
     ASSERT_GE(ids->size(), 16u * 64u);

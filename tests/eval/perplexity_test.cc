@@ -5,7 +5,7 @@
 #include <random>
 
 #include "eval/perplexity.h"
-#include "eval/token_ids.h"
+#include "calibration/token_ids.h"
 #include "runtime/interpreter.h"
 #include "hf/llama_graph_builder.h"
 #include "formats/numpy/numpy_io.h"
@@ -105,7 +105,7 @@ TEST_F(PerplexityTest, RejectsShortStreamsSmallWindowsAndOutOfVocabIds) {
   EXPECT_THAT(ComputePerplexity(*interp_, {1, 2, 3, 45}, {2, 1}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("model.embed_tokens/Gather")));
-  EXPECT_THAT(CheckTokenIds({1, 2, -1}, 40, "t.npy"),
+  EXPECT_THAT(calibration::CheckTokenIds({1, 2, -1}, 40, "t.npy"),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("t.npy: token id at index 2 is -1, outside the vocabulary [0, 40)")));
 }
@@ -120,17 +120,17 @@ TEST(TokenIdsTest, ReadsInt32RowsConcatenatedAndRejectsOtherDtypes) {
   t.data = ir::TensorData::Owned(std::vector<uint8_t>(reinterpret_cast<const uint8_t*>(v.data()),
                                                       reinterpret_cast<const uint8_t*>(v.data() + 6)));
   ASSERT_THAT(numpy::WriteNpy(dir.File("ids.npy"), t), IsOk());
-  auto ids = LoadTokenIds(dir.File("ids.npy"));
+  auto ids = calibration::LoadTokenIds(dir.File("ids.npy"));
   ASSERT_THAT(ids, IsOk());
   EXPECT_EQ(*ids, (std::vector<int64_t>{1, 2, 3, 4, 5, 6}));
   t.dtype = ir::DType::kF32;
   ASSERT_THAT(numpy::WriteNpy(dir.File("f.npy"), t), IsOk());
-  EXPECT_THAT(LoadTokenIds(dir.File("f.npy")),
+  EXPECT_THAT(calibration::LoadTokenIds(dir.File("f.npy")),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("f32 (supported: i32, i64)")));
   t.dtype = ir::DType::kI32;
   t.dims = {1, 2, 3};
   ASSERT_THAT(numpy::WriteNpy(dir.File("r3.npy"), t), IsOk());
-  EXPECT_THAT(LoadTokenIds(dir.File("r3.npy")),
+  EXPECT_THAT(calibration::LoadTokenIds(dir.File("r3.npy")),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("[1,2,3]")));
 }
 

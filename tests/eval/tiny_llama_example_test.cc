@@ -10,7 +10,7 @@
 #include <sstream>
 
 #include "eval/perplexity.h"
-#include "eval/token_ids.h"
+#include "calibration/token_ids.h"
 #include "runtime/interpreter.h"
 #include "hf/llama_graph_builder.h"
 #include "formats/safetensors/checkpoint_importer.h"
@@ -53,7 +53,7 @@ class TinyLlamaExampleTest : public ::testing::Test {
 };
 
 TEST_F(TinyLlamaExampleTest, LogitsMatchPyTorch) {
-  auto ids = eval::TokenIdsFromTensor(ids_, "eval.safetensors:input_ids");
+  auto ids = calibration::TokenIdsFromTensor(ids_, "eval.safetensors:input_ids");
   ASSERT_THAT(ids, IsOk());
   const int64_t rows = ref_.dims[0], seq = ids_.dims[1];
   ASSERT_EQ(ref_.dims[1], seq);
@@ -82,7 +82,7 @@ TEST_F(TinyLlamaExampleTest, PerplexityMatchesExpectedJson) {
   const nlohmann::json expected = nlohmann::json::parse(text.str(), nullptr, false);
   ASSERT_FALSE(expected.is_discarded());
   const double want = expected["eval_set"]["perplexity"].get<double>();
-  auto ids = eval::TokenIdsFromTensor(ids_, "eval.safetensors:input_ids");
+  auto ids = calibration::TokenIdsFromTensor(ids_, "eval.safetensors:input_ids");
   ASSERT_THAT(ids, IsOk());
   auto r = eval::ComputePerplexity(*interp_, *ids, {ids_.dims[1], 8});
   ASSERT_THAT(r, IsOk());

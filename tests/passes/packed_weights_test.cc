@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "eval/perplexity.h"
-#include "eval/token_ids.h"
+#include "calibration/token_ids.h"
 #include "runtime/graph_plan.h"
 #include "runtime/interpreter.h"
 #include "ir/quant.h"
@@ -373,7 +373,7 @@ TEST(PackedWeightsTest, TinyLlamaPerplexityIsIdenticalAndWeightsStayPacked) {
   std::vector<int64_t> tokens;
   for (const ir::Tensor& t : eval->tensors) {
     if (t.name != "input_ids") continue;
-    auto ids = eval::TokenIdsFromTensor(t, "eval.safetensors:input_ids");
+    auto ids = calibration::TokenIdsFromTensor(t, "eval.safetensors:input_ids");
     ASSERT_THAT(ids, IsOk());
     tokens = *ids;
   }

@@ -12,7 +12,7 @@
 
 #include "calibration/dataset.h"
 #include "eval/perplexity.h"
-#include "eval/token_ids.h"
+#include "calibration/token_ids.h"
 #include "runtime/interpreter.h"
 #include "hf/llama_graph_builder.h"
 #include "formats/safetensors/checkpoint_importer.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "eval/perplexity.h"
-#include "eval/token_ids.h"
+#include "calibration/token_ids.h"
 #include "runtime/interpreter.h"
 #include "hf/llama_graph_builder.h"
 #include "formats/safetensors/checkpoint_importer.h"
@@ -38,7 +38,7 @@ inline std::vector<int64_t> TinyLlamaEvalTokens(int64_t windows) {
   EXPECT_THAT(eval, IsOk());
   for (const ir::Tensor& t : eval->tensors) {
     if (t.name != "input_ids") continue;
-    auto ids = eval::TokenIdsFromTensor(t, "eval.safetensors:input_ids");
+    auto ids = calibration::TokenIdsFromTensor(t, "eval.safetensors:input_ids");
     EXPECT_THAT(ids, IsOk());
     ids->resize(windows * kTinyLlamaWindow);
     return *ids;
