@@ -172,6 +172,12 @@ absl::Status StaticQuantStage(ir::Model& model, const calibration::CalibrationTa
                                        {"quantize_nodes", report->quantize_nodes},
                                        {"dequantize_nodes", report->dequantize_nodes},
                                        {"decisions", decisions}}}});
+  if (report->opset_raised_from != 0) {
+    result.records.back()["stats"]["opset_raised_from"] = report->opset_raised_from;
+    log.Detail("w8a8: default-domain opset %d raised to 10 (QuantizeLinear, QLinearConv and "
+               "MatMulInteger need it; Slice/TopK attributes became inputs)",
+               report->opset_raised_from);
+  }
   log.Info("quantize: w8a8: %d integer node(s), %d kept float", report->integer_nodes,
            report->float_nodes);
   return absl::OkStatus();

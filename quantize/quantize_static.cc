@@ -5,6 +5,7 @@
 // quantize_static_numerics.cc.
 #include "quantize/quantize_static.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -16,6 +17,7 @@
 
 #include "passes/graph_utils.h"
 #include "quantize/quantize_static_internal.h"
+#include "quantize/raise_opset_10.h"
 #include "support/status_macros.h"
 
 namespace slimpack::passes {
@@ -311,10 +313,17 @@ absl::StatusOr<StaticQuantReport> QuantizeStatic(ir::Model& model,
   }
   auto opset_it = model.opset_imports.find("");
   const int64_t opset = opset_it == model.opset_imports.end() ? 0 : opset_it->second;
-  if (opset < 10) {
+  // The integer operators first exist at opset 10. An opset-9 graph is
+  // raised to 10 (raise_opset_10.h) when that changes no node's meaning;
+  // older ones do not reach here from ONNX (the importer upgrades them).
+  const bool raise = opset == 9;
+  const std::string hazard = raise ? OpsetTenHazard(graph) : "";
+  if (opset < 9 || !hazard.empty()) {
     return absl::FailedPreconditionError(
         "static quantization needs default-domain opset >= 10 (QuantizeLinear, "
-        "QLinearConv, MatMulInteger); the model imports opset " + std::to_string(opset));
+        "QLinearConv, MatMulInteger); the model imports opset " + std::to_string(opset) +
+        (hazard.empty() ? std::string(", and only opset 9 is raised")
+                        : ", and raising it would change " + hazard));
   }
   ASSIGN_OR_RETURN(std::vector<size_t> order, graph.TopologicalOrder());
   const ir::UseDefIndex index = graph.BuildUseDefIndex();
@@ -370,7 +379,7 @@ absl::StatusOr<StaticQuantReport> QuantizeStatic(ir::Model& model,
 
   // Emit into a copy so an error leaves `model` untouched.
   ir::Graph out = graph;
-  Emitter em(out, options.activation_dtype, opset, report);
+  Emitter em(out, options.activation_dtype, std::max<int64_t>(opset, 10), report);
   std::set<std::string> replaced_weights;
   for (size_t i : order) {
     const ir::Node& node = graph.nodes[i];
@@ -402,8 +411,13 @@ absl::StatusOr<StaticQuantReport> QuantizeStatic(ir::Model& model,
   for (auto it = out.value_info.begin(); it != out.value_info.end();) {
     it = produced.count(it->first) ? std::next(it) : out.value_info.erase(it);
   }
+  if (raise) {
+    RETURN_IF_ERROR(RaiseOpset9To10(out));
+    report.opset_raised_from = opset;
+  }
   // Outer-scope readers inside subgraphs are covered by needs_float above.
   graph = std::move(out);
+  if (raise) model.opset_imports[""] = 10;
   return report;
 }
 

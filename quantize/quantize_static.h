@@ -86,13 +86,19 @@ struct StaticQuantReport {
   int64_t quantize_nodes = 0;
   int64_t dequantize_nodes = 0;
   std::vector<StaticQuantDecision> decisions;
+  // The default-domain opset the model had when it was raised to 10 for
+  // the integer operators (0 when it was not raised).
+  int64_t opset_raised_from = 0;
 };
 
 // Rewrites `model` in place (see above). The graph keeps its inputs and
 // outputs (f32). Errors, checked before the first mutation:
 // InvalidArgument for a bad regex or activation dtype (naming it);
-// FailedPrecondition when the default-domain opset is below 10 (no
-// QuantizeLinear) or the graph has a cycle. Idempotent: a second run with
+// FailedPrecondition when the default-domain opset is below 9, or 9 with
+// a node whose meaning changes at 10 (a Dropout mask that is read), or the
+// graph has a cycle. An opset-9 model is otherwise raised to 10 (Slice and
+// TopK take their attributes as inputs; opset_raised_from says so), but
+// only when something is rewritten. Idempotent: a second run with
 // the same table finds nothing new to rewrite (kept-float nodes get the
 // same decision) and changes nothing.
 absl::StatusOr<StaticQuantReport> QuantizeStatic(

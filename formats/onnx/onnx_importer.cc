@@ -1,7 +1,8 @@
-// ImportOnnx: parse, check model-level fields and opsets, infer shapes,
-// convert the graph, verify.
+// ImportOnnx: parse, check model-level fields and opsets, upgrade old
+// opsets, infer shapes, convert the graph, verify.
 #include "formats/onnx/onnx_importer.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "ir/verifier.h"
@@ -9,6 +10,7 @@
 #include "formats/onnx/graph_from_proto.h"
 #include "formats/onnx/import_context.h"
 #include "formats/onnx/model_proto_reader.h"
+#include "formats/onnx/opset_upgrade.h"
 #include "formats/onnx/shape_inference.h"
 #include "formats/onnx/window_attributes.h"
 #include "support/status_macros.h"
@@ -45,8 +47,9 @@ absl::Status ReadOpsets(const onnx::ModelProto& proto,
   const int64_t version = it->second;
   const std::string range = std::to_string(kMinSupportedOpset) + " to " +
                             std::to_string(kMaxSupportedOpset);
-  if (version < kMinSupportedOpset ||
-      (version > kMaxSupportedOpset && !options.allow_newer_opset)) {
+  // Older opsets are upgraded by ImportOnnx (UpgradeTo) before anything
+  // reads the graph.
+  if (version > kMaxSupportedOpset && !options.allow_newer_opset) {
     return absl::UnimplementedError(
         "default-domain opset " + std::to_string(version) +
         " is not supported; supported opsets are " + range +
@@ -100,6 +103,31 @@ absl::Status ReadModelFields(const onnx::ModelProto& proto,
   return absl::OkStatus();
 }
 
+int64_t UpgradeTarget(const OnnxImportOptions& options) {
+  return std::min(std::max(options.min_opset, kMinSupportedOpset), kMaxSupportedOpset);
+}
+
+// Brings a model below `target` up to it with ONNX's version converter,
+// after the window checks (an adapter may run inference) and before shape
+// inference and the graph conversion, which then see only the new opset.
+absl::Status UpgradeTo(int64_t target, onnx::ModelProto* proto, ir::Model* model) {
+  const int64_t version = model->opset_imports.at("");
+  if (version >= target) return absl::OkStatus();
+  absl::Status upgraded = UpgradeOpset(proto, target, &model->warnings);
+  if (!upgraded.ok()) {
+    return absl::Status(upgraded.code(),
+                        std::string(upgraded.message()) + " (re-export the model with an opset in " +
+                            std::to_string(target) + " to " +
+                            std::to_string(kMaxSupportedOpset) + ")");
+  }
+  model->opset_imports[""] = target;
+  model->warnings.push_back("default-domain opset " + std::to_string(version) +
+                            " upgraded to " + std::to_string(target) +
+                            " with the ONNX version converter (re-export at opset " +
+                            std::to_string(target) + " or later to import the model as written)");
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ir::Model> ImportOnnx(const std::string& path,
@@ -115,6 +143,7 @@ absl::StatusOr<ir::Model> ImportOnnx(const std::string& path,
   // a SIGFPE, not an exception it could throw); also when inference is off,
   // since the interpreter and passes read the same attributes.
   RETURN_IF_ERROR(Annotate(ValidateWindowAttributes(proto->graph()), path));
+  RETURN_IF_ERROR(Annotate(UpgradeTo(UpgradeTarget(options), proto.get(), &model), path));
   // Inference edits value_info in place, so it runs before any tensor view
   // into the proto exists.
   if (options.run_shape_inference) {

@@ -1,5 +1,6 @@
-// Imports an ONNX model file (opsets 9-17, embedded or external weights,
-// Constant-node weights) into the graph IR.
+// Imports an ONNX model file (opsets 9-17, older ones upgraded with ONNX's
+// version converter; embedded or external weights, Constant-node weights)
+// into the graph IR.
 #ifndef SLIMPACK_FORMATS_ONNX_ONNX_IMPORTER_H_
 #define SLIMPACK_FORMATS_ONNX_ONNX_IMPORTER_H_
 
@@ -23,6 +24,12 @@ struct OnnxImportOptions {
   // instead of failing. Ops whose semantics changed after opset 17 (e.g. the
   // Reduce* `axes` input of opset 18) are then not understood by passes.
   bool allow_newer_opset = false;
+  // A model whose default-domain opset is below this is upgraded to it with
+  // ONNX's version converter before anything reads its graph, and
+  // Model::warnings says so. Values below kMinSupportedOpset act as
+  // kMinSupportedOpset (older opsets are always upgraded, never read as
+  // they are); raise it to have e.g. opset-9 models arrive at 10.
+  int64_t min_opset = kMinSupportedOpset;
   // Verifies the SHA-1 `checksum` key of external data (a digest of the
   // whole external file, as onnx.proto defines it) when present.
   bool verify_external_checksums = true;
@@ -43,8 +50,11 @@ struct OnnxImportOptions {
 //    checked before shape inference, which would crash on them);
 //  - OutOfRange: external data offset+length past the end of its file;
 //  - DataLoss: external data checksum mismatch;
-//  - Unimplemented: opset outside [9, 17], string/complex tensors, sparse
-//    tensors, segmented tensors, type-proto attributes, model functions.
+//  - Unimplemented: opset above 17 (unless allow_newer_opset), an opset
+//    below `min_opset` that the version converter cannot upgrade (the
+//    message carries the converter's reason), string/complex tensors,
+//    sparse tensors, segmented tensors, type-proto attributes, model
+//    functions.
 absl::StatusOr<ir::Model> ImportOnnx(const std::string& path,
                                      const OnnxImportOptions& options = {});
 

@@ -1,5 +1,5 @@
 // Element-wise kernels with numpy broadcasting: arithmetic, Pow,
-// comparisons, logic and Where. The unary math and activation kernels are
+// comparisons, logic, BitShift and Where. The unary math and activation kernels are
 // in elementwise_unary.cc (kept apart to stay under the 500-line limit;
 // the two share only the loops in elementwise_util.h).
 #include <algorithm>
@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "runtime/kernels/broadcast.h"
+#include "runtime/kernels/convert.h"
 #include "runtime/kernels/elementwise_util.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/wrap.h"
@@ -60,7 +61,9 @@ absl::StatusOr<RtTensor> ArithTyped(KernelContext& ctx, Arith op,
         }
         return BinaryLoop<T, T>(ctx, a, b, dt, [](T x, T y) {
           // Truncates toward zero as C and ONNX Runtime do; MIN / -1 wraps.
-          if (y == -1) return WrapSub<T>(0, x);
+          if constexpr (std::is_signed_v<T>) {
+            if (y == -1) return WrapSub<T>(0, x);
+          }
           return static_cast<T>(x / y);
         });
       } else {
@@ -82,10 +85,14 @@ absl::StatusOr<RtTensor> ArithPair(KernelContext& ctx, Arith op,
     case DType::kF64: return ArithTyped<double>(ctx, op, a, b);
     case DType::kI64: return ArithTyped<int64_t>(ctx, op, a, b);
     case DType::kI32: return ArithTyped<int32_t>(ctx, op, a, b);
+    case DType::kI16: return ArithTyped<int16_t>(ctx, op, a, b);
     case DType::kI8: return ArithTyped<int8_t>(ctx, op, a, b);
+    case DType::kU64: return ArithTyped<uint64_t>(ctx, op, a, b);
+    case DType::kU32: return ArithTyped<uint32_t>(ctx, op, a, b);
+    case DType::kU16: return ArithTyped<uint16_t>(ctx, op, a, b);
     case DType::kU8: return ArithTyped<uint8_t>(ctx, op, a, b);
     default:
-      return UnsupportedDType(ctx, a.dtype(), "f32, f64, i64, i32, i8, u8");
+      return UnsupportedDType(ctx, a.dtype(), "f32, f64 and 8- to 64-bit integers");
   }
 }
 
@@ -115,6 +122,30 @@ absl::Status Variadic(KernelContext& ctx, Arith op, bool mean) {
   }
   ctx.SetOutput(0, std::move(acc));
   return absl::OkStatus();
+}
+
+// A numeric tensor's values as f64 (for Pow's mixed-type forms).
+absl::StatusOr<RtTensor> ToDouble(KernelContext& ctx, const RtTensor& t) {
+  ASSIGN_OR_RETURN(RtTensor out, ctx.AllocateUninitialized(DType::kF64, t.dims()));
+  double* po = out.mutable_data<double>();
+  auto copy = [&](auto tag) {
+    using T = decltype(tag);
+    for (int64_t i = 0; i < t.num_elements(); ++i) po[i] = static_cast<double>(t.data<T>()[i]);
+  };
+  switch (t.dtype()) {
+    case DType::kF32: copy(float{}); break;
+    case DType::kF64: copy(double{}); break;
+    case DType::kI64: copy(int64_t{}); break;
+    case DType::kI32: copy(int32_t{}); break;
+    case DType::kI16: copy(int16_t{}); break;
+    case DType::kI8: copy(int8_t{}); break;
+    case DType::kU64: copy(uint64_t{}); break;
+    case DType::kU32: copy(uint32_t{}); break;
+    case DType::kU16: copy(uint16_t{}); break;
+    case DType::kU8: copy(uint8_t{}); break;
+    default: return UnsupportedDType(ctx, t.dtype(), "f32, f64 and 8- to 64-bit integers");
+  }
+  return out;
 }
 
 enum class Cmp { kEq, kLt, kGt, kLe, kGe };
@@ -202,21 +233,11 @@ absl::Status Pow(KernelContext& ctx) {
   if (a->dtype() == DType::kF32) {
     RtTensor exponent = *b;
     if (b->dtype() != DType::kF32) {
-      // Integer exponents: compute on a float copy.
+      // Other exponent types: compute on a float copy.
+      ASSIGN_OR_RETURN(RtTensor wide, ToDouble(ctx, *b));
       ASSIGN_OR_RETURN(exponent, ctx.AllocateUninitialized(DType::kF32, b->dims()));
       for (int64_t i = 0; i < b->num_elements(); ++i) {
-        if (b->dtype() == DType::kI64) {
-          exponent.mutable_data<float>()[i] =
-              static_cast<float>(b->data<int64_t>()[i]);
-        } else if (b->dtype() == DType::kI32) {
-          exponent.mutable_data<float>()[i] =
-              static_cast<float>(b->data<int32_t>()[i]);
-        } else if (b->dtype() == DType::kF64) {
-          exponent.mutable_data<float>()[i] =
-              static_cast<float>(b->data<double>()[i]);
-        } else {
-          return UnsupportedDType(ctx, b->dtype(), "exponent f32, f64, i64, i32");
-        }
+        exponent.mutable_data<float>()[i] = static_cast<float>(wide.data<double>()[i]);
       }
     }
     out = BinaryLoop<float, float>(ctx, *a, exponent, DType::kF32,
@@ -243,11 +264,62 @@ absl::Status Pow(KernelContext& ctx) {
                                            return y < 0 ? int32_t{0} : r;
                                          });
     }
+  } else if ((a->dtype() == DType::kI64 || a->dtype() == DType::kI32) &&
+             (b->dtype() == DType::kF32 || b->dtype() == DType::kF64)) {
+    // A float exponent on an integer base: pow in double, converted back to
+    // the base's type as numpy's astype does (saturating here).
+    ASSIGN_OR_RETURN(RtTensor x, ToDouble(ctx, *a));
+    ASSIGN_OR_RETURN(RtTensor y, ToDouble(ctx, *b));
+    if (a->dtype() == DType::kI64) {
+      out = BinaryLoop<double, int64_t>(ctx, x, y, DType::kI64, [](double u, double v) {
+        return ConvertNumber<int64_t>(std::pow(u, v));
+      });
+    } else {
+      out = BinaryLoop<double, int32_t>(ctx, x, y, DType::kI32, [](double u, double v) {
+        return ConvertNumber<int32_t>(std::pow(u, v));
+      });
+    }
   } else {
     return absl::UnimplementedError(
         "Pow does not support base " + a->DebugString() + " with exponent " +
         b->DebugString() + "; supported: f32 base with any numeric exponent, "
-        "i64/i32 base with same-type exponent");
+        "i64/i32 base with same-type or f32/f64 exponent");
+  }
+  if (!out.ok()) return out.status();
+  ctx.SetOutput(0, *std::move(out));
+  return absl::OkStatus();
+}
+
+// BitShift on unsigned integers; shifting by the bit width or more gives 0
+// (C++ leaves it undefined; numpy and ONNX Runtime give 0).
+absl::Status BitShift(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* a, ctx.RequiredInput(0));
+  ASSIGN_OR_RETURN(const RtTensor* b, ctx.RequiredInput(1));
+  ASSIGN_OR_RETURN(std::string direction, ctx.StringAttr("direction", ""));
+  if (direction != "LEFT" && direction != "RIGHT") {
+    return absl::InvalidArgumentError("direction '" + direction + "' is not LEFT or RIGHT");
+  }
+  if (a->dtype() != b->dtype()) {
+    return absl::InvalidArgumentError("operand dtypes differ: " + a->DebugString() + " vs " +
+                                      b->DebugString());
+  }
+  const bool left = direction == "LEFT";
+  auto shift = [&](auto tag) -> absl::StatusOr<RtTensor> {
+    using T = decltype(tag);
+    return BinaryLoop<T, T>(ctx, *a, *b, a->dtype(), [left](T x, T y) -> T {
+      if (y >= sizeof(T) * 8) return 0;
+      // Promoted to at least unsigned int so u8/u16 shifts stay unsigned.
+      using P = std::common_type_t<T, unsigned int>;
+      return static_cast<T>(left ? static_cast<P>(x) << y : static_cast<P>(x) >> y);
+    });
+  };
+  absl::StatusOr<RtTensor> out;
+  switch (a->dtype()) {
+    case DType::kU8: out = shift(uint8_t{}); break;
+    case DType::kU16: out = shift(uint16_t{}); break;
+    case DType::kU32: out = shift(uint32_t{}); break;
+    case DType::kU64: out = shift(uint64_t{}); break;
+    default: return UnsupportedDType(ctx, a->dtype(), "u8, u16, u32, u64");
   }
   if (!out.ok()) return out.status();
   ctx.SetOutput(0, *std::move(out));

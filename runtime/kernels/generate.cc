@@ -1,5 +1,5 @@
-// Kernels that make tensors: Constant, ConstantOfShape, Range, and the
-// dtype conversions Cast and CastLike.
+// Kernels that make tensors: Constant, ConstantOfShape, Range, EyeLike,
+// OneHot, and the dtype conversions Cast and CastLike.
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -234,6 +234,74 @@ absl::Status Range(KernelContext& ctx) {
   }
   if (!out.ok()) return out.status();
   ctx.SetOutput(0, *std::move(out));
+  return absl::OkStatus();
+}
+
+absl::Status EyeLike(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
+  if (x->rank() != 2) {
+    return absl::InvalidArgumentError("input " + x->DebugString() + " must be 2-d");
+  }
+  DType dt = x->dtype();
+  if (ctx.HasAttr("dtype")) {
+    ASSIGN_OR_RETURN(int64_t t, ctx.IntAttr("dtype", 0));
+    ASSIGN_OR_RETURN(dt, FromOnnxType(t));
+  }
+  ASSIGN_OR_RETURN(int64_t k, ctx.IntAttr("k", 0));
+  // Ones on the k-th diagonal in f64, then Cast's conversion to the dtype.
+  const int64_t rows = x->dim(0), cols = x->dim(1);
+  ASSIGN_OR_RETURN(RtTensor eye, ctx.Allocate(DType::kF64, {rows, cols}));  // zeros
+  for (int64_t r = 0; r < rows; ++r) {
+    if (r + k >= 0 && r + k < cols) eye.mutable_data<double>()[r * cols + r + k] = 1.0;
+  }
+  ASSIGN_OR_RETURN(RtTensor out, CastTensor(ctx, eye, dt));
+  ctx.SetOutput(0, std::move(out));
+  return absl::OkStatus();
+}
+
+// Output: the indices' shape with a `depth` axis inserted at `axis`, the
+// `values` [off, on] pair's dtype. Indices in [-depth, depth) select (a
+// negative one counts from the end); others give an all-off line.
+absl::Status OneHot(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* indices, ctx.RequiredInput(0));
+  ASSIGN_OR_RETURN(const RtTensor* depth_t, ctx.RequiredInput(1));
+  ASSIGN_OR_RETURN(const RtTensor* values, ctx.RequiredInput(2));
+  ASSIGN_OR_RETURN(double depth_d, ReadScalar(*depth_t, "depth"));
+  if (!(depth_d >= 1 && depth_d < 9.0e15)) {
+    return absl::InvalidArgumentError("depth " + std::to_string(depth_d) + " must be >= 1");
+  }
+  const int64_t depth = static_cast<int64_t>(depth_d);
+  if (values->num_elements() != 2) {
+    return absl::InvalidArgumentError("values " + values->DebugString() +
+                                      " must hold two elements [off, on]");
+  }
+  const int bits = ir::DTypeBits(values->dtype());
+  if (bits < 8) return UnsupportedDType(ctx, values->dtype(), "byte-sized dtypes");
+  const int64_t rank = static_cast<int64_t>(indices->rank());
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", -1));
+  ASSIGN_OR_RETURN(axis, NormalizeAxis(axis, rank + 1));
+  ASSIGN_OR_RETURN(RtTensor idx, CastTensor(ctx, *indices, DType::kI64));
+  std::vector<int64_t> dims = indices->dims();
+  dims.insert(dims.begin() + axis, depth);
+  ASSIGN_OR_RETURN(RtTensor out, ctx.AllocateUninitialized(values->dtype(), dims));
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= indices->dim(i);
+  for (int64_t i = axis; i < rank; ++i) inner *= indices->dim(i);
+  const size_t es = static_cast<size_t>(bits / 8);
+  const uint8_t* off = values->raw();
+  const uint8_t* on = values->raw() + es;
+  uint8_t* po = out.mutable_raw();
+  const int64_t* pi = idx.data<int64_t>();
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t d = 0; d < depth; ++d) {
+      for (int64_t i = 0; i < inner; ++i) {
+        int64_t v = pi[o * inner + i];
+        if (v < 0) v += depth;
+        std::memcpy(po + ((o * depth + d) * inner + i) * es, v == d ? on : off, es);
+      }
+    }
+  }
+  ctx.SetOutput(0, std::move(out));
   return absl::OkStatus();
 }
 

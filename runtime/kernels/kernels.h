@@ -28,6 +28,7 @@ absl::Status Or(KernelContext& ctx);
 absl::Status Xor(KernelContext& ctx);
 absl::Status Not(KernelContext& ctx);
 absl::Status Where(KernelContext& ctx);
+absl::Status BitShift(KernelContext& ctx);
 // elementwise_unary.cc
 absl::Status Neg(KernelContext& ctx);
 absl::Status Abs(KernelContext& ctx);
@@ -77,6 +78,9 @@ absl::Status Mod(KernelContext& ctx);
 absl::Status MatMul(KernelContext& ctx);
 absl::Status Gemm(KernelContext& ctx);
 
+// einsum.cc
+absl::Status Einsum(KernelContext& ctx);
+
 // conv.cc
 absl::Status Conv(KernelContext& ctx);
 absl::Status ConvTranspose(KernelContext& ctx);
@@ -93,6 +97,11 @@ absl::Status InstanceNormalization(KernelContext& ctx);
 absl::Status LayerNormalization(KernelContext& ctx);
 absl::Status Softmax(KernelContext& ctx);
 absl::Status LogSoftmax(KernelContext& ctx);
+absl::Status Hardmax(KernelContext& ctx);
+
+// loss.cc
+absl::Status NegativeLogLikelihoodLoss(KernelContext& ctx);
+absl::Status SoftmaxCrossEntropyLoss(KernelContext& ctx);
 
 // reduce.cc
 absl::Status ReduceSum(KernelContext& ctx);
@@ -136,12 +145,24 @@ absl::Status Trilu(KernelContext& ctx);
 absl::Status DepthToSpace(KernelContext& ctx);
 absl::Status SpaceToDepth(KernelContext& ctx);
 
+// scatter_gather.cc
+absl::Status GatherND(KernelContext& ctx);
+absl::Status ScatterND(KernelContext& ctx);
+absl::Status ScatterElements(KernelContext& ctx);
+absl::Status Scatter(KernelContext& ctx);
+absl::Status Compress(KernelContext& ctx);
+
+// unique.cc
+absl::Status Unique(KernelContext& ctx);
+
 // generate.cc
 absl::Status Cast(KernelContext& ctx);
 absl::Status CastLike(KernelContext& ctx);
 absl::Status Constant(KernelContext& ctx);
 absl::Status ConstantOfShape(KernelContext& ctx);
 absl::Status Range(KernelContext& ctx);
+absl::Status EyeLike(KernelContext& ctx);
+absl::Status OneHot(KernelContext& ctx);
 
 // resize.cc
 absl::Status Resize(KernelContext& ctx);

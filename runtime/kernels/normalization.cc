@@ -1,5 +1,5 @@
 // BatchNormalization (inference), InstanceNormalization,
-// LayerNormalization, Softmax and LogSoftmax.
+// LayerNormalization, Softmax, LogSoftmax and Hardmax.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -129,6 +129,53 @@ absl::Status SoftmaxImpl(KernelContext& ctx, bool log) {
 
 absl::Status Softmax(KernelContext& ctx) { return SoftmaxImpl(ctx, false); }
 absl::Status LogSoftmax(KernelContext& ctx) { return SoftmaxImpl(ctx, true); }
+
+// 1 at the first maximum of each line along the axis (the same axis
+// conventions as Softmax, by opset), 0 elsewhere. A NaN is never the
+// maximum unless the line is all NaN (then the first element wins).
+absl::Status Hardmax(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
+  if (x->dtype() != DType::kF32 && x->dtype() != DType::kF64) {
+    return UnsupportedDType(ctx, x->dtype(), "f32, f64");
+  }
+  const int64_t rank = static_cast<int64_t>(x->rank());
+  if (rank == 0) return absl::InvalidArgumentError("input must have rank >= 1");
+  const bool coerce_2d = ctx.opset() < 13;
+  ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", coerce_2d ? 1 : -1));
+  ASSIGN_OR_RETURN(axis, NormalizeAxis(axis, rank));
+  int64_t outer = 1, axis_size = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= x->dim(i);
+  if (coerce_2d) {
+    for (int64_t i = axis; i < rank; ++i) axis_size *= x->dim(i);
+  } else {
+    axis_size = x->dim(axis);
+    for (int64_t i = axis + 1; i < rank; ++i) inner *= x->dim(i);
+  }
+  ASSIGN_OR_RETURN(RtTensor y, ctx.Allocate(x->dtype(), x->dims()));  // zeros
+  auto run = [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x->data<T>();
+    T* py = y.mutable_data<T>();
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t i = 0; i < inner && axis_size > 0; ++i) {
+        const int64_t base = o * axis_size * inner + i;
+        int64_t best = 0;
+        for (int64_t k = 1; k < axis_size; ++k) {
+          const T v = px[base + k * inner], b = px[base + best * inner];
+          if (v > b || (b != b && v == v)) best = k;
+        }
+        py[base + best * inner] = T(1);
+      }
+    }
+  };
+  if (x->dtype() == DType::kF32) {
+    run(float{});
+  } else {
+    run(double{});
+  }
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
 
 absl::Status BatchNormalization(KernelContext& ctx) {
   ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));

@@ -71,6 +71,17 @@ absl::StatusOr<RtTensor> ReduceTyped(KernelContext& ctx, const RtTensor& x,
     std::fill(acc.begin(), acc.end(), init);
   }
   const T* px = x.data<T>();
+  // LogSumExp is max + log(sum(exp(v - max))): exp of a large logit
+  // overflows otherwise. A non-finite max shifts by 0.
+  std::vector<double> shift;
+  if (op == Red::kLogSumExp) {
+    shift.assign(n_out, -INFINITY);
+    ForEachBroadcast<1>(x.dims(), {BroadcastStrides(kept, x.dims())},
+                        [&](int64_t i, const std::array<int64_t, 1>& o) {
+                          shift[o[0]] = std::max(shift[o[0]], static_cast<double>(px[i]));
+                        });
+    for (double& m : shift) m = std::isfinite(m) ? m : 0.0;
+  }
   // Walk the input in order; operand 0's offset is the output element.
   ForEachBroadcast<1>(x.dims(), {BroadcastStrides(kept, x.dims())},
                       [&](int64_t i, const std::array<int64_t, 1>& o) {
@@ -86,7 +97,9 @@ absl::StatusOr<RtTensor> ReduceTyped(KernelContext& ctx, const RtTensor& x,
                           case Red::kL2: a = WrapAdd(a, WrapMul(v, v)); break;
                           case Red::kL1: a = WrapAdd(a, v < 0 ? WrapSub(Acc(0), v) : v); break;
                           case Red::kLogSum: a += v; break;
-                          case Red::kLogSumExp: a += std::exp(static_cast<double>(v)); break;
+                          case Red::kLogSumExp:
+                            a += std::exp(static_cast<double>(v) - shift[o[0]]);
+                            break;
                         }
                       });
   T* po = out.mutable_data<T>();
@@ -95,8 +108,8 @@ absl::StatusOr<RtTensor> ReduceTyped(KernelContext& ctx, const RtTensor& x,
     switch (op) {
       case Red::kMean: po[i] = static_cast<T>(acc[i] / static_cast<Acc>(count)); continue;
       case Red::kL2: v = std::sqrt(v); break;
-      case Red::kLogSum:
-      case Red::kLogSumExp: v = std::log(v); break;
+      case Red::kLogSum: v = std::log(v); break;
+      case Red::kLogSumExp: v = std::log(v) + shift[i]; break;
       default: po[i] = static_cast<T>(acc[i]); continue;
     }
     po[i] = static_cast<T>(v);
@@ -114,13 +127,16 @@ absl::Status Reduce(KernelContext& ctx, Red op) {
     return absl::OkStatus();
   }
   const bool float_only = op == Red::kL2 || op == Red::kLogSum || op == Red::kLogSumExp;
-  if (float_only && x->dtype() != DType::kF32) return UnsupportedDType(ctx, x->dtype(), "f32");
+  if (float_only && x->dtype() != DType::kF32 && x->dtype() != DType::kF64) {
+    return UnsupportedDType(ctx, x->dtype(), "f32, f64");
+  }
   absl::StatusOr<RtTensor> out;
   switch (x->dtype()) {
     case DType::kF32: out = ReduceTyped<float>(ctx, *x, mask, keepdims != 0, op); break;
+    case DType::kF64: out = ReduceTyped<double>(ctx, *x, mask, keepdims != 0, op); break;
     case DType::kI64: out = ReduceTyped<int64_t>(ctx, *x, mask, keepdims != 0, op); break;
     case DType::kI32: out = ReduceTyped<int32_t>(ctx, *x, mask, keepdims != 0, op); break;
-    default: return UnsupportedDType(ctx, x->dtype(), "f32, i64, i32");
+    default: return UnsupportedDType(ctx, x->dtype(), "f32, f64, i64, i32");
   }
   if (!out.ok()) return out.status();
   ctx.SetOutput(0, *std::move(out));

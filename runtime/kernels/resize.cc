@@ -1,7 +1,8 @@
-// Resize (nearest and linear, every coordinate transformation mode except
-// tf_crop_and_resize) and the older Upsample. N-linear interpolation is
-// separable, so both modes run as one 1-d pass per resized axis.
+// Resize (nearest, linear and cubic, every coordinate transformation mode
+// except tf_crop_and_resize) and the older Upsample. The interpolation is
+// separable, so every mode runs as one 1-d pass per resized axis.
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "runtime/kernels/kernels.h"
@@ -13,10 +14,14 @@ namespace {
 using ir::DType;
 
 struct ResizeParams {
-  std::string mode;        // nearest | linear
+  std::string mode;        // nearest | linear | cubic
   std::string coord_mode;  // coordinate_transformation_mode
   std::string nearest_mode;
+  double cubic_a = -0.75;        // cubic_coeff_a
+  bool exclude_outside = false;  // cubic taps outside the input get weight 0
 };
+
+
 
 // Maps output coordinate `x` to an input coordinate.
 double ToInput(const std::string& mode, double x, double scale, int64_t in,
@@ -49,6 +54,64 @@ int64_t NearestIndex(const std::string& mode, double x, bool downsample) {
     return mode == "round_prefer_ceil" ? static_cast<int64_t>(fl) + 1 : static_cast<int64_t>(fl);
   }
   return static_cast<int64_t>(std::round(x));
+}
+
+// Keys' cubic convolution weights of the taps at floor-1 .. floor+2 for a
+// point `t` in (0, 1] past the second tap (ONNX's reference formulas).
+std::array<double, 4> CubicWeights(double t, double a) {
+  auto near = [a](double d) { return ((a + 2) * d - (a + 3)) * d * d + 1; };        // |d| <= 1
+  auto far = [a](double d) { return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a; };  // 1 < |d| < 2
+  return {far(t + 1), near(t), near(1 - t), far(2 - t)};
+}
+
+// Cubic resize of one axis: output o reads taps idx[4o..4o+3] with weights
+// w[4o..4o+3], computed in double as the reference does.
+absl::StatusOr<RtTensor> ResizeAxisCubic(KernelContext& ctx, const RtTensor& x, size_t axis,
+                                         int64_t out, double scale, const ResizeParams& p) {
+  const int64_t in = x.dim(axis);
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= x.dim(d);
+  for (size_t d = axis + 1; d < x.rank(); ++d) inner *= x.dim(d);
+  std::vector<int64_t> dims = x.dims();
+  dims[axis] = out;
+  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, dims));
+  std::vector<int64_t> idx(4 * out);
+  std::vector<double> w(4 * out);
+  for (int64_t o = 0; o < out; ++o) {
+    const double xi = ToInput(p.coord_mode, static_cast<double>(o), scale, in, out);
+    // The left tap is the one below xi, or xi - 1 when xi is a whole
+    // number, so t is in (0, 1]. Taps past the ends repeat the edge value
+    // (xi is within [-0.5, in) for every coordinate mode handled here).
+    const int64_t base = static_cast<int64_t>(std::ceil(xi)) - 1;
+    const std::array<double, 4> c = CubicWeights(xi - static_cast<double>(base), p.cubic_a);
+    double sum = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int64_t tap = base - 1 + k;
+      const bool outside = tap < 0 || tap >= in;
+      w[4 * o + k] = p.exclude_outside && outside ? 0.0 : c[k];
+      idx[4 * o + k] = std::clamp<int64_t>(tap, 0, in - 1);
+      sum += w[4 * o + k];
+    }
+    if (p.exclude_outside && sum != 0) {
+      for (int k = 0; k < 4; ++k) w[4 * o + k] /= sum;
+    }
+  }
+  const float* px = x.data<float>();
+  float* py = y.mutable_data<float>();
+  for (int64_t a = 0; a < outer; ++a) {
+    const float* xa = px + a * in * inner;
+    float* ya = py + a * out * inner;
+    for (int64_t o = 0; o < out; ++o) {
+      const int64_t* io = &idx[4 * o];
+      const double* wo = &w[4 * o];
+      for (int64_t j = 0; j < inner; ++j) {
+        double v = 0;
+        for (int k = 0; k < 4; ++k) v += wo[k] * static_cast<double>(xa[io[k] * inner + j]);
+        ya[o * inner + j] = static_cast<float>(v);
+      }
+    }
+  }
+  return y;
 }
 
 // Resizes axis `axis` of `x` to `out` elements.
@@ -94,9 +157,9 @@ absl::StatusOr<RtTensor> ResizeAxis(KernelContext& ctx, const RtTensor& x, size_
 absl::Status RunResize(KernelContext& ctx, const RtTensor& x, const ResizeParams& p,
                        std::vector<double> scales, std::vector<int64_t> sizes) {
   if (x.dtype() != DType::kF32) return UnsupportedDType(ctx, x.dtype(), "f32");
-  if (p.mode != "nearest" && p.mode != "linear") {
+  if (p.mode != "nearest" && p.mode != "linear" && p.mode != "cubic") {
     return absl::UnimplementedError("Resize mode '" + p.mode +
-                                    "' is not supported; supported: nearest, linear");
+                                    "' is not supported; supported: nearest, linear, cubic");
   }
   const size_t r = x.rank();
   if (!sizes.empty()) {
@@ -123,7 +186,10 @@ absl::Status RunResize(KernelContext& ctx, const RtTensor& x, const ResizeParams
                                         " from " + std::to_string(x.dim(axis)) + " to " +
                                         std::to_string(sizes[axis]));
     }
-    ASSIGN_OR_RETURN(RtTensor next, ResizeAxis(ctx, cur, axis, sizes[axis], scales[axis], p));
+    ASSIGN_OR_RETURN(RtTensor next,
+                     p.mode == "cubic"
+                         ? ResizeAxisCubic(ctx, cur, axis, sizes[axis], scales[axis], p)
+                         : ResizeAxis(ctx, cur, axis, sizes[axis], scales[axis], p));
     if (cur.raw() != x.raw()) ctx.Recycle(std::move(cur));
     cur = std::move(next);
   }
@@ -151,6 +217,10 @@ absl::Status Resize(KernelContext& ctx) {
                                                 v10 ? "asymmetric" : "half_pixel"));
   ASSIGN_OR_RETURN(p.nearest_mode, ctx.StringAttr("nearest_mode",
                                                   v10 ? "simple" : "round_prefer_floor"));
+  ASSIGN_OR_RETURN(float cubic_a, ctx.FloatAttr("cubic_coeff_a", -0.75f));
+  p.cubic_a = cubic_a;
+  ASSIGN_OR_RETURN(int64_t exclude_outside, ctx.IntAttr("exclude_outside", 0));
+  p.exclude_outside = exclude_outside != 0;
   ASSIGN_OR_RETURN(int64_t antialias, ctx.IntAttr("antialias", 0));
   ASSIGN_OR_RETURN(std::string policy, ctx.StringAttr("keep_aspect_ratio_policy", "stretch"));
   if (p.coord_mode == "tf_crop_and_resize" || antialias != 0 || policy != "stretch") {

@@ -299,10 +299,86 @@ TEST(QuantizeStaticTest, RejectsBadRegexAndOldOpset) {
   options.keep_float_regex = "conv[";
   EXPECT_THAT(QuantizeStatic(model, SmallTable(), options).status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("conv[")));
-  model.opset_imports[""] = 9;
+  // Opset 9 is raised (below); older graphs do not come from the ONNX
+  // importer (it upgrades them) and are refused.
+  model.opset_imports[""] = 8;
   EXPECT_THAT(QuantizeStatic(model, SmallTable(), {}).status(),
-              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("opset 9")));
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("imports opset 8, and only opset 9 is raised")));
   EXPECT_EQ(ir::PrintGraph(model.graph), before);
+}
+
+// The small graph at opset 9 with a Slice (attribute form) between the
+// Relu and the Gemm: static quantization raises it to 10.
+std::string Opset9Text() {
+  return "<ir_version: 4, opset_import: [\"\" : 9]>\n"
+         "g (float[2,2,3,3] x) => (float[2,4] y) {\n"
+         "  W = Constant <value = float[3,2,2,2] {" + FloatList(RandomFloats(24, 11, -1, 1)) +
+         "}> ()\n"
+         "  B = Constant <value = float[3] {0.25, -0.5, 0.125}> ()\n"
+         "  G = Constant <value = float[4,8] {" + FloatList(RandomFloats(32, 12, -0.5f, 0.5f)) +
+         "}> ()\n"
+         "  GB = Constant <value = float[4] {0.5, -0.25, 0, 1}> ()\n"
+         "  c = Conv (x, W, B)\n"
+         "  r = Relu (c)\n"
+         "  s = Slice <starts = [0], ends = [2], axes = [1]> (r)\n"
+         "  f = Flatten (s)\n"
+         "  y = Gemm <transB = 1> (f, G, GB)\n"
+         "}\n";
+}
+
+TEST(QuantizeStaticTest, RaisesAnOpset9ModelTo10) {
+  ir::Model model = ImportText(Opset9Text());
+  ASSERT_EQ(Opset(model), 9);
+  RunFloatPipeline(model);
+  const ir::Graph fp32 = model.graph;
+  calibration::CalibrationTable table = SmallTable();
+  table.tensors["s"] = Range(0, 6);
+  auto report = QuantizeStatic(model, table, {});
+  ASSERT_THAT(report, IsOk());
+  EXPECT_EQ(report->integer_nodes, 2);
+  EXPECT_EQ(report->opset_raised_from, 9);
+  EXPECT_EQ(Opset(model), 10);
+  ASSERT_THAT(ir::VerifyGraph(model.graph), IsOk());
+  // Slice now reads starts/ends/axes from i64 initializers.
+  const ir::Node* slice = nullptr;
+  for (const ir::Node& n : model.graph.nodes) {
+    if (n.op_type == "Slice") slice = &n;
+  }
+  ASSERT_NE(slice, nullptr);
+  ASSERT_EQ(slice->inputs.size(), 4u);
+  EXPECT_EQ(slice->FindAttribute("starts"), nullptr);
+  const ir::Tensor* ends = model.graph.FindInitializer(slice->inputs[2]);
+  ASSERT_NE(ends, nullptr);
+  EXPECT_EQ(ValuesOf<int64_t>(model.graph, ends->name), std::vector<int64_t>{2});
+  // Runs at opset 10 and stays close to FP32 at opset 9 (as the small graph).
+  auto inputs = RandomInputs(fp32, 21);
+  EXPECT_LT(MaxAbsDiff(Evaluate(fp32, inputs, 9), Evaluate(model.graph, inputs, 10)), 0.1);
+  // Idempotent: a second run raises nothing and rewrites nothing.
+  auto second = QuantizeStatic(model, table, {});
+  ASSERT_THAT(second, IsOk());
+  EXPECT_EQ(second->integer_nodes, 0);
+  EXPECT_EQ(second->opset_raised_from, 0);
+}
+
+TEST(QuantizeStaticTest, RefusesToRaiseWhenADropoutMaskIsRead) {
+  ir::Model model = ImportText(
+      "<ir_version: 4, opset_import: [\"\" : 9]>\n"
+      "g (float[2,4] x) => (float[2,5] y, float[2,4] m) {\n"
+      "  W = Constant <value = float[4,5] {" + FloatList(RandomFloats(20, 13, -1, 1)) +
+      "}> ()\n"
+      "  d, m = Dropout (x)\n"
+      "  y = MatMul (d, W)\n"
+      "}\n");
+  const std::string before = ir::PrintGraph(model.graph);
+  calibration::CalibrationTable table;
+  table.tensors["x"] = Range(-2, 2);
+  table.tensors["d"] = Range(-2, 2);
+  EXPECT_THAT(QuantizeStatic(model, table, {}).status(),
+              StatusIs(absl::StatusCode::kFailedPrecondition,
+                       HasSubstr("mask output 'm' is read, and its type changes")));
+  EXPECT_EQ(ir::PrintGraph(model.graph), before);
+  EXPECT_EQ(Opset(model), 9);
 }
 
 TEST(QuantizeStaticTest, FusedClipFoldsIntoTheOutputRange) {

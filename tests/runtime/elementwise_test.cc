@@ -123,6 +123,12 @@ TEST(ElementwiseTest, PowWithFloatAndIntegerExponents) {
                {std::sqrt(2.0f), NAN, 2.0f});
   ExpectValues<int64_t>(RunOne({"Pow", {{"x", I64({2}, {3, -2})}, {"y", I64({2}, {3, 3})}}}), {2},
                         {27, -8});
+  // Unsigned exponents on a float base; a float exponent on an integer base
+  // keeps the base's type (truncated, as numpy's astype).
+  ExpectFloats(RunOne({"Pow", {{"x", x}, {"y", RtTensor::FromVector<uint64_t>({1}, {3})}}}), {3},
+               {8, -27, 64});
+  ExpectValues<int64_t>(RunOne({"Pow", {{"x", I64({3}, {4, 9, 2})}, {"y", F32({}, {0.5f})}}}),
+                        {3}, {2, 3, 1});
 }
 
 TEST(ElementwiseTest, VariadicMaxMinSumMean) {

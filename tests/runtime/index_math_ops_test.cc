@@ -1,5 +1,6 @@
-// The less common kernels: Round/Sign/Mod/PRelu/IsInf, the extra
-// reductions, GatherElements, Trilu, DepthToSpace and SpaceToDepth.
+// The less common kernels: Round/Sign/Mod/PRelu/IsInf, BitShift, the extra
+// reductions, Hardmax, arithmetic on the narrower integer dtypes, Unique,
+// GatherElements, Trilu, DepthToSpace and SpaceToDepth.
 #include <cmath>
 #include <limits>
 
@@ -48,6 +49,79 @@ TEST(MathOpsTest, ExtraReductions) {
   ExpectFloats(RunOne({"ReduceSumSquare", {{"x", x}}, axis1, 1, 13}), {2}, {25, 5});
   ExpectFloats(RunOne({"ReduceLogSumExp", {{"x", x}}, axis1, 1, 13}), {2},
                {std::log(std::exp(3.0f) + std::exp(-4.0f)), std::log(std::exp(1.0f) + std::exp(2.0f))});
+}
+
+TEST(MathOpsTest, ReduceLogSumExpOnF64AndLargeValues) {
+  const std::map<std::string, Attr> axis1 = {{"axes", Attr::Ints({1})}, {"keepdims", Attr::Int(0)}};
+  RtTensor d = RtTensor::FromVector<double>({1, 2}, {1, 2});
+  RtTensor got = RunOne({"ReduceLogSumExp", {{"x", d}}, axis1, 1, 13});
+  ASSERT_EQ(got.dtype(), ir::DType::kF64);
+  EXPECT_NEAR(got.data<double>()[0], std::log(std::exp(1.0) + std::exp(2.0)), 1e-12);
+  // exp(1000) overflows; the maximum is taken out first.
+  ExpectFloats(RunOne({"ReduceLogSumExp", {{"x", F32({1, 2}, {1000, 1000})}}, axis1, 1, 13}), {1},
+               {1000 + std::log(2.0f)});
+}
+
+TEST(MathOpsTest, HardmaxPicksTheFirstMaximumPerAxisConvention) {
+  RtTensor x = F32({2, 3}, {1, 3, 3, 5, 2, 1});
+  ExpectFloats(RunOne({"Hardmax", {{"x", x}}, {}, 1, 13}), {2, 3}, {0, 1, 0, 1, 0, 0});
+  ExpectFloats(RunOne({"Hardmax", {{"x", x}}, {{"axis", Attr::Int(0)}}, 1, 13}), {2, 3},
+               {0, 1, 1, 1, 0, 0});
+  // Before opset 13 the input is flattened to 2-d at `axis` (default 1).
+  ExpectFloats(RunOne({"Hardmax", {{"x", x}}, {{"axis", Attr::Int(0)}}, 1, 11}), {2, 3},
+               {0, 0, 0, 1, 0, 0});
+}
+
+TEST(MathOpsTest, BitShiftAndNarrowIntegerArithmetic) {
+  RtTensor a = RtTensor::FromVector<uint8_t>({3}, {1, 16, 255});
+  RtTensor b = RtTensor::FromVector<uint8_t>({3}, {2, 3, 8});
+  ExpectValues<uint8_t>(RunOne({"BitShift", {{"a", a}, {"b", b}}, {{"direction", Attr::String("LEFT")}}}),
+                        {3}, {4, 128, 0});
+  ExpectValues<uint8_t>(RunOne({"BitShift", {{"a", a}, {"b", b}}, {{"direction", Attr::String("RIGHT")}}}),
+                        {3}, {0, 2, 0});
+  RtTensor big = RtTensor::FromVector<uint64_t>({1}, {uint64_t{1} << 63});
+  RtTensor one = RtTensor::FromVector<uint64_t>({1}, {63});
+  ExpectValues<uint64_t>(RunOne({"BitShift", {{"a", big}, {"b", one}}, {{"direction", Attr::String("RIGHT")}}}),
+                         {1}, {1});
+  EXPECT_THAT((OpTest{"BitShift", {{"a", a}, {"b", b}}, {{"direction", Attr::String("UP")}}}.Run()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("direction 'UP'")));
+  // Max/Min and Div on unsigned and 16-bit types; u8 255 / 255 is 1.
+  RtTensor u = RtTensor::FromVector<uint32_t>({2}, {4000000000u, 7});
+  RtTensor v = RtTensor::FromVector<uint32_t>({2}, {1, 9});
+  ExpectValues<uint32_t>(RunOne({"Max", {{"u", u}, {"v", v}}}), {2}, {4000000000u, 9});
+  ExpectValues<int16_t>(RunOne({"Min", {{"a", RtTensor::FromVector<int16_t>({2}, {-300, 5})},
+                                        {"b", RtTensor::FromVector<int16_t>({1}, {0})}}}),
+                        {2}, {-300, 0});
+  ExpectValues<uint8_t>(RunOne({"Div", {{"a", RtTensor::FromVector<uint8_t>({2}, {255, 254})},
+                                        {"b", RtTensor::FromVector<uint8_t>({1}, {255})}}}),
+                        {2}, {1, 0});
+}
+
+TEST(IndexOpsTest, UniqueSortedUnsortedAndAlongAnAxis) {
+  RtTensor x = F32({6}, {2, 1, 1, 3, 4, 3});
+  auto first = OpTest{"Unique", {{"x", x}}, {{"sorted", Attr::Int(0)}}, 4, 11}.Run();
+  ASSERT_TRUE(first.ok()) << first.status();
+  ExpectFloats((*first)[0], {4}, {2, 1, 3, 4});
+  ExpectValues<int64_t>((*first)[1], {4}, {0, 1, 3, 4});
+  ExpectValues<int64_t>((*first)[2], {6}, {0, 1, 1, 2, 3, 2});
+  ExpectValues<int64_t>((*first)[3], {4}, {1, 2, 2, 1});
+  auto sorted = OpTest{"Unique", {{"x", x}}, {}, 4, 11}.Run();
+  ASSERT_TRUE(sorted.ok()) << sorted.status();
+  ExpectFloats((*sorted)[0], {4}, {1, 2, 3, 4});
+  ExpectValues<int64_t>((*sorted)[1], {4}, {1, 0, 3, 4});
+  ExpectValues<int64_t>((*sorted)[2], {6}, {1, 0, 0, 2, 3, 2});
+  ExpectValues<int64_t>((*sorted)[3], {4}, {2, 1, 2, 1});
+  // Rows as the unit; NaNs are one value, sorted last.
+  auto rows = OpTest{"Unique", {{"x", F32({3, 2}, {2, 3, 1, 0, 2, 3})}}, {{"axis", Attr::Int(0)}}, 4,
+                     11}.Run();
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ExpectFloats((*rows)[0], {2, 2}, {1, 0, 2, 3});
+  ExpectValues<int64_t>((*rows)[2], {3}, {1, 0, 1});
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  auto nans = OpTest{"Unique", {{"x", F32({3}, {nan, 1, nan})}}, {}, 4, 11}.Run();
+  ASSERT_TRUE(nans.ok()) << nans.status();
+  ExpectFloats((*nans)[0], {2}, {1, nan});
+  ExpectValues<int64_t>((*nans)[3], {2}, {1, 2});
 }
 
 TEST(IndexOpsTest, GatherElementsAndTrilu) {

@@ -13,6 +13,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
+#include <iostream>
 #include <map>
 #include <set>
 #include <sstream>
@@ -282,6 +284,31 @@ Result RunNodeTest(const fs::path& dir, const KernelRegistry& kernels) {
   return {Outcome::kPass, ""};
 }
 
+// The reasons of `unsupported` without test-specific parts (file paths,
+// node names), with how many tests give each; most frequent first.
+std::vector<std::pair<int, std::string>> CountReasons(
+    const std::vector<std::pair<std::string, std::string>>& unsupported) {
+  std::map<std::string, int> counts;
+  for (const auto& [name, why] : unsupported) {
+    std::string reason = why;
+    const size_t model = reason.find("/model.onnx: ");
+    const size_t import = reason.find("import: ");
+    if (import == 0 && model != std::string::npos) {
+      reason = "import: " + reason.substr(model + std::strlen("/model.onnx: "));
+    }
+    if (reason.rfind("node '", 0) == 0) {
+      const size_t end = reason.find("' ", std::strlen("node '"));
+      if (end != std::string::npos) reason = reason.substr(end + 2);
+    }
+    ++counts[reason];
+  }
+  std::vector<std::pair<int, std::string>> sorted;
+  for (const auto& [reason, count] : counts) sorted.emplace_back(count, reason);
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  return sorted;
+}
+
 std::set<std::string> ReadUnsupportedList(const fs::path& p) {
   std::set<std::string> names;
   std::ifstream in(p);
@@ -323,7 +350,12 @@ TEST(OnnxNodeConformanceTest, SupportedNodeTestsPass) {
   if (const char* out = std::getenv("SLIMPACK_WRITE_UNSUPPORTED")) {
     std::ofstream f(out);
     f << "# ONNX node tests (libonnx-testdata 1.12) the interpreter does not run, with why.\n"
-      << "# Regenerate: SLIMPACK_WRITE_UNSUPPORTED=$PWD/tests/calibration/unsupported_node_tests.txt"
+      << "# " << dirs.size() << " tests: " << passed << " pass, " << failed << " fail, "
+      << unsupported.size() << " listed here. By reason:\n";
+    for (const auto& [count, reason] : CountReasons(unsupported)) {
+      f << "#" << std::setw(4) << count << "  " << reason << "\n";
+    }
+    f << "# Regenerate: SLIMPACK_WRITE_UNSUPPORTED=$PWD/tests/runtime/unsupported_node_tests.txt"
       << " ctest -R OnnxNodeConformance\n";
     for (const auto& [name, why] : unsupported) f << name << " " << why << "\n";
   }

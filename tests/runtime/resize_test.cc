@@ -1,4 +1,5 @@
-// Resize (nearest, linear; coordinate modes; scales or sizes) and Upsample.
+// Resize (nearest, linear, cubic; coordinate modes; scales or sizes) and
+// Upsample.
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/op_test_util.h"
@@ -77,11 +78,37 @@ TEST(ResizeTest, DownsampleNearestAndOpset10) {
                {1, 1, 3, 3});
 }
 
+TEST(ResizeTest, CubicUpsample) {
+  // half_pixel 2x: x_in = -0.25, 0.25, 0.75, 1.25. Taps floor-1..floor+2
+  // (edge-clamped) with Keys' weights at a = -0.75; for t = 0.75 they are
+  // far(1.75), near(0.75), near(0.25), far(1.25) =
+  // -0.03515625, 0.26171875, 0.87890625, -0.10546875 (t = 0.25 reversed).
+  const double w0 = -0.03515625, w1 = 0.26171875, w2 = 0.87890625, w3 = -0.10546875;
+  const float y0 = static_cast<float>((w0 + w1 + w2) * 1 + w3 * 3);  // taps 0,0,0,1
+  const float y1 = static_cast<float>((w3 + w2) * 1 + (w1 + w0) * 3);  // taps 0,0,1,1
+  ExpectFloats(RunOne({"Resize", {{"x", X12()}, {"", RtTensor()}, {"s", Scales(2)}},
+                       {{"mode", Attr::String("cubic")}}}),
+               {1, 1, 1, 4}, {y0, y1, 4 - y1, 4 - y0});
+  // exclude_outside drops the taps before the start and renormalizes;
+  // a whole-number x_in (asymmetric 0, 1) weighs its own tap 1.
+  const float e0 = static_cast<float>((w2 * 1 + w3 * 3) / (w2 + w3));
+  RtTensor ex = RunOne({"Resize", {{"x", X12()}, {"", RtTensor()}, {"s", Scales(2)}},
+                        {{"mode", Attr::String("cubic")}, {"exclude_outside", Attr::Int(1)}}});
+  ASSERT_EQ(ex.num_elements(), 4) << ex.DebugString();
+  EXPECT_NEAR(ex.data<float>()[0], e0, 1e-6);
+  RtTensor as = RunOne({"Resize", {{"x", X12()}, {"", RtTensor()}, {"s", Scales(2)}},
+                        {{"mode", Attr::String("cubic")},
+                         {"coordinate_transformation_mode", Attr::String("asymmetric")}}});
+  ASSERT_EQ(as.num_elements(), 4) << as.DebugString();
+  EXPECT_FLOAT_EQ(as.data<float>()[0], 1);
+  EXPECT_FLOAT_EQ(as.data<float>()[2], 3);
+}
+
 TEST(ResizeTest, UnsupportedModesAreReported) {
-  auto cubic = OpTest{"Resize", {{"x", X12()}, {"", RtTensor()}, {"s", Scales(2)}},
-                      {{"mode", Attr::String("cubic")}}}.Run();
-  EXPECT_THAT(cubic, StatusIs(absl::StatusCode::kUnimplemented,
-                              HasSubstr("supported: nearest, linear")));
+  auto bogus = OpTest{"Resize", {{"x", X12()}, {"", RtTensor()}, {"s", Scales(2)}},
+                      {{"mode", Attr::String("bicubic")}}}.Run();
+  EXPECT_THAT(bogus, StatusIs(absl::StatusCode::kUnimplemented,
+                              HasSubstr("supported: nearest, linear, cubic")));
   auto crop = OpTest{"Resize", {{"x", X12()}, {"", RtTensor()}, {"s", Scales(2)}},
                      {{"coordinate_transformation_mode", Attr::String("tf_crop_and_resize")}}}.Run();
   EXPECT_THAT(crop, StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("tf_crop_and_resize")));
