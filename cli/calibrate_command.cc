@@ -10,6 +10,7 @@
 #include "eval/runnable_model.h"
 #include "calibration/calibrator.h"
 #include "cli/exit_codes.h"
+#include "support/output_path.h"
 #include "support/status_macros.h"
 
 namespace slimpack::cli {
@@ -42,12 +43,39 @@ absl::StatusOr<calibration::ObserverOptions> ObserverOptionsFrom(const Calibrate
   return obs;
 }
 
+// What `calibrate` writes: replaced without --force only if it is already
+// a calibration table (JSON whose "format" is "slimpack-calibration").
+support::OutputKind CalibrationTableKind() {
+  return {"a slimpack calibration table (JSON with \"format\": \"slimpack-calibration\")",
+          [](const std::string& path) {
+            return support::JsonFileHasFormat(path, "slimpack-calibration");
+          }};
+}
+
+// Every file calibrate reads: the model's files and the data paths.
+std::vector<std::string> CalibrateInputs(const CalibrateOptions& o, const ir::Model& model) {
+  std::vector<std::string> inputs = {o.model, model.source_path};
+  inputs.insert(inputs.end(), model.input_files.begin(), model.input_files.end());
+  inputs.insert(inputs.end(), model.carried_files.begin(), model.carried_files.end());
+  inputs.insert(inputs.end(), o.data.begin(), o.data.end());
+  inputs.insert(inputs.end(), o.check_data.begin(), o.check_data.end());
+  return inputs;
+}
+
 absl::Status Run(const CalibrateOptions& o) {
   ASSIGN_OR_RETURN(calibration::ObserverOptions obs, ObserverOptionsFrom(o));
   ASSIGN_OR_RETURN(calibration::DatasetOptions dopts, DatasetOptionsFrom(o));
+  // Output rules (support/output_path.h) before any work: a writable
+  // directory, and an existing file replaced only if it is a calibration
+  // table or with --force.
+  RETURN_IF_ERROR(support::PreflightOutputFile(o.output, o.force, CalibrationTableKind()).status());
   // A runnable model: an HF checkpoint gets its decoder graph (input_ids ->
   // logits), so token-id files calibrate an LM as they do `eval`.
   ASSIGN_OR_RETURN(ir::Model model, eval::LoadRunnableModel(o.model));
+  // Never one of the inputs (device and inode, so links are caught), even
+  // with --force.
+  const std::vector<std::string> files_read = CalibrateInputs(o, model);
+  RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(files_read, o.output, "-o"));
   dopts.vocab_size = calibration::KnownVocabSize(model);  // token ids are checked against it
   const std::vector<ir::ValueInfo> inputs = calibration::FeedInputs(model.graph);
   for (const auto& [name, array] : dopts.rename) {
@@ -76,6 +104,9 @@ absl::Status Run(const CalibrateOptions& o) {
   ASSIGN_OR_RETURN(calibration::CalibrationTable table,
                    calibration::Calibrate(model, *data, copts));
   ASSIGN_OR_RETURN(table.model_sha256, calibration::ModelDigest(model));
+  // Again before writing (atomically): the path may have changed meanwhile.
+  RETURN_IF_ERROR(support::PreflightOutputFile(o.output, o.force, CalibrationTableKind()).status());
+  RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(files_read, o.output, "-o"));
   RETURN_IF_ERROR(calibration::WriteCalibrationTable(table, o.output));
   std::printf("calibrated %zu tensors, %zu linear layers with %s%s over %lld samples "
               "(%lld runs) -> %s\n",

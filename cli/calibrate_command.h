@@ -27,9 +27,17 @@ struct CalibrateOptions {
   int threads = 1;
   std::vector<std::string> check_data;  // coverage check on other data
   bool verbose = false;
+  bool force = false;  // replace an existing file that is not a calibration table
 };
 
 // Returns a process exit code (see exit_codes.h); errors go to stderr.
+// Output rules (support/output_path.h), checked before any work and again
+// before writing: the output's directory must be writable; an existing
+// output is replaced only if it is a calibration table ("format":
+// "slimpack-calibration") or `force` is set, never if it is a directory, a
+// link or a special file, and never if it is one of the inputs (the model,
+// its files, --data, --check-data; compared by device and inode). The table
+// is written atomically.
 int RunCalibrate(const CalibrateOptions& options);
 
 }  // namespace slimpack::cli

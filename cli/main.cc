@@ -180,6 +180,8 @@ CLI::App* AddRunCommand(CLI::App& app, slimpack::cli::RunOptions& o) {
   run_cmd->add_option("--inputs", o.inputs, ".npz with one entry per graph input, or a .npy named after the input")
       ->required();
   run_cmd->add_option("-o,--output", o.output, ".npz to write (readable by numpy.load)")->required();
+  run_cmd->add_flag("--force", o.force,
+                    "Replace an existing OUT that slimpack did not write (never an input)");
   run_cmd->add_option("--threads", o.threads, "Interpreter threads (default 1)")->check(CLI::Range(1, 1024));
   run_cmd->footer(
       "Example:\n"
@@ -196,6 +198,8 @@ CLI::App* AddCalibrateCommand(CLI::App& app, slimpack::cli::CalibrateOptions& o)
   calibrate_cmd->add_option("--data", o.data,
                             "Dataset directories/files (.npz, .npy, .safetensors, .txt token ids)");
   calibrate_cmd->add_option("-o,--output", o.output, "Calibration table to write (JSON)")->required();
+  calibrate_cmd->add_flag("--force", o.force,
+                          "Replace an existing file that is not a calibration table (never an input)");
   calibrate_cmd->add_option("--method", o.method, "Range method (default minmax)")
       ->check(CLI::IsMember({"minmax", "moving_minmax", "percentile", "entropy", "mse"}));
   calibrate_cmd->add_flag("--per-channel", o.per_channel, "Also record per-channel ranges");
@@ -250,6 +254,8 @@ CLI::App* AddReportCommand(CLI::App& app, slimpack::cli::ReportCommandOptions& o
       ->required();
   report_cmd->add_option("-o,--output", o.output, "Report directory (o.json/.md/.html)")
       ->required();
+  report_cmd->add_flag("--force", o.force,
+                       "Replace report.json/.md/.html in a directory that holds no slimpack report");
   report_cmd->add_option("--gate", o.gate,
                          "CI rules, e.g. 'e2e.kld<=0.03,layer.sqnr>=20,top1>=0.99' (exit 3 on failure)");
   report_cmd->add_option("--input-map", o.input_map, "MODEL_INPUT=ARRAY: read an input from another array");

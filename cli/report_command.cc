@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -21,6 +22,7 @@
 #include "formats/numpy/numpy_io.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "runtime/kernels/fused_kernels.h"
+#include "support/output_path.h"
 #include "support/status_macros.h"
 
 namespace slimpack::cli {
@@ -108,6 +110,67 @@ absl::StatusOr<calibration::DatasetOptions> DatasetOptionsFrom(const ReportComma
   return d;
 }
 
+// The output rules of support/output_path.h for a report directory, before
+// any work and again just before writing: the directory is created if
+// absent (its parent must exist and be writable); in an existing one,
+// report.json, report.md and report.html are replaced only if its
+// report.json is a slimpack report (or with --force), and nothing else in
+// it is touched.
+absl::Status PreflightReportDirectory(const std::string& dir, bool force) {
+  if (dir.empty()) return absl::InvalidArgumentError("-o: name the report directory");
+  RETURN_IF_ERROR(support::CheckParentWritable(dir));
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0) {
+    if (errno == ENOENT) return absl::OkStatus();  // created when writing
+    return absl::InvalidArgumentError(dir + ": " + std::strerror(errno));
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        dir + ": exists and is not a directory; -o names the report directory");
+  }
+  const std::string normalized = support::NormalizeOutputPath(dir);
+  RETURN_IF_ERROR(support::CheckParentWritable(normalized + "/report.json"));
+  support::OutputKind kind;
+  kind.description =
+      "part of a slimpack report (the directory's report.json has \"format\": \"" +
+      std::string(report::kReportFormatName) + "\")";
+  kind.written_by_us = [&normalized](const std::string&) {
+    return report::IsSlimpackReportDirectory(normalized);
+  };
+  for (const char* name : report::kReportFileNames) {
+    RETURN_IF_ERROR(
+        support::PreflightOutputFile(normalized + "/" + name, force, kind).status());
+  }
+  return absl::OkStatus();
+}
+
+// Every file the report reads: the flags' paths and the files each model
+// was built from.
+std::vector<std::string> ReportInputs(const ReportCommandOptions& o,
+                                      const std::vector<const ir::Model*>& models) {
+  std::vector<std::string> inputs = {o.reference, o.candidate, o.calib};
+  inputs.insert(inputs.end(), o.data.begin(), o.data.end());
+  for (const ir::Model* m : models) {
+    inputs.push_back(m->source_path);
+    inputs.insert(inputs.end(), m->input_files.begin(), m->input_files.end());
+    inputs.insert(inputs.end(), m->carried_files.begin(), m->carried_files.end());
+  }
+  return inputs;
+}
+
+// Neither the report directory nor any file written into it is an input
+// (device and inode: `-o` the candidate artifact or a data directory, or a
+// data file named report.json, is refused).
+absl::Status CheckReportOutputsAreNotInputs(const std::string& dir,
+                                            const std::vector<std::string>& inputs) {
+  RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(inputs, dir, "-o"));
+  const std::string normalized = support::NormalizeOutputPath(dir);
+  for (const char* name : report::kReportFileNames) {
+    RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(inputs, normalized + "/" + name, "-o"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunReport(const ReportCommandOptions& o) {
@@ -124,10 +187,15 @@ int RunReport(const ReportCommandOptions& o) {
     if (!r.ok()) return Fail(r.status(), kExitUsage);
     rules = *std::move(r);
   }
+  // The output first: a report that cannot be written is refused before
+  // any model runs.
+  if (absl::Status s = PreflightReportDirectory(o.output, o.force); !s.ok()) return Fail(s);
   auto reference = eval::LoadRunnableModel(o.reference);
   if (!reference.ok()) return Fail(reference.status());
   auto candidate = eval::LoadRunnableModel(o.candidate);
   if (!candidate.ok()) return Fail(candidate.status());
+  const std::vector<std::string> inputs = ReportInputs(o, {&*reference, &*candidate});
+  if (absl::Status s = CheckReportOutputsAreNotInputs(o.output, inputs); !s.ok()) return Fail(s);
   auto dopts = DatasetOptionsFrom(o, reference->graph, calibration::KnownVocabSize(*reference));
   if (!dopts.ok()) return Fail(dopts.status(), kExitUsage);
   auto data = calibration::Dataset::Open(o.data, calibration::FeedInputs(reference->graph), *dopts);
@@ -170,6 +238,9 @@ int RunReport(const ReportCommandOptions& o) {
     if (!g.ok()) return Fail(g.status());
     rep->gate = *std::move(g);
   }
+  // Again, now that the work is done: the directory may have changed.
+  if (absl::Status s = PreflightReportDirectory(o.output, o.force); !s.ok()) return Fail(s);
+  if (absl::Status s = CheckReportOutputsAreNotInputs(o.output, inputs); !s.ok()) return Fail(s);
   if (absl::Status s = report::WriteReportFiles(*rep, o.output); !s.ok()) return Fail(s);
   if (o.json) {
     std::printf("%s\n", report::ReportToJson(*rep)

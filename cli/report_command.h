@@ -25,10 +25,18 @@ struct ReportCommandOptions {
   int64_t fallback_layers = 3;
   int threads = 1;
   bool json = false;
+  bool force = false;  // replace report files in a directory we did not write
 };
 
 // Writes DIR/report.{json,md,html}; prints report.md (or report.json with
-// --json) to stdout. Exit code: 0 ok (gate passed or none), 1 bad input
+// --json) to stdout. Output rules (support/output_path.h), checked before
+// any model runs: DIR is created if absent; in an existing DIR the three
+// files are replaced only if its report.json is a slimpack report
+// ("format": "slimpack-report") or `force` is set (exit 1 naming the file
+// and --force otherwise), and nothing else in DIR is touched; DIR and its
+// three files must not be any of the inputs (models, their files, data,
+// calibration table), compared by device and inode; each file is written
+// atomically. Exit code: 0 ok (gate passed or none), 1 bad input
 // (missing file, mismatched models, a gate metric this model lacks), 2 bad
 // flags or a malformed/unknown gate rule, 3 a gate rule failed (each
 // failed rule and its offending layers go to stderr).

@@ -11,6 +11,7 @@
 #include "runtime/kernels/fused_kernels.h"
 #include "passes/use_packed_weights.h"
 #include "formats/numpy/numpy_io.h"
+#include "support/output_path.h"
 
 namespace slimpack::cli {
 namespace {
@@ -18,6 +19,30 @@ namespace {
 int Fail(const absl::Status& s) {
   std::fprintf(stderr, "slimpack run: %s\n", std::string(s.message()).c_str());
   return kExitInputError;
+}
+
+// What `run` writes: replaced without --force only if it is an .npz we
+// wrote (WriteNpz's archive comment, numpy::IsNpzWrittenBySlimpack).
+support::OutputKind NpzOutputKind() {
+  return {"an .npz written by slimpack (its zip comment is \"" +
+              std::string(numpy::kNpzWriterComment) + "\")",
+          numpy::IsNpzWrittenBySlimpack};
+}
+
+// Output rules (support/output_path.h), before any work and again before
+// writing; `model` adds the files it was read from once it is loaded.
+absl::Status CheckOutput(const RunOptions& o, const ir::Model* model) {
+  if (absl::Status s = support::PreflightOutputFile(o.output, o.force, NpzOutputKind()).status();
+      !s.ok()) {
+    return s;
+  }
+  std::vector<std::string> inputs = {o.model, o.inputs};
+  if (model != nullptr) {
+    inputs.push_back(model->source_path);
+    inputs.insert(inputs.end(), model->input_files.begin(), model->input_files.end());
+    inputs.insert(inputs.end(), model->carried_files.begin(), model->carried_files.end());
+  }
+  return support::CheckOutputIsNotAnInput(inputs, o.output, "-o");
 }
 
 }  // namespace
@@ -30,8 +55,10 @@ int RunRun(const RunOptions& options) {
   if (options.output.size() < 4 || options.output.compare(options.output.size() - 4, 4, ".npz") != 0) {
     return Fail(absl::InvalidArgumentError(options.output + ": output must be a .npz file"));
   }
+  if (absl::Status s = CheckOutput(options, nullptr); !s.ok()) return Fail(s);
   auto model = eval::LoadRunnableModel(options.model);
   if (!model.ok()) return Fail(model.status());
+  if (absl::Status s = CheckOutput(options, &*model); !s.ok()) return Fail(s);
   // Quantized weights stay packed in memory; the packed kernels compute
   // the same bits as the dequantized graph.
   if (auto packed = passes::UsePackedWeights(model->graph); !packed.ok()) {
@@ -55,7 +82,8 @@ int RunRun(const RunOptions& options) {
     while (!name.empty() && name[0] == '/') name.erase(0, 1);
     out.push_back(eval::IrTensorFromRt(name, (*outputs)[i]));
   }
-  absl::Status s = numpy::WriteNpz(options.output, out);
+  absl::Status s = CheckOutput(options, &*model);
+  if (s.ok()) s = numpy::WriteNpz(options.output, out);  // temp file + rename
   if (!s.ok()) return Fail(s);
   return kExitOk;
 }

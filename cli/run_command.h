@@ -12,11 +12,18 @@ struct RunOptions {
   std::string inputs;  // .npz (entries named like the graph inputs) or .npy
   std::string output;  // .npz to write
   int threads = 1;
+  bool force = false;  // replace an existing file slimpack did not write
 };
 
 // Exit code: 0 ok, 1 bad model/inputs/output path, 2 bad option values.
 // Output entries are named after the graph outputs, with leading '/'
 // removed (as numpy.savez/zipfile does).
+// Output rules (support/output_path.h), checked before any work and again
+// before writing: the directory must be writable; an existing output is
+// replaced only if slimpack wrote it (the .npz's zip comment,
+// numpy::kNpzWriterComment) or `force` is set, never if it is a directory,
+// link or special file, and never if it is one of the inputs (--inputs, the
+// model and its files; compared by device and inode). Written atomically.
 int RunRun(const RunOptions& options);
 
 }  // namespace slimpack::cli

@@ -11,9 +11,12 @@ struct VerifyOptions {
   std::string path;
 };
 
-// Opens the artifact (manifest checks) and verifies the SHA-256 and size of
-// every shard, carried file and the manifest. 0 if all match, 1 with the
-// loader's message otherwise.
+// Opens the artifact (manifest checks) and verifies the manifest self-hash,
+// every shard header (with the loader's own check, so nothing that loading
+// rejects passes), the SHA-256 and size of every shard and carried file,
+// and that the bytes the format requires to be zero (after the shard
+// header, and the alignment padding between and after payloads) are zero.
+// 0 if all hold, 1 with a message naming the file (and byte) otherwise.
 int RunVerify(const VerifyOptions& options);
 
 // True if `path` is a directory holding manifest.json (an artifact, or a

@@ -24,10 +24,23 @@ std::string RenderHtml(const Report& report);
 // "^model\.layers\.0\.mlp\.down_proj\.weight$": an exact-name regex.
 std::string ExactNameRegex(const std::string& name);
 
-// Writes report.json, report.md and report.html into `dir` (created if
-// missing), each through a temporary file and a rename. NotFound /
-// InvalidArgument naming the path when the directory cannot be made.
+// report.json's "format" value.
+inline constexpr char kReportFormatName[] = "slimpack-report";
+
+// The files WriteReportFiles writes, in `dir`.
+inline constexpr const char* kReportFileNames[] = {"report.json", "report.md", "report.html"};
+
+// Writes report.md, report.html and then report.json into `dir` (created if
+// missing), each through support/atomic_file.h (temporary file, fsync,
+// rename), and touches nothing else in `dir`. NotFound / InvalidArgument
+// naming the path when the directory cannot be made. Whether existing files
+// may be replaced is the caller's decision (`slimpack report` replaces them
+// only in a slimpack report directory, or with --force).
 absl::Status WriteReportFiles(const Report& report, const std::string& dir);
+
+// True if `dir`/report.json is a slimpack report ("format":
+// "slimpack-report"): the mark of a directory `slimpack report` wrote.
+bool IsSlimpackReportDirectory(const std::string& dir);
 
 }  // namespace slimpack::report
 

@@ -7,9 +7,10 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
 #include "report/render.h"
+#include "support/atomic_file.h"
+#include "support/output_path.h"
 
 namespace slimpack::report {
 namespace {
@@ -57,21 +58,10 @@ Json Environment() {
   return env;
 }
 
+// Temp + fsync + rename (support/atomic_file.h): a failed write leaves the
+// old file (or none) under the final name, never a truncated one.
 absl::Status WriteFile(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) {
-      return absl::InvalidArgumentError(tmp + ": cannot create (" + std::strerror(errno) + ")");
-    }
-    f << text;
-    f.flush();
-    if (!f) return absl::InvalidArgumentError(tmp + ": write failed");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    return absl::InvalidArgumentError(path + ": rename failed (" + std::strerror(errno) + ")");
-  }
-  return absl::OkStatus();
+  return WriteFileAtomically(path, {text});
 }
 
 // The candidate's pruning (docs/report-schema.md "pruning"); null if none.
@@ -139,7 +129,7 @@ Json FallbackRecipe(const Report& report) {
 
 Json ReportToJson(const Report& r) {
   Json j;
-  j["format"] = "slimpack-report";
+  j["format"] = kReportFormatName;
   j["version"] = kReportSchemaVersion;
   j["reference"] = Json{{"name", r.reference_name}, {"sha256", r.reference_sha256}};
   j["candidate"] = Json{{"name", r.candidate_name}, {"sha256", r.candidate_sha256}};
@@ -264,16 +254,18 @@ absl::Status WriteReportFiles(const Report& report, const std::string& dir) {
   } else if (!S_ISDIR(st.st_mode)) {
     return absl::InvalidArgumentError(dir + ": exists and is not a directory");
   }
-  if (absl::Status s =
-          WriteFile(dir + "/report.json",
-                    ReportToJson(report).dump(2, ' ', false,
-                                              nlohmann::ordered_json::error_handler_t::replace) +
-                        "\n");
-      !s.ok()) {
-    return s;
-  }
+  // report.json last: it is what marks the directory as a slimpack report
+  // (IsSlimpackReportDirectory), so it is only there once the others are.
   if (absl::Status s = WriteFile(dir + "/report.md", RenderMarkdown(report)); !s.ok()) return s;
-  return WriteFile(dir + "/report.html", RenderHtml(report));
+  if (absl::Status s = WriteFile(dir + "/report.html", RenderHtml(report)); !s.ok()) return s;
+  return WriteFile(dir + "/report.json",
+                   ReportToJson(report).dump(2, ' ', false,
+                                             nlohmann::ordered_json::error_handler_t::replace) +
+                       "\n");
+}
+
+bool IsSlimpackReportDirectory(const std::string& dir) {
+  return support::JsonFileHasFormat(dir + "/report.json", kReportFormatName);
 }
 
 }  // namespace slimpack::report

@@ -2,11 +2,13 @@
 // for 2.0/3.0), the header dict padded so data starts on a 64-byte boundary,
 // then the raw C-order little-endian data.
 #include <cstring>
+#include <new>
 
 #include "ir/shape.h"
 #include "formats/numpy/npy_descr.h"
 #include "formats/numpy/npy_encode.h"
 #include "formats/numpy/npy_header.h"
+#include "formats/numpy/npy_layout.h"
 #include "formats/numpy/numpy_io.h"
 #include "support/atomic_file.h"
 #include "support/checked_math.h"
@@ -34,9 +36,14 @@ std::string Stem(const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<ir::Tensor> ParseNpy(const uint8_t* data, uint64_t size,
-                                    const std::string& name,
-                                    const std::string& source) {
+uint64_t NpyPrefixBytes(int major) {
+  if (major == 1) return kNpyMagicAndVersionBytes + 2;
+  if (major == 2 || major == 3) return kNpyMagicAndVersionBytes + 4;
+  return 0;
+}
+
+absl::StatusOr<NpyLayout> ParseNpyLayout(const uint8_t* data, uint64_t size,
+                                         const std::string& source) {
   auto err = [&](absl::StatusCode code, const std::string& msg) {
     return absl::Status(code, source + ": " + msg);
   };
@@ -51,7 +58,7 @@ absl::StatusOr<ir::Tensor> ParseNpy(const uint8_t* data, uint64_t size,
                    std::to_string(minor) + " (expected 1.0, 2.0 or 3.0)");
   }
   const int len_bytes = major == 1 ? 2 : 4;
-  const uint64_t prefix = 8 + len_bytes;
+  const uint64_t prefix = NpyPrefixBytes(major);
   if (size < prefix) {
     return err(absl::StatusCode::kOutOfRange, "truncated before the header length");
   }
@@ -96,27 +103,45 @@ absl::StatusOr<ir::Tensor> ParseNpy(const uint8_t* data, uint64_t size,
                "'shape' " + ir::Shape::FromDims(header->shape).ToString() +
                    " overflows the element count");
   }
-  const uint64_t data_offset = prefix + header_len;
-  const uint64_t available = size - data_offset;
-  if (*nbytes > available) {
-    return err(absl::StatusCode::kOutOfRange,
-               "data truncated: shape " + ir::Shape::FromDims(header->shape).ToString() +
-                   " of " + header->descr + " needs " + std::to_string(*nbytes) +
-                   " bytes at offset " + std::to_string(data_offset) + ", file has " +
-                   std::to_string(available));
+  NpyLayout layout;
+  layout.descr = header->descr;
+  layout.dtype = *dtype;
+  layout.shape = header->shape;
+  layout.data_offset = prefix + header_len;
+  layout.nbytes = *nbytes;
+  return layout;
+}
+
+absl::StatusOr<ir::Tensor> ParseNpy(const uint8_t* data, uint64_t size,
+                                    const std::string& name,
+                                    const std::string& source) {
+  ASSIGN_OR_RETURN(NpyLayout layout, ParseNpyLayout(data, size, source));
+  const uint64_t available = size - layout.data_offset;
+  if (layout.nbytes > available) {
+    return absl::OutOfRangeError(
+        source + ": data truncated: shape " + ir::Shape::FromDims(layout.shape).ToString() +
+        " of " + layout.descr + " needs " + std::to_string(layout.nbytes) +
+        " bytes at offset " + std::to_string(layout.data_offset) + ", file has " +
+        std::to_string(available));
   }
-  if (*nbytes < available) {
-    return err(absl::StatusCode::kInvalidArgument,
-               std::to_string(available - *nbytes) + " trailing bytes after the " +
-                   std::to_string(*nbytes) + " data bytes");
+  if (layout.nbytes < available) {
+    return absl::InvalidArgumentError(
+        source + ": " + std::to_string(available - layout.nbytes) +
+        " trailing bytes after the " + std::to_string(layout.nbytes) + " data bytes");
   }
   ir::Tensor t;
   t.name = name;
-  t.dtype = *dtype;
-  t.dims = header->shape;
-  t.data = ir::TensorData::Owned(
-      std::vector<uint8_t>(data + data_offset, data + data_offset + *nbytes));
-  t.provenance = ir::Provenance::FromFile(source, static_cast<int64_t>(data_offset));
+  t.dtype = layout.dtype;
+  t.dims = layout.shape;
+  const uint8_t* begin = data + layout.data_offset;
+  try {
+    t.data = ir::TensorData::Owned(std::vector<uint8_t>(begin, begin + layout.nbytes));
+  } catch (const std::bad_alloc&) {
+    return absl::ResourceExhaustedError(source + ": cannot allocate " +
+                                        std::to_string(layout.nbytes) +
+                                        " bytes for the array's copy");
+  }
+  t.provenance = ir::Provenance::FromFile(source, static_cast<int64_t>(layout.data_offset));
   return t;
 }
 

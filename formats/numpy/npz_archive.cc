@@ -2,13 +2,25 @@
 // nothing: the end record, every central directory entry and every local
 // header is bounds-checked, sizes come from the central directory (numpy
 // writes Zip64 local headers with placeholder sizes), and CRC-32 is verified.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <new>
+#include <optional>
 #include <set>
+#include <sstream>
 
 #include "formats/numpy/npy_encode.h"
+#include "formats/numpy/npy_layout.h"
 #include "formats/numpy/numpy_io.h"
+#include "ir/shape.h"
 #include "support/atomic_file.h"
 #include "support/checked_math.h"
 #include "support/mapped_file.h"
@@ -49,6 +61,115 @@ uint64_t Le(const uint8_t* p, int bytes) {
   return v;
 }
 
+// Raw deflate of one entry, inflated piece by piece into caller buffers of
+// exactly the sizes the entry declares: zlib never writes past them.
+class EntryInflater {
+ public:
+  EntryInflater(const uint8_t* src, uint64_t compressed) : in_left_(compressed) {
+    zs_.next_in = const_cast<Bytef*>(src);
+  }
+  ~EntryInflater() {
+    if (ready_) inflateEnd(&zs_);
+  }
+  EntryInflater(const EntryInflater&) = delete;
+  EntryInflater& operator=(const EntryInflater&) = delete;
+
+  bool Init() {
+    ready_ = inflateInit2(&zs_, -MAX_WBITS) == Z_OK;
+    return ready_;
+  }
+
+  // Fills all of [dst, dst + n); false if the stream is corrupt or ends
+  // first (produced() and rc() say how far it got).
+  bool Read(uint8_t* dst, uint64_t n) {
+    while (n > 0) {
+      if (ended_) return false;
+      Feed();
+      // uInt is 32 bits: at most 1 GiB per call.
+      const uInt chunk = static_cast<uInt>(std::min<uint64_t>(n, 1u << 30));
+      zs_.next_out = dst;
+      zs_.avail_out = chunk;
+      rc_ = inflate(&zs_, Z_NO_FLUSH);
+      const uint64_t made = chunk - zs_.avail_out;
+      dst += made;
+      n -= made;
+      produced_ += made;
+      if (rc_ == Z_STREAM_END) {
+        ended_ = true;
+      } else if (rc_ == Z_BUF_ERROR) {
+        if (made == 0) return false;  // no progress: input exhausted
+      } else if (rc_ != Z_OK) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  // After the declared bytes: true if the stream ends exactly here and used
+  // all of its compressed bytes. One spare output byte tells "more data"
+  // from "end of stream" without inflating the excess.
+  bool EndsHere() {
+    while (!ended_) {
+      Feed();
+      uint8_t spare;
+      zs_.next_out = &spare;
+      zs_.avail_out = 1;
+      rc_ = inflate(&zs_, Z_NO_FLUSH);
+      if (zs_.avail_out == 0) {
+        ++produced_;
+        more_ = true;
+        return false;
+      }
+      if (rc_ == Z_STREAM_END) {
+        ended_ = true;
+      } else if (rc_ != Z_OK) {
+        return false;  // corrupt, or truncated before the end of stream
+      }
+    }
+    return zs_.avail_in == 0 && in_left_ == 0;
+  }
+
+  uint64_t produced() const { return produced_; }
+  int rc() const { return rc_; }
+  bool more() const { return more_; }
+
+ private:
+  void Feed() {
+    if (zs_.avail_in == 0 && in_left_ > 0) {
+      zs_.avail_in = static_cast<uInt>(std::min<uint64_t>(in_left_, 1u << 30));
+      in_left_ -= zs_.avail_in;
+    }
+  }
+
+  z_stream zs_{};
+  uint64_t in_left_;
+  uint64_t produced_ = 0;
+  int rc_ = Z_OK;
+  bool ready_ = false;
+  bool ended_ = false;
+  bool more_ = false;
+};
+
+// The first number in `text`, or 0.
+uint64_t LeadingNumber(const std::string& text) {
+  return std::strtoull(text.c_str(), nullptr, 10);
+}
+
+std::string ReadProcFile(const char* path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// MemAvailable of /proc/meminfo in bytes, or 0.
+uint64_t MemAvailable() {
+  const std::string info = ReadProcFile("/proc/meminfo");
+  const size_t pos = info.find("MemAvailable:");
+  if (pos == std::string::npos) return 0;
+  return LeadingNumber(info.substr(pos + 13)) * 1024;
+}
+
 struct Entry {
   std::string name;
   uint16_t flags = 0, method = 0;
@@ -58,7 +179,8 @@ struct Entry {
 
 class NpzReader {
  public:
-  NpzReader(const MappedFile& file) : path_(file.path()), d_(file.data()), n_(file.size()) {}
+  NpzReader(const MappedFile& file, const NpzReadOptions& options)
+      : path_(file.path()), d_(file.data()), n_(file.size()), options_(options) {}
 
   absl::StatusOr<std::vector<ir::Tensor>> ReadAll() {
     ASSIGN_OR_RETURN(std::vector<Entry> entries, ReadCentralDirectory());
@@ -240,70 +362,136 @@ class NpzReader {
                  where + ": local header (name or method) disagrees with the central directory");
     }
     const uint8_t* src = d_ + data_offset;
-    std::vector<uint8_t> inflated;
-    const uint8_t* bytes = src;
-    if (en.method == kStored) {
-      if (en.compressed != en.uncompressed) {
-        return Err(absl::StatusCode::kInvalidArgument,
-                   where + ": stored entry has compressed size " +
-                       std::to_string(en.compressed) + " != uncompressed size " +
-                       std::to_string(en.uncompressed));
-      }
-    } else {
-      RETURN_IF_ERROR(Inflate(src, en, where, inflated));
-      bytes = inflated.data();
+    const std::string stem = en.name.substr(0, en.name.size() - 4);
+    if (en.method == kDeflate) return ReadDeflated(en, src, where, stem);
+    if (en.compressed != en.uncompressed) {
+      return Err(absl::StatusCode::kInvalidArgument,
+                 where + ": stored entry has compressed size " +
+                     std::to_string(en.compressed) + " != uncompressed size " +
+                     std::to_string(en.uncompressed));
     }
-    const uint32_t crc = static_cast<uint32_t>(
-        CrcOf(bytes, en.uncompressed));
+    const uint32_t crc = static_cast<uint32_t>(CrcOf(src, en.uncompressed));
     if (crc != en.crc) {
       return Err(absl::StatusCode::kDataLoss,
                  where + ": CRC-32 " + Hex(crc) + " != recorded " + Hex(en.crc));
     }
-    return ParseNpy(bytes, en.uncompressed, en.name.substr(0, en.name.size() - 4),
-                    path_ + ":" + en.name);
+    return ParseNpy(src, en.uncompressed, stem, path_ + ":" + en.name);
   }
 
-  absl::Status Inflate(const uint8_t* src, const Entry& en, const std::string& where,
-                       std::vector<uint8_t>& out) const {
-    if (en.uncompressed / kMaxDeflateRatio > en.compressed + 1) {
+  // The budget, read once per archive and only if it has a deflated entry.
+  const NpzInflateBudget& Budget() const {
+    if (!budget_) {
+      budget_ = options_.max_inflated_bytes > 0
+                    ? NpzInflateBudget{options_.max_inflated_bytes,
+                                       "NpzReadOptions::max_inflated_bytes"}
+                    : DefaultNpzInflateBudget();
+    }
+    return *budget_;
+  }
+
+  // A deflated entry: everything that can be decided from the declared
+  // sizes and the .npy header is decided before the data is allocated, and
+  // zlib only ever writes into buffers of the declared sizes.
+  absl::StatusOr<ir::Tensor> ReadDeflated(const Entry& en, const uint8_t* src,
+                                          const std::string& where,
+                                          const std::string& stem) const {
+    const std::string source = path_ + ":" + en.name;
+    const uint64_t declared = en.uncompressed;
+    if (declared / kMaxDeflateRatio > en.compressed + 1) {
       return Err(absl::StatusCode::kInvalidArgument,
-                 where + ": claims " + std::to_string(en.uncompressed) + " bytes from " +
+                 where + ": claims " + std::to_string(declared) + " bytes from " +
                      std::to_string(en.compressed) + " deflated (ratio above deflate's limit)");
     }
-    out.resize(en.uncompressed);
-    z_stream zs{};
-    if (inflateInit2(&zs, -MAX_WBITS) != Z_OK) {
-      return absl::InternalError("zlib inflateInit2 failed");
+    const NpzInflateBudget& budget = Budget();
+    const auto total = CheckedAdd(inflated_, declared);
+    if (!total || *total > budget.bytes) {
+      return Err(absl::StatusCode::kResourceExhausted,
+                 where + ": declares " + std::to_string(declared) +
+                     " uncompressed bytes (" + std::to_string(en.compressed) +
+                     " compressed)" +
+                     (inflated_ > 0 ? ", after " + std::to_string(inflated_) +
+                                          " bytes of earlier entries,"
+                                    : std::string()) +
+                     " over the decompression limit of " + std::to_string(budget.bytes) +
+                     " bytes (" + budget.source + "); refusing to inflate it");
     }
-    uint64_t in_left = en.compressed, out_left = en.uncompressed;
-    zs.next_out = out.data();
-    zs.next_in = const_cast<Bytef*>(src);
-    int rc = Z_OK;
-    // uInt is 32 bits: feed both buffers in chunks.
-    while (rc == Z_OK) {
-      if (zs.avail_in == 0 && in_left > 0) {
-        zs.avail_in = static_cast<uInt>(std::min<uint64_t>(in_left, 1u << 30));
-        in_left -= zs.avail_in;
-      }
-      if (zs.avail_out == 0 && out_left > 0) {
-        zs.avail_out = static_cast<uInt>(std::min<uint64_t>(out_left, 1u << 30));
-        out_left -= zs.avail_out;
-      }
-      rc = inflate(&zs, Z_NO_FLUSH);
-      if (rc == Z_BUF_ERROR && zs.avail_in == 0 && in_left == 0) break;
-      if (rc == Z_BUF_ERROR && zs.avail_out == 0 && out_left == 0) break;
-      if (rc == Z_BUF_ERROR) rc = Z_OK;
-    }
-    const uint64_t produced = zs.total_out;
-    const bool input_used = zs.avail_in == 0 && in_left == 0;
-    inflateEnd(&zs);
-    if (rc != Z_STREAM_END || produced != en.uncompressed || !input_used) {
+    EntryInflater z(src, en.compressed);
+    if (!z.Init()) return absl::InternalError("zlib inflateInit2 failed");
+    auto corrupt = [&](const std::string& what) {
       return Err(absl::StatusCode::kDataLoss,
-                 where + ": deflate stream is corrupt or sizes disagree (zlib " +
-                     std::to_string(rc) + ", produced " + std::to_string(produced) +
-                     " of " + std::to_string(en.uncompressed) + " bytes)");
+                 where + ": deflate stream " + what + " (zlib " + std::to_string(z.rc()) +
+                     ", produced " + std::to_string(z.produced()) + " of the declared " +
+                     std::to_string(declared) + " bytes)");
+    };
+    // 1. Magic, version and header length, then the header dict alone.
+    std::vector<uint8_t> head(std::min<uint64_t>(declared, kNpyMagicAndVersionBytes + 4));
+    if (!z.Read(head.data(), head.size())) return corrupt("is corrupt or ends early");
+    const uint64_t prefix = head.size() >= kNpyMagicAndVersionBytes ? NpyPrefixBytes(head[6]) : 0;
+    if (prefix == 0 || head.size() < prefix || std::memcmp(head.data(), "\x93NUMPY", 6) != 0) {
+      // Too short or not a .npy: ParseNpyLayout names what is wrong.
+      auto bad = ParseNpyLayout(head.data(), head.size(), source);
+      if (bad.ok()) return absl::InternalError(source + ": unexpected valid .npy prefix");
+      return bad.status();
     }
-    return absl::OkStatus();
+    uint64_t header_len = 0;
+    for (uint64_t i = prefix; i-- > kNpyMagicAndVersionBytes;) {
+      header_len = header_len << 8 | head[i];  // little-endian u16 / u32
+    }
+    if (header_len > kMaxNpyHeaderBytes || prefix + header_len > declared) {
+      return Err(absl::StatusCode::kInvalidArgument,
+                 where + ": .npy header length " + std::to_string(header_len) +
+                     " does not fit the declared " + std::to_string(declared) +
+                     " uncompressed bytes (or exceeds " + std::to_string(kMaxNpyHeaderBytes) +
+                     ")");
+    }
+    const uint64_t have = head.size();
+    head.resize(prefix + header_len);
+    if (head.size() > have && !z.Read(head.data() + have, head.size() - have)) {
+      return corrupt("is corrupt or ends early");
+    }
+    ASSIGN_OR_RETURN(NpyLayout layout, ParseNpyLayout(head.data(), head.size(), source));
+    // 2. The declared size must be exactly what the header describes.
+    const auto described = CheckedAdd(layout.data_offset, layout.nbytes);
+    if (!described || *described != declared) {
+      return Err(absl::StatusCode::kInvalidArgument,
+                 where + ": declares " + std::to_string(declared) +
+                     " uncompressed bytes, but its .npy header (shape " +
+                     ir::Shape::FromDims(layout.shape).ToString() + " of " + layout.descr +
+                     ") describes " +
+                     (described ? std::to_string(*described) : std::string("more than 2^64")) +
+                     " (" + std::to_string(layout.data_offset) + " header + " +
+                     std::to_string(layout.nbytes) + " data); refusing to inflate it");
+    }
+    // 3. The data, straight into the tensor's buffer.
+    std::vector<uint8_t> data;
+    try {
+      data.resize(layout.nbytes);
+    } catch (const std::bad_alloc&) {
+      return Err(absl::StatusCode::kResourceExhausted,
+                 where + ": cannot allocate " + std::to_string(layout.nbytes) +
+                     " bytes for the inflated data");
+    }
+    if (!z.Read(data.data(), data.size())) return corrupt("is corrupt or ends early");
+    if (!z.EndsHere()) {
+      return corrupt(z.more() ? "holds more than the declared size; the rest was not inflated"
+                              : "does not end at the declared size or is corrupt");
+    }
+    uLong crc = crc32(0L, head.data(), static_cast<uInt>(head.size()));
+    crc = crc32_combine(crc, static_cast<uLong>(CrcOf(data.data(), data.size())),
+                        static_cast<z_off_t>(data.size()));
+    if (static_cast<uint32_t>(crc) != en.crc) {
+      return Err(absl::StatusCode::kDataLoss,
+                 where + ": CRC-32 " + Hex(static_cast<uint32_t>(crc)) + " != recorded " +
+                     Hex(en.crc));
+    }
+    inflated_ = *total;
+    ir::Tensor t;
+    t.name = stem;
+    t.dtype = layout.dtype;
+    t.dims = layout.shape;
+    t.data = ir::TensorData::Owned(std::move(data));
+    t.provenance = ir::Provenance::FromFile(source, static_cast<int64_t>(layout.data_offset));
+    return t;
   }
 
   static uint64_t CrcOf(const uint8_t* p, uint64_t n) {
@@ -325,6 +513,9 @@ class NpzReader {
   std::string path_;
   const uint8_t* d_;
   uint64_t n_;
+  NpzReadOptions options_;
+  mutable std::optional<NpzInflateBudget> budget_;
+  mutable uint64_t inflated_ = 0;  // declared bytes of deflated entries read
   mutable uint64_t cd_offset_ = 0;
 
  public:
@@ -337,9 +528,68 @@ void Put(std::string& s, uint64_t v, int bytes) {
 
 }  // namespace
 
+NpzInflateBudget DefaultNpzInflateBudget() {
+  if (const char* env = std::getenv("SLIMPACK_NPZ_MAX_INFLATE_BYTES")) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (end != env && *end == '\0' && v > 0) {
+      return {v, "$SLIMPACK_NPZ_MAX_INFLATE_BYTES"};
+    }
+  }
+  NpzInflateBudget b;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  b.bytes = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
+                                  : UINT64_MAX;
+  b.source = "physical memory";
+  if (const uint64_t avail = MemAvailable(); avail > 0 && avail < b.bytes) {
+    b.bytes = avail;
+    b.source = "memory available now, MemAvailable in /proc/meminfo";
+  }
+  const std::string max = ReadProcFile("/sys/fs/cgroup/memory.max");
+  if (!max.empty() && max.compare(0, 3, "max") != 0) {
+    const uint64_t limit = LeadingNumber(max);
+    const uint64_t used = LeadingNumber(ReadProcFile("/sys/fs/cgroup/memory.current"));
+    const uint64_t left = limit > used ? limit - used : 0;
+    if (limit > 0 && left < b.bytes) {
+      b.bytes = left;
+      b.source = "memory left under the cgroup limit, /sys/fs/cgroup/memory.max";
+    }
+  }
+  b.source += "; set SLIMPACK_NPZ_MAX_INFLATE_BYTES to change it";
+  return b;
+}
+
 absl::StatusOr<std::vector<ir::Tensor>> ReadNpz(const std::string& path) {
+  return ReadNpz(path, NpzReadOptions{});
+}
+
+absl::StatusOr<std::vector<ir::Tensor>> ReadNpz(const std::string& path,
+                                                const NpzReadOptions& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
-  return NpzReader(*file).ReadAll();
+  return NpzReader(*file, options).ReadAll();
+}
+
+bool IsNpzWrittenBySlimpack(const std::string& path) {
+  const uint64_t comment = sizeof(kNpzWriterComment) - 1;
+  int fd;
+  do {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return false;
+  struct stat st;
+  std::string tail(kEndSize + comment, '\0');
+  bool ours = false;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+      static_cast<uint64_t>(st.st_size) >= tail.size() &&
+      ::pread(fd, tail.data(), tail.size(),
+              static_cast<off_t>(static_cast<uint64_t>(st.st_size) - tail.size())) ==
+          static_cast<ssize_t>(tail.size())) {
+    const auto* e = reinterpret_cast<const uint8_t*>(tail.data());
+    ours = Le(e, 4) == kEndSig && Le(e + 20, 2) == comment &&
+           tail.compare(kEndSize, comment, kNpzWriterComment) == 0;
+  }
+  ::close(fd);
+  return ours;
 }
 
 absl::Status WriteNpz(const std::string& path, const std::vector<ir::Tensor>& tensors) {
@@ -414,7 +664,9 @@ absl::Status WriteNpz(const std::string& path, const std::vector<ir::Tensor>& te
   Put(end, tensors.size(), 2);
   Put(end, central.size(), 4);
   Put(end, offset, 4);
-  Put(end, 0, 2);
+  // The archive comment says who wrote it (IsNpzWrittenBySlimpack).
+  Put(end, sizeof(kNpzWriterComment) - 1, 2);
+  end += kNpzWriterComment;
   pieces.push_back(central);
   pieces.push_back(end);
   return WriteFileAtomically(path, pieces);

@@ -36,6 +36,27 @@ absl::StatusOr<std::string> EncodeNpy(const ir::Tensor& tensor);
 // Writes `tensor` to `path` (through a temporary file renamed into place).
 absl::Status WriteNpy(const std::string& path, const ir::Tensor& tensor);
 
+// How much a .npz may inflate: a 4 MB archive can declare gigabytes of
+// deflated data (a zip bomb), so the declared sizes are checked before any
+// of it is allocated.
+struct NpzReadOptions {
+  // Cap on the sum of the declared uncompressed sizes of an archive's
+  // deflated entries (stored entries are bytes already in the file and do
+  // not count). 0: DefaultNpzInflateBudget().
+  uint64_t max_inflated_bytes = 0;
+};
+
+struct NpzInflateBudget {
+  uint64_t bytes = 0;
+  std::string source;  // how it was chosen, quoted in the refusal
+};
+
+// The default budget: $SLIMPACK_NPZ_MAX_INFLATE_BYTES when it is a positive
+// integer, else the memory available now: the smallest of MemAvailable in
+// /proc/meminfo, the cgroup v2 limit minus current usage
+// (/sys/fs/cgroup/memory.max, memory.current) and physical memory.
+NpzInflateBudget DefaultNpzInflateBudget();
+
 // Reads every "<name>.npy" entry of a .npz archive (stored or deflated), in
 // archive order, named without the ".npy" suffix. Errors name the archive
 // and the entry: InvalidArgument for malformed zip records, duplicate or
@@ -43,9 +64,27 @@ absl::Status WriteNpy(const std::string& path, const ir::Tensor& tensor);
 // OutOfRange for records past the end of the file; DataLoss for a CRC-32
 // mismatch; Unimplemented for encryption, Zip64 end records, multi-disk
 // archives and compression methods other than stored/deflate.
+// A deflated entry is refused before its data is allocated or inflated:
+// ResourceExhausted naming the archive, entry, declared size and budget
+// when the declared sizes exceed the budget; InvalidArgument naming both
+// sizes when the declared uncompressed size disagrees with what the entry's
+// .npy header (inflated alone first) describes. Inflation never writes past
+// the declared size; DataLoss if the stream ends early or holds more.
 absl::StatusOr<std::vector<ir::Tensor>> ReadNpz(const std::string& path);
+absl::StatusOr<std::vector<ir::Tensor>> ReadNpz(const std::string& path,
+                                                const NpzReadOptions& options);
 
-// Writes `tensors` as an uncompressed .npz (what numpy.savez writes) with
+// The zip archive comment WriteNpz stores (numpy and zipfile ignore it):
+// how `slimpack run` recognises an output it wrote earlier and may replace
+// without --force.
+inline constexpr char kNpzWriterComment[] = "written by slimpack";
+
+// True if `path` is a regular file ending in a zip end record whose comment
+// is kNpzWriterComment. Reads only the last bytes of the file.
+bool IsNpzWrittenBySlimpack(const std::string& path);
+
+// Writes `tensors` as an uncompressed .npz (what numpy.savez writes, plus
+// the archive comment kNpzWriterComment) with
 // entries "<tensor.name>.npy" (names may contain '/', as ONNX value names
 // do). InvalidArgument for a duplicate name or one that is empty, absolute,
 // has '.', '..' or empty parts; Unimplemented for an archive that would need Zip64.

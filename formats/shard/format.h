@@ -95,6 +95,15 @@ inline constexpr size_t kMaxTensorRank = 32;
 inline constexpr size_t kMaxNameBytes = 1024;  // tensor, node, value names
 inline constexpr size_t kMaxFileNameBytes = 255;
 
+// The range rule behind kMaxSafeInteger, shared so writer and loader cannot
+// drift apart: true if `v` may be stored where the manifest holds an
+// offset, size, nbytes, tensor or graph dim, layer, axis or architecture
+// count. The loader refuses any other value; the writer checks every such
+// value with this before it writes anything.
+constexpr bool IsManifestUint(int64_t v) {
+  return v >= 0 && static_cast<uint64_t>(v) <= kMaxSafeInteger;
+}
+
 // ---------------------------------------------------------------------------
 // Element types. Names are the manifest's "dtype" strings and match
 // ir/dtype.h. Numeric values are stable: the C API uses them.

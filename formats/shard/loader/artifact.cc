@@ -279,6 +279,20 @@ Status Artifact::VerifyShard(size_t index) const {
                            " out of range");
   }
   const ShardInfo& s = manifest_.shards[index];
+  {
+    // The header check that mapping the shard makes first (the same
+    // function), so a shard that loading rejects never verifies, even with
+    // its hash recomputed. Size mismatches are VerifyFile's to report.
+    const std::string path = dir_ + "/" + s.file;
+    SLP_ASSIGN_OR_RETURN(OpenedFile f, OpenRegularFileAt(dir_fd_, s.file, path));
+    FdCloser closer(f.fd);
+    if (f.size == s.size && f.size >= shard::kShardHeaderSize) {
+      std::string header;
+      SLP_RETURN_IF_ERROR(ReadAll(f.fd, shard::kShardHeaderSize, &header, path));
+      SLP_RETURN_IF_ERROR(
+          CheckShardHeader(reinterpret_cast<const uint8_t*>(header.data()), s, path));
+    }
+  }
   return VerifyFile(s.file, s.size, s.sha256);
 }
 

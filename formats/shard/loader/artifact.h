@@ -146,7 +146,10 @@ class Artifact {
 
   // SHA-256 and size of every shard and carried file, and the manifest
   // self-hash. DataLoss naming the file with both digests on a mismatch.
-  // Reads with pread, never through the mappings.
+  // Each shard's header first passes CheckShardHeader (shard_cache.h), the
+  // check mapping it makes, with the same error, so an artifact that
+  // verifies never fails to load. Reads with pread, never through the
+  // mappings.
   Status Verify() const;
   Status VerifyShard(size_t index) const;
 

@@ -45,8 +45,8 @@ std::string DescribeValue(const JsonValue& v) {
 
 Status CheckSafeUint(const JsonValue& v, std::string_view what_name,
                      uint64_t* out, int64_t index) {
-  if (v.is_int() && v.int_value() >= 0 &&
-      static_cast<uint64_t>(v.int_value()) <= shard::kMaxSafeInteger) {
+  // shard::IsManifestUint is the rule the writer checks before writing.
+  if (v.is_int() && shard::IsManifestUint(v.int_value())) {
     *out = static_cast<uint64_t>(v.int_value());
     return OkStatus();
   }
@@ -56,13 +56,8 @@ Status CheckSafeUint(const JsonValue& v, std::string_view what_name,
     return InvalidArgumentError(what + ": expected an integer in [0, 2^53], found " +
                                 DescribeValue(v));
   }
-  if (v.int_value() < 0 ||
-      static_cast<uint64_t>(v.int_value()) > shard::kMaxSafeInteger) {
-    return InvalidArgumentError(what + ": " + std::to_string(v.int_value()) +
-                                " is outside [0, 2^53]");
-  }
-  *out = static_cast<uint64_t>(v.int_value());
-  return OkStatus();
+  return InvalidArgumentError(what + ": " + std::to_string(v.int_value()) +
+                              " is outside [0, 2^53]");
 }
 
 Fields::Fields(const JsonValue& object, const ObjectPath& path)

@@ -58,6 +58,8 @@ uint64_t Le64(const uint8_t* p) {
   return uint64_t{Le32(p)} | (uint64_t{Le32(p + 4)} << 32);
 }
 
+}  // namespace
+
 // Header fields are decoded byte by byte so the check is endian-neutral.
 Status CheckShardHeader(const uint8_t* h, const ShardInfo& info,
                         const std::string& path) {
@@ -103,6 +105,8 @@ Status CheckShardHeader(const uint8_t* h, const ShardInfo& info,
   }
   return OkStatus();
 }
+
+namespace {
 
 // What a non-regular file is, for "is a FIFO, not a regular file".
 const char* FileTypeName(mode_t mode) {

@@ -88,6 +88,17 @@ class ShardCache {
   uint64_t mapped_bytes_ = 0;
 };
 
+// The check every shard header passes before its shard is mapped (and
+// before Artifact::Verify hashes it), shared so that verifying never
+// accepts a shard that loading rejects. `header` holds the first
+// shard::kShardHeaderSize bytes of the file named `path` (for messages).
+// InvalidArgument: bad magic, major version 0, header_size outside
+// [64, kDataRegionOffset], shard_index or file_size different from the
+// manifest's `info`, non-zero reserved bytes; Unimplemented: a newer major
+// version.
+Status CheckShardHeader(const uint8_t* header, const ShardInfo& info,
+                        const std::string& path);
+
 // Runtime page size (sysconf(_SC_PAGESIZE)); 4 KiB or 16 KiB on phones.
 uint64_t PageSize();
 

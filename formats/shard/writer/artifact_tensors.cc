@@ -26,8 +26,7 @@ absl::Status CheckTensor(const std::string& name, const ir::Tensor& t) {
         std::to_string(shard::kMaxTensorRank));
   }
   for (size_t i = 0; i < t.dims.size(); ++i) {
-    if (t.dims[i] < 0 ||
-        static_cast<uint64_t>(t.dims[i]) > shard::kMaxSafeInteger) {
+    if (!shard::IsManifestUint(t.dims[i])) {  // the loader's rule
       return absl::InvalidArgumentError(
           ctx + ": dim " + std::to_string(i) + " is " +
           std::to_string(t.dims[i]) + "; expected 0 to 2^53");

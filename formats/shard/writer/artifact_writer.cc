@@ -255,6 +255,9 @@ class ArtifactJob {
                   model_.carried_files.end());
     inputs.push_back(model_.source_path);
     RETURN_IF_ERROR(CheckInputsOutsideOutput(inputs, output_));
+    // The model record under the loader's rules (graph dims, architecture
+    // counts): refused here, before a byte is written, not at the manifest.
+    ASSIGN_OR_RETURN(model_json_, ModelJson(model_));
 
     ASSIGN_OR_RETURN(tensors_, StoredTensors(model_, options_.encoder,
                                              options_.pack_sparse_2_4, &sparse_));
@@ -327,7 +330,7 @@ class ArtifactJob {
 
   absl::StatusOr<std::string> Manifest() const {
     ManifestParts parts;
-    ASSIGN_OR_RETURN(parts.model, ModelJson(model_));
+    parts.model = model_json_;
     parts.recipe = options_.recipe;
     parts.passes = options_.passes;
     parts.producer_version = SLIMPACK_VERSION;
@@ -390,6 +393,7 @@ class ArtifactJob {
   const ir::Model& model_;
   const std::string output_;
   const ArtifactOptions& options_;
+  nlohmann::json model_json_;  // ModelJson(model_), built and checked in Plan
   SparseStorage sparse_;  // packed 2:4 tensors tensors_ may point into
   std::vector<PlannedTensor> tensors_;
   ShardPlan plan_;

@@ -70,8 +70,11 @@ struct ArtifactSummary {
 // Writes `model` as an artifact directory at `output`.
 //
 // Before any work: PreflightOutput (output usable; replacing needs
-// `force`), inputs not inside the output, the plan, and free space for it.
-// Errors name the file, tensor and numbers: InvalidArgument (bad tensor,
+// `force`), inputs not inside the output, the manifest's model record
+// under the loader's rules (ModelJson: graph dims, architecture counts),
+// the plan, and free space for it.
+// Errors name the file, tensor and numbers: InvalidArgument (bad tensor or
+// graph dim,
 // unsafe carried-file name, bad shard size), AlreadyExists /
 // FailedPrecondition (output exists), NotFound / PermissionDenied (paths),
 // ResourceExhausted (no space: the file and bytes), DataLoss (an input

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "formats/shard/format.h"
 #include "formats/shard/writer/artifact_tensors.h"
 #include "support/status_macros.h"
 
@@ -167,12 +168,74 @@ json OnnxJson(const ir::Model& m) {
           {"producer_version", m.producer_version}};
 }
 
+// The loader's range rule (shard::IsManifestUint) for every static dim of
+// a graph's inputs, outputs and value_info, subgraphs included: ONNX shape
+// fields are int64, so an imported model can declare dims the manifest
+// cannot hold (bad-inputs issue 16 item 8: 2^62 passed convert and failed
+// the loader).
+absl::Status CheckGraphDims(const ir::Graph& g, const std::string& graph) {
+  auto check = [&](const ir::ValueInfo& v, const char* kind) -> absl::Status {
+    if (!v.shape.rank_known()) return absl::OkStatus();
+    const std::vector<ir::Dim>& dims = v.shape.dims();
+    for (size_t i = 0; i < dims.size(); ++i) {
+      if (!dims[i].is_static() || shard::IsManifestUint(dims[i].value)) continue;
+      return absl::InvalidArgumentError(
+          graph + ": " + kind + " '" + v.name + "': dim " + std::to_string(i) +
+          " is " + std::to_string(dims[i].value) +
+          "; the manifest stores dims in [0, 2^53] (" +
+          std::to_string(shard::kMaxSafeInteger) +
+          "), so the loader would reject the artifact");
+    }
+    return absl::OkStatus();
+  };
+  for (const auto& v : g.inputs) RETURN_IF_ERROR(check(v, "input"));
+  for (const auto& v : g.outputs) RETURN_IF_ERROR(check(v, "output"));
+  for (const auto& [name, v] : g.value_info) RETURN_IF_ERROR(check(v, "value_info"));
+  for (const ir::Node& node : g.nodes) {
+    for (const auto& [attr, a] : node.attributes) {
+      const std::string sub = "graph '" + node.name + "/" + attr + "'";
+      if (a.kind == ir::Attribute::Kind::kGraph && a.g) {
+        RETURN_IF_ERROR(CheckGraphDims(*a.g, sub));
+      }
+      if (a.kind == ir::Attribute::Kind::kGraphs) {
+        for (size_t i = 0; i < a.graphs.size(); ++i) {
+          if (a.graphs[i]) {
+            RETURN_IF_ERROR(CheckGraphDims(*a.graphs[i], sub + "[" + std::to_string(i) + "]"));
+          }
+        }
+      }
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<json> ArchitectureJson(const ir::ArchitectureInfo& a) {
   if (!std::isfinite(a.rope_theta) || !std::isfinite(a.norm_eps)) {
     return absl::InvalidArgumentError(
         "config.json: rope_theta " + std::to_string(a.rope_theta) +
         " / norm_eps " + std::to_string(a.norm_eps) +
         " must be finite numbers to be recorded in the manifest");
+  }
+  const struct {
+    const char* key;
+    int64_t value;
+  } counts[] = {
+      {"head_dim", a.head_dim},
+      {"hidden_size", a.hidden_size},
+      {"intermediate_size", a.intermediate_size},
+      {"max_position_embeddings", a.max_position_embeddings},
+      {"num_heads", a.num_heads},
+      {"num_kv_heads", a.num_kv_heads},
+      {"num_layers", a.num_layers},
+      {"vocab_size", a.vocab_size},
+  };
+  for (const auto& c : counts) {
+    if (!shard::IsManifestUint(c.value)) {
+      return absl::InvalidArgumentError(
+          "config.json: " + std::string(c.key) + " is " + std::to_string(c.value) +
+          "; the manifest stores it in [0, 2^53], so the loader would reject "
+          "the artifact");
+    }
   }
   return json{{"architectures", a.architectures},
               {"config_file", "config.json"},
@@ -243,6 +306,9 @@ long FindInvalidUtf8(const std::string& s) {
 absl::StatusOr<json> ModelJson(const ir::Model& model) {
   json out = json::object();
   if (model.source_format == ir::SourceFormat::kOnnx) {
+    RETURN_IF_ERROR(CheckGraphDims(model.graph, model.graph.name.empty()
+                                                    ? std::string("main graph")
+                                                    : "graph '" + model.graph.name + "'"));
     out["source_format"] = "onnx";
     out["onnx"] = OnnxJson(model);
   } else {

@@ -11,8 +11,13 @@ namespace slimpack::shard_writer {
 
 // Builds {"source_format", "onnx" | "architecture"}. Tensor-valued
 // attributes refer to their artifact tensors by AttributeTensorName.
-// InvalidArgument for a non-finite rope_theta / norm_eps (JSON cannot hold
-// them) naming the field. String validity (UTF-8) is checked later over the
+// Applies the loader's rules first, so the writer (which calls this before
+// writing anything) never produces a manifest its loader rejects:
+// InvalidArgument naming the graph, value and dim for a static dim of a
+// graph input, output or value_info (subgraphs included) outside
+// [0, 2^53] (shard::IsManifestUint), naming the field for an architecture
+// count outside that range or a non-finite rope_theta / norm_eps (JSON
+// cannot hold them). String validity (UTF-8) is checked later over the
 // whole manifest.
 absl::StatusOr<nlohmann::json> ModelJson(const ir::Model& model);
 

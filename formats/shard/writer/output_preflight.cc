@@ -3,12 +3,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
-#include <cstdlib>
 #include <optional>
 #include <set>
 
@@ -127,23 +124,6 @@ absl::StatusOr<OutputState> CheckExistingDirectory(const std::string& out,
 
 }  // namespace
 
-std::string NormalizeOutputPath(const std::string& output) {
-  std::string out = output;
-  while (out.size() > 1 && out.back() == '/') out.pop_back();
-  return out;
-}
-
-std::string ParentDirectory(const std::string& normalized) {
-  size_t slash = normalized.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return normalized.substr(0, slash);
-}
-
-std::string BaseName(const std::string& normalized) {
-  return normalized.substr(normalized.rfind('/') + 1);
-}
-
 absl::StatusOr<OutputState> PreflightOutput(const std::string& output,
                                             bool force) {
   const std::string out = NormalizeOutputPath(output);
@@ -158,23 +138,8 @@ absl::StatusOr<OutputState> PreflightOutput(const std::string& output,
         std::string(shard::kStagingSuffix) +
         " are reserved for staging directories, which readers reject");
   }
-  const std::string parent = ParentDirectory(out);
+  RETURN_IF_ERROR(support::CheckParentWritable(out));
   struct stat st;
-  if (::stat(parent.c_str(), &st) != 0) {
-    if (errno == ENOENT) {
-      return absl::NotFoundError(out + ": parent directory '" + parent +
-                                 "' does not exist");
-    }
-    return ErrnoStatus(errno, out + ": parent directory '" + parent + "'");
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return absl::InvalidArgumentError(out + ": parent '" + parent +
-                                      "' is not a directory");
-  }
-  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
-    return ErrnoStatus(errno, out + ": parent directory '" + parent +
-                                  "' is not writable");
-  }
   if (::lstat(out.c_str(), &st) != 0) {
     if (errno == ENOENT) return OutputState::kAbsent;
     return ErrnoStatus(errno, out);
@@ -189,52 +154,6 @@ absl::StatusOr<OutputState> PreflightOutput(const std::string& output,
         out + ": exists and is not a directory; an artifact is a directory");
   }
   return CheckExistingDirectory(out, force);
-}
-
-absl::Status CheckInputsOutsideOutput(const std::vector<std::string>& inputs,
-                                      const std::string& output) {
-  const std::string out = NormalizeOutputPath(output);
-  struct stat out_st;
-  if (::stat(out.c_str(), &out_st) != 0) return absl::OkStatus();
-  for (const std::string& input : inputs) {
-    char resolved[PATH_MAX];
-    if (!::realpath(input.c_str(), resolved)) continue;
-    // From the input itself up to "/": any component that is the output
-    // (same device and inode) means replacing the output destroys it.
-    std::string p = resolved;
-    for (;;) {
-      struct stat st;
-      if (::stat(p.c_str(), &st) == 0 && st.st_dev == out_st.st_dev &&
-          st.st_ino == out_st.st_ino) {
-        return absl::InvalidArgumentError(
-            "input '" + input + "' " +
-            (p == resolved ? std::string("is") : std::string("is inside")) +
-            " the output '" + out +
-            "'; write the artifact somewhere else");
-      }
-      if (p == "/") break;
-      size_t slash = p.rfind('/');
-      p = slash == 0 ? "/" : p.substr(0, slash);
-    }
-  }
-  return absl::OkStatus();
-}
-
-absl::Status CheckFreeSpace(const std::string& output, uint64_t bytes) {
-  const std::string parent = ParentDirectory(NormalizeOutputPath(output));
-  struct statvfs vfs;
-  if (::statvfs(parent.c_str(), &vfs) != 0) return absl::OkStatus();
-  const uint64_t block = vfs.f_frsize ? vfs.f_frsize : 1;
-  const uint64_t blocks_needed = bytes / block + (bytes % block ? 1 : 0);
-  if (vfs.f_bavail < blocks_needed) {
-    const uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * block;
-    return absl::ResourceExhaustedError(
-        NormalizeOutputPath(output) + ": the artifact needs " +
-        std::to_string(bytes) + " bytes but only " +
-        std::to_string(avail) + " are free in '" +
-        parent + "'");
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace slimpack::shard_writer

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "support/output_path.h"
 
 namespace slimpack::shard_writer {
 
@@ -21,8 +22,10 @@ enum class OutputState {
 //  - the output names a directory to create: InvalidArgument for an empty
 //    path, ".", "..", or a name ending in ".tmp" (readers reject staging
 //    names);
-//  - its parent exists (NotFound), is a directory (InvalidArgument) and is
-//    writable (PermissionDenied);
+//  - support::CheckParentWritable: its parent exists (NotFound), is a
+//    directory (InvalidArgument) and a file can be created in it
+//    (PermissionDenied "directory 'P' is not writable", also for root on
+//    /proc, where access(2) says yes);
 //  - the output is absent or an empty directory; otherwise AlreadyExists
 //    unless `force`; with `force` it must be an artifact directory whose
 //    entries are all artifact files (manifest.json, files its manifest
@@ -32,21 +35,21 @@ enum class OutputState {
 absl::StatusOr<OutputState> PreflightOutput(const std::string& output,
                                             bool force);
 
-// InvalidArgument if any of `inputs` (files or directories) is the output
-// or lies inside it (device and inode compared along the resolved path, so
-// hard links, symlinks and "a/../b" spellings are caught).
-absl::Status CheckInputsOutsideOutput(const std::vector<std::string>& inputs,
-                                      const std::string& output);
-
-// ResourceExhausted naming both numbers if the file system holding
-// `output`'s parent has fewer than `bytes` available.
-absl::Status CheckFreeSpace(const std::string& output, uint64_t bytes);
-
-// The output path without trailing slashes, and its parent directory ("."
-// for a bare name).
-std::string NormalizeOutputPath(const std::string& output);
-std::string ParentDirectory(const std::string& normalized_output);
-std::string BaseName(const std::string& normalized_output);
+// The generic rules live in support/output_path.h, shared with the
+// single-file writers of calibrate, run and report:
+//  - CheckInputsOutsideOutput: InvalidArgument if any input (file or
+//    directory) is the output or lies inside it (device and inode compared
+//    along the resolved path, so hard links, symlinks and "a/../b"
+//    spellings are caught);
+//  - CheckFreeSpace: ResourceExhausted naming both numbers (PermissionDenied
+//    for a file system without storage, such as /proc);
+//  - NormalizeOutputPath (no trailing slashes), ParentDirectory ("." for a
+//    bare name), BaseName.
+using support::BaseName;
+using support::CheckFreeSpace;
+using support::CheckInputsOutsideOutput;
+using support::NormalizeOutputPath;
+using support::ParentDirectory;
 
 }  // namespace slimpack::shard_writer
 

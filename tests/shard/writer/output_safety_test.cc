@@ -184,6 +184,95 @@ TEST_F(OutputSafetyTest, StaleStagingIsRemovedButALockedOneIsKept) {
                                           HasSubstr("manifest.json")));
 }
 
+// Issue 16 item 8: the writer applies the loader's rules (shard::IsManifestUint)
+// to what it records from the model, and refuses before writing anything
+// rather than producing an artifact its own loader rejects.
+ir::Model DimModel(int64_t input_dim) {
+  ir::Model m;
+  m.source_format = ir::SourceFormat::kOnnx;
+  m.ir_version = 8;
+  m.opset_imports[""] = 13;
+  m.graph.name = "g";
+  m.graph.inputs.push_back(
+      {"x", ir::DType::kF32, ir::Shape({ir::Dim::Static(input_dim), ir::Dim::Static(4)})});
+  m.graph.outputs.push_back(
+      {"y", ir::DType::kF32, ir::Shape({ir::Dim::Symbolic("n"), ir::Dim::Static(4)})});
+  EXPECT_THAT(m.graph.AddInitializer(testing::F32Tensor("w", {4}, 1)), IsOk());
+  ir::Node add;
+  add.name = "add";
+  add.op_type = "Add";
+  add.inputs = {"x", "w"};
+  add.outputs = {"y"};
+  m.graph.nodes.push_back(add);
+  return m;
+}
+
+ArtifactOptions OneThread() {
+  ArtifactOptions o;
+  o.threads = 1;
+  return o;
+}
+
+TEST(WriteTimeValidationTest, GraphDimAbove2Pow53IsRefusedBeforeWriting) {
+  TempDir out;
+  const std::string dst = out.File("art");
+  EXPECT_THAT(WriteArtifact(DimModel(int64_t{1} << 62), dst, OneThread()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("graph 'g': input 'x': dim 0 is 4611686018427387904"),
+                             HasSubstr("[0, 2^53]"))));
+  // One past the bound, in a subgraph's value_info.
+  ir::Model sub = DimModel(2);
+  auto branch = std::make_shared<ir::Graph>();
+  branch->name = "then";
+  branch->outputs.push_back({"t", ir::DType::kF32, ir::Shape({ir::Dim::Static(4)})});
+  branch->value_info["t"] = {"t", ir::DType::kF32,
+                             ir::Shape({ir::Dim::Static((int64_t{1} << 53) + 1)})};
+  ir::Node ident;
+  ident.name = "id";
+  ident.op_type = "Identity";
+  ident.inputs = {"y"};
+  ident.outputs = {"t"};
+  branch->nodes.push_back(ident);
+  ir::Node cond;
+  cond.name = "branch";
+  cond.op_type = "If";
+  cond.inputs = {"y"};
+  cond.outputs = {"z"};
+  cond.attributes["then_branch"] = ir::Attribute::GraphValue(branch);
+  sub.graph.nodes.push_back(cond);
+  EXPECT_THAT(WriteArtifact(sub, dst, OneThread()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("graph 'branch/then_branch': value_info 't': dim 0 is "
+                                 "9007199254740993")));
+  // Nothing was created: no artifact, no staging directory.
+  EXPECT_TRUE(ListDir(out.path()).empty());
+
+  // The bound itself is valid, and the loader agrees.
+  ASSERT_THAT(WriteArtifact(DimModel(int64_t{1} << 53), dst, OneThread()), IsOk());
+  auto a = OpenArtifact(dst);
+  ASSERT_THAT(a, IsOk());
+  ASSERT_TRUE((*a)->manifest().onnx.has_value());
+  ASSERT_EQ((*a)->manifest().onnx->graph.inputs.size(), 1u);
+  EXPECT_EQ((*a)->manifest().onnx->graph.inputs[0].dims.at(0).value, int64_t{1} << 53);
+  EXPECT_THAT(OpenAndVerify(dst), IsOk());
+}
+
+TEST(WriteTimeValidationTest, ArchitectureCountOutsideTheRangeIsRefused) {
+  TempDir out;
+  ir::Model m;
+  m.source_format = ir::SourceFormat::kSafetensors;
+  ASSERT_THAT(m.graph.AddInitializer(testing::F32Tensor("w", {4}, 1)), IsOk());
+  ir::ArchitectureInfo arch;
+  arch.model_type = "llama";
+  arch.num_layers = 1;
+  arch.num_heads = -1;
+  m.architecture = arch;
+  EXPECT_THAT(WriteArtifact(m, out.File("art"), OneThread()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("num_heads is -1"), HasSubstr("[0, 2^53]"))));
+  EXPECT_TRUE(ListDir(out.path()).empty());
+}
+
 TEST(StagingNameTest, MatchesOnlyOurPattern) {
   EXPECT_TRUE(IsStagingNameFor("art.0123456789abcdef.tmp", "art"));
   EXPECT_FALSE(IsStagingNameFor("art.0123456789abcdeF.tmp", "art"));
