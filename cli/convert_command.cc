@@ -14,6 +14,7 @@
 #include "cli/exit_codes.h"
 #include "cli/report_command.h"
 #include "converter/convert.h"
+#include "converter/convert_gguf.h"
 #include "ir/dtype.h"
 #include "support/format_bytes.h"
 
@@ -98,9 +99,34 @@ int Refuse(const absl::Status& s) {
   return Fail(s);
 }
 
+int RunConvertGguf(const ConvertOptions& options) {
+  const auto start = Clock::now();
+  auto request = converter::BuildGgufConvertRequest(options);
+  if (!request.ok()) return Refuse(request.status());
+  request->log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  auto done = converter::ConvertToGguf(*request);
+  if (!done.ok()) return Fail(done.status());
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("wrote %s -> %s: %lld tensors (%s, %.2f bits/weight over the matrices%s), %s in %.2f s\n",
+              options.input.c_str(), options.output.c_str(), static_cast<long long>(done->tensors),
+              request->preset.c_str(), done->matrix_bits_per_weight,
+              done->fallbacks == 0
+                  ? ""
+                  : (", " + std::to_string(done->fallbacks) + " fallback" +
+                     (done->fallbacks == 1 ? "" : "s") + (options.verbose ? "" : ": -v lists them"))
+                        .c_str(),
+              support::FormatBytes(done->file_bytes).c_str(), seconds);
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunConvert(const ConvertOptions& options) {
+  if (options.format == "gguf") return RunConvertGguf(options);
+  if (!options.format.empty() && options.format != "artifact") {
+    return Refuse(converter::UsageError(
+        "--format", "'" + options.format + "' is not an output format (artifact, gguf)"));
+  }
   const auto start = Clock::now();
   auto request = converter::BuildConvertRequest(options);
   if (!request.ok()) return Refuse(request.status());

@@ -63,7 +63,9 @@ ordered_json ArchitectureJson(const ir::ArchitectureInfo& a) {
 ordered_json SummaryJson(const ir::Model& m, const converter::ModelSummary& s) {
   ordered_json j;
   j["path"] = m.source_path;
-  j["format"] = m.source_format == ir::SourceFormat::kOnnx ? "onnx" : "safetensors";
+  j["format"] = m.source_format == ir::SourceFormat::kOnnx   ? "onnx"
+                : m.source_format == ir::SourceFormat::kGguf ? "gguf"
+                                                             : "safetensors";
   if (m.source_format == ir::SourceFormat::kOnnx) {
     j["ir_version"] = m.ir_version;
     ordered_json opsets = ordered_json::object();
@@ -129,7 +131,9 @@ void PrintHuman(const ir::Model& m, const converter::ModelSummary& s) {
       std::printf("  %-28s %s\n", op.c_str(), Grouped(n).c_str());
     }
   } else {
-    std::printf("checkpoint: %s (safetensors, %zu file%s)\n", m.source_path.c_str(),
+    std::printf("checkpoint: %s (%s, %zu file%s)\n", m.source_path.c_str(),
+                m.source_format == ir::SourceFormat::kGguf ? "GGUF, weights decoded to f32"
+                                                           : "safetensors",
                 m.input_files.size(), m.input_files.size() == 1 ? "" : "s");
     if (m.architecture) {
       const auto& a = *m.architecture;

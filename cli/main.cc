@@ -73,6 +73,10 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
   convert_cmd->add_option("-o,--output", o.output,
                           "Artifact directory to create (replaced atomically with --force)")
       ->required();
+  convert_cmd->add_option("--format", o.format,
+                          "Output format: artifact (default: a shard artifact directory) or gguf "
+                          "(one GGUF file for llama.cpp; --quant takes a llama-quantize type: q4_k_m, "
+                          "q8_0, ...)");
   convert_cmd->add_option("--dtype", o.dtype,
                           "Store f32/f16/bf16 weights as this type (default: keep)")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));

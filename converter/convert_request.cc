@@ -270,6 +270,10 @@ bool IsUsageError(const absl::Status& status) {
   return status.GetPayload(kUsagePayload).has_value();
 }
 
+absl::Status UsageError(const std::string& flag, const std::string& message) {
+  return Usage(flag, message);
+}
+
 absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& flags) {
   ConvertRequest r;
   r.input = flags.input;

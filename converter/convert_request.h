@@ -64,6 +64,9 @@ struct ConvertFlags {
   bool prune_refit = false;
   std::string prune_rules;
   std::string prune_budget_params;
+  // Output format: "" / "artifact" (a shard artifact directory) or "gguf"
+  // (one GGUF file for llama.cpp; converter/convert_gguf.h).
+  std::string format;
 };
 
 struct ConvertRequest {
@@ -87,6 +90,9 @@ absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& flags);
 // True for a refusal of a flag's value (exit code 2); false for a bad input
 // file, recipe or output (exit code 1).
 bool IsUsageError(const absl::Status& status);
+
+// A refusal of `flag`'s value: "FLAG: message", tagged for IsUsageError.
+absl::Status UsageError(const std::string& flag, const std::string& message);
 
 }  // namespace slimpack::converter
 

@@ -16,7 +16,7 @@ absl::StatusOr<ir::Model> LoadRunnableModel(const std::string& path) {
   } else {
     ASSIGN_OR_RETURN(model, formats::ImportModel(path));
   }
-  if (model.source_format == ir::SourceFormat::kSafetensors) {
+  if (ir::IsDecoderCheckpoint(model.source_format)) {
     return hf::BuildDecoderGraph(model);
   }
   return model;

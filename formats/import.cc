@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "ir/verifier.h"
+#include "formats/gguf/gguf_import.h"
 #include "formats/onnx/onnx_importer.h"
 #include "formats/safetensors/checkpoint_importer.h"
 #include "support/status_macros.h"
@@ -21,7 +22,8 @@ bool Exists(const std::string& p) {
 
 constexpr char kSupported[] =
     "supported inputs: an ONNX model (.onnx), a safetensors file "
-    "(.safetensors), a sharded index (model.safetensors.index.json) or a "
+    "(.safetensors), a sharded index (model.safetensors.index.json), a GGUF "
+    "file (.gguf) or a "
     "directory holding a Hugging Face checkpoint";
 
 // Sniffs the first bytes: safetensors starts with an 8-byte little-endian
@@ -54,6 +56,7 @@ absl::StatusOr<InputKind> DetectInputKind(const std::string& path) {
         std::string(kSupported));
   }
   if (absl::EndsWith(path, ".onnx")) return InputKind::kOnnx;
+  if (absl::EndsWith(path, ".gguf") || gguf::LooksLikeGguf(path)) return InputKind::kGguf;
   if (absl::EndsWith(path, ".safetensors") || absl::EndsWith(path, ".index.json")) {
     return InputKind::kSafetensors;
   }
@@ -73,6 +76,8 @@ absl::StatusOr<ir::Model> ImportModel(const std::string& path) {
   ir::Model model;
   if (kind == InputKind::kOnnx) {
     ASSIGN_OR_RETURN(model, onnx_format::ImportOnnx(onnx_path));
+  } else if (kind == InputKind::kGguf) {
+    ASSIGN_OR_RETURN(model, gguf::ImportGguf(path));
   } else {
     ASSIGN_OR_RETURN(model, safetensors::ImportSafetensors(path));
   }

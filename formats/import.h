@@ -11,7 +11,7 @@
 
 namespace slimpack::formats {
 
-enum class InputKind { kOnnx, kSafetensors };
+enum class InputKind { kOnnx, kSafetensors, kGguf };
 
 // Decides the input kind from the path (extension, directory contents) and,
 // for files with an unknown extension, from the first bytes. NotFound if the

@@ -143,7 +143,12 @@ struct ArchitectureInfo {
   std::string config_json;  // config.json text as read, for carrying
 };
 
-enum class SourceFormat : uint8_t { kOnnx, kSafetensors };
+// kSafetensors and kGguf are both weights-only Hugging Face style decoder
+// checkpoints (the graph is built from config/metadata by hf/).
+enum class SourceFormat : uint8_t { kOnnx, kSafetensors, kGguf };
+inline bool IsDecoderCheckpoint(SourceFormat f) {
+  return f == SourceFormat::kSafetensors || f == SourceFormat::kGguf;
+}
 
 struct Model {
   SourceFormat source_format = SourceFormat::kOnnx;

@@ -238,7 +238,7 @@ std::vector<std::string> SplitPipeline(std::string_view pipeline) {
 }
 
 std::vector<std::string> DefaultPipeline(ir::SourceFormat input_kind) {
-  if (input_kind == ir::SourceFormat::kSafetensors) {
+  if (ir::IsDecoderCheckpoint(input_kind)) {
     // Graphs we build from checkpoints are already minimal.
     return {"eliminate-dead-nodes"};
   }

@@ -17,6 +17,18 @@ start=$(date +%s)
 "$ROOT/scripts/install_deps.sh"
 
 BUILD="$ROOT/build-asan"
+# Stock llama.cpp for the GGUF tests: node-llama-cpp's prebuilt CPU build,
+# pinned by tests/gguf/oracle/package-lock.json, into the build tree (npm's
+# cache makes repeats offline). --omit=optional leaves out the CUDA/Vulkan
+# builds. Needs node >= 20 (the machine's; Debian 12's nodejs is 18).
+ORACLE="$BUILD/gguf-oracle"
+if ! cmp -s "$ROOT/tests/gguf/oracle/package-lock.json" "$ORACLE/package-lock.json" ||
+   [ ! -d "$ORACLE/node_modules/node-llama-cpp" ]; then
+  echo "== llama.cpp oracle: npm ci (node-llama-cpp 3.22.1, ~85 MB)"
+  rm -rf "$ORACLE"; mkdir -p "$ORACLE"
+  cp "$ROOT"/tests/gguf/oracle/package.json "$ROOT"/tests/gguf/oracle/package-lock.json "$ORACLE/"
+  (cd "$ORACLE" && npm ci --ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error)
+fi
 echo "== build (ASan+UBSan, -O1)"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DSLIMPACK_SANITIZE=ON \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
@@ -27,8 +39,6 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 ctest --test-dir "$BUILD" -j "$JOBS" --output-on-failure
 
-if [ -x "$ROOT/scripts/aarch64_loader_test.sh" ]; then
-  echo "== loader tests on aarch64 (qemu-user) after $(( $(date +%s) - start ))s"
-  "$ROOT/scripts/aarch64_loader_test.sh"
-fi
+echo "== loader tests on aarch64 (qemu-user) after $(( $(date +%s) - start ))s"
+bash "$ROOT/scripts/aarch64_loader_test.sh"
 echo "test.sh: all suites passed in $(( $(date +%s) - start ))s"

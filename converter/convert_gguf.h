@@ -1,0 +1,38 @@
+// `slimpack convert INPUT -o model.gguf --format gguf`: an HF decoder
+// checkpoint (or a slimpack artifact of float weights) written as a GGUF
+// file that llama.cpp runs, its matrices encoded in the ggml types a
+// llama-quantize preset chooses (export/gguf_types.h).
+#ifndef SLIMPACK_CONVERTER_CONVERT_GGUF_H_
+#define SLIMPACK_CONVERTER_CONVERT_GGUF_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "converter/convert_request.h"
+#include "export/gguf_llama.h"
+
+namespace slimpack::converter {
+
+struct GgufConvertRequest {
+  std::string input;
+  std::string output;  // a file path
+  std::string preset;  // "q4_k_m", "q8_0", "f16", ...
+  int threads = 1;
+  bool force = false;
+  bool verbose = false;
+  std::function<void(const std::string&)> log;
+};
+
+// From the user's flags: the preset is --quant (a llama-quantize type name)
+// or --dtype (f32/f16/bf16), f16 when neither is given. Flags that do not
+// apply to a GGUF export yet are refused (usage errors, IsUsageError).
+absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& flags);
+
+// Refuses an output that exists (unless force) or is the input, imports,
+// and writes the GGUF atomically.
+absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertRequest& request);
+
+}  // namespace slimpack::converter
+
+#endif  // SLIMPACK_CONVERTER_CONVERT_GGUF_H_

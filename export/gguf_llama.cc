@@ -1,0 +1,252 @@
+#include "export/gguf_llama.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "export/gguf_tokenizer.h"
+#include "export/gguf_types.h"
+#include "formats/gguf/ggml_blocks.h"
+#include "formats/gguf/gguf_writer.h"
+#include "formats/gguf/llama_names.h"
+#include "hf/layer_sizes.h"
+#include "ir/float_convert.h"
+#include "support/status_macros.h"
+#include "support/threads.h"
+
+namespace slimpack::gguf_export {
+namespace {
+
+using gguf::TensorType;
+
+// One tensor of the GGUF file and where its values come from.
+struct Planned {
+  std::string gguf_name;
+  const ir::Tensor* source = nullptr;
+  int64_t rope_heads = 0;  // > 0: rows permuted to llama.cpp's rope order
+  TensorSlot slot;
+};
+
+// File order: llama.cpp's converter order (embedding, layers, final norm,
+// output), and inside a layer the order llama-quantize counts attn_v in.
+int OrderKey(const std::string& name) {
+  static const char* kOrder[] = {"attn_norm.", "attn_q.", "attn_k.", "attn_v.", "attn_output.",
+                                 "ffn_norm.",  "ffn_gate.", "ffn_up.", "ffn_down."};
+  for (int i = 0; i < 9; ++i) {
+    if (name.find(kOrder[i]) != std::string::npos) return i;
+  }
+  return 0;
+}
+
+void AddArchitecture(const ir::ArchitectureInfo& a, const std::string& arch, const Preset& preset,
+                     const std::string& name, gguf::GgufWriter& w) {
+  w.AddString("general.architecture", arch);
+  w.AddString("general.name", name);
+  w.AddU32("general.file_type", preset.file_type);
+  w.AddU32("general.quantization_version", 2);  // ggml's GGML_QNT_VERSION
+  w.AddU32("general.alignment", static_cast<uint32_t>(gguf::kSlimpackAlignment));
+  w.AddU32(arch + ".vocab_size", static_cast<uint32_t>(a.vocab_size));
+  w.AddU32(arch + ".context_length", static_cast<uint32_t>(a.max_position_embeddings));
+  w.AddU32(arch + ".embedding_length", static_cast<uint32_t>(a.hidden_size));
+  w.AddU32(arch + ".block_count", static_cast<uint32_t>(a.num_layers));
+  w.AddU32(arch + ".feed_forward_length", static_cast<uint32_t>(a.intermediate_size));
+  w.AddU32(arch + ".attention.head_count", static_cast<uint32_t>(a.num_heads));
+  w.AddU32(arch + ".attention.head_count_kv", static_cast<uint32_t>(a.num_kv_heads));
+  w.AddU32(arch + ".rope.dimension_count", static_cast<uint32_t>(a.head_dim));
+  if (a.head_dim * a.num_heads != a.hidden_size) {
+    w.AddU32(arch + ".attention.key_length", static_cast<uint32_t>(a.head_dim));
+    w.AddU32(arch + ".attention.value_length", static_cast<uint32_t>(a.head_dim));
+  }
+  w.AddF32(arch + ".rope.freq_base", static_cast<float>(a.rope_theta));
+  w.AddF32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(a.norm_eps));
+}
+
+// The rows of `t` as f32, rows permuted for rope when asked.
+absl::Status ReadRowsF32(const Planned& p, int64_t rows, int64_t cols, std::vector<float>& out) {
+  const ir::Tensor& t = *p.source;
+  const uint64_t numel = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
+  std::vector<float> plain(numel);
+  RETURN_IF_ERROR(ir::ConvertFloats(t.dtype, t.data.data(), ir::DType::kF32,
+                                    reinterpret_cast<uint8_t*>(plain.data()), numel));
+  if (p.rope_heads == 0) {
+    out = std::move(plain);
+    return absl::OkStatus();
+  }
+  out.resize(numel);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t src = gguf::RopePermutedSourceRow(r, rows, p.rope_heads);
+    std::copy_n(plain.data() + src * cols, cols, out.data() + r * cols);
+  }
+  return absl::OkStatus();
+}
+
+// Encodes rows [0, rows) of `values` into `dst`, rows split over threads
+// (each row is encoded independently, so the bytes do not depend on the
+// thread count).
+absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64_t rows,
+                        int64_t cols, int threads, uint8_t* dst, uint64_t size) {
+  const int64_t row_bytes = gguf::RowBytes(type, cols);
+  if (static_cast<uint64_t>(row_bytes * rows) != size) {
+    return absl::InternalError(absl::StrCat("encoded size ", row_bytes * rows, " != ", size));
+  }
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, rows));
+  std::mutex mu;
+  absl::Status first_error;
+  support::RunOnThreads(parts, [&](int64_t part) {
+    const int64_t begin = rows * part / parts, end = rows * (part + 1) / parts;
+    for (int64_t r = begin; r < end; ++r) {
+      absl::Status s = gguf::QuantizeRow(type, values.data() + r * cols, cols, nullptr,
+                                         dst + r * row_bytes);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.ok()) first_error = s;
+        return;
+      }
+    }
+  });
+  return first_error;
+}
+
+std::string TypeName(TensorType t) {
+  gguf::TypeTraits traits;
+  gguf::GetTypeTraits(static_cast<uint32_t>(t), &traits);
+  return std::string(traits.name);
+}
+
+}  // namespace
+
+absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
+                                                     const GgufExportOptions& options,
+                                                     const std::string& path) {
+  if (!model.architecture || !model.architecture->known) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model.source_path, ": GGUF export needs a Hugging Face llama, mistral or qwen2 checkpoint "
+                           "(config.json with a known model_type)"));
+  }
+  const ir::ArchitectureInfo& a = *model.architecture;
+  const std::string arch = a.model_type == "qwen2" ? "qwen2" : "llama";
+  ASSIGN_OR_RETURN(std::vector<hf::LayerSizes> sizes, hf::ReadLayerSizes(a, model.source_path));
+  for (const hf::LayerSizes& s : sizes) {
+    if (s.intermediate_size != a.intermediate_size || s.num_heads != a.num_heads ||
+        s.num_kv_heads != a.num_kv_heads) {
+      return absl::UnimplementedError(absl::StrCat(
+          model.source_path, ": layers pruned to different widths are not exported to GGUF yet "
+                             "(llama.cpp reads per-layer head counts, slimpack does not write them)"));
+    }
+  }
+  ASSIGN_OR_RETURN(const Preset preset, ParsePreset(options.preset));
+
+  // Plan every tensor.
+  std::vector<Planned> planned;
+  for (const ir::Tensor& t : model.graph.initializers()) {
+    // Rotary frequency buffers some checkpoints carry are derived from
+    // rope_theta; llama.cpp recomputes them (its converter skips them too).
+    if (t.name.find("rotary_emb.inv_freq") != std::string::npos) continue;
+    const std::string name = gguf::GgufNameFromHf(t.name);
+    if (name.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          model.source_path, ": tensor '", t.name, "' has no llama.cpp counterpart"));
+    }
+    if (t.quant.quantized()) {
+      return absl::UnimplementedError(absl::StrCat(
+          "tensor '", t.name, "' is stored in a slimpack quantized layout; GGUF export reads "
+                              "float weights (convert the original checkpoint)"));
+    }
+    if (!ir::IsConvertibleFloat(t.dtype)) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name, "' has dtype ",
+                                                     std::string(ir::DTypeName(t.dtype)),
+                                                     "; GGUF export reads f32/f16/bf16"));
+    }
+    Planned p;
+    p.gguf_name = name;
+    p.source = &t;
+    // llama/mistral use llama.cpp's interleaved rope (rows permuted); qwen2
+    // uses the NEOX layout, the same as HF.
+    if (arch == "llama" && gguf::IsRopeQ(name)) p.rope_heads = a.num_heads;
+    if (arch == "llama" && gguf::IsRopeK(name)) p.rope_heads = a.num_kv_heads;
+    p.slot.gguf_name = name;
+    p.slot.rank = static_cast<int>(t.dims.size());
+    p.slot.row_length = t.dims.empty() ? 1 : t.dims.back();
+    p.slot.layer = t.layer;
+    p.slot.is_output = t.role == ir::WeightRole::kLmHead ||
+                       (a.tie_word_embeddings && t.role == ir::WeightRole::kEmbedding);
+    planned.push_back(std::move(p));
+  }
+  const bool has_output = std::any_of(planned.begin(), planned.end(), [](const Planned& p) {
+    return p.gguf_name == "output.weight";
+  });
+  if (!has_output && !a.tie_word_embeddings) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model.source_path, ": lm_head.weight is missing and config.json does not tie the "
+                           "embedding (tie_word_embeddings false)"));
+  }
+  std::stable_sort(planned.begin(), planned.end(), [](const Planned& x, const Planned& y) {
+    auto rank = [](const Planned& p) {
+      if (p.gguf_name == "token_embd.weight") return std::make_tuple(0, 0, 0);
+      if (p.slot.layer >= 0) return std::make_tuple(1, p.slot.layer, OrderKey(p.gguf_name));
+      return std::make_tuple(2, p.gguf_name == "output.weight" ? 1 : 0, 0);
+    };
+    return rank(x) < rank(y);
+  });
+
+  gguf::GgufWriter writer;
+  const std::string model_name = std::filesystem::path(model.source_path).filename().string();
+  AddArchitecture(a, arch, preset, model_name, writer);
+  TokenizerSources tok_src;
+  for (const std::string& f : model.carried_files) {
+    const std::string base = std::filesystem::path(f).filename().string();
+    if (base == "tokenizer.json") tok_src.tokenizer_json = f;
+    if (base == "tokenizer_config.json") tok_src.tokenizer_config_json = f;
+  }
+  if (tok_src.tokenizer_json.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model.source_path, ": no tokenizer.json beside the checkpoint; llama.cpp needs the "
+                           "tokenizer inside the GGUF"));
+  }
+  tok_src.config_json_text = a.config_json;
+  tok_src.vocab_size = a.vocab_size;
+  ASSIGN_OR_RETURN(TokenizerMetadata tokenizer, ReadTokenizer(tok_src));
+  AddTokenizerMetadata(tokenizer, writer);
+
+  TypeChooser chooser(preset, static_cast<int>(a.num_layers), a.num_heads, a.num_kv_heads);
+  GgufExportResult result;
+  double matrix_bits = 0, matrix_weights = 0;
+  for (const Planned& p : planned) {
+    const TypeChoice choice = chooser.Choose(p.slot);
+    const int64_t cols = p.slot.row_length;
+    const int64_t rows = p.slot.rank >= 2 ? p.source->dims[0] : 1;
+    std::vector<int64_t> ne = {cols};
+    if (p.slot.rank >= 2) ne.push_back(rows);
+    ASSIGN_OR_RETURN(const uint64_t bytes,
+                     gguf::GgufWriter::TensorBytes(p.gguf_name, ne, choice.type));
+    if (p.slot.rank >= 2) {
+      matrix_bits += 8.0 * static_cast<double>(bytes);
+      matrix_weights += static_cast<double>(rows) * static_cast<double>(cols);
+    }
+    if (!choice.fallback_note.empty()) ++result.fallbacks;
+    if (options.log) {
+      options.log(absl::StrCat(p.gguf_name, " [", absl::StrJoin(ne, ", "), "] ",
+                               TypeName(choice.type),
+                               choice.fallback_note.empty() ? "" : " (" + choice.fallback_note + ")"));
+    }
+    const int threads = std::max(1, options.threads);
+    RETURN_IF_ERROR(writer.AddTensor(
+        p.gguf_name, ne, choice.type,
+        [p, rows, cols, type = choice.type, threads](uint8_t* dst, uint64_t size) -> absl::Status {
+          std::vector<float> values;
+          RETURN_IF_ERROR(ReadRowsF32(p, rows, cols, values));
+          return EncodeRows(type, values, rows, cols, threads, dst, size);
+        }));
+    ++result.tensors;
+  }
+  ASSIGN_OR_RETURN(const gguf::WrittenFile written, writer.Write(path));
+  result.file_bytes = written.file_bytes;
+  result.matrix_bits_per_weight = matrix_weights > 0 ? matrix_bits / matrix_weights : 0;
+  return result;
+}
+
+}  // namespace slimpack::gguf_export

@@ -1,0 +1,45 @@
+// A Hugging Face llama-family decoder (llama, mistral, qwen2) as a GGUF
+// file llama.cpp loads: llama.cpp's tensor names and row order, the
+// architecture keys from config.json, the tokenizer from tokenizer.json, and
+// every matrix encoded in the ggml type the preset's rules choose.
+#ifndef SLIMPACK_EXPORT_GGUF_LLAMA_H_
+#define SLIMPACK_EXPORT_GGUF_LLAMA_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+
+namespace slimpack::gguf_export {
+
+struct GgufExportOptions {
+  std::string preset = "f16";  // export/gguf_types.h ParsePreset
+  int threads = 1;
+  // Per-tensor lines ("blk.0.ffn_down.weight [344, 128] f16 (row length 344
+  // ...)") for -v; fallbacks are also counted in the result.
+  std::function<void(const std::string&)> log;
+};
+
+struct GgufExportResult {
+  uint64_t file_bytes = 0;
+  int64_t tensors = 0;
+  int64_t fallbacks = 0;  // tensors that could not take the preset's type
+  // Average bits per weight over the 2-D matrices.
+  double matrix_bits_per_weight = 0;
+};
+
+// Writes `model` (an imported HF decoder with float weights) to `path`
+// atomically. Errors: InvalidArgument naming the tensor, file or field (an
+// unknown family, per-layer sizes, a missing weight, a tokenizer llama.cpp
+// would read differently); Unimplemented for weights already quantized in a
+// slimpack layout.
+absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
+                                                     const GgufExportOptions& options,
+                                                     const std::string& path);
+
+}  // namespace slimpack::gguf_export
+
+#endif  // SLIMPACK_EXPORT_GGUF_LLAMA_H_

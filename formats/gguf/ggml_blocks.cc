@@ -1,0 +1,321 @@
+// QuantizeRow / DequantizeRow: argument checks, the float types, and the
+// 32-weight block types (Q4_0, Q4_1, Q5_0, Q5_1, Q8_0). The K-quants are in
+// ggml_blocks_k.cc, the scale searches in ggml_blocks_search.cc.
+#include "formats/gguf/ggml_blocks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "formats/gguf/ggml_blocks_internal.h"
+#include "ir/float_convert.h"
+#include "support/checked_math.h"
+#include "support/status_macros.h"
+
+namespace slimpack::gguf {
+namespace {
+
+using internal::GetF16;
+using internal::MakeQkxQuants;
+using internal::MakeQxQuants;
+using internal::PutF16;
+using internal::TruncateToInt8;
+
+// Block layouts (ggml-common.h), byte offsets within a block:
+//   q4_0: f16 d @0, 16 B nibbles @2           q4_1: d @0, f16 m @2, nibbles @4
+//   q5_0: d @0, u32 high bits @2, nibbles @6  q5_1: d @0, m @2, high @4, nibbles @8
+//   q8_0: d @0, 32 x i8 @2
+// Nibble byte j holds weight j (low) and weight j + 16 (high); high-bit word
+// bit j is weight j's fifth bit. Values: q4_0/q5_0 d*(q - 8|16),
+// q4_1/q5_1 d*q + m, q8_0 d*q.
+struct LegacyLayout {
+  int bits;        // 4, 5 or 8
+  bool has_min;    // q4_1, q5_1
+  int qh_offset;   // -1 without a high-bit word
+  int qs_offset;
+  int block_bytes;
+};
+
+LegacyLayout LayoutOf(TensorType type) {
+  switch (type) {
+    case TensorType::kQ4_0: return {4, false, -1, 2, 18};
+    case TensorType::kQ4_1: return {4, true, -1, 4, 20};
+    case TensorType::kQ5_0: return {5, false, 2, 6, 22};
+    case TensorType::kQ5_1: return {5, true, 4, 8, 24};
+    default: return {8, false, -1, 2, 34};  // kQ8_0
+  }
+}
+
+bool IsLegacy(TensorType type) {
+  return type == TensorType::kQ4_0 || type == TensorType::kQ4_1 ||
+         type == TensorType::kQ5_0 || type == TensorType::kQ5_1 ||
+         type == TensorType::kQ8_0;
+}
+
+bool IsFloatType(TensorType type) {
+  return type == TensorType::kF32 || type == TensorType::kF16 || type == TensorType::kBF16;
+}
+
+// Stores 32 codes (0..15 or 0..31) in a block's nibbles and high-bit word.
+void PackCodes(const LegacyLayout& layout, const uint8_t* codes, uint8_t* block) {
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    block[layout.qs_offset + j] =
+        static_cast<uint8_t>((codes[j] & 0x0F) | ((codes[j + 16] & 0x0F) << 4));
+    qh |= static_cast<uint32_t>((codes[j] >> 4) & 1) << j;
+    qh |= static_cast<uint32_t>((codes[j + 16] >> 4) & 1) << (j + 16);
+  }
+  if (layout.qh_offset < 0) return;
+  for (int b = 0; b < 4; ++b) block[layout.qh_offset + b] = static_cast<uint8_t>(qh >> (8 * b));
+}
+
+// quantize_row_q8_0_ref: d = amax/127, codes round(x/d) half away from zero.
+void QuantizeQ8_0Block(const float* x, uint8_t* block) {
+  float amax = 0;
+  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  PutF16(block, d);
+  for (int j = 0; j < 32; ++j) {
+    block[2 + j] = static_cast<uint8_t>(TruncateToInt8(std::round(x[j] * id)));
+  }
+}
+
+// quantize_row_q{4,5}_0_ref: the signed extreme maps to code 0 exactly
+// (d = max / -2^(bits-1)); codes are x/d + 2^(bits-1) + 0.5 truncated, capped
+// at 2^bits - 1.
+void QuantizeSymmetricBlock(const LegacyLayout& layout, const float* x, uint8_t* block) {
+  float amax = 0;
+  float max = 0;
+  for (int j = 0; j < 32; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const int half = 1 << (layout.bits - 1);
+  const float d = max / -half;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  PutF16(block, d);
+  const float bias = half + 0.5f;  // 8.5f or 16.5f, exact
+  uint8_t codes[32];
+  for (int j = 0; j < 32; ++j) {
+    codes[j] = static_cast<uint8_t>(std::min(2 * half - 1, TruncateToInt8(x[j] * id + bias)));
+  }
+  PackCodes(layout, codes, block);
+}
+
+// quantize_row_q{4,5}_1_ref: min/max affine grid, codes (x - min)/d + 0.5
+// truncated. ggml caps only q4_1's codes; (x - min)/d stays within a few ulp
+// of 2^bits - 1, so the cap never binds and one path serves both.
+void QuantizeAffineBlock(const LegacyLayout& layout, const float* x, uint8_t* block) {
+  float min = x[0];
+  float max = x[0];
+  for (int j = 1; j < 32; ++j) {
+    min = std::min(min, x[j]);
+    max = std::max(max, x[j]);
+  }
+  const int levels = (1 << layout.bits) - 1;
+  const float d = (max - min) / levels;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  PutF16(block, d);
+  PutF16(block + 2, min);
+  uint8_t codes[32];
+  for (int j = 0; j < 32; ++j) {
+    const float scaled = (x[j] - min) * id;
+    codes[j] = static_cast<uint8_t>(std::min(levels, TruncateToInt8(scaled + 0.5f)));
+  }
+  PackCodes(layout, codes, block);
+}
+
+// ggml's quantize_row_q*_impl with quant_weights: per-weight importance
+// qw * sqrt(sigma2 + x^2), sigma2 the row's mean square; symmetric types
+// search with make_qx_quants, affine ones with make_qkx3_quants.
+void QuantizeLegacyWeighted(const LegacyLayout& layout, const float* x, int64_t n,
+                            const float* importance, uint8_t* dst) {
+  float sum_x2 = 0;
+  for (int64_t j = 0; j < n; ++j) sum_x2 += x[j] * x[j];
+  const float sigma2 = sum_x2 / n;
+  const int levels = (1 << layout.bits) - 1;
+  for (int64_t ib = 0; ib < n / 32; ++ib) {
+    const float* xb = x + 32 * ib;
+    const float* qw = importance + 32 * ib;
+    uint8_t* block = dst + ib * layout.block_bytes;
+    float weight[32];
+    for (int j = 0; j < 32; ++j) weight[j] = qw[j] * std::sqrt(sigma2 + xb[j] * xb[j]);
+    uint8_t codes[32];
+    if (layout.has_min) {
+      float the_min;
+      const float d =
+          MakeQkxQuants(32, levels, xb, weight, codes, &the_min, -0.9f, 0.05f, 36, false);
+      PutF16(block, d);
+      PutF16(block + 2, -the_min);
+    } else {
+      int8_t signed_codes[32];
+      PutF16(block, MakeQxQuants(32, (levels + 1) / 2, xb, weight, signed_codes));
+      std::copy(signed_codes, signed_codes + 32, codes);
+    }
+    PackCodes(layout, codes, block);
+  }
+}
+
+void QuantizeLegacy(TensorType type, const float* x, int64_t n, const float* importance,
+                    uint8_t* dst) {
+  const LegacyLayout layout = LayoutOf(type);
+  if (importance && type != TensorType::kQ8_0) {
+    return QuantizeLegacyWeighted(layout, x, n, importance, dst);
+  }
+  for (int64_t ib = 0; ib < n / 32; ++ib) {
+    uint8_t* block = dst + ib * layout.block_bytes;
+    if (type == TensorType::kQ8_0) {
+      QuantizeQ8_0Block(x + 32 * ib, block);
+    } else if (layout.has_min) {
+      QuantizeAffineBlock(layout, x + 32 * ib, block);
+    } else {
+      QuantizeSymmetricBlock(layout, x + 32 * ib, block);
+    }
+  }
+}
+
+// Decodes nibble blocks (q4_0, q4_1, q5_0, q5_1) with the layout choices
+// fixed at compile time, so the per-weight loop is branch-free and
+// vectorizes (src and y never alias).
+template <bool kAffine, bool kFifthBit>
+void DequantizeNibbleBlocks(const LegacyLayout& layout, const uint8_t* __restrict src,
+                            int64_t blocks, float* __restrict y) {
+  constexpr int kZero = kAffine ? 0 : (kFifthBit ? 16 : 8);
+  for (int64_t ib = 0; ib < blocks; ++ib, y += 32) {
+    const uint8_t* block = src + ib * layout.block_bytes;
+    const uint8_t* qs = block + layout.qs_offset;
+    const float d = GetF16(block);
+    const float m = kAffine ? GetF16(block + 2) : 0.0f;
+    uint32_t qh = 0;
+    if (kFifthBit) {
+      for (int b = 0; b < 4; ++b) {
+        qh |= static_cast<uint32_t>(block[layout.qh_offset + b]) << (8 * b);
+      }
+    }
+    for (int j = 0; j < 16; ++j) {
+      const int lo = ((qs[j] & 0x0F) | (kFifthBit ? ((qh >> j) & 1) << 4 : 0)) - kZero;
+      const int hi = ((qs[j] >> 4) | (kFifthBit ? ((qh >> (j + 16)) & 1) << 4 : 0)) - kZero;
+      // ggml: q*d for the symmetric types, q*d + m (two roundings) for affine.
+      y[j] = kAffine ? lo * d + m : lo * d;
+      y[j + 16] = kAffine ? hi * d + m : hi * d;
+    }
+  }
+}
+
+void DequantizeLegacy(TensorType type, const uint8_t* __restrict src, int64_t n,
+                      float* __restrict y) {
+  const LegacyLayout layout = LayoutOf(type);
+  const int64_t blocks = n / 32;
+  switch (type) {
+    case TensorType::kQ4_0: return DequantizeNibbleBlocks<false, false>(layout, src, blocks, y);
+    case TensorType::kQ4_1: return DequantizeNibbleBlocks<true, false>(layout, src, blocks, y);
+    case TensorType::kQ5_0: return DequantizeNibbleBlocks<false, true>(layout, src, blocks, y);
+    case TensorType::kQ5_1: return DequantizeNibbleBlocks<true, true>(layout, src, blocks, y);
+    default:  // kQ8_0
+      for (int64_t ib = 0; ib < blocks; ++ib, y += 32) {
+        const uint8_t* block = src + ib * layout.block_bytes;
+        const float d = GetF16(block);
+        for (int j = 0; j < 32; ++j) y[j] = static_cast<int8_t>(block[2 + j]) * d;
+      }
+  }
+}
+
+// Checks the type and n; sets *name to ggml's type name for messages.
+absl::Status CheckRow(TensorType type, int64_t n, const char* what, std::string* name) {
+  TypeTraits traits{};
+  if (!GetTypeTraits(static_cast<uint32_t>(type), &traits)) {
+    return absl::UnimplementedError(absl::StrCat(
+        what, ": unknown ggml tensor type ", static_cast<uint32_t>(type),
+        " (supported: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, "
+        "q6_K)"));
+  }
+  *name = std::string(traits.name);
+  if (n < 0 || n % traits.block_size != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "(", *name, "): n = ", n,
+                     " is not a non-negative multiple of the block size ", traits.block_size));
+  }
+  if (RowBytes(type, n) < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, "(", *name, "): n = ", n, " overflows int64"));
+  }
+  return absl::OkStatus();
+}
+
+// Non-finite weights would make ggml's searches return garbage silently;
+// negative importance breaks their least-squares fits.
+absl::Status CheckValues(const std::string& type_name, const float* src, int64_t n,
+                         const float* importance) {
+  for (int64_t i = 0; i < n; ++i) {
+    if (!std::isfinite(src[i])) {
+      return absl::InvalidArgumentError(absl::StrCat("QuantizeRow(", type_name, "): src[", i,
+                                                     "] is ", src[i], " (must be finite)"));
+    }
+    if (importance && !(std::isfinite(importance[i]) && importance[i] >= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("QuantizeRow(", type_name, "): importance[", i, "] is ", importance[i],
+                       " (must be finite and >= 0)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+ir::DType FloatDType(TensorType type) {
+  switch (type) {
+    case TensorType::kF16: return ir::DType::kF16;
+    case TensorType::kBF16: return ir::DType::kBF16;
+    default: return ir::DType::kF32;
+  }
+}
+
+}  // namespace
+
+int64_t RowBytes(TensorType type, int64_t n) {
+  TypeTraits traits{};
+  if (!GetTypeTraits(static_cast<uint32_t>(type), &traits) || n < 0 ||
+      n % traits.block_size != 0) {
+    return -1;
+  }
+  const std::optional<int64_t> bytes = CheckedMulInt64(n / traits.block_size, traits.block_bytes);
+  return bytes ? *bytes : -1;
+}
+
+absl::Status QuantizeRow(TensorType type, const float* src, int64_t n, const float* importance,
+                         uint8_t* dst) {
+  std::string name;
+  RETURN_IF_ERROR(CheckRow(type, n, "QuantizeRow", &name));
+  if (IsFloatType(type)) {
+    return ir::ConvertFloats(ir::DType::kF32, reinterpret_cast<const uint8_t*>(src),
+                             FloatDType(type), dst, static_cast<uint64_t>(n));
+  }
+  const bool uses_importance = type != TensorType::kQ8_0;
+  RETURN_IF_ERROR(CheckValues(name, src, n, uses_importance ? importance : nullptr));
+  if (IsLegacy(type)) {
+    QuantizeLegacy(type, src, n, importance, dst);
+  } else {
+    internal::QuantizeKRow(type, src, n, importance, dst);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DequantizeRow(TensorType type, const uint8_t* src, int64_t n, float* dst) {
+  std::string name;
+  RETURN_IF_ERROR(CheckRow(type, n, "DequantizeRow", &name));
+  if (IsFloatType(type)) {
+    return ir::ConvertFloats(FloatDType(type), src, ir::DType::kF32,
+                             reinterpret_cast<uint8_t*>(dst), static_cast<uint64_t>(n));
+  }
+  if (IsLegacy(type)) {
+    DequantizeLegacy(type, src, n, dst);
+  } else {
+    internal::DequantizeKRow(type, src, n, dst);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace slimpack::gguf

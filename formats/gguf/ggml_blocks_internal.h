@@ -1,0 +1,85 @@
+// Pieces shared by the ggml block codecs (ggml_blocks*.cc): ggml's rounding
+// and conversion semantics, the scale searches, and the K-quant entry points.
+// Every float expression keeps ggml's operation order; see ggml_blocks.h.
+#ifndef SLIMPACK_FORMATS_GGUF_GGML_BLOCKS_INTERNAL_H_
+#define SLIMPACK_FORMATS_GGUF_GGML_BLOCKS_INTERNAL_H_
+
+#include <cstdint>
+#include <cstring>
+
+#include "formats/gguf/gguf_format.h"
+#include "ir/float_convert.h"
+
+namespace slimpack::gguf::internal {
+
+// ggml's nearest_int: adding 1.5 * 2^23 puts the sum where one ulp is 1, so
+// the FPU's round-to-nearest-even rounds v and the integer sits in the low
+// mantissa bits. Exact for |v| < 2^22; kept (rather than std::nearbyint) so
+// out-of-range and NaN inputs map to the same integers as in ggml.
+inline int NearestInt(float v) {
+  const float biased = v + 12582912.0f;
+  int32_t bits;
+  std::memcpy(&bits, &biased, sizeof bits);
+  return (bits & 0x007FFFFF) - 0x00400000;
+}
+
+// ggml converts floats to int8_t/uint8_t with C casts, which x86-64 compiles
+// to cvttss2si (truncate; NaN and out-of-range give INT32_MIN) followed by
+// taking the low byte. This does the same without undefined behaviour, so
+// blocks whose scale overflows (subnormal inputs) encode as ggml's do.
+inline int32_t TruncateLikeX86(float v) {
+  if (v >= -2147483648.0f && v < 2147483648.0f) return static_cast<int32_t>(v);
+  return INT32_MIN;
+}
+inline int TruncateToInt8(float v) {
+  return static_cast<int8_t>(static_cast<uint8_t>(TruncateLikeX86(v)));
+}
+
+// Little-endian f16 fields (ggml_half), rounded to nearest even.
+inline void PutF16(uint8_t* p, float v) {
+  const uint16_t h = ir::F32ToF16(v);
+  p[0] = static_cast<uint8_t>(h);
+  p[1] = static_cast<uint8_t>(h >> 8);
+}
+inline float GetF16(const uint8_t* p) {
+  return ir::F16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+}
+// f32 -> f16 -> f32, as ggml re-reads a scale it has just stored.
+inline float RoundTripF16(float v) { return ir::F16ToF32(ir::F32ToF16(v)); }
+
+// ggml's GROUP_MAX_EPS: a group whose largest |x| is below it is all zero.
+inline constexpr float kGroupMaxEps = 1e-15f;
+
+// The scale searches (ggml_blocks_search.cc). Each returns the scale and
+// writes codes L; names say which ggml routine each reproduces.
+
+// make_qx_quants, rmse_type 1: symmetric codes L in [0, 2*nmax) (zero point
+// nmax) minimising sum w*(x - scale*(L - nmax))^2 over 19 trial scales.
+// `weights` null means w = x^2. An all-zero group gives L = 0, scale 0.
+float MakeQxQuants(int n, int nmax, const float* x, const float* weights, int8_t* L);
+
+// make_q3_quants with do_rmse: as MakeQxQuants(w = x^2) but refined by up to
+// five passes of per-code coordinate descent instead of the trial scales.
+float MakeQ3Quants(int n, int nmax, const float* x, int8_t* L);
+
+// make_qkx2_quants / make_qkx3_quants (identical for non-null weights):
+// asymmetric codes L in [0, nmax] with x ~ scale*L - *the_min (the_min >= 0
+// in practice), trying nstep+1 scales (rmin + rdelta*is + nmax)/(max - min),
+// each refit by weighted least squares; use_mad picks |err| over err^2.
+float MakeQkxQuants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
+                    float* the_min, float rmin, float rdelta, int nstep, bool use_mad);
+
+// make_qp_quants: codes L in [0, nmax] for non-negative x (the K-quants'
+// sub-block scales and mins) with weights, nine trial scales, then up to five
+// coordinate-descent passes.
+float MakeQpQuants(int n, int nmax, const float* x, uint8_t* L, const float* weights);
+
+// The K-quant codecs (ggml_blocks_k.cc). n is a multiple of kQK_K; the type
+// is one of kQ2_K..kQ6_K. `importance` is as in QuantizeRow.
+void QuantizeKRow(TensorType type, const float* x, int64_t n, const float* importance,
+                  uint8_t* dst);
+void DequantizeKRow(TensorType type, const uint8_t* src, int64_t n, float* dst);
+
+}  // namespace slimpack::gguf::internal
+
+#endif  // SLIMPACK_FORMATS_GGUF_GGML_BLOCKS_INTERNAL_H_

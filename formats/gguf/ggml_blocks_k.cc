@@ -1,0 +1,432 @@
+// The K-quants: 256-weight super-blocks whose sub-block scales (and mins)
+// are themselves quantized against one or two f16 super-scales. Encoders
+// follow ggml-quants.c's quantize_row_q{2..6}_K_ref (no importance) and
+// quantize_row_q{2..6}_K_impl (importance); every scale that ggml stores as
+// f16 is re-read from f16 before the codes are chosen, as ggml does.
+//
+// Super-block layouts (ggml-common.h), byte offsets:
+//   q2_K (84):  16 B scale|min<<4 @0, 64 B 2-bit codes @16, f16 d @80, dmin @82
+//   q3_K (110): 32 B high-bit mask @0, 64 B 2-bit codes @32, 12 B 6-bit
+//               scales @96, f16 d @108
+//   q4_K (144): f16 d @0, dmin @2, 12 B 6-bit scales+mins @4, 128 B nibbles @16
+//   q5_K (176): d @0, dmin @2, scales+mins @4, 32 B high bits @16, nibbles @48
+//   q6_K (210): 128 B low nibbles @0, 64 B high 2-bit pairs @128,
+//               16 x i8 scales @192, f16 d @208
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "formats/gguf/ggml_blocks_internal.h"
+
+namespace slimpack::gguf::internal {
+namespace {
+
+constexpr int kN = static_cast<int>(kQK_K);  // 256 weights per super-block
+constexpr int kQ2KBytes = 84, kQ3KBytes = 110, kQ4KBytes = 144, kQ5KBytes = 176,
+              kQ6KBytes = 210;
+
+int Clamp(int v, int lo, int hi) { return std::max(lo, std::min(hi, v)); }
+
+float SumSquares(const float* x, int n) {
+  float sum = 0;
+  for (int i = 0; i < n; ++i) sum += x[i] * x[i];
+  return sum;
+}
+
+// ggml's imatrix weight: importance scaled by the weight's own magnitude
+// over a floor sigma2 (a multiple of the super-block's mean square).
+void ImportanceWeights(const float* qw, const float* x, int n, float sigma2, float* weight) {
+  for (int l = 0; l < n; ++l) weight[l] = qw[l] * std::sqrt(sigma2 + x[l] * x[l]);
+}
+
+float Sum(const float* v, int n) {
+  float sum = 0;
+  for (int l = 0; l < n; ++l) sum += v[l];
+  return sum;
+}
+
+// 2-bit codes of 256 weights in 64 bytes: byte 32*h + l holds weights
+// 128*h + l + 32*k at bits 2k (q2_K, and the low bits of q3_K).
+void Pack2Bit(const uint8_t* L, uint8_t* qs) {
+  for (int j = 0; j < kN; j += 128) {
+    for (int l = 0; l < 32; ++l) {
+      qs[j / 4 + l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 2) |
+                                           (L[j + l + 64] << 4) | (L[j + l + 96] << 6));
+    }
+  }
+}
+
+// --- q2_K: x = d*s*q - dmin*m, s and m 4-bit per 16 weights, q 2-bit.
+
+void QuantizeQ2K(const float* x, const float* qw, uint8_t* y) {
+  uint8_t L[kN];
+  float scales[16], mins[16], weight[16];
+  uint8_t* sc = y;
+  if (qw) {
+    const float sigma2 = SumSquares(x, kN) / kN;
+    float sw[16];
+    for (int j = 0; j < 16; ++j) {
+      ImportanceWeights(qw + 16 * j, x + 16 * j, 16, sigma2, weight);
+      sw[j] = Sum(weight, 16);
+      scales[j] = MakeQkxQuants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], -0.9f, 0.05f,
+                                36, false);
+    }
+    uint8_t Ls[16], Lm[16];
+    PutF16(y + 80, MakeQpQuants(16, 15, scales, Ls, sw));
+    PutF16(y + 82, MakeQpQuants(16, 15, mins, Lm, sw));
+    for (int j = 0; j < 16; ++j) sc[j] = static_cast<uint8_t>(Ls[j] | (Lm[j] << 4));
+  } else {
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 16; ++j) {
+      for (int l = 0; l < 16; ++l) weight[l] = std::fabs(x[16 * j + l]);
+      scales[j] = MakeQkxQuants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], -0.5f, 0.1f,
+                                15, true);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    std::fill(sc, sc + 16, 0);
+    if (max_scale > 0) {
+      const float iscale = 15.f / max_scale;
+      for (int j = 0; j < 16; ++j) sc[j] = static_cast<uint8_t>(NearestInt(iscale * scales[j]));
+    }
+    PutF16(y + 80, max_scale > 0 ? max_scale / 15.f : 0.f);
+    if (max_min > 0) {
+      const float iscale = 15.f / max_min;
+      for (int j = 0; j < 16; ++j) {
+        const unsigned lm = static_cast<unsigned>(NearestInt(iscale * mins[j]));
+        sc[j] = static_cast<uint8_t>(sc[j] | (lm << 4));
+      }
+    }
+    PutF16(y + 82, max_min > 0 ? max_min / 15.f : 0.f);
+  }
+  const float d_all = GetF16(y + 80), m_all = GetF16(y + 82);
+  for (int j = 0; j < 16; ++j) {
+    const float d = d_all * (sc[j] & 0xF);
+    if (d == 0) continue;  // codes stay as the search left them
+    const float dm = m_all * (sc[j] >> 4);
+    for (int i = 0; i < 16; ++i) {
+      L[16 * j + i] = static_cast<uint8_t>(Clamp(NearestInt((x[16 * j + i] + dm) / d), 0, 3));
+    }
+  }
+  Pack2Bit(L, y + 16);
+}
+
+// Decoders loop per sub-block, as ggml's do, and promise the compiler that
+// the output does not alias the bytes (uint8_t may alias anything), so the
+// inner loops vectorize.
+void DequantizeQ2K(const uint8_t* __restrict b, float* __restrict y) {
+  const float d = GetF16(b + 80), min = GetF16(b + 82);
+  for (int s = 0; s < 16; ++s, y += 16) {  // sub-block s: weights 16*s..
+    const uint8_t* q = b + 16 + 32 * (s / 8) + 16 * (s % 2);
+    const int shift = 2 * ((s % 8) / 2);
+    const float dl = d * (b[s] & 0xF), ml = min * (b[s] >> 4);
+    for (int l = 0; l < 16; ++l) y[l] = dl * ((q[l] >> shift) & 3) - ml;
+  }
+}
+
+// --- q3_K: x = d*(s - 32)*(q - 4), s 6-bit per 16 weights, q 3-bit.
+
+// Sixteen 6-bit scales in 12 bytes: low nibbles of scale j in byte j % 8
+// (j < 8 low half, else high half), top two bits in byte 8 + j % 4 at bit
+// 2*(j/4).
+void PackQ3Scales(const int* l6, uint8_t* s) {
+  std::fill(s, s + 12, 0);
+  for (int j = 0; j < 16; ++j) {
+    s[j % 8] = static_cast<uint8_t>(s[j % 8] | ((l6[j] & 0xF) << (j < 8 ? 0 : 4)));
+    s[8 + j % 4] = static_cast<uint8_t>(s[8 + j % 4] | ((l6[j] >> 4) << (2 * (j / 4))));
+  }
+}
+
+int Q3Scale(const uint8_t* s, int j) {
+  const int low = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
+  return (low | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
+}
+
+void QuantizeQ3K(const float* x, const float* qw, uint8_t* y) {
+  int8_t L[kN];
+  float scales[16];
+  int l6[16];
+  uint8_t* s = y + 96;
+  if (qw) {
+    const float sigma2 = 2 * SumSquares(x, kN) / kN;
+    float weight[16], sw[16];
+    for (int j = 0; j < 16; ++j) {
+      ImportanceWeights(qw + 16 * j, x + 16 * j, 16, sigma2, weight);
+      sw[j] = Sum(weight, 16);
+      scales[j] = MakeQxQuants(16, 4, x + 16 * j, weight, L + 16 * j);
+    }
+    int8_t Ls[16];
+    const float d_block = MakeQxQuants(16, 32, scales, sw, Ls);
+    for (int j = 0; j < 16; ++j) l6[j] = Ls[j];
+    PackQ3Scales(l6, s);
+    PutF16(y + 108, d_block);
+  } else {
+    float max_scale = 0, amax = 0;
+    for (int j = 0; j < 16; ++j) {
+      scales[j] = MakeQ3Quants(16, 4, x + 16 * j, L + 16 * j);
+      if (std::fabs(scales[j]) > amax) {
+        amax = std::fabs(scales[j]);
+        max_scale = scales[j];
+      }
+    }
+    std::fill(s, s + 12, 0);
+    PutF16(y + 108, 0.f);
+    if (max_scale != 0) {
+      const float iscale = -32.f / max_scale;
+      for (int j = 0; j < 16; ++j) {
+        // ggml keeps the rounded scale in an int8_t before clamping.
+        l6[j] = Clamp(static_cast<int8_t>(NearestInt(iscale * scales[j])), -32, 31) + 32;
+      }
+      PackQ3Scales(l6, s);
+      PutF16(y + 108, 1 / iscale);
+    }
+  }
+  const float d_all = GetF16(y + 108);
+  for (int j = 0; j < 16; ++j) {
+    const float d = d_all * Q3Scale(s, j);
+    if (d == 0) continue;
+    for (int i = 0; i < 16; ++i) {
+      L[16 * j + i] = static_cast<int8_t>(Clamp(NearestInt(x[16 * j + i] / d), -4, 3) + 4);
+    }
+  }
+  // Bit 2 of weight e goes to mask byte e % 32, bit e / 32; the low two bits
+  // are packed like q2_K's.
+  uint8_t* hmask = y;
+  std::fill(hmask, hmask + 32, 0);
+  uint8_t low[kN];
+  for (int e = 0; e < kN; ++e) {
+    if (L[e] > 3) hmask[e % 32] = static_cast<uint8_t>(hmask[e % 32] | (1 << (e / 32)));
+    low[e] = static_cast<uint8_t>(L[e] > 3 ? L[e] - 4 : L[e]);
+  }
+  Pack2Bit(low, y + 32);
+}
+
+void DequantizeQ3K(const uint8_t* __restrict b, float* __restrict y) {
+  const float d_all = GetF16(b + 108);
+  for (int s = 0; s < 16; ++s, y += 16) {
+    const uint8_t* q = b + 32 + 32 * (s / 8) + 16 * (s % 2);
+    const uint8_t* hm = b + 16 * (s % 2);
+    const int shift = 2 * ((s % 8) / 2), bit = s / 2;  // weight e: mask bit e / 32
+    const float dl = d_all * Q3Scale(b + 96, s);
+    for (int l = 0; l < 16; ++l) {
+      y[l] = dl * (((q[l] >> shift) & 3) - (((hm[l] >> bit) & 1) ? 0 : 4));
+    }
+  }
+}
+
+// --- q4_K / q5_K: x = d*s*q - dmin*m, s and m 6-bit per 32 weights.
+
+// Eight 6-bit (scale, min) pairs in 12 bytes (ggml's get_scale_min_k4):
+// pairs 0-3 in the low six bits of bytes j and j + 4; pairs 4-7 keep their
+// low nibbles in byte j + 4 and their top two bits in the high bits of bytes
+// j - 4 (scale) and j (min). Bytes are written in ggml's order with its
+// truncations, so out-of-range codes pack exactly as ggml packs them.
+void PackScaleMinK4(const uint8_t* ls, const uint8_t* lm, uint8_t* s) {
+  for (int j = 0; j < 8; ++j) {
+    if (j < 4) {
+      s[j] = ls[j];
+      s[j + 4] = lm[j];
+    } else {
+      s[j + 4] = static_cast<uint8_t>((ls[j] & 0xF) | ((lm[j] & 0xF) << 4));
+      s[j - 4] = static_cast<uint8_t>(s[j - 4] | ((ls[j] >> 4) << 6));
+      s[j] = static_cast<uint8_t>(s[j] | ((lm[j] >> 4) << 6));
+    }
+  }
+}
+
+void ScaleMinK4(const uint8_t* s, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// q4_K (bits 4) and q5_K (bits 5) share everything but the code width and
+// the search parameters of the unweighted path.
+void QuantizeQ45K(int bits, const float* x, const float* qw, uint8_t* y) {
+  const int nmax = (1 << bits) - 1;
+  uint8_t L[kN], ls[8], lm[8];
+  float scales[8], mins[8], weights[32];
+  if (qw) {
+    const float sigma2 = 2 * SumSquares(x, kN) / kN;
+    float sw[8];
+    for (int j = 0; j < 8; ++j) {
+      ImportanceWeights(qw + 32 * j, x + 32 * j, 32, sigma2, weights);
+      sw[j] = Sum(weights, 32);
+      scales[j] = MakeQkxQuants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], -0.9f,
+                                0.05f, 36, false);
+    }
+    const float d_block = MakeQpQuants(8, 63, scales, ls, sw);
+    const float m_block = MakeQpQuants(8, 63, mins, lm, sw);
+    if (bits == 5) {  // ggml's q5_K clamps here, q4_K does not
+      for (int j = 0; j < 8; ++j) {
+        ls[j] = std::min<uint8_t>(63, ls[j]);
+        lm[j] = std::min<uint8_t>(63, lm[j]);
+      }
+    }
+    PutF16(y, d_block);
+    PutF16(y + 2, m_block);
+  } else {
+    const float rmin = bits == 4 ? -1.f : -0.5f;
+    const int nstep = bits == 4 ? 20 : 15;
+    float max_scale = 0, max_min = 0;
+    for (int j = 0; j < 8; ++j) {
+      const float av_x = std::sqrt(SumSquares(x + 32 * j, 32) / 32);
+      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
+      scales[j] = MakeQkxQuants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], rmin, 0.1f,
+                                nstep, false);
+      max_scale = std::max(max_scale, scales[j]);
+      max_min = std::max(max_min, mins[j]);
+    }
+    const float inv_scale = max_scale > 0 ? 63.f / max_scale : 0.f;
+    const float inv_min = max_min > 0 ? 63.f / max_min : 0.f;
+    for (int j = 0; j < 8; ++j) {
+      ls[j] = std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_scale * scales[j])));
+      lm[j] = std::min<uint8_t>(63, static_cast<uint8_t>(NearestInt(inv_min * mins[j])));
+    }
+    PutF16(y, max_scale / 63.f);
+    PutF16(y + 2, max_min / 63.f);
+  }
+  PackScaleMinK4(ls, lm, y + 4);
+  const float d_all = GetF16(y), m_all = GetF16(y + 2);
+  for (int j = 0; j < 8; ++j) {
+    int sc, m;
+    ScaleMinK4(y + 4, j, &sc, &m);
+    const float d = d_all * sc;
+    if (d == 0) continue;
+    const float dm = m_all * m;
+    for (int i = 0; i < 32; ++i) {
+      L[32 * j + i] = static_cast<uint8_t>(Clamp(NearestInt((x[32 * j + i] + dm) / d), 0, nmax));
+    }
+  }
+  // Nibble byte 32*k + l: weight 64*k + l (low), 64*k + 32 + l (high); q5_K
+  // puts their fifth bits in high-bit byte l at bits 2k and 2k + 1.
+  uint8_t* qs = y + (bits == 4 ? 16 : 48);
+  uint8_t* qh = y + 16;
+  if (bits == 5) std::fill(qh, qh + 32, 0);
+  for (int k = 0; k < 4; ++k) {
+    for (int l = 0; l < 32; ++l) {
+      const int lo = L[64 * k + l], hi = L[64 * k + 32 + l];
+      qs[32 * k + l] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+      if (bits == 5) {
+        qh[l] = static_cast<uint8_t>(qh[l] | ((lo >> 4) << (2 * k)) | ((hi >> 4) << (2 * k + 1)));
+      }
+    }
+  }
+}
+
+template <int kBits>
+void DequantizeQ45K(const uint8_t* __restrict b, float* __restrict y) {
+  const float d = GetF16(b), min = GetF16(b + 2);
+  const uint8_t* qs = b + (kBits == 4 ? 16 : 48);
+  const uint8_t* qh = b + 16;
+  for (int j = 0; j < 8; ++j, y += 32) {  // sub-block j: nibble half j % 2 of bytes 32*(j/2)..
+    int sc, m;
+    ScaleMinK4(b + 4, j, &sc, &m);
+    const float d1 = d * sc, m1 = min * m;
+    const uint8_t* q = qs + 32 * (j / 2);
+    const int shift = 4 * (j % 2);
+    for (int l = 0; l < 32; ++l) {
+      const int high = kBits == 5 ? ((qh[l] >> j) & 1) << 4 : 0;  // q5_K: bit j of byte l
+      y[l] = d1 * (((q[l] >> shift) & 0xF) + high) - m1;
+    }
+  }
+}
+
+// --- q6_K: x = d*s*(q - 32), s int8 per 16 weights, q 6-bit.
+
+void QuantizeQ6K(const float* x, const float* qw, uint8_t* y) {
+  int8_t L[kN];
+  float scales[16];
+  float max_scale = 0, max_abs_scale = 0;
+  for (int j = 0; j < 16; ++j) {
+    // ggml passes the raw importance here (no sigma2 term); null means x^2.
+    scales[j] = MakeQxQuants(16, 32, x + 16 * j, qw ? qw + 16 * j : nullptr, L + 16 * j);
+    if (std::fabs(scales[j]) > max_abs_scale) {
+      max_abs_scale = std::fabs(scales[j]);
+      max_scale = scales[j];
+    }
+  }
+  if (max_abs_scale < kGroupMaxEps) {
+    std::memset(y, 0, kQ6KBytes);
+    return;
+  }
+  const float iscale = -128.f / max_scale;
+  PutF16(y + 208, 1 / iscale);
+  int8_t* sc = reinterpret_cast<int8_t*>(y + 192);
+  for (int j = 0; j < 16; ++j) {
+    sc[j] = static_cast<int8_t>(std::min(127, NearestInt(iscale * scales[j])));
+  }
+  const float d_all = GetF16(y + 208);
+  for (int j = 0; j < 16; ++j) {
+    const float d = d_all * sc[j];
+    if (d == 0) continue;
+    for (int i = 0; i < 16; ++i) {
+      L[16 * j + i] = static_cast<int8_t>(Clamp(NearestInt(x[16 * j + i] / d), -32, 31) + 32);
+    }
+  }
+  // Per 128 weights (h): low nibbles of weights l and l + 64 in byte l, of
+  // l + 32 and l + 96 in byte l + 32; their top two bits in qh byte l at
+  // bits 0, 2, 4, 6 for l, l + 32, l + 64, l + 96.
+  for (int h = 0; h < 2; ++h) {
+    const int8_t* Lh = L + 128 * h;
+    uint8_t* ql = y + 64 * h;
+    uint8_t* qh = y + 128 + 32 * h;
+    for (int l = 0; l < 32; ++l) {
+      ql[l] = static_cast<uint8_t>((Lh[l] & 0xF) | ((Lh[l + 64] & 0xF) << 4));
+      ql[l + 32] = static_cast<uint8_t>((Lh[l + 32] & 0xF) | ((Lh[l + 96] & 0xF) << 4));
+      qh[l] = static_cast<uint8_t>((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) |
+                                   ((Lh[l + 64] >> 4) << 4) | ((Lh[l + 96] >> 4) << 6));
+    }
+  }
+}
+
+void DequantizeQ6K(const uint8_t* __restrict b, float* __restrict y) {
+  const float d = GetF16(b + 208);
+  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+  for (int s = 0; s < 16; ++s, y += 16) {
+    const int h = s / 8, quarter = (s % 8) / 2;  // weights 128*h + 32*quarter + l
+    const uint8_t* ql = b + 64 * h + 32 * (quarter % 2) + 16 * (s % 2);
+    const uint8_t* qh = b + 128 + 32 * h + 16 * (s % 2);
+    const int low_shift = 4 * (quarter / 2), high_shift = 2 * quarter;
+    for (int l = 0; l < 16; ++l) {
+      const int q = (((ql[l] >> low_shift) & 0xF) | (((qh[l] >> high_shift) & 3) << 4)) - 32;
+      y[l] = d * sc[s] * q;
+    }
+  }
+}
+
+}  // namespace
+
+void QuantizeKRow(TensorType type, const float* x, int64_t n, const float* importance,
+                  uint8_t* dst) {
+  for (int64_t i = 0; i < n / kN; ++i) {
+    const float* xb = x + kN * i;
+    const float* qw = importance ? importance + kN * i : nullptr;
+    switch (type) {
+      case TensorType::kQ2_K: QuantizeQ2K(xb, qw, dst + i * kQ2KBytes); break;
+      case TensorType::kQ3_K: QuantizeQ3K(xb, qw, dst + i * kQ3KBytes); break;
+      case TensorType::kQ4_K: QuantizeQ45K(4, xb, qw, dst + i * kQ4KBytes); break;
+      case TensorType::kQ5_K: QuantizeQ45K(5, xb, qw, dst + i * kQ5KBytes); break;
+      default: QuantizeQ6K(xb, qw, dst + i * kQ6KBytes); break;
+    }
+  }
+}
+
+void DequantizeKRow(TensorType type, const uint8_t* src, int64_t n, float* dst) {
+  for (int64_t i = 0; i < n / kN; ++i) {
+    float* y = dst + kN * i;
+    switch (type) {
+      case TensorType::kQ2_K: DequantizeQ2K(src + i * kQ2KBytes, y); break;
+      case TensorType::kQ3_K: DequantizeQ3K(src + i * kQ3KBytes, y); break;
+      case TensorType::kQ4_K: DequantizeQ45K<4>(src + i * kQ4KBytes, y); break;
+      case TensorType::kQ5_K: DequantizeQ45K<5>(src + i * kQ5KBytes, y); break;
+      default: DequantizeQ6K(src + i * kQ6KBytes, y); break;
+    }
+  }
+}
+
+}  // namespace slimpack::gguf::internal

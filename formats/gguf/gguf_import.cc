@@ -1,0 +1,172 @@
+#include "formats/gguf/gguf_import.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "formats/gguf/ggml_blocks.h"
+#include "formats/gguf/gguf_reader.h"
+#include "formats/gguf/llama_names.h"
+#include "hf/hf_config.h"
+#include "hf/weight_roles.h"
+#include "nlohmann/json.hpp"
+#include "support/checked_math.h"
+#include "support/status_macros.h"
+
+namespace slimpack::gguf {
+namespace {
+
+using nlohmann::json;
+
+absl::Status Bad(const std::string& path, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
+}
+
+absl::StatusOr<uint64_t> RequiredUInt(const GgufFile& f, const std::string& key) {
+  const Value* v = f.FindValue(key);
+  if (v == nullptr) return Bad(f.label, absl::StrCat("metadata key '", key, "' is missing"));
+  std::optional<uint64_t> u = v->is_array() ? std::nullopt : v->GetUInt();
+  if (!u) return Bad(f.label, absl::StrCat("metadata '", key, "' is ", v->Describe(),
+                                           ", expected a non-negative integer"));
+  return *u;
+}
+
+std::optional<double> OptionalFloat(const GgufFile& f, const std::string& key) {
+  const Value* v = f.FindValue(key);
+  return v == nullptr || v->is_array() ? std::nullopt : v->GetFloat();
+}
+
+// config.json as a Hugging Face checkpoint of this model would have it, so
+// the one config parser (hf/hf_config.h) checks and fills the architecture.
+absl::StatusOr<std::string> ConfigFromMetadata(const GgufFile& f, const std::string& arch) {
+  json c;
+  c["model_type"] = arch;
+  c["architectures"] = json::array({arch == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"});
+  ASSIGN_OR_RETURN(c["hidden_size"], RequiredUInt(f, arch + ".embedding_length"));
+  ASSIGN_OR_RETURN(c["intermediate_size"], RequiredUInt(f, arch + ".feed_forward_length"));
+  ASSIGN_OR_RETURN(c["num_hidden_layers"], RequiredUInt(f, arch + ".block_count"));
+  ASSIGN_OR_RETURN(c["num_attention_heads"], RequiredUInt(f, arch + ".attention.head_count"));
+  c["num_key_value_heads"] = c["num_attention_heads"];
+  if (f.FindValue(arch + ".attention.head_count_kv") != nullptr) {
+    ASSIGN_OR_RETURN(c["num_key_value_heads"], RequiredUInt(f, arch + ".attention.head_count_kv"));
+  }
+  if (f.FindValue(arch + ".attention.key_length") != nullptr) {
+    ASSIGN_OR_RETURN(c["head_dim"], RequiredUInt(f, arch + ".attention.key_length"));
+  }
+  const TensorInfo* embd = f.FindTensor("token_embd.weight");
+  if (embd == nullptr || embd->ne.size() != 2) {
+    return Bad(f.label, "tensor 'token_embd.weight' (the embedding, [hidden, vocab]) is missing");
+  }
+  c["vocab_size"] = embd->ne[1];
+  c["max_position_embeddings"] = 2048;
+  if (f.FindValue(arch + ".context_length") != nullptr) {
+    ASSIGN_OR_RETURN(c["max_position_embeddings"], RequiredUInt(f, arch + ".context_length"));
+  }
+  c["rope_theta"] = OptionalFloat(f, arch + ".rope.freq_base").value_or(10000.0);
+  const std::optional<double> eps = OptionalFloat(f, arch + ".attention.layer_norm_rms_epsilon");
+  if (!eps) return Bad(f.label, absl::StrCat("metadata '", arch,
+                                             ".attention.layer_norm_rms_epsilon' is missing"));
+  c["rms_norm_eps"] = *eps;
+  c["tie_word_embeddings"] = f.FindTensor("output.weight") == nullptr;
+  c["torch_dtype"] = "float32";
+  for (const auto& [key, field] : {std::pair<const char*, const char*>{"tokenizer.ggml.bos_token_id", "bos_token_id"},
+                                   {"tokenizer.ggml.eos_token_id", "eos_token_id"}}) {
+    const Value* v = f.FindValue(key);
+    if (v != nullptr && !v->is_array() && v->GetUInt()) c[field] = *v->GetUInt();
+  }
+  return c.dump(2);
+}
+
+// The tensor as f32 in HF layout: dims reversed from ne, rows of rotary
+// q/k put back in HF's half-split order.
+absl::StatusOr<ir::Tensor> DecodeTensor(const GgufFile& f, const TensorInfo& t,
+                                        const std::string& hf_name, int64_t rope_heads) {
+  ir::Tensor out;
+  out.name = hf_name;
+  out.dtype = ir::DType::kF32;
+  for (auto it = t.ne.rbegin(); it != t.ne.rend(); ++it) out.dims.push_back(*it);
+  const std::optional<uint64_t> bytes = CheckedMul(t.n_elements, 4);
+  if (!bytes) return Bad(f.label, absl::StrCat("tensor '", std::string(t.name), "' is too large"));
+  std::vector<uint8_t> decoded(*bytes);
+  float* values = reinterpret_cast<float*>(decoded.data());
+  RETURN_IF_ERROR(DequantizeRow(static_cast<TensorType>(t.type), t.data,
+                                static_cast<int64_t>(t.n_elements), values));
+  if (rope_heads > 0) {
+    const int64_t cols = t.ne.size() >= 2 ? t.ne[0] : 1;
+    const int64_t rows = static_cast<int64_t>(t.n_elements) / cols;
+    if (rows % rope_heads != 0 || (rows / rope_heads) % 2 != 0) {
+      return Bad(f.label, absl::StrCat("tensor '", std::string(t.name), "' has ", rows,
+                                       " rows, not an even number per head for ", rope_heads,
+                                       " heads"));
+    }
+    std::vector<uint8_t> hf_order(decoded.size());
+    float* dst = reinterpret_cast<float*>(hf_order.data());
+    for (int64_t r = 0; r < rows; ++r) {
+      std::memcpy(dst + RopePermutedSourceRow(r, rows, rope_heads) * cols, values + r * cols,
+                  cols * sizeof(float));
+    }
+    decoded = std::move(hf_order);
+  }
+  out.data = ir::TensorData::Owned(std::move(decoded));
+  out.provenance.file = f.label;
+  if (t.data != nullptr) out.provenance.offset = static_cast<int64_t>(t.data - f.mapping->data());
+  return out;
+}
+
+}  // namespace
+
+bool LooksLikeGguf(const std::string& path) {
+  FILE* file = std::fopen(path.c_str(), "rb");
+  if (file == nullptr) return false;
+  uint32_t magic = 0;
+  const size_t n = std::fread(&magic, 1, sizeof(magic), file);
+  std::fclose(file);
+  return n == sizeof(magic) && magic == kMagic;
+}
+
+absl::StatusOr<ir::Model> ImportGguf(const std::string& path) {
+  ASSIGN_OR_RETURN(GgufFile f, OpenGgufFile(path));
+  const Value* arch_value = f.FindValue("general.architecture");
+  if (arch_value == nullptr || !arch_value->GetString()) {
+    return Bad(path, "metadata 'general.architecture' is missing or not a string");
+  }
+  const std::string arch(*arch_value->GetString());
+  if (arch != "llama" && arch != "qwen2") {
+    return absl::UnimplementedError(absl::StrCat(
+        path, ": general.architecture '", arch, "' is not imported (llama, qwen2)"));
+  }
+  ASSIGN_OR_RETURN(const std::string config, ConfigFromMetadata(f, arch));
+  ASSIGN_OR_RETURN(ir::ArchitectureInfo info,
+                   hf::ParseHfConfig(config, path + " (GGUF metadata)"));
+
+  ir::Model model;
+  model.source_format = ir::SourceFormat::kGguf;
+  model.source_path = path;
+  model.graph.name = std::string(arch_value->GetString().value());
+  model.input_files.push_back(path);
+  std::vector<ir::Tensor> tensors;
+  for (const TensorInfo& t : f.tensors) {
+    const std::string hf_name = HfNameFromGguf(std::string(t.name));
+    if (hf_name.empty()) {
+      return absl::UnimplementedError(absl::StrCat(path, ": tensor '", std::string(t.name),
+                                                   "' has no Hugging Face llama counterpart"));
+    }
+    int64_t rope_heads = 0;
+    if (arch == "llama" && IsRopeQ(std::string(t.name))) rope_heads = info.num_heads;
+    if (arch == "llama" && IsRopeK(std::string(t.name))) rope_heads = info.num_kv_heads;
+    ASSIGN_OR_RETURN(ir::Tensor decoded, DecodeTensor(f, t, hf_name, rope_heads));
+    tensors.push_back(std::move(decoded));
+  }
+  // Name order, as the safetensors importer keeps them.
+  std::sort(tensors.begin(), tensors.end(),
+            [](const ir::Tensor& a, const ir::Tensor& b) { return a.name < b.name; });
+  RETURN_IF_ERROR(hf::TagWeightRoles(info, path, tensors, model.warnings));
+  model.carried_overrides["config.json"] = config;
+  model.architecture = std::move(info);
+  for (ir::Tensor& t : tensors) RETURN_IF_ERROR(model.graph.AddInitializer(std::move(t)));
+  return model;
+}
+
+}  // namespace slimpack::gguf

@@ -1,0 +1,29 @@
+// A GGUF file (llama.cpp's, or ours) of a llama-family decoder as an
+// ir::Model like an imported Hugging Face checkpoint: HF tensor names and
+// row order, f32 weights decoded from their ggml blocks, the architecture
+// from the GGUF metadata, so eval / run / report / convert treat a GGUF and
+// a safetensors checkpoint alike. The decoded weights are exactly what
+// llama.cpp multiplies with (ggml's dequantization), which lets one report
+// put llama-quantize's output beside ours.
+#ifndef SLIMPACK_FORMATS_GGUF_GGUF_IMPORT_H_
+#define SLIMPACK_FORMATS_GGUF_GGUF_IMPORT_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/graph.h"
+
+namespace slimpack::gguf {
+
+// Errors name the file and the key or tensor: Unimplemented for an
+// architecture other than llama/qwen2 or a tensor slimpack has no HF name
+// for; InvalidArgument for missing or malformed architecture keys (and
+// every ParseGguf / hf::ParseHfConfig / TagWeightRoles refusal).
+absl::StatusOr<ir::Model> ImportGguf(const std::string& path);
+
+// True when `path` starts with the GGUF magic.
+bool LooksLikeGguf(const std::string& path);
+
+}  // namespace slimpack::gguf
+
+#endif  // SLIMPACK_FORMATS_GGUF_GGUF_IMPORT_H_

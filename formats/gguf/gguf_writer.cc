@@ -1,0 +1,171 @@
+#include "formats/gguf/gguf_writer.h"
+
+#include <cstring>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "support/atomic_file.h"
+#include "support/checked_math.h"
+#include "support/status_macros.h"
+
+namespace slimpack::gguf {
+namespace {
+
+template <typename T>
+void AppendPod(std::string& out, T v) {
+  char bytes[sizeof(T)];
+  std::memcpy(bytes, &v, sizeof(T));  // little-endian hosts only (x86-64, arm64)
+  out.append(bytes, sizeof(T));
+}
+
+void AppendString(std::string& out, const std::string& s) {
+  AppendPod<uint64_t>(out, s.size());
+  out.append(s);
+}
+
+}  // namespace
+
+GgufWriter::GgufWriter(uint64_t alignment) : alignment_(alignment) {}
+
+void GgufWriter::AddKey(const std::string& key, ValueType type) {
+  keys_.push_back(key);
+  ++kv_count_;
+  AppendString(kv_bytes_, key);
+  AppendPod<uint32_t>(kv_bytes_, static_cast<uint32_t>(type));
+}
+
+void GgufWriter::AddU32(const std::string& key, uint32_t v) {
+  AddKey(key, ValueType::kU32);
+  AppendPod(kv_bytes_, v);
+}
+void GgufWriter::AddI32(const std::string& key, int32_t v) {
+  AddKey(key, ValueType::kI32);
+  AppendPod(kv_bytes_, v);
+}
+void GgufWriter::AddU64(const std::string& key, uint64_t v) {
+  AddKey(key, ValueType::kU64);
+  AppendPod(kv_bytes_, v);
+}
+void GgufWriter::AddF32(const std::string& key, float v) {
+  AddKey(key, ValueType::kF32);
+  AppendPod(kv_bytes_, v);
+}
+void GgufWriter::AddBool(const std::string& key, bool v) {
+  AddKey(key, ValueType::kBool);
+  AppendPod<uint8_t>(kv_bytes_, v ? 1 : 0);
+}
+void GgufWriter::AddString(const std::string& key, const std::string& v) {
+  AddKey(key, ValueType::kString);
+  AppendString(kv_bytes_, v);
+}
+void GgufWriter::AddStringArray(const std::string& key, const std::vector<std::string>& v) {
+  AddKey(key, ValueType::kArray);
+  AppendPod<uint32_t>(kv_bytes_, static_cast<uint32_t>(ValueType::kString));
+  AppendPod<uint64_t>(kv_bytes_, v.size());
+  for (const std::string& s : v) AppendString(kv_bytes_, s);
+}
+void GgufWriter::AddI32Array(const std::string& key, const std::vector<int32_t>& v) {
+  AddKey(key, ValueType::kArray);
+  AppendPod<uint32_t>(kv_bytes_, static_cast<uint32_t>(ValueType::kI32));
+  AppendPod<uint64_t>(kv_bytes_, v.size());
+  for (int32_t x : v) AppendPod(kv_bytes_, x);
+}
+void GgufWriter::AddF32Array(const std::string& key, const std::vector<float>& v) {
+  AddKey(key, ValueType::kArray);
+  AppendPod<uint32_t>(kv_bytes_, static_cast<uint32_t>(ValueType::kF32));
+  AppendPod<uint64_t>(kv_bytes_, v.size());
+  for (float x : v) AppendPod(kv_bytes_, x);
+}
+
+absl::StatusOr<uint64_t> GgufWriter::TensorBytes(const std::string& name,
+                                                 const std::vector<int64_t>& ne,
+                                                 TensorType type) {
+  TypeTraits traits;
+  if (!GetTypeTraits(static_cast<uint32_t>(type), &traits)) {
+    return absl::InvalidArgumentError(absl::StrCat("GGUF tensor '", name, "': unknown ggml type ",
+                                                   static_cast<uint32_t>(type)));
+  }
+  if (ne.empty() || ne.size() > kMaxDims) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GGUF tensor '", name, "': ", ne.size(), " dimensions (1 to ", kMaxDims, ")"));
+  }
+  uint64_t count = 1;
+  for (int64_t d : ne) {
+    std::optional<uint64_t> next;
+    if (d > 0) next = CheckedMul(count, static_cast<uint64_t>(d));
+    if (!next) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("GGUF tensor '", name, "': dimension ", d, " is not a positive size"));
+    }
+    count = *next;
+  }
+  if (ne[0] % traits.block_size != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GGUF tensor '", name, "': row length ", ne[0], " is not a multiple of ",
+                     std::string(traits.name), "'s block of ", traits.block_size));
+  }
+  const std::optional<uint64_t> bytes = CheckedMul(count / traits.block_size, traits.block_bytes);
+  if (!bytes) return absl::InvalidArgumentError(absl::StrCat("GGUF tensor '", name, "' is too large"));
+  return *bytes;
+}
+
+absl::Status GgufWriter::AddTensor(const std::string& name, const std::vector<int64_t>& ne,
+                                   TensorType type, TensorFiller fill) {
+  ASSIGN_OR_RETURN(const uint64_t bytes, TensorBytes(name, ne, type));
+  tensors_.push_back(PendingTensor{name, ne, type, bytes, 0, std::move(fill)});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<WrittenFile> GgufWriter::Write(const std::string& path) {
+  std::set<std::string> seen;
+  for (const std::string& key : keys_) {
+    if (!seen.insert(key).second) {
+      return absl::InternalError(absl::StrCat(path, ": metadata key '", key, "' added twice"));
+    }
+  }
+  seen.clear();
+  for (const PendingTensor& t : tensors_) {
+    if (!seen.insert(t.name).second) {
+      return absl::InternalError(absl::StrCat(path, ": tensor '", t.name, "' added twice"));
+    }
+  }
+
+  std::string header;
+  AppendPod<uint32_t>(header, kMagic);
+  AppendPod<uint32_t>(header, kVersion);
+  AppendPod<uint64_t>(header, tensors_.size());
+  AppendPod<uint64_t>(header, kv_count_);
+  header += kv_bytes_;
+  uint64_t offset = 0;
+  for (PendingTensor& t : tensors_) {
+    t.offset = offset;
+    AppendString(header, t.name);
+    AppendPod<uint32_t>(header, static_cast<uint32_t>(t.ne.size()));
+    for (int64_t d : t.ne) AppendPod<uint64_t>(header, static_cast<uint64_t>(d));
+    AppendPod<uint32_t>(header, static_cast<uint32_t>(t.type));
+    AppendPod<uint64_t>(header, t.offset);
+    offset = *CheckedAlignUp(offset + t.bytes, alignment_);
+  }
+  const uint64_t data_start = *CheckedAlignUp(header.size(), alignment_);
+  header.resize(data_start, '\0');
+
+  ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(path));
+  RETURN_IF_ERROR(file->Write(header.data(), header.size()));
+  WrittenFile written;
+  std::vector<uint8_t> buffer;
+  for (PendingTensor& t : tensors_) {
+    buffer.assign(t.bytes, 0);
+    absl::Status filled = t.fill(buffer.data(), t.bytes);
+    if (!filled.ok()) return Annotate(filled, absl::StrCat("GGUF tensor '", t.name, "'"));
+    RETURN_IF_ERROR(file->Write(buffer.data(), buffer.size()));
+    RETURN_IF_ERROR(file->WriteZeros(*CheckedAlignUp(t.bytes, alignment_) - t.bytes));
+    written.tensor_bytes += t.bytes;
+    t.fill = nullptr;  // release what the filler captured
+  }
+  written.file_bytes = file->size();
+  RETURN_IF_ERROR(file->Commit());
+  return written;
+}
+
+}  // namespace slimpack::gguf

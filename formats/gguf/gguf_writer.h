@@ -1,0 +1,79 @@
+// Writes a GGUF v3 file: metadata key/values, then tensor infos, then each
+// tensor's bytes at a multiple of the alignment (64: every tensor stays
+// 64-byte aligned in a mapping, as in our own shards). Tensors are produced
+// one at a time by a callback as the file is written, so memory holds one
+// tensor, never the model. The file appears at its path only when complete
+// (support/atomic_file.h).
+#ifndef SLIMPACK_FORMATS_GGUF_GGUF_WRITER_H_
+#define SLIMPACK_FORMATS_GGUF_GGUF_WRITER_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "formats/gguf/gguf_format.h"
+
+namespace slimpack::gguf {
+
+// Fills `dst` (exactly the tensor's byte size) with the tensor's data.
+using TensorFiller = std::function<absl::Status(uint8_t* dst, uint64_t size)>;
+
+struct WrittenFile {
+  uint64_t file_bytes = 0;
+  uint64_t tensor_bytes = 0;  // data section without padding
+};
+
+class GgufWriter {
+ public:
+  explicit GgufWriter(uint64_t alignment = kSlimpackAlignment);
+
+  // Metadata in insertion order (llama.cpp does not care about order, but a
+  // fixed order keeps files byte-identical run to run). A repeated key is an
+  // error reported by Write().
+  void AddU32(const std::string& key, uint32_t v);
+  void AddI32(const std::string& key, int32_t v);
+  void AddU64(const std::string& key, uint64_t v);
+  void AddF32(const std::string& key, float v);
+  void AddBool(const std::string& key, bool v);
+  void AddString(const std::string& key, const std::string& v);
+  void AddStringArray(const std::string& key, const std::vector<std::string>& v);
+  void AddI32Array(const std::string& key, const std::vector<int32_t>& v);
+  void AddF32Array(const std::string& key, const std::vector<float>& v);
+
+  // `ne` innermost first (ne[0] = row length). The row length must be a
+  // multiple of the type's block size. Errors name the tensor.
+  absl::Status AddTensor(const std::string& name, const std::vector<int64_t>& ne,
+                         TensorType type, TensorFiller fill);
+
+  // Writes everything to `path` atomically. Fails with nothing written when
+  // a filler fails (its status is returned, annotated with the tensor name).
+  absl::StatusOr<WrittenFile> Write(const std::string& path);
+
+  // Byte size of a tensor of `type` with `ne` (the row length must divide).
+  static absl::StatusOr<uint64_t> TensorBytes(const std::string& name,
+                                              const std::vector<int64_t>& ne, TensorType type);
+
+ private:
+  struct PendingTensor {
+    std::string name;
+    std::vector<int64_t> ne;
+    TensorType type;
+    uint64_t bytes = 0;
+    uint64_t offset = 0;
+    TensorFiller fill;
+  };
+  void AddKey(const std::string& key, ValueType type);
+
+  uint64_t alignment_;
+  std::string kv_bytes_;  // serialised key/values
+  uint64_t kv_count_ = 0;
+  std::vector<std::string> keys_;
+  std::vector<PendingTensor> tensors_;
+};
+
+}  // namespace slimpack::gguf
+
+#endif  // SLIMPACK_FORMATS_GGUF_GGUF_WRITER_H_

@@ -1,0 +1,85 @@
+#!/bin/bash
+# Stock llama.cpp (node-llama-cpp 3.22.1's prebuilt CPU build) runs the GGUF
+# files slimpack writes, and its logits match slimpack's own evaluation of the
+# same file (`slimpack run model.gguf`, which decodes the ggml blocks):
+#  - the bundled tiny-llama (rows of 128 and 344: the 32-weight types and the
+#    llama-quantize fallbacks) in f32, f16, bf16, q8_0, q4_0, q4_1, q5_0,
+#    q5_1, q4_k_m;
+#  - a random llama with 256-divisible rows (make_random_llama.py), so every
+#    K-quant block type (q2_K..q6_K) is written and read for real.
+# llama.cpp runs with an f32 KV cache and one thread. It still differs from
+# us where ggml multiplies quantized weights by activations rounded to q8
+# (or f16 for f16 weights), so the bounds are per type, measured and set
+# with a margin (see the table printed by the run).
+# usage: gguf_llama_cpp_test.sh SLIMPACK SOURCE_DIR ORACLE_DIR
+set -u
+SLIMPACK="$1"; SRC="$2"; ORACLE="$3"
+PY=/usr/bin/python3
+if [ ! -d "$ORACLE/node_modules/node-llama-cpp" ]; then
+  echo "FAIL: llama.cpp oracle not installed in $ORACLE (scripts/test.sh installs it: npm ci --ignore-scripts --omit=optional in a copy of tests/gguf/oracle)"
+  exit 1
+fi
+export SLIMPACK_ORACLE_DIR="$ORACLE"
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+fail=0
+
+# Four sequences of 32 tokens from the tiny-llama eval set (ids < 258, valid
+# for both models).
+"$PY" - "$SRC/examples/tiny-llama/eval_tokens.npy" "$work" <<'PYEOF'
+import json, sys
+import numpy as np
+ids = np.load(sys.argv[1]).reshape(-1)[:4 * 32].astype(np.int64).reshape(4, 32)
+np.savez(sys.argv[2] + "/tokens.npz", input_ids=ids)
+json.dump(ids.tolist(), open(sys.argv[2] + "/tokens.json", "w"))
+PYEOF
+mkdir "$work/rl"
+"$PY" "$SRC/tests/export/make_random_llama.py" "$work/rl" "$SRC/examples/tiny-llama/tokenizer.json" || fail=1
+
+# check MODEL_DIR NAME PRESET MAX_REL_RMS MIN_TOP1
+check() {
+  local model="$1" name="$2" preset="$3" rel="$4" top1="$5"
+  local gguf="$work/$name-$preset.gguf"
+  if ! "$SLIMPACK" convert "$model" -o "$gguf" --format gguf --quant "$preset" >"$work/log" 2>&1; then
+    echo "FAIL: convert $name --quant $preset"; cat "$work/log"; fail=1; return
+  fi
+  if ! node "$SRC/tests/gguf/oracle/llama_logits.mjs" "$gguf" "$work/tokens.json" "$work/theirs.f32" \
+      --kv-type f32 --threads 1 >"$work/log" 2>&1; then
+    echo "FAIL: llama.cpp could not run $name $preset"; cat "$work/log"; fail=1; return
+  fi
+  if ! "$SLIMPACK" run "$gguf" --inputs "$work/tokens.npz" -o "$work/ours.npz" --force >"$work/log" 2>&1; then
+    echo "FAIL: slimpack run $name $preset"; cat "$work/log"; fail=1; return
+  fi
+  "$PY" "$SRC/tests/export/compare_logits.py" "$work/ours.npz" "$work/theirs.f32" \
+      --label "$name $preset" --max-rel-rms "$rel" --min-top1 "$top1" || fail=1
+}
+
+tiny="$SRC/examples/tiny-llama"
+check "$tiny" tiny f32    1e-5  1.0
+check "$tiny" tiny f16    2e-3  0.99
+check "$tiny" tiny bf16   2e-3  0.99
+check "$tiny" tiny q8_0   1e-2  0.99
+check "$tiny" tiny q4_0   1e-2  0.99
+check "$tiny" tiny q4_1   1e-2  0.99
+check "$tiny" tiny q5_0   1e-2  0.99
+check "$tiny" tiny q5_1   1e-2  0.99
+check "$tiny" tiny q4_k_m 1e-2  0.99
+# The random model has no trained structure: ggml's q8 rounding of the
+# activations (q8_K for the K types) moves its logits by ~1.2% RMS whatever
+# the weight type (q6_K as much as q2_K; f32 weights agree to 5e-7), and
+# near-ties flip a few top-1 positions. A wrong block decode or row order
+# moves them by tens of percent (unpermuted q/k: 61%).
+check "$work/rl" random f32 1e-5 1.0
+for preset in q8_0 q2_k q3_k_m q4_k_s q4_k_m q5_k_m q6_k; do
+  check "$work/rl" random "$preset" 2e-2 0.93
+done
+
+# The f32 GGUF of the tiny-llama is the checkpoint: slimpack on the
+# original safetensors and on the GGUF give the same logits to the bit.
+"$SLIMPACK" run "$tiny" --inputs "$work/tokens.npz" -o "$work/orig.npz" --force >"$work/log" 2>&1 || { cat "$work/log"; fail=1; }
+"$SLIMPACK" run "$work/tiny-f32.gguf" --inputs "$work/tokens.npz" -o "$work/f32.npz" --force >"$work/log" 2>&1 || { cat "$work/log"; fail=1; }
+"$PY" -c "
+import sys, numpy as np
+a = np.load('$work/orig.npz')['logits']; b = np.load('$work/f32.npz')['logits']
+sys.exit(0 if np.array_equal(a, b) else 1)" && echo "ok: f32 GGUF == checkpoint, bit for bit" || { echo "FAIL: f32 GGUF logits differ from the checkpoint's"; fail=1; }
+exit $fail

@@ -1,0 +1,170 @@
+// The bundled tiny-llama exported to GGUF and read back with our GGUF
+// reader: llama.cpp's tensor names, shapes and rope row order, the
+// architecture keys, every value (f32 exactly; q8_0 within half a step), and
+// refusals naming what is missing. tests/export/gguf_llama_cpp_test.sh runs
+// the files in llama.cpp itself.
+#include "export/gguf_llama.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "formats/gguf/ggml_blocks.h"
+#include "formats/gguf/gguf_reader.h"
+#include "formats/safetensors/checkpoint_importer.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/float_convert.h"
+#include "tests/testing/status_matchers.h"
+
+namespace slimpack::gguf_export {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::IsOk;
+using testing::StatusIs;
+
+class GgufLlamaTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/gguf_llama_XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    auto model = safetensors::ImportSafetensors(SLIMPACK_TINY_LLAMA_DIR);
+    ASSERT_THAT(model, IsOk());
+    model_ = *std::move(model);
+    for (const ir::Tensor& t : model_.graph.initializers()) by_name_[t.name] = &t;
+  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+
+  std::vector<float> Source(const std::string& hf_name) {
+    const ir::Tensor& t = *by_name_.at(hf_name);
+    const uint64_t n = t.data.size() * 8 / ir::DTypeBits(t.dtype);
+    std::vector<float> out(n);
+    EXPECT_THAT(ir::ConvertFloats(t.dtype, t.data.data(), ir::DType::kF32,
+                                  reinterpret_cast<uint8_t*>(out.data()), n),
+                IsOk());
+    return out;
+  }
+
+  std::vector<float> Decoded(const gguf::TensorInfo& t) {
+    std::vector<float> out(t.n_elements);
+    EXPECT_THAT(gguf::DequantizeRow(static_cast<gguf::TensorType>(t.type), t.data,
+                                    static_cast<int64_t>(t.n_elements), out.data()),
+                IsOk());
+    return out;
+  }
+
+  std::string dir_;
+  ir::Model model_;
+  std::map<std::string, const ir::Tensor*> by_name_;
+};
+
+TEST_F(GgufLlamaTest, F32ExportHasLlamaCppNamesShapesAndRopeRowOrder) {
+  GgufExportOptions options;
+  options.preset = "f32";
+  const std::string path = dir_ + "/tiny.gguf";
+  auto result = ExportDecoderToGguf(model_, options, path);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_EQ(result->fallbacks, 0);
+  EXPECT_EQ(result->tensors, 2 + 4 * 9 + 1);  // embedding, 4 layers x 9, norm, output
+  auto file = gguf::OpenGgufFile(path);
+  ASSERT_THAT(file, IsOk());
+  EXPECT_EQ(file->alignment, 64u);
+  for (const gguf::TensorInfo& t : file->tensors) {
+    EXPECT_EQ(t.offset % 64, 0u) << t.name;
+    EXPECT_EQ(t.type, static_cast<uint32_t>(gguf::TensorType::kF32)) << t.name;
+  }
+  EXPECT_EQ(file->tensors.front().name, "token_embd.weight");
+  EXPECT_EQ(file->tensors.back().name, "output.weight");
+  EXPECT_EQ(*file->FindValue("general.architecture")->GetString(), "llama");
+  EXPECT_EQ(*file->FindValue("llama.block_count")->GetUInt(), 4u);
+  EXPECT_EQ(*file->FindValue("llama.attention.head_count")->GetUInt(), 4u);
+  EXPECT_EQ(*file->FindValue("llama.attention.head_count_kv")->GetUInt(), 2u);
+  EXPECT_EQ(*file->FindValue("llama.feed_forward_length")->GetUInt(), 344u);
+  EXPECT_EQ(*file->FindValue("llama.rope.dimension_count")->GetUInt(), 32u);
+  EXPECT_NEAR(*file->FindValue("llama.attention.layer_norm_rms_epsilon")->GetFloat(), 1e-5, 1e-12);
+  EXPECT_EQ(file->FindValue("tokenizer.ggml.tokens")->size(), 258u);
+  EXPECT_EQ(*file->FindValue("tokenizer.ggml.bos_token_id")->GetUInt(), 256u);
+
+  // Unpermuted tensors are the source values exactly.
+  const gguf::TensorInfo* down = file->FindTensor("blk.2.ffn_down.weight");
+  ASSERT_NE(down, nullptr);
+  EXPECT_EQ(down->ne, (std::vector<int64_t>{344, 128}));
+  EXPECT_EQ(Decoded(*down), Source("model.layers.2.mlp.down_proj.weight"));
+
+  // attn_q/attn_k: head h's row 2j+t is HF row t*(d/2)+j of that head
+  // (convert_hf_to_gguf.py's permute), written out for d = 32.
+  for (const auto& [gguf_name, hf_name, heads] :
+       {std::tuple<std::string, std::string, int64_t>{"blk.1.attn_q.weight",
+                                                      "model.layers.1.self_attn.q_proj.weight", 4},
+        {"blk.1.attn_k.weight", "model.layers.1.self_attn.k_proj.weight", 2}}) {
+    const gguf::TensorInfo* t = file->FindTensor(gguf_name);
+    ASSERT_NE(t, nullptr) << gguf_name;
+    const std::vector<float> got = Decoded(*t), want = Source(hf_name);
+    const int64_t cols = 128, rows = heads * 32;
+    ASSERT_EQ(static_cast<int64_t>(got.size()), rows * cols);
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t j = 0; j < 16; ++j) {
+        for (int64_t half = 0; half < 2; ++half) {
+          const int64_t dst = h * 32 + 2 * j + half, src = h * 32 + half * 16 + j;
+          ASSERT_EQ(std::memcmp(&got[dst * cols], &want[src * cols], cols * sizeof(float)), 0)
+              << gguf_name << " row " << dst;
+        }
+      }
+    }
+  }
+}
+
+TEST_F(GgufLlamaTest, Q8ExportIsWithinHalfAStepOfEveryWeight) {
+  GgufExportOptions options;
+  options.preset = "q8_0";
+  options.threads = 3;
+  const std::string path = dir_ + "/q8.gguf";
+  auto result = ExportDecoderToGguf(model_, options, path);
+  ASSERT_THAT(result, IsOk());
+  // ffn_down rows (344) divide no block: f16, as llama-quantize falls back.
+  EXPECT_EQ(result->fallbacks, 4);
+  auto file = gguf::OpenGgufFile(path);
+  ASSERT_THAT(file, IsOk());
+  const gguf::TensorInfo* up = file->FindTensor("blk.0.ffn_up.weight");
+  ASSERT_NE(up, nullptr);
+  EXPECT_EQ(up->type, static_cast<uint32_t>(gguf::TensorType::kQ8_0));
+  const std::vector<float> got = Decoded(*up), want = Source("model.layers.0.mlp.up_proj.weight");
+  for (size_t b = 0; b < want.size(); b += 32) {
+    float amax = 0;
+    for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::fabs(want[i]));
+    // d = amax/127 stored as f16 (relative error <= 2^-11), codes rounded.
+    const float bound = amax / 127.0f * (0.5f + 127.0f / 2048.0f) + 1e-12f;
+    for (size_t i = b; i < b + 32; ++i) ASSERT_LE(std::fabs(got[i] - want[i]), bound) << i;
+  }
+  EXPECT_EQ(file->FindTensor("blk.0.ffn_down.weight")->type,
+            static_cast<uint32_t>(gguf::TensorType::kF16));
+
+  // The same export on one thread gives the same bytes.
+  options.threads = 1;
+  const std::string again = dir_ + "/q8_1thread.gguf";
+  ASSERT_THAT(ExportDecoderToGguf(model_, options, again), IsOk());
+  EXPECT_EQ(std::system(("cmp -s " + path + " " + again).c_str()), 0);
+}
+
+TEST_F(GgufLlamaTest, MissingTokenizerOrOutputIsRefusedByName) {
+  ir::Model no_tokenizer = model_;
+  no_tokenizer.carried_files.clear();
+  EXPECT_THAT(ExportDecoderToGguf(no_tokenizer, {}, dir_ + "/a.gguf").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no tokenizer.json")));
+
+  ir::Model no_head = model_;
+  ASSERT_TRUE(no_head.graph.RemoveInitializer("lm_head.weight"));
+  EXPECT_THAT(ExportDecoderToGguf(no_head, {}, dir_ + "/b.gguf").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lm_head.weight is missing")));
+  EXPECT_NE(::access((dir_ + "/b.gguf").c_str(), F_OK), 0);
+}
+
+}  // namespace
+}  // namespace slimpack::gguf_export

@@ -1,0 +1,129 @@
+// The per-tensor type rules against llama-quantize's (src/llama-quant.cpp,
+// llama_tensor_get_type), written out by hand for a 32-layer model.
+#include "export/gguf_types.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace slimpack::gguf_export {
+namespace {
+
+using gguf::TensorType;
+using ::testing::HasSubstr;
+using testing::IsOk;
+using testing::StatusIs;
+
+TensorSlot Matrix(const std::string& name, int layer, int64_t row = 4096) {
+  TensorSlot s;
+  s.gguf_name = name;
+  s.row_length = row;
+  s.rank = 2;
+  s.layer = layer;
+  s.is_output = name == "output.weight";
+  return s;
+}
+
+// Layers whose attn_v / ffn_down get Q6_K under Q4_K_M with 32 layers:
+// i < 4, i >= 28, or (i - 4) % 3 == 2.
+std::vector<int> MoreBitsLayers32() {
+  return {0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31};
+}
+
+TEST(GgufTypes, Q4KMGivesQ6KToTheSameLayersAsLlamaQuantize) {
+  auto preset = ParsePreset("Q4_K_M");
+  ASSERT_THAT(preset, IsOk());
+  EXPECT_EQ(preset->file_type, 15u);
+  TypeChooser chooser(*preset, 32, 32, 8);
+  EXPECT_EQ(chooser.Choose(Matrix("token_embd.weight", -1)).type, TensorType::kQ4_K);
+  std::vector<int> v_q6, down_q6;
+  for (int i = 0; i < 32; ++i) {
+    const std::string blk = "blk." + std::to_string(i) + ".";
+    EXPECT_EQ(chooser.Choose(Matrix(blk + "attn_q.weight", i)).type, TensorType::kQ4_K);
+    EXPECT_EQ(chooser.Choose(Matrix(blk + "attn_k.weight", i)).type, TensorType::kQ4_K);
+    if (chooser.Choose(Matrix(blk + "attn_v.weight", i)).type == TensorType::kQ6_K) v_q6.push_back(i);
+    EXPECT_EQ(chooser.Choose(Matrix(blk + "attn_output.weight", i)).type, TensorType::kQ4_K);
+    EXPECT_EQ(chooser.Choose(Matrix(blk + "ffn_gate.weight", i)).type, TensorType::kQ4_K);
+    EXPECT_EQ(chooser.Choose(Matrix(blk + "ffn_up.weight", i)).type, TensorType::kQ4_K);
+    const TypeChoice down = chooser.Choose(Matrix(blk + "ffn_down.weight", i, 11008));
+    // 11008 = 43 * 256: ffn_down's row divides a super-block.
+    if (down.type == TensorType::kQ6_K) down_q6.push_back(i);
+    else EXPECT_EQ(down.type, TensorType::kQ4_K);
+  }
+  EXPECT_EQ(v_q6, MoreBitsLayers32());
+  EXPECT_EQ(down_q6, MoreBitsLayers32());
+  EXPECT_EQ(chooser.Choose(Matrix("output.weight", -1)).type, TensorType::kQ6_K);
+}
+
+TEST(GgufTypes, Q3KMAndQ2KBumpAttentionAndFfnDown) {
+  auto q3 = ParsePreset("q3_k_m");
+  ASSERT_THAT(q3, IsOk());
+  TypeChooser c3(*q3, 32, 32, 32);
+  EXPECT_EQ(c3.Choose(Matrix("blk.0.attn_v.weight", 0)).type, TensorType::kQ5_K);
+  EXPECT_EQ(c3.Choose(Matrix("blk.1.attn_v.weight", 1)).type, TensorType::kQ5_K);
+  EXPECT_EQ(c3.Choose(Matrix("blk.2.attn_v.weight", 2)).type, TensorType::kQ4_K);
+  EXPECT_EQ(c3.Choose(Matrix("blk.1.ffn_down.weight", 1)).type, TensorType::kQ5_K);  // 1 < 32/16
+  EXPECT_EQ(c3.Choose(Matrix("blk.2.ffn_down.weight", 2)).type, TensorType::kQ4_K);
+  EXPECT_EQ(c3.Choose(Matrix("blk.2.attn_output.weight", 2)).type, TensorType::kQ4_K);
+  EXPECT_EQ(c3.Choose(Matrix("blk.2.ffn_up.weight", 2)).type, TensorType::kQ3_K);
+
+  auto q2 = ParsePreset("q2_k");
+  ASSERT_THAT(q2, IsOk());
+  TypeChooser gqa8(*q2, 32, 32, 4);  // n_gqa 8 >= 4: attn_v gets Q4_K
+  EXPECT_EQ(gqa8.Choose(Matrix("blk.0.attn_v.weight", 0)).type, TensorType::kQ4_K);
+  TypeChooser mha(*q2, 32, 32, 32);
+  EXPECT_EQ(mha.Choose(Matrix("blk.0.attn_v.weight", 0)).type, TensorType::kQ3_K);
+  EXPECT_EQ(mha.Choose(Matrix("blk.0.ffn_down.weight", 0)).type, TensorType::kQ3_K);
+  EXPECT_EQ(mha.Choose(Matrix("blk.0.ffn_gate.weight", 0)).type, TensorType::kQ2_K);
+}
+
+TEST(GgufTypes, OneDimensionalTensorsStayF32AndFloatPresetsAreUniform) {
+  auto f16 = ParsePreset("f16");
+  ASSERT_THAT(f16, IsOk());
+  TypeChooser chooser(*f16, 4, 4, 2);
+  TensorSlot norm = Matrix("blk.0.attn_norm.weight", 0, 128);
+  norm.rank = 1;
+  EXPECT_EQ(chooser.Choose(norm).type, TensorType::kF32);
+  EXPECT_EQ(chooser.Choose(Matrix("output.weight", -1, 344)).type, TensorType::kF16);
+  EXPECT_EQ(chooser.Choose(Matrix("blk.0.ffn_down.weight", 0, 344)).type, TensorType::kF16);
+}
+
+TEST(GgufTypes, RowsThatDoNotDivideABlockFallBackLikeLlamaQuantize) {
+  auto preset = ParsePreset("q4_k_m");
+  ASSERT_THAT(preset, IsOk());
+  TypeChooser chooser(*preset, 4, 4, 2);
+  // 128 divides 32 but not 256: Q4_K -> Q5_0, Q6_K -> Q8_0.
+  const TypeChoice q = chooser.Choose(Matrix("blk.1.attn_q.weight", 1, 128));
+  EXPECT_EQ(q.type, TensorType::kQ5_0);
+  EXPECT_THAT(q.fallback_note, HasSubstr("row length 128 is not a multiple of 256 (q4_K): using q5_0"));
+  // With 4 layers, use_more_bits picks attn_v of layers 2 and 3 (Q6_K,
+  // which falls back to Q8_0 on 128-weight rows); layers 0 and 1 keep Q4_K.
+  EXPECT_EQ(chooser.Choose(Matrix("blk.0.attn_v.weight", 0, 128)).type, TensorType::kQ5_0);
+  EXPECT_EQ(chooser.Choose(Matrix("blk.1.attn_v.weight", 1, 128)).type, TensorType::kQ5_0);
+  EXPECT_EQ(chooser.Choose(Matrix("blk.2.attn_v.weight", 2, 128)).type, TensorType::kQ8_0);
+  EXPECT_EQ(chooser.Choose(Matrix("blk.3.attn_v.weight", 3, 128)).type, TensorType::kQ8_0);
+  // The output matrix: Q8_0 when its row does not divide the base block.
+  EXPECT_EQ(chooser.Choose(Matrix("output.weight", -1, 128)).type, TensorType::kQ8_0);
+  // 344 divides neither 256 nor 32: f16.
+  const TypeChoice down = chooser.Choose(Matrix("blk.1.ffn_down.weight", 1, 344));
+  EXPECT_EQ(down.type, TensorType::kF16);
+  EXPECT_THAT(down.fallback_note, HasSubstr("using f16"));
+
+  auto q8 = ParsePreset("q8_0");
+  ASSERT_THAT(q8, IsOk());
+  TypeChooser c8(*q8, 4, 4, 2);
+  EXPECT_EQ(c8.Choose(Matrix("output.weight", -1, 128)).type, TensorType::kQ8_0);
+  EXPECT_EQ(c8.Choose(Matrix("blk.0.ffn_down.weight", 0, 344)).type, TensorType::kF16);
+}
+
+TEST(GgufTypes, UnknownPresetNamesTheAcceptedOnes) {
+  EXPECT_THAT(ParsePreset("q4_k_x").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("GGUF type 'q4_k_x' is not one of: f32, f16, bf16, q8_0")));
+}
+
+}  // namespace
+}  // namespace slimpack::gguf_export

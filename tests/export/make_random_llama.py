@@ -1,0 +1,74 @@
+#!/usr/bin/python3
+"""Writes a small random llama checkpoint whose rows divide ggml's 256-weight
+super-blocks (hidden 256, intermediate 512), so every K-quant type is used
+for real when it is exported to GGUF. The bundled tiny-llama (hidden 128,
+intermediate 344) exercises only the 32-weight types and the fallbacks.
+
+usage: make_random_llama.py OUT_DIR TOKENIZER_JSON
+Deterministic (seed 7); ~5 MB of f32 weights, made at test time so nothing
+large is committed."""
+import json
+import shutil
+import struct
+import sys
+
+import numpy as np
+
+HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, VOCAB = 256, 512, 2, 4, 2, 258
+HEAD_DIM = HIDDEN // HEADS
+
+
+def main():
+    out, tokenizer = sys.argv[1], sys.argv[2]
+    rng = np.random.default_rng(7)
+
+    def matrix(rows, cols):
+        # Unit-variance outputs keep the logits spread out, so top-1 is a
+        # meaningful comparison; a few large columns give outliers like real
+        # checkpoints have.
+        w = rng.standard_normal((rows, cols)).astype(np.float32) / np.sqrt(cols)
+        w[:, rng.integers(0, cols, 4)] *= 2.0
+        return w
+
+    tensors = {
+        "model.embed_tokens.weight": rng.standard_normal((VOCAB, HIDDEN)).astype(np.float32),
+        "model.norm.weight": (1.0 + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float32),
+        "lm_head.weight": matrix(VOCAB, HIDDEN) * 4.0,
+    }
+    for i in range(LAYERS):
+        p = f"model.layers.{i}."
+        tensors[p + "input_layernorm.weight"] = (1.0 + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float32)
+        tensors[p + "post_attention_layernorm.weight"] = (1.0 + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float32)
+        tensors[p + "self_attn.q_proj.weight"] = matrix(HEADS * HEAD_DIM, HIDDEN)
+        tensors[p + "self_attn.k_proj.weight"] = matrix(KV_HEADS * HEAD_DIM, HIDDEN)
+        tensors[p + "self_attn.v_proj.weight"] = matrix(KV_HEADS * HEAD_DIM, HIDDEN)
+        tensors[p + "self_attn.o_proj.weight"] = matrix(HIDDEN, HEADS * HEAD_DIM) * 0.5
+        tensors[p + "mlp.gate_proj.weight"] = matrix(INTER, HIDDEN)
+        tensors[p + "mlp.up_proj.weight"] = matrix(INTER, HIDDEN)
+        tensors[p + "mlp.down_proj.weight"] = matrix(HIDDEN, INTER) * 0.5
+
+    header, offset, blobs = {}, 0, []
+    for name in sorted(tensors):
+        data = np.ascontiguousarray(tensors[name]).tobytes()
+        header[name] = {"dtype": "F32", "shape": list(tensors[name].shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        offset += len(data)
+        blobs.append(data)
+    head = json.dumps(header).encode()
+    head += b" " * (-len(head) % 8)
+    with open(f"{out}/model.safetensors", "wb") as f:
+        f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama",
+              "hidden_size": HIDDEN, "intermediate_size": INTER, "num_hidden_layers": LAYERS,
+              "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS,
+              "head_dim": HEAD_DIM, "hidden_act": "silu", "rms_norm_eps": 1e-5,
+              "rope_theta": 10000.0, "max_position_embeddings": 256, "vocab_size": VOCAB,
+              "bos_token_id": 256, "eos_token_id": 257, "tie_word_embeddings": False,
+              "torch_dtype": "float32"}
+    with open(f"{out}/config.json", "w") as f:
+        json.dump(config, f, indent=1)
+    shutil.copy(tokenizer, f"{out}/tokenizer.json")
+
+
+if __name__ == "__main__":
+    main()
