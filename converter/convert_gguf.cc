@@ -1,5 +1,8 @@
 #include "converter/convert_gguf.h"
 
+#include <algorithm>
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "export/gguf_types.h"
@@ -16,6 +19,14 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
       {"--recipe", !f.recipe_path.empty()},
       {"--shard-size", !f.shard_size.empty()},
       {"--passes", !f.passes.empty()},
+      {"--verify-each", f.verify_each},
+      {"--print-ir-after-all", f.print_ir_after_all},
+      {"--print-ir-after", !f.print_ir_after.empty()},
+      {"--sparsity-pattern", !f.sparsity_pattern.empty()},
+      {"--sparsity-criterion", !f.sparsity_criterion.empty()},
+      {"--prune-criterion", !f.prune_criterion.empty()},
+      {"--prune-target", !f.prune_target.empty()},
+      {"--prune-refit", f.prune_refit},
       {"--group", f.group != 0},
       {"--asym", f.asym},
       {"--algo", !f.algo.empty()},
@@ -45,7 +56,7 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   GgufConvertRequest r;
   r.input = f.input;
   r.output = f.output;
-  r.threads = f.threads > 0 ? f.threads : 1;
+  r.threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   r.force = f.force;
   r.verbose = f.verbose;
   if (!f.quant.empty() && !f.dtype.empty()) {

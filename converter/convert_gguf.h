@@ -1,5 +1,6 @@
 // `slimpack convert INPUT -o model.gguf --format gguf`: an HF decoder
-// checkpoint (or a slimpack artifact of float weights) written as a GGUF
+// checkpoint (safetensors, single or sharded, with config.json and
+// tokenizer.json) written as a GGUF
 // file that llama.cpp runs, its matrices encoded in the ggml types a
 // llama-quantize preset chooses (export/gguf_types.h).
 #ifndef SLIMPACK_CONVERTER_CONVERT_GGUF_H_

@@ -13,6 +13,7 @@
 #include "formats/gguf/ggml_blocks.h"
 #include "formats/gguf/gguf_writer.h"
 #include "formats/gguf/llama_names.h"
+#include "hf/config_checks.h"
 #include "hf/layer_sizes.h"
 #include "ir/float_convert.h"
 #include "support/status_macros.h"
@@ -65,10 +66,19 @@ void AddArchitecture(const ir::ArchitectureInfo& a, const std::string& arch, con
   w.AddF32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(a.norm_eps));
 }
 
-// The rows of `t` as f32, rows permuted for rope when asked.
-absl::Status ReadRowsF32(const Planned& p, int64_t rows, int64_t cols, std::vector<float>& out) {
+// The HF rows of a rotary q/k tensor: dims[0] of a matrix, every element of
+// a bias vector (convert_hf_to_gguf.py permutes biases as [rows, 1]).
+int64_t RopeRows(const ir::Tensor& t) { return t.dims.empty() ? 1 : t.dims[0]; }
+int64_t RopeCols(const ir::Tensor& t) {
+  int64_t cols = 1;
+  for (size_t i = 1; i < t.dims.size(); ++i) cols *= t.dims[i];
+  return cols;
+}
+
+// The values of `t` as f32 (numel of them), rows permuted for rope when
+// asked (the planner checked rows divide into heads of an even size).
+absl::Status ReadValuesF32(const Planned& p, uint64_t numel, std::vector<float>& out) {
   const ir::Tensor& t = *p.source;
-  const uint64_t numel = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
   std::vector<float> plain(numel);
   RETURN_IF_ERROR(ir::ConvertFloats(t.dtype, t.data.data(), ir::DType::kF32,
                                     reinterpret_cast<uint8_t*>(plain.data()), numel));
@@ -76,6 +86,7 @@ absl::Status ReadRowsF32(const Planned& p, int64_t rows, int64_t cols, std::vect
     out = std::move(plain);
     return absl::OkStatus();
   }
+  const int64_t rows = RopeRows(t), cols = RopeCols(t);
   out.resize(numel);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t src = gguf::RopePermutedSourceRow(r, rows, p.rope_heads);
@@ -103,7 +114,7 @@ absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64
                                          dst + r * row_bytes);
       if (!s.ok()) {
         std::lock_guard<std::mutex> lock(mu);
-        if (first_error.ok()) first_error = s;
+        if (first_error.ok()) first_error = Annotate(s, absl::StrCat("row ", r));
         return;
       }
     }
@@ -139,6 +150,16 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     }
   }
   ASSIGN_OR_RETURN(const Preset preset, ParsePreset(options.preset));
+  // The checks the decoder graph builder makes: options llama.cpp would need
+  // extra tensors or keys for (rope_scaling, other activations, o_proj/MLP
+  // biases) are refused rather than exported as a different model, and no
+  // size from config.json is used before it is bounded.
+  std::vector<std::string> warnings;
+  RETURN_IF_ERROR(hf::CheckUnsupportedOptions(model, warnings));
+  RETURN_IF_ERROR(hf::CheckDecoderSizes(model));
+  if (options.log) {
+    for (const std::string& w : warnings) options.log("warning: " + w);
+  }
 
   // Plan every tensor.
   std::vector<Planned> planned;
@@ -153,11 +174,13 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     }
     if (t.quant.quantized()) {
       return absl::UnimplementedError(absl::StrCat(
-          "tensor '", t.name, "' is stored in a slimpack quantized layout; GGUF export reads "
-                              "float weights (convert the original checkpoint)"));
+          model.source_path, ": tensor '", t.name,
+          "' is stored in a slimpack quantized layout; GGUF export reads float weights (convert "
+          "the original checkpoint)"));
     }
     if (!ir::IsConvertibleFloat(t.dtype)) {
-      return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name, "' has dtype ",
+      return absl::InvalidArgumentError(absl::StrCat(model.source_path, ": tensor '", t.name,
+                                                     "' has dtype ",
                                                      std::string(ir::DTypeName(t.dtype)),
                                                      "; GGUF export reads f32/f16/bf16"));
     }
@@ -168,6 +191,19 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     // uses the NEOX layout, the same as HF.
     if (arch == "llama" && gguf::IsRopeQ(name)) p.rope_heads = a.num_heads;
     if (arch == "llama" && gguf::IsRopeK(name)) p.rope_heads = a.num_kv_heads;
+    if (p.rope_heads > 0) {
+      const int64_t rows = RopeRows(t);
+      if (rows % p.rope_heads != 0 || (rows / p.rope_heads) % 2 != 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            model.source_path, ": tensor '", t.name, "' has ", rows, " rows, not ", p.rope_heads,
+            " heads of an even size (rotary rows are permuted per head)"));
+      }
+    }
+    if (t.dims.size() > 2) {
+      return absl::InvalidArgumentError(absl::StrCat(model.source_path, ": tensor '", t.name,
+                                                     "' has ", t.dims.size(),
+                                                     " dimensions; decoder weights have 1 or 2"));
+    }
     p.slot.gguf_name = name;
     p.slot.rank = static_cast<int>(t.dims.size());
     p.slot.row_length = t.dims.empty() ? 1 : t.dims.back();
@@ -201,6 +237,11 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     const std::string base = std::filesystem::path(f).filename().string();
     if (base == "tokenizer.json") tok_src.tokenizer_json = f;
     if (base == "tokenizer_config.json") tok_src.tokenizer_config_json = f;
+  }
+  if (model.source_format == ir::SourceFormat::kGguf) {
+    return absl::UnimplementedError(absl::StrCat(
+        model.source_path, ": re-encoding a GGUF file as GGUF is not supported yet (its tokenizer "
+                           "is not carried); convert the original Hugging Face checkpoint"));
   }
   if (tok_src.tokenizer_json.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -238,7 +279,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
         p.gguf_name, ne, choice.type,
         [p, rows, cols, type = choice.type, threads](uint8_t* dst, uint64_t size) -> absl::Status {
           std::vector<float> values;
-          RETURN_IF_ERROR(ReadRowsF32(p, rows, cols, values));
+          RETURN_IF_ERROR(ReadValuesF32(p, static_cast<uint64_t>(rows) * cols, values));
           return EncodeRows(type, values, rows, cols, threads, dst, size);
         }));
     ++result.tensors;

@@ -136,7 +136,7 @@ absl::StatusOr<TokenizerMetadata> ReadTokenizer(const TokenizerSources& src) {
   ASSIGN_OR_RETURN(out.pre, PreName(path, tok.value("pre_tokenizer", json()), !out.merges.empty()));
 
   // Tokens in id order, padded to the embedding's rows the way llama.cpp's
-  // converter pads (unused ids become "[PAD<id>]" user-defined tokens).
+  // converter pads (unused ids become "[PAD<id>]" unused tokens).
   const int64_t last_id = by_id.empty() ? -1 : by_id.rbegin()->first;
   if (last_id >= src.vocab_size) {
     return Bad(path, absl::StrCat("token id ", last_id, " is outside the model's vocabulary of ",
@@ -146,7 +146,9 @@ absl::StatusOr<TokenizerMetadata> ReadTokenizer(const TokenizerSources& src) {
     auto it = by_id.find(id);
     if (it == by_id.end()) {
       out.tokens.push_back(absl::StrCat("[PAD", id, "]"));
-      out.token_types.push_back(kUserDefined);
+      // Unused, as llama.cpp's converter marks them: a user-defined token
+      // would be matched in raw text and select an untrained row.
+      out.token_types.push_back(kUnused);
     } else {
       out.tokens.push_back(it->second.first);
       out.token_types.push_back(it->second.second);

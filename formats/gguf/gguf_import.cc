@@ -79,14 +79,19 @@ absl::StatusOr<std::string> ConfigFromMetadata(const GgufFile& f, const std::str
   return c.dump(2);
 }
 
-// The tensor as f32 in HF layout: dims reversed from ne, rows of rotary
-// q/k put back in HF's half-split order.
-absl::StatusOr<ir::Tensor> DecodeTensor(const GgufFile& f, const TensorInfo& t,
-                                        const std::string& hf_name, int64_t rope_heads) {
+// An f32 tensor in HF layout without data yet: dims reversed from ne.
+ir::Tensor Shell(const TensorInfo& t, const std::string& hf_name) {
   ir::Tensor out;
   out.name = hf_name;
   out.dtype = ir::DType::kF32;
   for (auto it = t.ne.rbegin(); it != t.ne.rend(); ++it) out.dims.push_back(*it);
+  return out;
+}
+
+// Decodes `t` into `out` (a Shell), rows of rotary q/k put back in HF's
+// half-split order.
+absl::Status DecodeInto(const GgufFile& f, const TensorInfo& t, int64_t rope_heads,
+                        ir::Tensor& out) {
   const std::optional<uint64_t> bytes = CheckedMul(t.n_elements, 4);
   if (!bytes) return Bad(f.label, absl::StrCat("tensor '", std::string(t.name), "' is too large"));
   std::vector<uint8_t> decoded(*bytes);
@@ -111,8 +116,8 @@ absl::StatusOr<ir::Tensor> DecodeTensor(const GgufFile& f, const TensorInfo& t,
   }
   out.data = ir::TensorData::Owned(std::move(decoded));
   out.provenance.file = f.label;
-  if (t.data != nullptr) out.provenance.offset = static_cast<int64_t>(t.data - f.mapping->data());
-  return out;
+  out.provenance.offset = static_cast<int64_t>(t.data - f.mapping->data());
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -146,23 +151,35 @@ absl::StatusOr<ir::Model> ImportGguf(const std::string& path) {
   model.source_path = path;
   model.graph.name = std::string(arch_value->GetString().value());
   model.input_files.push_back(path);
-  std::vector<ir::Tensor> tensors;
+  // Shapes first (names, sizes, shapes against the architecture), decoding
+  // after: nothing is allocated for a tensor the checks would refuse.
+  std::vector<std::pair<std::string, const TensorInfo*>> order;
   for (const TensorInfo& t : f.tensors) {
-    const std::string hf_name = HfNameFromGguf(std::string(t.name));
+    const std::string name(t.name);
+    const std::string hf_name = HfNameFromGguf(name);
     if (hf_name.empty()) {
-      return absl::UnimplementedError(absl::StrCat(path, ": tensor '", std::string(t.name),
-                                                   "' has no Hugging Face llama counterpart"));
+      return absl::UnimplementedError(absl::StrCat(
+          path, ": tensor '", name, "' has no Hugging Face llama counterpart",
+          name == "rope_freqs.weight" ? " (rope scaling is not supported)" : ""));
     }
-    int64_t rope_heads = 0;
-    if (arch == "llama" && IsRopeQ(std::string(t.name))) rope_heads = info.num_heads;
-    if (arch == "llama" && IsRopeK(std::string(t.name))) rope_heads = info.num_kv_heads;
-    ASSIGN_OR_RETURN(ir::Tensor decoded, DecodeTensor(f, t, hf_name, rope_heads));
-    tensors.push_back(std::move(decoded));
+    if (t.n_elements == 0) {
+      return Bad(path, absl::StrCat("tensor '", name, "' has no elements"));
+    }
+    order.emplace_back(hf_name, &t);
   }
   // Name order, as the safetensors importer keeps them.
-  std::sort(tensors.begin(), tensors.end(),
-            [](const ir::Tensor& a, const ir::Tensor& b) { return a.name < b.name; });
+  std::sort(order.begin(), order.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<ir::Tensor> tensors;
+  for (const auto& [hf_name, t] : order) tensors.push_back(Shell(*t, hf_name));
   RETURN_IF_ERROR(hf::TagWeightRoles(info, path, tensors, model.warnings));
+  for (size_t i = 0; i < order.size(); ++i) {
+    const std::string name(order[i].second->name);
+    int64_t rope_heads = 0;
+    if (arch == "llama" && IsRopeQ(name)) rope_heads = info.num_heads;
+    if (arch == "llama" && IsRopeK(name)) rope_heads = info.num_kv_heads;
+    RETURN_IF_ERROR(DecodeInto(f, *order[i].second, rope_heads, tensors[i]));
+  }
   model.carried_overrides["config.json"] = config;
   model.architecture = std::move(info);
   for (ir::Tensor& t : tensors) RETURN_IF_ERROR(model.graph.AddInitializer(std::move(t)));

@@ -10,11 +10,15 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "formats/gguf/ggml_blocks.h"
+#include "formats/gguf/gguf_import.h"
 #include "formats/gguf/gguf_reader.h"
 #include "formats/safetensors/checkpoint_importer.h"
 #include "gmock/gmock.h"
@@ -151,6 +155,80 @@ TEST_F(GgufLlamaTest, Q8ExportIsWithinHalfAStepOfEveryWeight) {
   const std::string again = dir_ + "/q8_1thread.gguf";
   ASSERT_THAT(ExportDecoderToGguf(model_, options, again), IsOk());
   EXPECT_EQ(std::system(("cmp -s " + path + " " + again).c_str()), 0);
+}
+
+TEST_F(GgufLlamaTest, F32ExportImportsBackToTheCheckpointExactly) {
+  // q/k biases too (attention_bias checkpoints): permuted as vectors on the
+  // way out, un-permuted on the way in.
+  for (const char* proj : {"q", "k"}) {
+    const ir::Tensor* w = by_name_.at(absl::StrCat("model.layers.1.self_attn.", proj, "_proj.weight"));
+    ir::Tensor bias;
+    bias.name = absl::StrCat("model.layers.1.self_attn.", proj, "_proj.bias");
+    bias.dtype = ir::DType::kF32;
+    bias.dims = {w->dims[0]};
+    std::vector<float> values(w->dims[0]);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = 0.001f * static_cast<float>(i);
+    std::vector<uint8_t> bytes(values.size() * 4);
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    bias.data = ir::TensorData::Owned(std::move(bytes));
+    bias.role = ir::WeightRole::kBias;
+    bias.layer = 1;
+    ASSERT_THAT(model_.graph.AddInitializer(std::move(bias)), IsOk());
+  }
+  for (const ir::Tensor& t : model_.graph.initializers()) by_name_[t.name] = &t;
+  GgufExportOptions options;
+  options.preset = "f32";
+  const std::string path = dir_ + "/roundtrip.gguf";
+  ASSERT_THAT(ExportDecoderToGguf(model_, options, path), IsOk());
+  auto back = gguf::ImportGguf(path);
+  ASSERT_THAT(back, IsOk());
+  EXPECT_EQ(back->source_format, ir::SourceFormat::kGguf);
+  ASSERT_TRUE(back->architecture.has_value());
+  EXPECT_EQ(back->architecture->num_kv_heads, 2);
+  EXPECT_EQ(back->architecture->head_dim, 32);
+  ASSERT_EQ(back->graph.initializers().size(), model_.graph.initializers().size());
+  for (const ir::Tensor& t : back->graph.initializers()) {
+    ASSERT_TRUE(by_name_.count(t.name)) << t.name;
+    EXPECT_EQ(t.dims, by_name_.at(t.name)->dims) << t.name;
+    const uint64_t n = t.data.size() / 4;
+    std::vector<float> got(n);
+    std::memcpy(got.data(), t.data.data(), t.data.size());
+    EXPECT_EQ(got, Source(t.name)) << t.name;
+    EXPECT_EQ(t.role, by_name_.at(t.name)->role) << t.name;
+  }
+}
+
+TEST_F(GgufLlamaTest, ImportRefusesAnEmptyTensorByName) {
+  GgufExportOptions options;
+  options.preset = "f32";
+  const std::string path = dir_ + "/empty.gguf";
+  ASSERT_THAT(ExportDecoderToGguf(model_, options, path), IsOk());
+  // output.weight is the last tensor: zeroing its ne[0] keeps every offset
+  // valid (the reader accepts empty tensors, as llama.cpp's does).
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string name = "output.weight";
+  const size_t at = bytes.rfind(name);
+  ASSERT_NE(at, std::string::npos);
+  const uint64_t zero = 0;
+  file.seekp(static_cast<std::streamoff>(at + name.size() + 4));  // after n_dims
+  file.write(reinterpret_cast<const char*>(&zero), 8);
+  file.close();
+  EXPECT_THAT(gguf::ImportGguf(path).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("tensor 'output.weight' has no elements")));
+}
+
+TEST_F(GgufLlamaTest, ReExportingAGgufIsRefusedWithAReason) {
+  GgufExportOptions options;
+  options.preset = "f32";
+  const std::string path = dir_ + "/a.gguf";
+  ASSERT_THAT(ExportDecoderToGguf(model_, options, path), IsOk());
+  auto back = gguf::ImportGguf(path);
+  ASSERT_THAT(back, IsOk());
+  EXPECT_THAT(ExportDecoderToGguf(*back, options, dir_ + "/b.gguf").status(),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("re-encoding a GGUF file as GGUF is not supported yet")));
 }
 
 TEST_F(GgufLlamaTest, MissingTokenizerOrOutputIsRefusedByName) {

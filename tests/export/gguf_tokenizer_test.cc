@@ -82,8 +82,8 @@ TEST_F(GgufTokenizerTest, ByteLevelBpeKeepsIdsTypesMergesAndSpecials) {
   EXPECT_EQ(t->model, "gpt2");
   EXPECT_EQ(t->pre, "llama-bpe");
   EXPECT_THAT(t->tokens, ElementsAre("a", "b", "ab", "\xC4\xA0", "[PAD4]", "<|end|>", "<tool>", "[PAD7]"));
-  EXPECT_THAT(t->token_types, ElementsAre(kNormal, kNormal, kNormal, kNormal, kUserDefined, kControl,
-                                          kUserDefined, kUserDefined));
+  EXPECT_THAT(t->token_types, ElementsAre(kNormal, kNormal, kNormal, kNormal, kUnused, kControl,
+                                          kUserDefined, kUnused));
   EXPECT_THAT(t->merges, ElementsAre("a b"));
   EXPECT_EQ(t->bos_id, 5);
   EXPECT_EQ(t->eos_id, 5);
