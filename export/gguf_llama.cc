@@ -122,12 +122,6 @@ absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64
   return first_error;
 }
 
-std::string TypeName(TensorType t) {
-  gguf::TypeTraits traits;
-  gguf::GetTypeTraits(static_cast<uint32_t>(t), &traits);
-  return std::string(traits.name);
-}
-
 }  // namespace
 
 absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
@@ -271,7 +265,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     if (!choice.fallback_note.empty()) ++result.fallbacks;
     if (options.log) {
       options.log(absl::StrCat(p.gguf_name, " [", absl::StrJoin(ne, ", "), "] ",
-                               TypeName(choice.type),
+                               std::string(gguf::TypeName(choice.type)),
                                choice.fallback_note.empty() ? "" : " (" + choice.fallback_note + ")"));
     }
     const int threads = std::max(1, options.threads);

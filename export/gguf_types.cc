@@ -23,16 +23,6 @@ const Preset kPresets[] = {
     {"q6_k", 18, TensorType::kQ6_K, true},
 };
 
-std::string TypeName(TensorType t) {
-  gguf::TypeTraits traits;
-  return gguf::GetTypeTraits(static_cast<uint32_t>(t), &traits) ? std::string(traits.name) : "?";
-}
-
-uint32_t BlockSize(TensorType t) {
-  gguf::TypeTraits traits;
-  return gguf::GetTypeTraits(static_cast<uint32_t>(t), &traits) ? traits.block_size : 1;
-}
-
 bool Contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 // llama.cpp's use_more_bits: the first and last eighth of the layers and
@@ -70,7 +60,7 @@ TensorType TypeChooser::RuleType(const TensorSlot& slot) {
   const std::string& p = preset_.name;
   TensorType t = preset_.base;
   if (slot.is_output) {
-    if (slot.row_length % BlockSize(t) != 0) return TensorType::kQ8_0;
+    if (slot.row_length % gguf::BlockSize(t) != 0) return TensorType::kQ8_0;
     return t == TensorType::kQ8_0 ? t : TensorType::kQ6_K;
   }
   if (name == "token_embd.weight") return t;
@@ -107,13 +97,14 @@ TypeChoice TypeChooser::Choose(const TensorSlot& slot) {
   if (!preset_.mixed) {
     // Float presets and q8_0 use one type for every matrix; q8_0 still
     // needs whole blocks.
-    if (slot.row_length % BlockSize(preset_.base) == 0) return {preset_.base, ""};
-    return {TensorType::kF16, absl::StrCat("row length ", slot.row_length, " is not a multiple of ",
-                                           BlockSize(preset_.base), " (", TypeName(preset_.base),
-                                           "): using f16")};
+    if (slot.row_length % gguf::BlockSize(preset_.base) == 0) return {preset_.base, ""};
+    return {TensorType::kF16,
+            absl::StrCat("row length ", slot.row_length, " is not a multiple of ",
+                         gguf::BlockSize(preset_.base), " (",
+                         std::string(gguf::TypeName(preset_.base)), "): using f16")};
   }
   const TensorType wanted = RuleType(slot);
-  if (slot.row_length % BlockSize(wanted) == 0) return {wanted, ""};
+  if (slot.row_length % gguf::BlockSize(wanted) == 0) return {wanted, ""};
   // llama-quantize's fallbacks. It sends q2_K/q3_K to IQ4_NL, a type we do
   // not write; q4_0 is the closest type we have at the same size.
   TensorType fallback = TensorType::kF16;
@@ -125,10 +116,11 @@ TypeChoice TypeChooser::Choose(const TensorSlot& slot) {
     case TensorType::kQ6_K: fallback = TensorType::kQ8_0; break;
     default: break;
   }
-  if (slot.row_length % BlockSize(fallback) != 0) fallback = TensorType::kF16;
+  if (slot.row_length % gguf::BlockSize(fallback) != 0) fallback = TensorType::kF16;
   return {fallback, absl::StrCat("row length ", slot.row_length, " is not a multiple of ",
-                                 BlockSize(wanted), " (", TypeName(wanted), "): using ",
-                                 TypeName(fallback))};
+                                 gguf::BlockSize(wanted), " (",
+                                 std::string(gguf::TypeName(wanted)),
+                                 "): using ", std::string(gguf::TypeName(fallback)))};
 }
 
 }  // namespace slimpack::gguf_export

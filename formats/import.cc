@@ -1,8 +1,9 @@
 #include "formats/import.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
-#include <cstdio>
 #include <cstring>
 
 #include "absl/strings/match.h"
@@ -26,15 +27,25 @@ constexpr char kSupported[] =
     "file (.gguf) or a "
     "directory holding a Hugging Face checkpoint";
 
-// Sniffs the first bytes: safetensors starts with an 8-byte little-endian
-// header length followed by '{'.
-bool LooksLikeSafetensors(const std::string& path) {
-  FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) return false;
-  unsigned char buf[9] = {0};
-  size_t n = std::fread(buf, 1, sizeof(buf), f);
-  std::fclose(f);
-  return n == 9 && buf[8] == '{';
+// The first `n` bytes of a regular file (fewer if it is shorter; "" if it
+// cannot be read), read once for every format sniffed below. O_NONBLOCK so
+// a FIFO is never waited on.
+std::string ReadHead(const std::string& path, size_t n) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return "";
+  std::string head(n, '\0');
+  struct stat st;
+  ssize_t got = -1;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) got = ::pread(fd, head.data(), n, 0);
+  ::close(fd);
+  head.resize(got > 0 ? static_cast<size_t>(got) : 0);
+  return head;
+}
+
+// Safetensors starts with an 8-byte little-endian header length followed
+// by '{'.
+bool LooksLikeSafetensors(const std::string& head) {
+  return head.size() >= 9 && head[8] == '{';
 }
 
 }  // namespace
@@ -56,11 +67,13 @@ absl::StatusOr<InputKind> DetectInputKind(const std::string& path) {
         std::string(kSupported));
   }
   if (absl::EndsWith(path, ".onnx")) return InputKind::kOnnx;
-  if (absl::EndsWith(path, ".gguf") || gguf::LooksLikeGguf(path)) return InputKind::kGguf;
+  if (absl::EndsWith(path, ".gguf")) return InputKind::kGguf;
+  const std::string head = ReadHead(path, 9);
+  if (gguf::HasGgufMagic(head)) return InputKind::kGguf;
   if (absl::EndsWith(path, ".safetensors") || absl::EndsWith(path, ".index.json")) {
     return InputKind::kSafetensors;
   }
-  if (LooksLikeSafetensors(path)) return InputKind::kSafetensors;
+  if (LooksLikeSafetensors(head)) return InputKind::kSafetensors;
   return absl::UnimplementedError(path + ": unrecognised input; " +
                                   std::string(kSupported));
 }

@@ -231,8 +231,7 @@ absl::Status CheckRow(TensorType type, int64_t n, const char* what, std::string*
   if (!GetTypeTraits(static_cast<uint32_t>(type), &traits)) {
     return absl::UnimplementedError(absl::StrCat(
         what, ": unknown ggml tensor type ", static_cast<uint32_t>(type),
-        " (supported: f32, f16, bf16, q4_0, q4_1, q5_0, q5_1, q8_0, q2_K, q3_K, q4_K, q5_K, "
-        "q6_K)"));
+        " (supported: ", SupportedTypeNames(), ")"));
   }
   *name = std::string(traits.name);
   if (n < 0 || n % traits.block_size != 0) {

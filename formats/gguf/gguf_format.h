@@ -18,6 +18,7 @@
 #define SLIMPACK_FORMATS_GGUF_GGUF_FORMAT_H_
 
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace slimpack::gguf {
@@ -98,6 +99,32 @@ inline bool GetTypeTraits(uint32_t type, TypeTraits* out) {
       return true;
   }
   return false;
+}
+
+// ggml's name of a type slimpack handles ("q4_K"), "?" otherwise.
+inline std::string_view TypeName(TensorType type) {
+  TypeTraits traits;
+  return GetTypeTraits(static_cast<uint32_t>(type), &traits) ? traits.name : "?";
+}
+
+// Weights per block (1 for float types and for a type slimpack does not
+// handle).
+inline uint32_t BlockSize(TensorType type) {
+  TypeTraits traits;
+  return GetTypeTraits(static_cast<uint32_t>(type), &traits) ? traits.block_size : 1;
+}
+
+// "f32, f16, q4_0, ...": the types slimpack handles in ggml's value order,
+// for refusals that list them.
+inline std::string SupportedTypeNames() {
+  std::string out;
+  for (uint32_t t = 0; t < 64; ++t) {
+    TypeTraits traits;
+    if (!GetTypeTraits(t, &traits)) continue;
+    if (!out.empty()) out += ", ";
+    out += std::string(traits.name);
+  }
+  return out;
 }
 
 }  // namespace slimpack::gguf

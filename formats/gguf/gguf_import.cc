@@ -1,7 +1,6 @@
 #include "formats/gguf/gguf_import.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 
@@ -122,13 +121,11 @@ absl::Status DecodeInto(const GgufFile& f, const TensorInfo& t, int64_t rope_hea
 
 }  // namespace
 
-bool LooksLikeGguf(const std::string& path) {
-  FILE* file = std::fopen(path.c_str(), "rb");
-  if (file == nullptr) return false;
+bool HasGgufMagic(std::string_view head) {
   uint32_t magic = 0;
-  const size_t n = std::fread(&magic, 1, sizeof(magic), file);
-  std::fclose(file);
-  return n == sizeof(magic) && magic == kMagic;
+  if (head.size() < sizeof(magic)) return false;
+  std::memcpy(&magic, head.data(), sizeof(magic));
+  return magic == kMagic;
 }
 
 absl::StatusOr<ir::Model> ImportGguf(const std::string& path) {

@@ -9,6 +9,7 @@
 #define SLIMPACK_FORMATS_GGUF_GGUF_IMPORT_H_
 
 #include <string>
+#include <string_view>
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
@@ -21,8 +22,8 @@ namespace slimpack::gguf {
 // every ParseGguf / hf::ParseHfConfig / TagWeightRoles refusal).
 absl::StatusOr<ir::Model> ImportGguf(const std::string& path);
 
-// True when `path` starts with the GGUF magic.
-bool LooksLikeGguf(const std::string& path);
+// True when `head` (a file's first bytes) starts with the GGUF magic.
+bool HasGgufMagic(std::string_view head);
 
 }  // namespace slimpack::gguf
 

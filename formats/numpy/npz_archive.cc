@@ -11,17 +11,14 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <new>
 #include <optional>
 #include <set>
-#include <sstream>
 
-#include "formats/numpy/npy_encode.h"
 #include "formats/numpy/npy_layout.h"
+#include "formats/numpy/npz_zip.h"
 #include "formats/numpy/numpy_io.h"
 #include "ir/shape.h"
-#include "support/atomic_file.h"
 #include "support/checked_math.h"
 #include "support/mapped_file.h"
 #include "support/status_macros.h"
@@ -29,37 +26,19 @@
 namespace slimpack::numpy {
 namespace {
 
-constexpr uint32_t kLocalSig = 0x04034b50, kCentralSig = 0x02014b50,
-                   kEndSig = 0x06054b50, kZip64LocatorSig = 0x07064b50;
-constexpr uint64_t kLocalSize = 30, kCentralSize = 46, kEndSize = 22;
-constexpr uint16_t kStored = 0, kDeflate = 8;
-// Deflate cannot expand more than ~1032:1; a larger claim is a zip bomb.
-constexpr uint64_t kMaxDeflateRatio = 1100;
-
-// ONNX value names like "/model/Add_output_0" are legal keys (numpy.savez
-// accepts them too); what is refused is anything that could escape a
-// directory if someone extracted the archive: absolute paths, '.', '..',
-// empty parts, backslashes and NUL.
-bool IsSafeEntryName(const std::string& stem) {
-  if (stem.empty() || stem.find('\\') != std::string::npos ||
-      stem.find('\0') != std::string::npos) {
-    return false;
-  }
-  size_t start = 0;
-  while (true) {
-    const size_t slash = stem.find('/', start);
-    const std::string part = stem.substr(start, slash == std::string::npos ? slash : slash - start);
-    if (part.empty() || part == "." || part == "..") return false;
-    if (slash == std::string::npos) return true;
-    start = slash + 1;
-  }
-}
-
-uint64_t Le(const uint8_t* p, int bytes) {
-  uint64_t v = 0;
-  for (int i = bytes - 1; i >= 0; --i) v = (v << 8) | p[i];
-  return v;
-}
+using zip::Crc32;
+using zip::IsSafeEntryName;
+using zip::kCentralSig;
+using zip::kCentralSize;
+using zip::kDeflate;
+using zip::kEndSig;
+using zip::kEndSize;
+using zip::kLocalSig;
+using zip::kLocalSize;
+using zip::kMaxDeflateRatio;
+using zip::kStored;
+using zip::kZip64LocatorSig;
+using zip::Le;
 
 // Raw deflate of one entry, inflated piece by piece into caller buffers of
 // exactly the sizes the entry declares: zlib never writes past them.
@@ -149,26 +128,6 @@ class EntryInflater {
   bool ended_ = false;
   bool more_ = false;
 };
-
-// The first number in `text`, or 0.
-uint64_t LeadingNumber(const std::string& text) {
-  return std::strtoull(text.c_str(), nullptr, 10);
-}
-
-std::string ReadProcFile(const char* path) {
-  std::ifstream in(path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// MemAvailable of /proc/meminfo in bytes, or 0.
-uint64_t MemAvailable() {
-  const std::string info = ReadProcFile("/proc/meminfo");
-  const size_t pos = info.find("MemAvailable:");
-  if (pos == std::string::npos) return 0;
-  return LeadingNumber(info.substr(pos + 13)) * 1024;
-}
 
 struct Entry {
   std::string name;
@@ -370,7 +329,7 @@ class NpzReader {
                      std::to_string(en.compressed) + " != uncompressed size " +
                      std::to_string(en.uncompressed));
     }
-    const uint32_t crc = static_cast<uint32_t>(CrcOf(src, en.uncompressed));
+    const uint32_t crc = static_cast<uint32_t>(Crc32(src, en.uncompressed));
     if (crc != en.crc) {
       return Err(absl::StatusCode::kDataLoss,
                  where + ": CRC-32 " + Hex(crc) + " != recorded " + Hex(en.crc));
@@ -477,7 +436,7 @@ class NpzReader {
                               : "does not end at the declared size or is corrupt");
     }
     uLong crc = crc32(0L, head.data(), static_cast<uInt>(head.size()));
-    crc = crc32_combine(crc, static_cast<uLong>(CrcOf(data.data(), data.size())),
+    crc = crc32_combine(crc, static_cast<uLong>(Crc32(data.data(), data.size())),
                         static_cast<z_off_t>(data.size()));
     if (static_cast<uint32_t>(crc) != en.crc) {
       return Err(absl::StatusCode::kDataLoss,
@@ -494,16 +453,6 @@ class NpzReader {
     return t;
   }
 
-  static uint64_t CrcOf(const uint8_t* p, uint64_t n) {
-    uLong crc = crc32(0L, Z_NULL, 0);
-    while (n > 0) {
-      const uInt chunk = static_cast<uInt>(std::min<uint64_t>(n, 1u << 30));
-      crc = crc32(crc, p, chunk);
-      p += chunk;
-      n -= chunk;
-    }
-    return crc;
-  }
   static std::string Hex(uint32_t v) {
     char buf[16];
     std::snprintf(buf, sizeof(buf), "0x%08x", v);
@@ -517,47 +466,11 @@ class NpzReader {
   mutable std::optional<NpzInflateBudget> budget_;
   mutable uint64_t inflated_ = 0;  // declared bytes of deflated entries read
   mutable uint64_t cd_offset_ = 0;
-
- public:
-  static uint64_t Crc(const uint8_t* p, uint64_t n) { return CrcOf(p, n); }
 };
 
-void Put(std::string& s, uint64_t v, int bytes) {
-  for (int i = 0; i < bytes; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xFF));
-}
 
 }  // namespace
 
-NpzInflateBudget DefaultNpzInflateBudget() {
-  if (const char* env = std::getenv("SLIMPACK_NPZ_MAX_INFLATE_BYTES")) {
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(env, &end, 10);
-    if (end != env && *end == '\0' && v > 0) {
-      return {v, "$SLIMPACK_NPZ_MAX_INFLATE_BYTES"};
-    }
-  }
-  NpzInflateBudget b;
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  b.bytes = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
-                                  : UINT64_MAX;
-  b.source = "physical memory";
-  if (const uint64_t avail = MemAvailable(); avail > 0 && avail < b.bytes) {
-    b.bytes = avail;
-    b.source = "memory available now, MemAvailable in /proc/meminfo";
-  }
-  const std::string max = ReadProcFile("/sys/fs/cgroup/memory.max");
-  if (!max.empty() && max.compare(0, 3, "max") != 0) {
-    const uint64_t limit = LeadingNumber(max);
-    const uint64_t used = LeadingNumber(ReadProcFile("/sys/fs/cgroup/memory.current"));
-    const uint64_t left = limit > used ? limit - used : 0;
-    if (limit > 0 && left < b.bytes) {
-      b.bytes = left;
-      b.source = "memory left under the cgroup limit, /sys/fs/cgroup/memory.max";
-    }
-  }
-  b.source += "; set SLIMPACK_NPZ_MAX_INFLATE_BYTES to change it";
-  return b;
-}
 
 absl::StatusOr<std::vector<ir::Tensor>> ReadNpz(const std::string& path) {
   return ReadNpz(path, NpzReadOptions{});
@@ -567,109 +480,6 @@ absl::StatusOr<std::vector<ir::Tensor>> ReadNpz(const std::string& path,
                                                 const NpzReadOptions& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
   return NpzReader(*file, options).ReadAll();
-}
-
-bool IsNpzWrittenBySlimpack(const std::string& path) {
-  const uint64_t comment = sizeof(kNpzWriterComment) - 1;
-  int fd;
-  do {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  } while (fd < 0 && errno == EINTR);
-  if (fd < 0) return false;
-  struct stat st;
-  std::string tail(kEndSize + comment, '\0');
-  bool ours = false;
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-      static_cast<uint64_t>(st.st_size) >= tail.size() &&
-      ::pread(fd, tail.data(), tail.size(),
-              static_cast<off_t>(static_cast<uint64_t>(st.st_size) - tail.size())) ==
-          static_cast<ssize_t>(tail.size())) {
-    const auto* e = reinterpret_cast<const uint8_t*>(tail.data());
-    ours = Le(e, 4) == kEndSig && Le(e + 20, 2) == comment &&
-           tail.compare(kEndSize, comment, kNpzWriterComment) == 0;
-  }
-  ::close(fd);
-  return ours;
-}
-
-absl::Status WriteNpz(const std::string& path, const std::vector<ir::Tensor>& tensors) {
-  if (tensors.size() >= 0xFFFF) {
-    return absl::UnimplementedError(path + ": " + std::to_string(tensors.size()) +
-                                    " entries need Zip64, which the writer does not produce");
-  }
-  // Reserved up front: the pieces are string_views into these strings.
-  std::vector<std::string> locals;
-  locals.reserve(tensors.size());
-  std::vector<std::string_view> pieces;
-  std::string central;
-  std::set<std::string> names;
-  uint64_t offset = 0;
-  for (const ir::Tensor& t : tensors) {
-    if (!IsSafeEntryName(t.name) || !names.insert(t.name).second) {
-      return absl::InvalidArgumentError(
-          path + ": tensor name '" + t.name +
-          "' is duplicate or not a safe relative entry name (no '.', '..' or empty parts)");
-    }
-    ASSIGN_OR_RETURN(std::string npy_header, EncodeNpyHeader(t));
-    const std::string name = t.name + ".npy";
-    const uint64_t size = npy_header.size() + t.data.size();
-    if (size >= 0xFFFFFFFF || offset >= 0xFFFFFFFF) {
-      return absl::UnimplementedError(path + ": entry '" + name +
-                                      "' needs Zip64 (over 4 GiB), which the writer does not produce");
-    }
-    uLong crc = crc32(0L, reinterpret_cast<const Bytef*>(npy_header.data()),
-                      static_cast<uInt>(npy_header.size()));
-    crc = crc32_combine(crc, NpzReader::Crc(t.data.data(), t.data.size()),
-                        static_cast<z_off_t>(t.data.size()));
-    // Fixed 1980-01-01 timestamps keep the output deterministic.
-    auto common = [&](std::string& s) {
-      Put(s, 20, 2);  // version needed
-      Put(s, 0, 2);   // flags
-      Put(s, kStored, 2);
-      Put(s, 0, 2);       // time
-      Put(s, 0x21, 2);    // date
-      Put(s, crc, 4);
-      Put(s, size, 4);
-      Put(s, size, 4);
-      Put(s, name.size(), 2);
-      Put(s, 0, 2);  // extra
-    };
-    std::string local;
-    Put(local, kLocalSig, 4);
-    common(local);
-    local += name;
-    local += npy_header;
-    Put(central, kCentralSig, 4);
-    Put(central, 20, 2);  // version made by
-    common(central);
-    Put(central, 0, 2);  // comment
-    Put(central, 0, 2);  // disk
-    Put(central, 0, 2);  // internal attributes
-    Put(central, 0, 4);  // external attributes
-    Put(central, offset, 4);
-    central += name;
-    offset += local.size() + t.data.size();
-    locals.push_back(std::move(local));
-    pieces.push_back(locals.back());
-    pieces.emplace_back(reinterpret_cast<const char*>(t.data.data()), t.data.size());
-  }
-  if (offset >= 0xFFFFFFFF) {
-    return absl::UnimplementedError(path + ": archive over 4 GiB needs Zip64");
-  }
-  std::string end;
-  Put(end, kEndSig, 4);
-  Put(end, 0, 2);
-  Put(end, 0, 2);
-  Put(end, tensors.size(), 2);
-  Put(end, tensors.size(), 2);
-  Put(end, central.size(), 4);
-  Put(end, offset, 4);
-  // The archive comment says who wrote it (IsNpzWrittenBySlimpack).
-  Put(end, sizeof(kNpzWriterComment) - 1, 2);
-  end += kNpzWriterComment;
-  pieces.push_back(central);
-  pieces.push_back(end);
-  return WriteFileAtomically(path, pieces);
 }
 
 }  // namespace slimpack::numpy

@@ -33,6 +33,17 @@ expect 0 "inspect onnx example" -- inspect "$ROOT/examples/digits-cnn/model.onnx
 expect 0 "inspect hf example" -- inspect --json "$ROOT/examples/tiny-llama"
 expect 0 "help" -- --help
 
+# A FIFO without a known extension is sniffed without waiting for a writer:
+# refused at once, not hung (timeout's 124 would show a hang).
+mkfifo "$TMP/model-fifo"
+timeout 20 "$SLIMPACK" inspect "$TMP/model-fifo" >"$TMP/fifo.out" 2>&1
+rc=$?
+if [ $rc -ne 1 ] || ! grep -q "model-fifo: unrecognised input" "$TMP/fifo.out"; then
+  echo "FAIL: inspect on a FIFO exited $rc"; cat "$TMP/fifo.out"; fail=1
+else
+  echo "ok: FIFO input refused without waiting (exit 1)"
+fi
+
 # The error for a missing file names it.
 "$SLIMPACK" inspect "$TMP/does-not-exist.onnx" 2>&1 | grep -q "does-not-exist.onnx" \
   || { echo "FAIL: missing-file error does not name the file"; fail=1; }

@@ -23,10 +23,11 @@ def main():
     ours = np.load(a.ours)["logits"].astype(np.float64)
     meta = json.load(open(a.theirs + ".json"))
     theirs = np.fromfile(a.theirs, dtype="<f4").astype(np.float64)
-    theirs = theirs.reshape(ours.shape[0], ours.shape[1], meta["n_vocab"])
-    if theirs.shape != ours.shape:
-        print(f"{a.label} shape mismatch: ours {ours.shape} llama.cpp {theirs.shape}")
+    if theirs.size != ours.size or meta["n_vocab"] != ours.shape[2]:
+        print(f"{a.label} size mismatch: ours {ours.shape}, llama.cpp {theirs.size} values"
+              f" with n_vocab {meta['n_vocab']}")
         return 1
+    theirs = theirs.reshape(ours.shape)
     diff = ours - theirs
     rel = np.sqrt(np.mean(diff ** 2)) / np.sqrt(np.mean(ours ** 2))
     top1 = np.mean(ours.argmax(-1) == theirs.argmax(-1))

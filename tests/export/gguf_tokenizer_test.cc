@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "formats/gguf/gguf_reader.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -136,14 +137,27 @@ TEST_F(GgufTokenizerTest, MetadataKeysAreWritten) {
   const std::string path = dir_ + "/t.gguf";
   auto written = writer.Write(path);
   ASSERT_THAT(written, IsOk());
-  std::ifstream in(path, std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  for (const char* key : {"tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.ggml.tokens",
-                          "tokenizer.ggml.token_type", "tokenizer.ggml.merges",
-                          "tokenizer.ggml.bos_token_id", "tokenizer.ggml.eos_token_id"}) {
-    EXPECT_NE(bytes.find(key), std::string::npos) << key;
-  }
-  EXPECT_EQ(bytes.find("tokenizer.chat_template"), std::string::npos);
+  auto file = gguf::OpenGgufFile(path);
+  ASSERT_THAT(file, IsOk());
+  EXPECT_EQ(*file->FindValue("tokenizer.ggml.model")->GetString(), "gpt2");
+  EXPECT_EQ(*file->FindValue("tokenizer.ggml.pre")->GetString(), "llama-bpe");
+  const gguf::Value* tokens = file->FindValue("tokenizer.ggml.tokens");
+  ASSERT_NE(tokens, nullptr);
+  ASSERT_EQ(tokens->size(), 8u);
+  EXPECT_EQ(*tokens->GetString(5), "<|end|>");
+  const gguf::Value* types = file->FindValue("tokenizer.ggml.token_type");
+  ASSERT_NE(types, nullptr);
+  EXPECT_EQ(types->element_type(), gguf::ValueType::kI32);
+  ASSERT_EQ(types->size(), 8u);
+  EXPECT_EQ(*types->GetInt(5), kControl);
+  EXPECT_EQ(*types->GetInt(4), kUnused);
+  EXPECT_EQ(*file->FindValue("tokenizer.ggml.merges")->GetString(0), "a b");
+  EXPECT_EQ(file->FindValue("tokenizer.ggml.bos_token_id")->type(), gguf::ValueType::kU32);
+  EXPECT_EQ(*file->FindValue("tokenizer.ggml.bos_token_id")->GetUInt(), 5u);
+  EXPECT_EQ(*file->FindValue("tokenizer.ggml.eos_token_id")->GetUInt(), 5u);
+  // Absent in the sources, so absent in the file.
+  EXPECT_EQ(file->FindValue("tokenizer.chat_template"), nullptr);
+  EXPECT_EQ(file->FindValue("tokenizer.ggml.add_bos_token"), nullptr);
 }
 
 }  // namespace
