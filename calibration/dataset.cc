@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "calibration/finite_inputs.h"
 #include "calibration/token_ids.h"
 #include "formats/numpy/numpy_io.h"
 #include "formats/safetensors/safetensors_reader.h"
@@ -217,6 +218,7 @@ absl::Status Dataset::Impl::LoadArrays(const std::string& path, FileKind kind) {
     // Checked over the whole array with the file's own dims, so the
     // position is the one the user sees in NumPy.
     if (IsTokenIdsInput(in)) RETURN_IF_ERROR(CheckTokenTensor(t, options.vocab_size, what));
+    RETURN_IF_ERROR(CheckFiniteTensor(t, what));
     t.name = in.name;
     t.dims = dims;
     ordered->push_back(std::move(t));

@@ -74,6 +74,17 @@ absl::Status LinearStatsAccumulator::Add(const runtime::RtTensor& x) {
   }
   const float* data = x.data<float>();
   if (k == 0) return absl::OkStatus();
+  // One NaN/Inf would poison every statistic of this layer (and the GPTQ/AWQ
+  // scales built from them); the inputs were checked finite when read, so
+  // this is an overflow inside the graph, named here by layer.
+  int64_t nonfinite = 0;
+  for (int64_t i = 0; i < x.num_elements(); ++i) nonfinite += !std::isfinite(data[i]);
+  if (nonfinite > 0) {
+    return absl::InvalidArgumentError(
+        "linear node '" + layer_.node + "': input '" + layer_.input + "' holds " +
+        std::to_string(nonfinite) + " NaN/Inf values of " + std::to_string(x.num_elements()) +
+        " (the graph overflowed on this calibration data; its statistics would be NaN)");
+  }
   const int64_t rows = x.num_elements() / k;
   for (int64_t r = 0; r < rows; ++r) {
     if (layer_.trans_a) {

@@ -5,6 +5,7 @@
 
 #include <cstring>
 
+#include "calibration/array_position.h"
 #include "formats/numpy/numpy_io.h"
 #include "hf/llama_graph_builder.h"
 #include "ir/shape.h"
@@ -38,22 +39,6 @@ int64_t ElementAt(const ir::Tensor& t, uint64_t i) {
   int32_t v;
   std::memcpy(&v, t.data.data() + 4 * i, 4);
   return v;
-}
-
-// "index 5" for flat data, "[1, 3]" (C order) for rank >= 2.
-std::string Position(uint64_t flat, const std::vector<int64_t>& dims) {
-  if (dims.size() < 2) return "index " + std::to_string(flat);
-  std::vector<uint64_t> index(dims.size());
-  for (size_t d = dims.size(); d-- > 0;) {
-    const uint64_t extent = static_cast<uint64_t>(dims[d]);
-    index[d] = flat % extent;  // extent > 0: the element exists
-    flat /= extent;
-  }
-  std::string out = "[";
-  for (size_t d = 0; d < index.size(); ++d) {
-    out += (d == 0 ? "" : ", ") + std::to_string(index[d]);
-  }
-  return out + "]";
 }
 
 bool Valid(int64_t id, int64_t vocab) { return id >= 0 && (vocab <= 0 || id < vocab); }
@@ -135,7 +120,7 @@ absl::Status CheckTokenTensor(const ir::Tensor& t, int64_t vocab, const std::str
   ASSIGN_OR_RETURN(uint64_t n, t.NumElements());
   for (uint64_t i = 0; i < n; ++i) {
     const int64_t id = ElementAt(t, i);
-    if (!Valid(id, vocab)) return BadId(source, Position(i, t.dims), id, vocab);
+    if (!Valid(id, vocab)) return BadId(source, ArrayPosition(i, t.dims), id, vocab);
   }
   return absl::OkStatus();
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <fstream>
 
@@ -321,6 +322,44 @@ TEST(DatasetTest, BadTokenIdsAreRefusedNamingFilePositionAndValue) {
   EXPECT_THAT(d->Next().status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("t.txt:2: token id at index 2 is 40, outside the vocabulary [0, 40)")));
+}
+
+TEST(DatasetTest, NonFiniteFloatInputsAreRefusedNamingFilePositionAndValue) {
+  const std::string dir = MakeTempDir();
+  ir::Tensor t = F32Tensor("x", {3, 2}, 0);
+  const float values[] = {NAN, INFINITY, -INFINITY};
+  const char* names[] = {"is nan", "is inf", "is -inf"};
+  for (int k = 0; k < 3; ++k) {
+    SCOPED_TRACE(names[k]);
+    std::vector<uint8_t> bytes(t.data.data(), t.data.data() + t.data.size());
+    std::memcpy(bytes.data() + 4 * 3, &values[k], 4);  // [1, 1]
+    ir::Tensor bad = t;
+    bad.data = ir::TensorData::Owned(std::move(bytes));
+    const std::string file = dir + "/bad" + std::to_string(k) + ".npz";
+    ASSERT_THAT(numpy::WriteNpz(file, {bad}), IsOk());
+    auto d = Dataset::Open({file}, OneInput(), {});
+    ASSERT_THAT(d.status(), IsOk());
+    EXPECT_THAT(d->Next().status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr(file + ": input 'x'"),
+                               HasSubstr(std::string("element [1, 1] ") + names[k]),
+                               HasSubstr("1 of 6 elements are not"))));
+  }
+  // f16 arrays for an f16 input are checked in their own encoding: 0x7e00 is
+  // a f16 NaN.
+  ir::Tensor half;
+  half.name = "x";
+  half.dtype = ir::DType::kF16;
+  half.dims = {2, 2};
+  half.data = ir::TensorData::Owned({0x00, 0x3c, 0x00, 0x7e, 0x00, 0x3c, 0x00, 0x3c});
+  ASSERT_THAT(numpy::WriteNpz(dir + "/half.npz", {half}), IsOk());
+  auto d = Dataset::Open({dir + "/half.npz"},
+                         {Input("x", {ir::Dim::Symbolic("batch"), ir::Dim::Static(2)},
+                                ir::DType::kF16)},
+                         {});
+  ASSERT_THAT(d.status(), IsOk());
+  EXPECT_THAT(d->Next().status(), StatusIs(absl::StatusCode::kInvalidArgument,
+                                           HasSubstr("element [0, 1] is nan")));
 }
 
 TEST(DatasetTest, DigestIsTheFileSha256) {

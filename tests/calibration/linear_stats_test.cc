@@ -75,6 +75,14 @@ TEST(LinearStatsTest, WrongFeatureDimNamesNode) {
                        HasSubstr("linear node 'fc': input 'x' is f32[2,3], expected feature dim 4")));
 }
 
+TEST(LinearStatsTest, NonFiniteInputNamesNodeAndCount) {
+  LinearStatsAccumulator acc(Layer(2), true);
+  EXPECT_THAT(acc.Add(runtime::RtTensor::FromVector<float>({2, 2}, {1, INFINITY, NAN, 4})),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("linear node 'fc': input 'x' holds 2 NaN/Inf values of 4")));
+  EXPECT_EQ(acc.rows(), 0u);  // nothing half-added
+}
+
 ir::Tensor Weight(std::string name, std::vector<int64_t> dims) {
   ir::Tensor t;
   t.name = std::move(name);
