@@ -106,6 +106,22 @@ absl::StatusOr<CalibrationTable> Calibrate(const ir::Model& model, Dataset& data
     tc.range = obs.Finish();
     table.tensors.emplace(name, std::move(tc));
   }
+  // An explicit axis that no tensor has would record per-tensor ranges only,
+  // while the table says per-channel: refuse instead of writing that.
+  if (o.per_channel && o.channel_axis >= 0) {
+    size_t max_rank = 0;
+    bool any = false;
+    for (const auto& [name, tc] : table.tensors) {
+      max_rank = std::max(max_rank, tc.range.last_dims.size());
+      any = any || !tc.range.channel_ranges.empty();
+    }
+    if (!any) {
+      return absl::InvalidArgumentError(
+          "per-channel axis " + std::to_string(o.channel_axis) +
+          " exists in no calibrated tensor (the highest rank is " + std::to_string(max_rank) +
+          ", so axes run 0.." + std::to_string(max_rank == 0 ? 0 : max_rank - 1) + ")");
+    }
+  }
   for (const LinearStatsAccumulator& acc : linears) {
     LinearCalibration lc;
     lc.layer = acc.layer();

@@ -217,7 +217,10 @@ absl::Status Dataset::Impl::LoadArrays(const std::string& path, FileKind kind) {
     }
     // Checked over the whole array with the file's own dims, so the
     // position is the one the user sees in NumPy.
-    if (IsTokenIdsInput(in)) RETURN_IF_ERROR(CheckTokenTensor(t, options.vocab_size, what));
+    if (IsTokenIdsInput(in)) {
+      RETURN_IF_ERROR(CheckTokenTensor(t, options.vocab_size, what));
+      RETURN_IF_ERROR(CheckTokenSequenceLength(t, options.max_positions, what));
+    }
     RETURN_IF_ERROR(CheckFiniteTensor(t, what));
     t.name = in.name;
     t.dims = dims;
@@ -288,6 +291,12 @@ absl::StatusOr<std::optional<Sample>> Dataset::Impl::NextTokens() {
     if (ids.empty()) continue;
     RETURN_IF_ERROR(
         CheckTokenIds(ids, options.vocab_size, path + ":" + std::to_string(token_line)));
+    if (options.max_positions > 0 && static_cast<int64_t>(ids.size()) > options.max_positions) {
+      return absl::InvalidArgumentError(
+          path + ":" + std::to_string(token_line) + ": " + std::to_string(ids.size()) +
+          " tokens, more than the model's max_position_embeddings " +
+          std::to_string(options.max_positions) + " (config.json); split the line");
+    }
     const int64_t len = static_cast<int64_t>(ids.size());
     Sample s;
     s.source = BaseName(path) + ":" + std::to_string(token_line);
@@ -368,7 +377,17 @@ absl::StatusOr<Dataset> Dataset::Open(const std::vector<std::string>& paths,
     return absl::InvalidArgumentError("max_batch must be >= 1, got " +
                                       std::to_string(impl->options.max_batch));
   }
+  ASSIGN_OR_RETURN(impl->paths, ExpandDataPaths(paths));
+  for (const std::string& p : impl->paths) {
+    if (KindOf(p) == FileKind::kTokens) RETURN_IF_ERROR(CheckTokenInputs(p, impl->inputs));
+  }
+  ASSIGN_OR_RETURN(impl->digests, DigestDataFiles(impl->paths));
+  return Dataset(std::move(impl));
+}
+
+absl::StatusOr<std::vector<std::string>> ExpandDataPaths(const std::vector<std::string>& paths) {
   if (paths.empty()) return absl::InvalidArgumentError("no dataset paths given");
+  std::vector<std::string> out;
   for (const std::string& p : paths) {
     struct stat st;
     if (stat(p.c_str(), &st) != 0) {
@@ -376,20 +395,24 @@ absl::StatusOr<Dataset> Dataset::Open(const std::vector<std::string>& paths,
     }
     if (S_ISDIR(st.st_mode)) {
       ASSIGN_OR_RETURN(auto files, ListDirectory(p));
-      impl->paths.insert(impl->paths.end(), files.begin(), files.end());
+      out.insert(out.end(), files.begin(), files.end());
     } else if (KindOf(p) == FileKind::kUnsupported) {
       return absl::UnimplementedError(p + ": unsupported dataset file (supported: " +
                                       std::string(kSupported) + ")");
     } else {
-      impl->paths.push_back(p);
+      out.push_back(p);
     }
   }
-  for (const std::string& p : impl->paths) {
-    if (KindOf(p) == FileKind::kTokens) RETURN_IF_ERROR(CheckTokenInputs(p, impl->inputs));
+  return out;
+}
+
+absl::StatusOr<std::vector<DataFileDigest>> DigestDataFiles(const std::vector<std::string>& files) {
+  std::vector<DataFileDigest> out;
+  for (const std::string& p : files) {
     ASSIGN_OR_RETURN(shard_writer::FileDigest d, shard_writer::HashFile(p));
-    impl->digests.push_back({BaseName(p), d.size, d.sha256});
+    out.push_back({BaseName(p), d.size, d.sha256});
   }
-  return Dataset(std::move(impl));
+  return out;
 }
 
 absl::StatusOr<Dataset> Dataset::Random(int64_t samples, uint64_t seed,

@@ -57,6 +57,9 @@ struct DatasetOptions {
   // The model's vocabulary (KnownVocabSize in token_ids.h): token ids must
   // be below it. 0 = unknown (ONNX models): only negative ids are refused.
   int64_t vocab_size = 0;
+  // max_position_embeddings (KnownMaxPositions): a token sequence longer
+  // than this, or an empty one, is refused. 0 = unknown: only empty ones.
+  int64_t max_positions = 0;
 };
 
 struct DataFileDigest {
@@ -102,6 +105,15 @@ class Dataset {
   explicit Dataset(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The data files `paths` stand for, in the order Dataset::Open reads them
+// (directories expanded by the rules above). NotFound / InvalidArgument /
+// Unimplemented as Dataset::Open.
+absl::StatusOr<std::vector<std::string>> ExpandDataPaths(const std::vector<std::string>& paths);
+
+// Base name, size and SHA-256 of each file, in order (what a calibration
+// table and an artifact's producer.calibration record).
+absl::StatusOr<std::vector<DataFileDigest>> DigestDataFiles(const std::vector<std::string>& files);
 
 // The inputs of `graph` that a dataset must provide.
 std::vector<ir::ValueInfo> FeedInputs(const ir::Graph& graph);

@@ -125,6 +125,28 @@ absl::Status CheckTokenTensor(const ir::Tensor& t, int64_t vocab, const std::str
   return absl::OkStatus();
 }
 
+int64_t KnownMaxPositions(const ir::Model& model) {
+  return model.architecture ? model.architecture->max_position_embeddings : 0;
+}
+
+absl::Status CheckTokenSequenceLength(const ir::Tensor& t, int64_t max_positions,
+                                      const std::string& source) {
+  if (t.dims.empty()) return absl::OkStatus();
+  const int64_t len = t.dims.back();
+  const std::string shape = ir::Shape::FromDims(t.dims).ToString();
+  if (len == 0) {
+    return absl::InvalidArgumentError(source + ": no tokens (shape " + shape +
+                                      "); a decoder needs at least one token per row");
+  }
+  if (max_positions > 0 && len > max_positions) {
+    return absl::InvalidArgumentError(
+        source + ": " + std::to_string(len) + " tokens per row (shape " + shape +
+        "), more than the model's max_position_embeddings " + std::to_string(max_positions) +
+        " (config.json); split the sequence into windows of at most that length");
+  }
+  return absl::OkStatus();
+}
+
 int64_t KnownVocabSize(const ir::Model& model) {
   return model.architecture ? model.architecture->vocab_size : 0;
 }

@@ -60,6 +60,18 @@ absl::Status CheckTokenTensor(const ir::Tensor& tensor, int64_t vocab,
 
 // The model's vocabulary size from config.json, or 0 when it has none
 // (ONNX models): the bound the checks above take.
+// config.json's max_position_embeddings when the model has one, else 0.
+int64_t KnownMaxPositions(const ir::Model& model);
+
+// OK when the last axis of a token-ids tensor (its sequence length) is in
+// [1, max_positions] (only >= 1 when max_positions <= 0: unknown). An empty
+// sequence would fail deep inside the graph (a Reshape of [0, hidden]); one
+// beyond the model's context would either exhaust memory in the L x L
+// causal mask or score positions the model never saw. InvalidArgument
+// naming `source`, the length and the limit.
+absl::Status CheckTokenSequenceLength(const ir::Tensor& tensor, int64_t max_positions,
+                                      const std::string& source);
+
 int64_t KnownVocabSize(const ir::Model& model);
 
 }  // namespace slimpack::calibration

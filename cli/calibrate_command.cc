@@ -77,6 +77,7 @@ absl::Status Run(const CalibrateOptions& o) {
   const std::vector<std::string> files_read = CalibrateInputs(o, model);
   RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(files_read, o.output, "-o"));
   dopts.vocab_size = calibration::KnownVocabSize(model);  // token ids are checked against it
+  dopts.max_positions = calibration::KnownMaxPositions(model);
   const std::vector<ir::ValueInfo> inputs = calibration::FeedInputs(model.graph);
   for (const auto& [name, array] : dopts.rename) {
     bool known = false;

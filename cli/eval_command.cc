@@ -25,7 +25,7 @@ int Fail(const absl::Status& s) {
 }  // namespace
 
 int RunEval(const EvalOptions& options) {
-  if (options.threads < 1 || options.window < 0) {
+  if (options.threads < 1 || options.window < 0 || options.window == 1) {
     std::fprintf(stderr, "slimpack eval: --threads must be >= 1 and --window >= 2\n");
     return kExitUsage;
   }
@@ -49,6 +49,14 @@ int RunEval(const EvalOptions& options) {
   if (window == 0) {
     return Fail(absl::InvalidArgumentError(options.model +
                                            ": no max_position_embeddings; pass --window"));
+  }
+  const int64_t context = calibration::KnownMaxPositions(*model);
+  if (context > 0 && window > context) {
+    // Positions past the trained context give a perplexity of nothing the
+    // model can do (and an L x L mask that grows with the window).
+    return Fail(absl::InvalidArgumentError(
+        "--window " + std::to_string(window) + " exceeds " + options.model +
+        "'s max_position_embeddings " + std::to_string(context) + " (config.json)"));
   }
   runtime::InterpreterOptions iopts;
   // Artifacts hold the graph as the passes left it (slimpack-domain ops).

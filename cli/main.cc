@@ -84,9 +84,15 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
                           "Cap per shard file in bytes, K/M/G suffixes allowed (default 256M, min 1M)");
   convert_cmd->add_option("--recipe", o.recipe_path,
                           "JSON recipe (keys: dtype, shard_size, passes, quant); flags override it");
+  convert_cmd->add_option("--recipe-from", o.recipe_from,
+                          "Use the recipe recorded in this artifact's manifest (producer.recipe); "
+                          "--calib must name the files it recorded (producer.calibration)");
   convert_cmd->add_option("--threads", o.threads, "Worker threads (default: one per core)")
       ->check(CLI::Range(1, 1024));
   convert_cmd->add_flag("--force", o.force, "Replace an existing artifact at OUT");
+  convert_cmd->add_flag("--allow-incomplete", o.allow_incomplete,
+                        "Convert an HF checkpoint that lacks expected weights (refused by default: "
+                        "the artifact cannot run as a decoder)");
   convert_cmd->add_flag("-v,--verbose", o.verbose,
                         "Print per-pass statistics, per-tensor quantization decisions and a line per file");
   convert_cmd->add_option("--passes", o.passes,
@@ -208,7 +214,9 @@ CLI::App* AddCalibrateCommand(CLI::App& app, slimpack::cli::CalibrateOptions& o)
       ->check(CLI::IsMember({"minmax", "moving_minmax", "percentile", "entropy", "mse"}));
   calibrate_cmd->add_flag("--per-channel", o.per_channel, "Also record per-channel ranges");
   calibrate_cmd->add_option("--channel-axis", o.channel_axis,
-                            "Per-channel axis (default: 1 for rank 4/5, else the last)");
+                            "Per-channel axis (default: 1 for rank 4/5, else the last)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs("--per-channel");
   calibrate_cmd->add_option("--percentile", o.percentile, "For --method percentile (default 99.99)")
       ->check(CLI::Range(50.0, 100.0));
   calibrate_cmd->add_option("--bins", o.num_bins, "Histogram bins, a multiple of 4 (default 4096)");

@@ -88,13 +88,14 @@ absl::StatusOr<std::vector<int64_t>> ReadLabels(const std::vector<std::string>& 
   return labels;
 }
 
-// `vocab_size`: the reference's (0 = unknown); token ids are checked against it.
+// `reference`'s vocabulary and context (0 = unknown) bound the token ids.
 absl::StatusOr<calibration::DatasetOptions> DatasetOptionsFrom(const ReportCommandOptions& o,
-                                                               const ir::Graph& graph,
-                                                               int64_t vocab_size) {
+                                                               const ir::Model& reference) {
+  const ir::Graph& graph = reference.graph;
   calibration::DatasetOptions d;
   d.max_batch = o.max_batch;
-  d.vocab_size = vocab_size;
+  d.vocab_size = calibration::KnownVocabSize(reference);
+  d.max_positions = calibration::KnownMaxPositions(reference);
   const std::vector<ir::ValueInfo> inputs = calibration::FeedInputs(graph);
   for (const std::string& m : o.input_map) {
     const size_t eq = m.find('=');
@@ -196,7 +197,7 @@ int RunReport(const ReportCommandOptions& o) {
   if (!candidate.ok()) return Fail(candidate.status());
   const std::vector<std::string> inputs = ReportInputs(o, {&*reference, &*candidate});
   if (absl::Status s = CheckReportOutputsAreNotInputs(o.output, inputs); !s.ok()) return Fail(s);
-  auto dopts = DatasetOptionsFrom(o, reference->graph, calibration::KnownVocabSize(*reference));
+  auto dopts = DatasetOptionsFrom(o, *reference);
   if (!dopts.ok()) return Fail(dopts.status(), kExitUsage);
   auto data = calibration::Dataset::Open(o.data, calibration::FeedInputs(reference->graph), *dopts);
   if (!data.ok()) return Fail(data.status());

@@ -67,7 +67,8 @@ int RunRun(const RunOptions& options) {
   auto tensors = numpy::ReadNpyOrNpz(options.inputs);
   if (!tensors.ok()) return Fail(tensors.status());
   auto inputs = eval::MatchGraphInputs(model->graph, *tensors, options.inputs,
-                                       calibration::KnownVocabSize(*model));
+                                       calibration::KnownVocabSize(*model),
+                                       calibration::KnownMaxPositions(*model));
   if (!inputs.ok()) return Fail(inputs.status());
   runtime::InterpreterOptions iopts;
   // Artifacts hold the graph as the passes left it (slimpack-domain ops).

@@ -2,9 +2,11 @@
 
 #include <set>
 
+#include "calibration/dataset.h"
 #include "formats/import.h"
 #include "formats/shard/writer/output_preflight.h"
 #include "formats/shard/writer/tensor_encoder.h"
+#include "hf/weight_roles.h"
 #include "support/status_macros.h"
 
 namespace slimpack::converter {
@@ -36,9 +38,31 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
                                                       const ConvertCallbacks& callbacks) {
   // Preflight before the import: a bad output fails in milliseconds.
   RETURN_IF_ERROR(shard_writer::PreflightOutput(request.output, request.force).status());
+  // The calibration files, hashed before the work: recorded in the manifest,
+  // and for --recipe-from checked against what the artifact recorded.
+  std::vector<shard_writer::NamedDigest> calibration;
+  if (!request.stages.calib.empty()) {
+    ASSIGN_OR_RETURN(std::vector<std::string> files,
+                     calibration::ExpandDataPaths(request.stages.calib));
+    ASSIGN_OR_RETURN(std::vector<calibration::DataFileDigest> digests,
+                     calibration::DigestDataFiles(files));
+    for (const auto& d : digests) calibration.push_back({d.name, d.bytes, d.sha256});
+  }
+  if (request.recipe_from) {
+    RETURN_IF_ERROR(CheckSameCalibration(*request.recipe_from, calibration));
+  }
   ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(request.input));
   if (request.stages.log) {
     for (const std::string& w : model.warnings) request.stages.log("warning: " + w);
+  }
+  const std::string incomplete =
+      model.architecture ? hf::DescribeMissingWeights(*model.architecture,
+                                                      model.graph.initializers())
+                         : std::string();
+  if (!incomplete.empty() && !request.allow_incomplete) {
+    return absl::InvalidArgumentError(
+        request.input + ": " + incomplete +
+        " (the artifact could not run; pass --allow-incomplete to convert it anyway)");
   }
   ASSIGN_OR_RETURN(StageResult staged, RunConvertStages(model, request.stages));
   request.recipe.passes = staged.passes_run;
@@ -53,6 +77,7 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
     write.recipe["prune"] = prune::PruneOptionsToJson(request.stages.prune);
   }
   write.passes = staged.records;
+  write.calibration = std::move(calibration);
   write.progress = callbacks.progress;
   write.fault_hook = callbacks.fault_hook;
   return shard_writer::WriteArtifact(model, request.output, write);

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "export/gguf_types.h"
 #include "formats/import.h"
+#include "hf/weight_roles.h"
 #include "support/output_path.h"
 #include "support/status_macros.h"
 
@@ -17,6 +18,7 @@ namespace {
 std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
   return {
       {"--recipe", !f.recipe_path.empty()},
+      {"--recipe-from", !f.recipe_from.empty()},
       {"--shard-size", !f.shard_size.empty()},
       {"--passes", !f.passes.empty()},
       {"--verify-each", f.verify_each},
@@ -41,6 +43,8 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
       {"--prune", !f.prune.empty()},
       {"--prune-rules", !f.prune_rules.empty()},
       {"--prune-budget-params", !f.prune_budget_params.empty()},
+      // llama.cpp refuses a GGUF that lacks a tensor it needs.
+      {"--allow-incomplete", f.allow_incomplete},
   };
 }
 
@@ -84,6 +88,14 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertReq
   RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(inputs, request.output));
   if (request.log) {
     for (const std::string& w : model.warnings) request.log("warning: " + w);
+  }
+  const std::string incomplete =
+      model.architecture ? hf::DescribeMissingWeights(*model.architecture,
+                                                      model.graph.initializers())
+                         : std::string();
+  if (!incomplete.empty()) {
+    return absl::InvalidArgumentError(request.input + ": " + incomplete +
+                                      " (llama.cpp could not load the GGUF)");
   }
   gguf_export::GgufExportOptions options;
   options.preset = request.preset;

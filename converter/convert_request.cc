@@ -274,13 +274,25 @@ absl::Status UsageError(const std::string& flag, const std::string& message) {
   return Usage(flag, message);
 }
 
-absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& flags) {
+absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& given) {
+  // `flags.recipe_path` names the recipe's source in the merge errors below,
+  // including a recipe read from an artifact.
+  ConvertFlags flags = given;
   ConvertRequest r;
   r.input = flags.input;
   r.output = flags.output;
   r.force = flags.force;
+  r.allow_incomplete = flags.allow_incomplete;
   r.threads = flags.threads;
-  if (!flags.recipe_path.empty()) {
+  if (!flags.recipe_from.empty()) {
+    if (!flags.recipe_path.empty()) {
+      return Usage("--recipe-from", "give --recipe or --recipe-from, not both");
+    }
+    ASSIGN_OR_RETURN(ArtifactRecipe from, ReadArtifactRecipe(flags.recipe_from));
+    r.recipe = from.recipe;
+    flags.recipe_path = from.source + " producer.recipe";
+    r.recipe_from = std::move(from);
+  } else if (!flags.recipe_path.empty()) {
     ASSIGN_OR_RETURN(r.recipe, ReadRecipeFile(flags.recipe_path));
   }
   // Flags override the recipe file; the effective recipe is recorded.

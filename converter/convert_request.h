@@ -7,12 +7,14 @@
 #define SLIMPACK_CONVERTER_CONVERT_REQUEST_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "converter/convert_stages.h"
 #include "converter/recipe.h"
+#include "converter/recipe_from_artifact.h"
 
 namespace slimpack::converter {
 
@@ -23,9 +25,17 @@ struct ConvertFlags {
   std::string dtype;        // "" = from the recipe, else keep
   std::string shard_size;   // "" = from the recipe, else 256M
   std::string recipe_path;  // "" = none
+  // An artifact whose producer.recipe is the recipe (instead of
+  // recipe_path), and whose producer.calibration the --calib files must
+  // match: rebuilding it from the same inputs gives the same bytes.
+  std::string recipe_from;
   int threads = 0;          // 0 = one per core
   bool force = false;
   bool verbose = false;
+  // Convert an HF checkpoint that lacks expected weights (ir::Model::
+  // incomplete) instead of refusing it: the artifact will not run as a
+  // decoder, which is what a user slicing a checkpoint for tests may want.
+  bool allow_incomplete = false;
   // Graph passes: "" = the recipe's list or the default pipeline,
   // "none" = no passes, else comma-separated names.
   std::string passes;
@@ -73,10 +83,14 @@ struct ConvertRequest {
   std::string input;
   std::string output;
   bool force = false;
+  bool allow_incomplete = false;
   int threads = 0;  // 0 = one per core (the writer); stages get >= 1
   // The effective recipe, recorded in the manifest (passes filled in after
   // the pipeline ran).
   Recipe recipe;
+  // --recipe-from: the calibration files the artifact recorded, checked
+  // against this run's --calib before anything is imported.
+  std::optional<ArtifactRecipe> recipe_from;
   StageOptions stages;
   std::string report_dir;
   std::vector<std::string> report_data;
@@ -85,7 +99,7 @@ struct ConvertRequest {
 
 // Merges `flags` over the recipe file and checks every rule. Errors name the
 // flag or the recipe file and the offending value.
-absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& flags);
+absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& given);
 
 // True for a refusal of a flag's value (exit code 2); false for a bad input
 // file, recipe or output (exit code 1).

@@ -52,6 +52,7 @@ absl::StatusOr<calibration::CalibrationTable> W8a8Table(const ir::Model& model,
   }
   calibration::DatasetOptions dopts;
   dopts.vocab_size = calibration::KnownVocabSize(model);
+  dopts.max_positions = calibration::KnownMaxPositions(model);
   ASSIGN_OR_RETURN(calibration::Dataset data,
                    calibration::Dataset::Open(options.calib, calibration::FeedInputs(model.graph),
                                               dopts));

@@ -29,7 +29,7 @@ ir::Tensor IrTensorFromRt(const std::string& name, const runtime::RtTensor& rt) 
 
 absl::StatusOr<std::map<std::string, runtime::RtTensor>> MatchGraphInputs(
     const ir::Graph& graph, const std::vector<ir::Tensor>& tensors, const std::string& source,
-    int64_t vocab_size) {
+    int64_t vocab_size, int64_t max_positions) {
   std::map<std::string, const ir::Tensor*> given;
   for (const ir::Tensor& t : tensors) given[t.name] = &t;
   std::vector<const ir::ValueInfo*> required;
@@ -93,6 +93,7 @@ absl::StatusOr<std::map<std::string, runtime::RtTensor>> MatchGraphInputs(
     }
     if (calibration::IsTokenIdsInput(*in)) {
       RETURN_IF_ERROR(calibration::CheckTokenTensor(*feed, vocab_size, what));
+      RETURN_IF_ERROR(calibration::CheckTokenSequenceLength(*feed, max_positions, what));
     }
     ASSIGN_OR_RETURN(runtime::RtTensor rt, runtime::RtTensor::FromIr(*feed));
     out[in->name] = std::move(rt);

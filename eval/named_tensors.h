@@ -27,10 +27,11 @@ ir::Tensor IrTensorFromRt(const std::string& name, const runtime::RtTensor& rt);
 // dim ("batch") bound to two different sizes. The token-ids input
 // (calibration::IsTokenIdsInput) is range-checked: a negative id, or one
 // >= `vocab_size` when that is > 0, is InvalidArgument naming the position
-// and value.
+// and value; so is an empty sequence or one longer than `max_positions`
+// (when > 0; calibration::CheckTokenSequenceLength).
 absl::StatusOr<std::map<std::string, runtime::RtTensor>> MatchGraphInputs(
     const ir::Graph& graph, const std::vector<ir::Tensor>& tensors, const std::string& source,
-    int64_t vocab_size = 0);
+    int64_t vocab_size = 0, int64_t max_positions = 0);
 
 }  // namespace slimpack::eval
 

@@ -5,6 +5,8 @@
 // everywhere in the project.
 #include "hf/config_checks.h"
 
+#include <cstring>
+
 #include <set>
 #include <utility>
 
@@ -203,6 +205,24 @@ absl::Status CheckUnsupportedOptions(const ir::Model& checkpoint,
   it = c.find("hidden_act");
   if (it != c.end() && !(it->is_string() && it->get<std::string>() == "silu")) {
     return unsupported("hidden_act " + it->dump() + " (supported: \"silu\")");
+  }
+  // HF's Llama/Mistral modules have q/k/v biases only when attention_bias
+  // is true; transformers would ignore such tensors, so running with them
+  // would compute a different model than the one the checkpoint describes.
+  it = c.find("attention_bias");
+  if (it != c.end() && it->is_boolean() && !it->get<bool>()) {
+    for (const ir::Tensor& t : checkpoint.graph.initializers()) {
+      const std::string& n = t.name;
+      for (const char* proj : {".q_proj.bias", ".k_proj.bias", ".v_proj.bias"}) {
+        const size_t len = std::strlen(proj);
+        if (n.size() > len && n.compare(n.size() - len, len, proj) == 0) {
+          return absl::InvalidArgumentError(
+              checkpoint.source_path + ": bias tensor '" + n + "' is present but " + where +
+              " says attention_bias: false (transformers would not use it; remove the tensor "
+              "or set attention_bias: true)");
+        }
+      }
+    }
   }
   it = c.find("mlp_bias");
   if (it != c.end() && it->is_boolean() && it->get<bool>()) return unsupported("mlp_bias true");

@@ -165,11 +165,11 @@ std::string JoinFirst(const std::vector<std::string>& items, size_t max) {
   return s;
 }
 
-// Summarises weights the family needs but the checkpoint lacks.
-void WarnMissing(const ir::ArchitectureInfo& arch,
-                 const std::map<int64_t, uint32_t>& layer_masks,
-                 const std::map<std::string, bool>& global_seen,
-                 std::vector<std::string>& warnings) {
+// Summarises weights the family needs but the checkpoint lacks ("" when
+// none are missing).
+std::string MissingSummary(const ir::ArchitectureInfo& arch,
+                           const std::map<int64_t, uint32_t>& layer_masks,
+                           const std::map<std::string, bool>& global_seen) {
   std::vector<std::string> missing;
   for (const Pattern& p : GlobalPatterns()) {
     if (p.role == WeightRole::kLmHead && arch.tie_word_embeddings) continue;
@@ -188,7 +188,7 @@ void WarnMissing(const ir::ArchitectureInfo& arch,
   }
   int64_t absent_layers =
       arch.num_layers - static_cast<int64_t>(layer_masks.size());
-  if (missing.empty() && absent_layers == 0) return;
+  if (missing.empty() && absent_layers == 0) return "";
   std::string w = arch.model_type + " checkpoint is incomplete:";
   if (absent_layers > 0) {
     w += " " + std::to_string(absent_layers) + " of " +
@@ -198,7 +198,7 @@ void WarnMissing(const ir::ArchitectureInfo& arch,
     w += " " + std::to_string(missing.size()) +
          " expected weights missing: " + JoinFirst(missing, 5);
   }
-  warnings.push_back(w);
+  return w;
 }
 
 }  // namespace
@@ -251,8 +251,31 @@ absl::Status TagWeightRoles(const ir::ArchitectureInfo& arch,
         arch.model_type +
         " weights, left untagged: " + JoinFirst(unrecognised, 5));
   }
-  WarnMissing(arch, layer_masks, global_seen, warnings);
+  std::string missing = MissingSummary(arch, layer_masks, global_seen);
+  if (!missing.empty()) warnings.push_back(std::move(missing));
   return absl::OkStatus();
+}
+
+std::string DescribeMissingWeights(const ir::ArchitectureInfo& arch,
+                                   const std::vector<ir::Tensor>& tensors) {
+  if (!arch.known) return "";
+  std::map<int64_t, uint32_t> layer_masks;
+  std::map<std::string, bool> global_seen;
+  const auto& patterns = LayerPatterns();
+  for (const ir::Tensor& t : tensors) {
+    if (auto split = SplitLayerName(t.name)) {
+      if (split->first >= arch.num_layers) continue;
+      uint32_t& mask = layer_masks[split->first];
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (split->second == patterns[i].name) mask |= 1u << i;
+      }
+    } else {
+      for (const Pattern& p : GlobalPatterns()) {
+        if (t.name == p.name) global_seen[p.name] = true;
+      }
+    }
+  }
+  return MissingSummary(arch, layer_masks, global_seen);
 }
 
 }  // namespace slimpack::hf

@@ -37,6 +37,13 @@ absl::Status TagWeightRoles(const ir::ArchitectureInfo& arch,
                             std::vector<ir::Tensor>& tensors,
                             std::vector<std::string>& warnings);
 
+// The same missing-weights summary TagWeightRoles warns with, for a model
+// already imported ("" when nothing is missing or the family is unknown).
+// The converter refuses an incomplete checkpoint unless asked not to: its
+// artifact could not run as a decoder.
+std::string DescribeMissingWeights(const ir::ArchitectureInfo& arch,
+                                   const std::vector<ir::Tensor>& tensors);
+
 }  // namespace slimpack::hf
 
 #endif  // SLIMPACK_HF_WEIGHT_ROLES_H_

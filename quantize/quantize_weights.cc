@@ -43,6 +43,7 @@ absl::StatusOr<calibration::Dataset> OpenCalibration(const ir::Model& runnable,
   calibration::DatasetOptions opts;
   opts.max_batch = 8;
   opts.vocab_size = calibration::KnownVocabSize(runnable);
+  opts.max_positions = calibration::KnownMaxPositions(runnable);
   return calibration::Dataset::Open(req.calib_paths, calibration::FeedInputs(runnable.graph),
                                     opts);
 }

@@ -142,6 +142,17 @@ absl::StatusOr<std::vector<RtTensor>> Interpreter::Impl::RunGraph(
       return absl::InvalidArgumentError("graph output '" + gp.output_names[i] +
                                         "' has no value (an input left unset?)");
     }
+    // A graph's declared output types are the contract its users were
+    // typed (and quantized) against; an If branch computing i64 where it
+    // declares f32 must not flow on as f32.
+    const ir::DType declared =
+        i < gp.graph->outputs.size() ? gp.graph->outputs[i].dtype : ir::DType::kUndefined;
+    if (declared != ir::DType::kUndefined && t.dtype() != declared) {
+      return absl::InvalidArgumentError(
+          std::string(parent == nullptr ? "graph" : "subgraph '" + gp.graph->name + "'") +
+          " output '" + gp.output_names[i] + "' is " + std::string(ir::DTypeName(t.dtype())) +
+          " but the graph declares " + std::string(ir::DTypeName(declared)));
+    }
     outputs.push_back(t);
   }
   return outputs;

@@ -30,7 +30,9 @@ absl::Status ErrnoStatus(int err, const std::string& what) {
 
 absl::StatusOr<std::shared_ptr<MappedFile>> MappedFile::Open(
     const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO planted where a file belongs would wait
+  // for a writer forever; the regular-file check after fstat refuses it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoStatus(errno, path);
   return FromFd(fd, path);
 }

@@ -122,7 +122,9 @@ absl::StatusOr<SafetensorsFile> ReadShard(int dir_fd, const std::string& dir,
                                           const std::string& shard,
                                           const std::string& index_path) {
   const std::string path = Join(dir, shard);
-  int fd = ::openat(dir_fd, shard.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO planted where a file belongs would wait
+  // for a writer forever; the regular-file check after fstat refuses it.
+  int fd = ::openat(dir_fd, shard.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return Annotate(ErrnoError(errno, path),
                     index_path + ": shard '" + shard + "'");

@@ -197,6 +197,7 @@ absl::StatusOr<PruneResult> PruneDecoder(ir::Model& m, const PruneOptions& o) {
     calibration::DatasetOptions dopts;
     dopts.max_batch = 8;
     dopts.vocab_size = calibration::KnownVocabSize(runnable);
+    dopts.max_positions = calibration::KnownMaxPositions(runnable);
     ASSIGN_OR_RETURN(calibration::Dataset data,
                      calibration::Dataset::Open(o.calib_paths,
                                                 calibration::FeedInputs(runnable.graph), dopts));

@@ -124,6 +124,7 @@ absl::StatusOr<WeightInputs> CaptureWeightInputs(const ir::Model& model,
   calibration::DatasetOptions dopts;
   dopts.max_batch = 32;
   dopts.vocab_size = calibration::KnownVocabSize(model);
+  dopts.max_positions = calibration::KnownMaxPositions(model);
   ASSIGN_OR_RETURN(calibration::Dataset data,
                    calibration::Dataset::Open(calib_paths, calibration::FeedInputs(model.graph),
                                               dopts));

@@ -388,6 +388,49 @@ TEST(InterpreterTest, IfRunsTheChosenBranchWithOuterScopeValues) {
   EXPECT_THAT(seen, ElementsAre("then_op", "if", "else_op", "if"));
 }
 
+TEST(InterpreterTest, ABranchOutputOfAnotherDtypeThanDeclaredIsRefused) {
+  // then_branch declares f32 but casts to i64 (an exporter bug ORT also
+  // refuses); else_branch is honest. Only the branch taken is checked.
+  auto then_g = std::make_shared<ir::Graph>();
+  then_g->name = "then";
+  then_g->nodes.push_back(MakeNode("to_int", "Cast", {"a"}, {"t"}, {{"to", Attr::Int(7)}}));
+  then_g->outputs.push_back(Value("t", ir::DType::kF32, {2}));
+  auto else_g = std::make_shared<ir::Graph>();
+  else_g->name = "else";
+  else_g->nodes.push_back(MakeNode("neg", "Neg", {"a"}, {"e"}));
+  else_g->outputs.push_back(Value("e", ir::DType::kF32, {2}));
+  ir::Graph g;
+  g.inputs.push_back(Value("c", ir::DType::kBool, {}));
+  g.inputs.push_back(Value("a", ir::DType::kF32, {2}));
+  g.nodes.push_back(MakeNode("if", "If", {"c"}, {"y"},
+                             {{"then_branch", Attr::GraphValue(then_g)},
+                              {"else_branch", Attr::GraphValue(else_g)}}));
+  g.outputs.push_back(Value("y", ir::DType::kF32, {2}));
+  auto interp = Interpreter::Create(g, {});
+  ASSERT_THAT(interp, IsOk());
+  const RtTensor a = F32({2}, {1.5f, -2});
+  EXPECT_THAT(interp->Run({{"c", RtTensor::FromVector<bool>({}, {true})}, {"a", a}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("node 'if' (If)"),
+                             HasSubstr("subgraph 'then' output 't' is i64 but the graph "
+                                       "declares f32"))));
+  auto e = interp->Run({{"c", RtTensor::FromVector<bool>({}, {false})}, {"a", a}});
+  ASSERT_THAT(e, IsOk());
+  ExpectFloats((*e)[0], {2}, {-1.5f, 2});
+}
+
+TEST(InterpreterTest, AGraphOutputOfAnotherDtypeThanDeclaredIsRefused) {
+  ir::Graph g;
+  g.inputs.push_back(Value("a", ir::DType::kF32, {2}));
+  g.nodes.push_back(MakeNode("to_int", "Cast", {"a"}, {"y"}, {{"to", Attr::Int(7)}}));
+  g.outputs.push_back(Value("y", ir::DType::kF32, {2}));
+  auto interp = Interpreter::Create(g, {});
+  ASSERT_THAT(interp, IsOk());
+  EXPECT_THAT(interp->Run({{"a", F32({2}, {1, 2})}}),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("graph output 'y' is i64 but the graph declares f32")));
+}
+
 absl::Status TripleKernel(KernelContext& ctx) {
   ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(x->dtype(), x->dims()));

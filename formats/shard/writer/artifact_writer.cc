@@ -21,6 +21,7 @@
 #include "formats/shard/writer/output_preflight.h"
 #include "formats/shard/writer/parallel_tasks.h"
 #include "formats/shard/writer/shard_file.h"
+#include "formats/shard/writer/source_commit.h"
 #include "formats/shard/writer/sparse_tensors.h"
 #include "formats/shard/writer/staging_dir.h"
 #include "support/status_macros.h"
@@ -334,6 +335,8 @@ class ArtifactJob {
     parts.recipe = options_.recipe;
     parts.passes = options_.passes;
     parts.producer_version = SLIMPACK_VERSION;
+    parts.producer_commit = SourceCommit();
+    parts.calibration = options_.calibration;
     parts.inputs = input_digests_;
     parts.shards = shard_digests_;
     parts.carried = carried_digests_;

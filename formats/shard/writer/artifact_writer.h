@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
+#include "formats/shard/writer/manifest_json.h"
 #include "formats/shard/writer/shard_plan.h"
 #include "formats/shard/writer/tensor_encoder.h"
 #include "nlohmann/json.hpp"
@@ -45,6 +46,10 @@ struct ArtifactOptions {
   // per pass run: name, options, statistics; never timings, which would
   // make artifacts differ between identical runs).
   nlohmann::json passes = nlohmann::json::array();
+  // The calibration data the artifact was built from, in the order it was
+  // read: {file (base name), size, sha256} objects, recorded as
+  // producer.calibration when not empty.
+  std::vector<NamedDigest> calibration;
   // Called (serialised, never concurrently) after every write of at least
   // 1 MiB and whenever a file is finished.
   std::function<void(const WriteProgress&)> progress;

@@ -29,7 +29,9 @@ std::string Hex(const unsigned char* d, unsigned int n) {
 
 // Opens `path` read-only and checks it is a regular file.
 absl::StatusOr<int> OpenRegular(const std::string& path, uint64_t* size) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO planted where a file belongs would wait
+  // for a writer forever; the regular-file check after fstat refuses it.
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoStatus(errno, path);
   struct stat st;
   if (::fstat(fd, &st) != 0) {

@@ -254,6 +254,17 @@ absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts) {
     shards_json.push_back(std::move(s));
   }
 
+  json producer = {{"commit", parts.producer_commit},
+                   {"inputs", std::move(inputs_json)},
+                   {"name", "slimpack"},
+                   {"passes", parts.passes},
+                   {"recipe", parts.recipe},
+                   {"version", parts.producer_version}};
+  if (!parts.calibration.empty()) {
+    json calibration = json::array();
+    for (const auto& c : parts.calibration) calibration.push_back(DigestJson(c));
+    producer["calibration"] = std::move(calibration);
+  }
   json manifest = {
       {"carried_files", std::move(carried_json)},
       {"complete", true},
@@ -263,12 +274,7 @@ absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts) {
         {"minor", shard::kFormatVersionMinor}}},
       {"manifest_sha256", kZeroHash},
       {"model", parts.model},
-      {"producer",
-       {{"inputs", std::move(inputs_json)},
-        {"name", "slimpack"},
-        {"passes", parts.passes},
-        {"recipe", parts.recipe},
-        {"version", parts.producer_version}}},
+      {"producer", std::move(producer)},
       {"required_features", std::move(features)},
       {"shards", std::move(shards_json)},
       {"tensors", std::move(tensors)},

@@ -48,6 +48,8 @@ struct ManifestParts {
   // that produced the model: producer.passes. An array; empty if none ran.
   nlohmann::json passes = nlohmann::json::array();
   std::string producer_version;
+  std::string producer_commit;  // SourceCommit()
+  std::vector<NamedDigest> calibration;  // in reading order; may be empty
   std::vector<NamedDigest> inputs;
   std::vector<NamedDigest> shards;   // in index order
   std::vector<NamedDigest> carried;  // any order; sorted by file here
