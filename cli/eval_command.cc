@@ -25,7 +25,7 @@ int Fail(const absl::Status& s) {
 }  // namespace
 
 int RunEval(const EvalOptions& options) {
-  if (options.threads < 1 || options.window < 0 || options.window == 1) {
+  if (options.threads < 1 || options.window < 0) {
     std::fprintf(stderr, "slimpack eval: --threads must be >= 1 and --window >= 2\n");
     return kExitUsage;
   }

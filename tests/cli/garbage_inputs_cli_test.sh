@@ -104,7 +104,7 @@ expect 1 "calibrate a line beyond the context" "long.txt:1: 129 tokens, more tha
   calibrate "$LLAMA" --data "$TMP/long.txt" -o "$TMP/t.json"
 expect 1 "eval window beyond the context" "--window 256 exceeds $LLAMA's max_position_embeddings 128" -- \
   eval "$LLAMA" --tokens "$LLAMA/eval_tokens.npy" --window 256
-expect 2 "eval window 1" "--window >= 2" -- eval "$LLAMA" --tokens "$LLAMA/eval_tokens.npy" --window 1
+expect 2 "eval window 1" "--window: Value 1 not in range 2" -- eval "$LLAMA" --tokens "$LLAMA/eval_tokens.npy" --window 1
 
 # A q_proj.bias while config.json says attention_bias: false.
 expect 1 "bias against attention_bias false" "bias tensor 'model.layers.1.self_attn.q_proj.bias' is present but" -- \
