@@ -34,6 +34,14 @@ absl::StatusOr<json> ReadJson(const std::string& path) {
   return support::ParseStrictJson(text, path, kMaxJsonDepth);
 }
 
+// obj[key] if `obj` is an object holding a string there, else "" (json's
+// value() throws on a non-object or a value of another type).
+std::string StringField(const json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
 absl::Status Bad(const std::string& path, const std::string& what) {
   return absl::InvalidArgumentError(absl::StrCat(path, ": ", what));
 }
@@ -46,17 +54,17 @@ absl::StatusOr<std::string> PreName(const std::string& path, const json& pre, bo
   auto byte_level_regex = [](const json& node) {
     return !node.contains("use_regex") || node["use_regex"] == true;
   };
-  if (pre.is_object() && pre.value("type", "") == "ByteLevel") {
+  if (StringField(pre, "type") == "ByteLevel") {
     if (byte_level_regex(pre)) return std::string("gpt-2");
     if (!has_merges) return std::string("default");
     return Bad(path, "pre_tokenizer ByteLevel without a split regex and with merges: llama.cpp "
                      "always splits by a regex, so it would tokenize differently");
   }
-  if (pre.is_object() && pre.value("type", "") == "Sequence" && pre.contains("pretokenizers") &&
+  if (StringField(pre, "type") == "Sequence" && pre.contains("pretokenizers") &&
       pre["pretokenizers"].is_array() && pre["pretokenizers"].size() == 2) {
     const json& split = pre["pretokenizers"][0];
     const json& bytes = pre["pretokenizers"][1];
-    if (split.value("type", "") == "Split" && bytes.value("type", "") == "ByteLevel" &&
+    if (StringField(split, "type") == "Split" && StringField(bytes, "type") == "ByteLevel" &&
         !byte_level_regex(bytes) && split.contains("pattern") && split["pattern"].is_object() &&
         split["pattern"].contains("Regex") && split["pattern"]["Regex"].is_string()) {
       const std::string regex = split["pattern"]["Regex"];
@@ -89,7 +97,7 @@ absl::StatusOr<TokenizerMetadata> ReadTokenizer(const TokenizerSources& src) {
     return Bad(path, "no \"model\" object");
   }
   const json& model = tok["model"];
-  const std::string type = model.value("type", "");
+  const std::string type = StringField(model, "type");
   if (type != "BPE") {
     return Bad(path, absl::StrCat("model type '", type,
                                   "' is not exported to GGUF (byte-level BPE only; SentencePiece "
@@ -117,6 +125,10 @@ absl::StatusOr<TokenizerMetadata> ReadTokenizer(const TokenizerSources& src) {
       }
       const int64_t id = added["id"];
       if (id < 0 || id >= kMaxVocab) return Bad(path, absl::StrCat("added token id ", id));
+      if (added.contains("special") && !added["special"].is_boolean()) {
+        return Bad(path, absl::StrCat("added token ", id, " has a non-boolean \"special\": ",
+                                      added["special"].dump().substr(0, 120)));
+      }
       const int32_t ttype = added.value("special", false) ? kControl : kUserDefined;
       by_id[id] = {added["content"].get<std::string>(), ttype};
     }
@@ -172,7 +184,7 @@ absl::StatusOr<TokenizerMetadata> ReadTokenizer(const TokenizerSources& src) {
       } else if (ct.is_array()) {
         // Named templates: the "default" one is what llama.cpp applies.
         for (const json& named : ct) {
-          if (named.is_object() && named.value("name", "") == "default" &&
+          if (StringField(named, "name") == "default" &&
               named.contains("template") && named["template"].is_string()) {
             out.chat_template = named["template"].get<std::string>();
           }

@@ -4,6 +4,7 @@
 #include <string>
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define SLIMPACK_HAVE_F16C_PATH 1
 #endif
@@ -51,9 +52,15 @@ __attribute__((target("avx,f16c"))) void F32ToF16F16c(const uint8_t* src,
   internal::F32ToF16Scalar(src + 4 * i, dst + 2 * i, numel - i);
 }
 
+// F16C from CPUID leaf 1 (ECX bit 29): clang before 15 has no "f16c" for
+// __builtin_cpu_supports, and the libFuzzer build (scripts/fuzz.sh) is
+// clang-14. "avx" also checks that the OS saves the YMM registers.
 bool HasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c") &&
-                          __builtin_cpu_supports("avx");
+  static const bool has = [] {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0 &&
+           __builtin_cpu_supports("avx");
+  }();
   return has;
 }
 #endif

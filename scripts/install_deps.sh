@@ -13,6 +13,7 @@ PKGS=(
   zlib1g-dev chromium
   python3 python3-onnx python3-numpy
   g++-aarch64-linux-gnu qemu-user
+  clang-14 libclang-rt-14-dev
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The whole test suite: install what is missing, build once with
 # AddressSanitizer + UndefinedBehaviorSanitizer, run every test (unit,
-# bad-input tables, CLI, ONNX node conformance, examples), then cross-build
-# the standalone loader for aarch64 and run its tests under qemu.
+# bad-input tables, CLI, ONNX node conformance, examples, fuzz corpus
+# replays), run every libFuzzer harness for a bounded time (scripts/fuzz.sh,
+# its own clang build), then cross-build the standalone loader for aarch64
+# and run its tests under qemu.
 # One sanitized build instead of plain + sanitized keeps the suite inside
 # 30 minutes on 2 cores; scripts/quickstart.sh exercises the optimised build
 # (and builds the benchmarks, left out here: timings under ASan mean nothing).
@@ -53,6 +55,9 @@ fi
 skipped=$(grep -c '(Skipped)' "$CTEST_LOG" || true)
 echo "== $count tests (floor $floor), $skipped skipped on this machine"
 grep '(Skipped)' "$CTEST_LOG" || true
+
+echo "== fuzzing (libFuzzer, clang-14, ${FUZZ_SECONDS:-30}s per parser) after $(( $(date +%s) - start ))s"
+"$ROOT/scripts/fuzz.sh"
 
 echo "== loader tests on aarch64 (qemu-user) after $(( $(date +%s) - start ))s"
 bash "$ROOT/scripts/aarch64_loader_test.sh"

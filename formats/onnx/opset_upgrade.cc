@@ -213,9 +213,52 @@ absl::Status RewriteLegacyBroadcast(onnx::ModelProto* model) {
   return absl::OkStatus();
 }
 
+// InvalidArgument naming the graph and the value when a node input (not
+// empty) is defined nowhere in `g` or the scopes around it (`outer`), or a
+// graph output is not a node output, input or initializer of `g` itself;
+// subgraphs are checked with `g`'s names as their outer scope. ONNX 1.12's
+// import into its IR (graphProtoToGraph, the converter's first step)
+// dereferences a null value for such a name, and its checker does not look
+// at graph outputs (found by fuzz/onnx_fuzz.cc).
+absl::Status CheckNamesDefined(const onnx::GraphProto& g, const std::set<std::string>& outer) {
+  std::set<std::string> own;
+  for (const auto& in : g.input()) own.insert(in.name());
+  for (const auto& t : g.initializer()) own.insert(t.name());
+  for (const auto& node : g.node()) {
+    for (const std::string& out : node.output()) {
+      if (!out.empty()) own.insert(out);
+    }
+  }
+  std::set<std::string> visible = outer;
+  visible.insert(own.begin(), own.end());
+  const std::string where = "graph '" + g.name() + "': ";
+  for (const auto& node : g.node()) {
+    for (const std::string& in : node.input()) {
+      if (!in.empty() && !visible.count(in)) {
+        return absl::InvalidArgumentError(where + "node '" + node.name() + "' (" +
+                                          node.op_type() + ") input '" + in +
+                                          "' is not defined");
+      }
+    }
+    for (const auto& attr : node.attribute()) {
+      if (attr.has_g()) RETURN_IF_ERROR(CheckNamesDefined(attr.g(), visible));
+      for (const auto& sub : attr.graphs()) RETURN_IF_ERROR(CheckNamesDefined(sub, visible));
+    }
+  }
+  for (const auto& out : g.output()) {
+    if (!own.count(out.name())) {
+      return absl::InvalidArgumentError(where + "output '" + out.name() +
+                                        "' is not an output of any node, input or initializer "
+                                        "of the graph");
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Runs check + convert on `stripped`; the converted model, or the reason.
 absl::Status Convert(const onnx::ModelProto& stripped, int64_t target,
                      onnx::ModelProto* converted, std::string* printed) {
+  RETURN_IF_ERROR(CheckNamesDefined(stripped.graph(), {}));
   CerrCapture capture;
   std::string error;
   const char* stage = "onnx.checker";

@@ -129,6 +129,43 @@ TEST_F(GgufTokenizerTest, TokenizersLlamaCppWouldReadDifferentlyAreRefused) {
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("merge 7 is neither")));
 }
 
+// Found by fuzz/tokenizer_fuzz.cc: json::value() threw (terminate) on a
+// "type", "name" or "special" of another JSON type, or a pre-tokenizer
+// entry that is not an object (fuzz/regressions/tokenizer/).
+TEST_F(GgufTokenizerTest, FieldsOfTheWrongJsonTypeAreRefusedNotThrown) {
+  json model_type = Tokenizer();
+  model_type["model"]["type"] = {{"type", "BPE"}};
+  EXPECT_THAT(ReadTokenizer(Sources(model_type)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("model type ''")));
+
+  json pre_type = Tokenizer();
+  pre_type["pre_tokenizer"]["type"] = 7;
+  EXPECT_THAT(ReadTokenizer(Sources(pre_type)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is not a byte-level BPE pre-tokenizer")));
+
+  json split_not_object = Tokenizer();
+  split_not_object["pre_tokenizer"]["pretokenizers"][0] = 1;
+  split_not_object["pre_tokenizer"]["pretokenizers"][1] = "ByteLevel";
+  EXPECT_THAT(ReadTokenizer(Sources(split_not_object)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("is not a byte-level BPE pre-tokenizer")));
+
+  json special = Tokenizer();
+  special["added_tokens"][0]["special"] = "yes";
+  EXPECT_THAT(ReadTokenizer(Sources(special)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("added token 5 has a non-boolean \"special\": \"yes\"")));
+
+  json named = Tokenizer();
+  TokenizerSources src = Sources(named);
+  src.tokenizer_config_json =
+      Write("tokenizer_config.json", R"({"chat_template": [{"name": 1}, 2, {"name": "default", "template": "t"}]})");
+  auto t = ReadTokenizer(src);
+  ASSERT_THAT(t.status(), IsOk());
+  EXPECT_EQ(t->chat_template, "t");
+}
+
 TEST_F(GgufTokenizerTest, MetadataKeysAreWritten) {
   auto t = ReadTokenizer(Sources(Tokenizer()));
   ASSERT_THAT(t, IsOk());

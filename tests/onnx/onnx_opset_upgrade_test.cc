@@ -223,5 +223,37 @@ old8 (float[2] x) => (float[2] y) {
                              HasSubstr("Frobnicate"))));
 }
 
+// Found by fuzz/onnx_fuzz.cc: ONNX 1.12's version converter dereferenced a
+// null value for a graph output no node produces (SEGV in
+// graphProtoToGraph); undefined names are refused before it runs
+// (fuzz/regressions/onnx/crash_converter_undefined_output.onnx).
+TEST(OnnxOpsetUpgradeTest, UndefinedNamesAreRefusedBeforeTheConverter) {
+  ScratchDir dir;
+  onnx::ModelProto output = ParseModel(R"ONNX(
+<ir_version: 3, opset_import: ["" : 7]>
+old7 (float[2] x) => (float[2] y) {
+  r = Relu(x)
+}
+)ONNX");
+  WriteModel(output, dir.File("output.onnx"));
+  EXPECT_THAT(ImportOnnx(dir.File("output.onnx")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr(dir.File("output.onnx")),
+                             HasSubstr("cannot upgrade default-domain opset 7 to 9"),
+                             HasSubstr("graph 'old7': output 'y' is not an output of any node"))));
+
+  onnx::ModelProto input = ParseModel(R"ONNX(
+<ir_version: 3, opset_import: ["" : 7]>
+old7 (float[2] x) => (float[2] y) {
+  y = Add(x, missing)
+}
+)ONNX");
+  input.mutable_graph()->mutable_node(0)->set_name("add");
+  WriteModel(input, dir.File("input.onnx"));
+  EXPECT_THAT(ImportOnnx(dir.File("input.onnx")),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("node 'add' (Add) input 'missing' is not defined")));
+}
+
 }  // namespace
 }  // namespace slimpack::onnx_format
