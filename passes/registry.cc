@@ -19,6 +19,7 @@
 #include "passes/fuse/fuse_matmul_add.h"
 #include "passes/fuse/fuse_rmsnorm.h"
 #include "passes/fuse/fuse_silu.h"
+#include "passes/lower/dequantize_integer_ops.h"
 #include "passes/lower/widen_f16.h"
 #include "support/status_macros.h"
 
@@ -158,6 +159,11 @@ std::vector<PassInfo> AllPasses() {
        "boundary, Casts to f16 keep their rounding",
        {},
        CreateSimple<WidenF16Pass>},
+      {"dequantize-integer-ops",
+       "Rewrite ONNX Runtime's dynamic quantization (DynamicQuantizeLinear + "
+       "MatMulInteger/ConvInteger + scale Muls) back to float MatMul/Conv",
+       {},
+       CreateSimple<DequantizeIntegerOpsPass>},
   };
 }
 
