@@ -163,15 +163,17 @@ TEST_P(ConvertFromF16Test, QuantizesTheWidenedGraphKeepingF16Io) {
   EXPECT_GT(sqnr, c.min_sqnr_db);
 }
 
-// Measured: cnn w8a8 31.2, int8 46.0, int4 24.0; attention w8a8 32.7, int8 52.6, int4 28.5 dB.
+// Measured (ASan build, one thread, the fixture inputs):
+// cnn w8a8 43.0, int8 50.8, int4 (group 32) 28.4; attention w8a8 51.8,
+// int8 57.9, int4 33.5 dB. The digits CNN's f32 W8A8 bound is 25 dB.
 INSTANTIATE_TEST_SUITE_P(
     Fixtures, ConvertFromF16Test,
-    ::testing::Values(Case{"fp16_cnn", "image", "logits", "outputs", "w8a8", 28},
-                      Case{"fp16_cnn", "image", "logits", "outputs", "int8", 43},
-                      Case{"fp16_cnn", "image", "logits", "outputs", "int4", 21},
-                      Case{"fp16_attention", "tokens", "hidden", "outputs", "w8a8", 29},
-                      Case{"fp16_attention", "tokens", "hidden", "outputs", "int8", 49},
-                      Case{"fp16_attention", "tokens", "hidden", "outputs", "int4", 25}),
+    ::testing::Values(Case{"fp16_cnn", "image", "logits", "outputs", "w8a8", 40},
+                      Case{"fp16_cnn", "image", "logits", "outputs", "int8", 47},
+                      Case{"fp16_cnn", "image", "logits", "outputs", "int4", 25},
+                      Case{"fp16_attention", "tokens", "hidden", "outputs", "w8a8", 48},
+                      Case{"fp16_attention", "tokens", "hidden", "outputs", "int8", 54},
+                      Case{"fp16_attention", "tokens", "hidden", "outputs", "int4", 30}),
     [](const auto& info) {
       return std::string(info.param.stem) + "_" + info.param.scheme;
     });
@@ -211,13 +213,13 @@ TEST_P(ConvertFromOrtDynamicTest, DequantizesFirstThenAppliesTheScheme) {
   EXPECT_GT(sqnr, c.min_sqnr_db);
 }
 
-// Measured: w8a8 30.9, int8 37.1, int4 22.3 dB against the ORT-quantized
-// graph's own outputs (which are themselves 8-bit: int8 is bounded by it).
+// Measured: w8a8 39.4, int8 41.8, int4 (group 32) 18.8 dB against the
+// ORT-quantized graph's own outputs, which carry 8-bit error themselves.
 INSTANTIATE_TEST_SUITE_P(
     Schemes, ConvertFromOrtDynamicTest,
-    ::testing::Values(Case{"ort_dynamic_quant", "x", "y", "outputs", "w8a8", 28},
-                      Case{"ort_dynamic_quant", "x", "y", "outputs", "int8", 34},
-                      Case{"ort_dynamic_quant", "x", "y", "outputs", "int4", 19}),
+    ::testing::Values(Case{"ort_dynamic_quant", "x", "y", "outputs", "w8a8", 36},
+                      Case{"ort_dynamic_quant", "x", "y", "outputs", "int8", 38},
+                      Case{"ort_dynamic_quant", "x", "y", "outputs", "int4", 15}),
     [](const auto& info) { return std::string(info.param.scheme); });
 
 TEST(ConvertFromOrtDynamicTest, RefusesAnIntegerNodeOutsideThePattern) {
