@@ -23,11 +23,15 @@ template <typename Visit>
 absl::Status RunAll(const ir::Model& model, Dataset& data, int num_threads,
                     int64_t* runs, int64_t* rows, Visit visit,
                     const std::function<void(int64_t)>& progress = nullptr,
-                    std::shared_ptr<const runtime::KernelRegistry> kernels = nullptr) {
+                    std::shared_ptr<const runtime::KernelRegistry> kernels = nullptr,
+                    const std::function<void(const std::string&)>& note = nullptr) {
   runtime::InterpreterOptions io;
   io.num_threads = num_threads;
   io.kernels = std::move(kernels);
   ASSIGN_OR_RETURN(runtime::Interpreter interp, runtime::Interpreter::Create(model, io));
+  if (note && interp.f16_widening().changed()) {
+    note("graph '" + model.graph.name + "' " + interp.f16_widening().Summary());
+  }
   absl::Status visit_error;
   interp.SetObserver([&](const ir::Node& node, const std::vector<runtime::RtTensor>& outs) {
     for (size_t i = 0; i < outs.size() && i < node.outputs.size(); ++i) {
@@ -94,7 +98,7 @@ absl::StatusOr<CalibrationTable> Calibrate(const ir::Model& model, Dataset& data
   };
   CalibrationTable table;
   RETURN_IF_ERROR(RunAll(model, data, options.num_threads, &table.runs, &table.samples,
-                         visit, options.progress, options.kernels));
+                         visit, options.progress, options.kernels, options.note));
   table.model_name = BaseName(model.source_path);
   table.method = o;
   table.random_data = data.is_random();

@@ -33,6 +33,9 @@ struct CalibrateOptions {
   std::shared_ptr<const runtime::KernelRegistry> kernels;
   // Optional progress callback after each run (runs done so far).
   std::function<void(int64_t)> progress;
+  // Optional: told how the graph is computed when that is not as declared
+  // (an f16 graph in f32: runtime::F16Widening::Summary()).
+  std::function<void(const std::string&)> note;
 };
 
 // Calibrates `model` on every sample of `data` (read from its current

@@ -3,6 +3,8 @@
 #include "absl/strings/match.h"
 #include "calibration/dataset.h"
 
+#include "ir/float_convert.h"
+
 #include <dirent.h>
 #include <sys/stat.h>
 
@@ -262,7 +264,7 @@ absl::StatusOr<Sample> Dataset::Impl::SliceRows() {
       slice.data = ir::TensorData::View(arrays, t.data.data() + begin * row_bytes,
                                         (end - begin) * row_bytes);
     }
-    ASSIGN_OR_RETURN(runtime::RtTensor rt, runtime::RtTensor::FromIr(slice));
+    ASSIGN_OR_RETURN(runtime::RtTensor rt, runtime::RtTensor::FromIrKeepingDType(slice));
     s.inputs.emplace(t.name, std::move(rt));
   }
   next_row = end;
@@ -340,7 +342,7 @@ absl::StatusOr<Sample> Dataset::Impl::RandomSample() {
     std::vector<int64_t> dims;
     for (const ir::Dim& d : in.shape.dims()) dims.push_back(d.is_static() ? d.value : 1);
     ASSIGN_OR_RETURN(runtime::RtTensor t, runtime::RtTensor::Allocate(in.dtype == ir::DType::kF32 || IsIntegerType(in.dtype) ||
-                                                            in.dtype == ir::DType::kBool
+                                                            in.dtype == ir::DType::kBool || in.dtype == ir::DType::kF16
                                                         ? in.dtype
                                                         : ir::DType::kUndefined,
                                                     dims));
@@ -350,6 +352,10 @@ absl::StatusOr<Sample> Dataset::Impl::RandomSample() {
       switch (in.dtype) {
         case ir::DType::kF32:
           t.mutable_data<float>()[i] = static_cast<float>((r >> 40) * 0x1.0p-24 * 2 - 1);
+          break;
+        case ir::DType::kF16:  // the f32 draw rounded to f16
+          t.mutable_data<uint16_t>()[i] =
+              ir::F32ToF16(static_cast<float>((r >> 40) * 0x1.0p-24 * 2 - 1));
           break;
         case ir::DType::kI64: t.mutable_data<int64_t>()[i] = static_cast<int64_t>(r % 16); break;
         case ir::DType::kI32: t.mutable_data<int32_t>()[i] = static_cast<int32_t>(r % 16); break;
@@ -422,10 +428,11 @@ absl::StatusOr<Dataset> Dataset::Random(int64_t samples, uint64_t seed,
                                       std::to_string(samples));
   }
   for (const auto& in : inputs) {
-    if (in.dtype != ir::DType::kF32 && !IsIntegerType(in.dtype) && in.dtype != ir::DType::kBool) {
+    if (in.dtype != ir::DType::kF32 && in.dtype != ir::DType::kF16 && !IsIntegerType(in.dtype) &&
+        in.dtype != ir::DType::kBool) {
       return absl::UnimplementedError(
           "random data for input '" + in.name + "' of dtype " +
-          std::string(ir::DTypeName(in.dtype)) + " (supported: f32, i64, i32, bool)");
+          std::string(ir::DTypeName(in.dtype)) + " (supported: f32, f16, i64, i32, bool)");
     }
     if (!in.shape.rank_known()) {
       return absl::InvalidArgumentError("random data for input '" + in.name +

@@ -101,6 +101,7 @@ absl::Status Run(const CalibrateOptions& o) {
   copts.num_threads = o.threads;
   if (o.verbose) {
     copts.progress = [](int64_t runs) { std::fprintf(stderr, "run %lld\n", static_cast<long long>(runs)); };
+    copts.note = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   }
   ASSIGN_OR_RETURN(calibration::CalibrationTable table,
                    calibration::Calibrate(model, *data, copts));

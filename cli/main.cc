@@ -193,6 +193,8 @@ CLI::App* AddRunCommand(CLI::App& app, slimpack::cli::RunOptions& o) {
   run_cmd->add_flag("--force", o.force,
                     "Replace an existing OUT that slimpack did not write (never an input)");
   run_cmd->add_option("--threads", o.threads, "Interpreter threads (default 1)")->check(CLI::Range(1, 1024));
+  run_cmd->add_flag("-v,--verbose", o.verbose,
+                    "Say how the graph is computed (an f16 graph runs in f32, casts at its boundary)");
   run_cmd->footer(
       "Example:\n"
       "  slimpack run examples/digits-cnn/model.onnx --inputs in.npz -o out.npz");

@@ -75,6 +75,10 @@ int RunRun(const RunOptions& options) {
   iopts.num_threads = options.threads;
   auto interp = runtime::Interpreter::Create(*model, iopts);
   if (!interp.ok()) return Fail(interp.status());
+  if (options.verbose && interp->f16_widening().changed()) {
+    std::fprintf(stderr, "slimpack run: graph '%s' %s\n", model->graph.name.c_str(),
+                 interp->f16_widening().Summary().c_str());
+  }
   auto outputs = interp->Run(*inputs);
   if (!outputs.ok()) return Fail(outputs.status());
   std::vector<ir::Tensor> out;

@@ -13,6 +13,7 @@ struct RunOptions {
   std::string output;  // .npz to write
   int threads = 1;
   bool force = false;  // replace an existing file slimpack did not write
+  bool verbose = false;  // to stderr: how the graph is computed (f16 in f32)
 };
 
 // Exit code: 0 ok, 1 bad model/inputs/output path, 2 bad option values.

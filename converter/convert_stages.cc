@@ -9,7 +9,9 @@
 #include "calibration/calibrator.h"
 #include "calibration/dataset.h"
 #include "calibration/token_ids.h"
+#include "passes/lower/dequantize_integer_ops.h"
 #include "passes/pipeline.h"
+#include "runtime/widen_f16.h"
 #include "prune/graph/prune_onnx.h"
 #include "quantize/quantize_static.h"
 #include "quantize/quantize_weights.h"
@@ -154,6 +156,48 @@ absl::StatusOr<std::map<std::string, ir::SparsityInfo>> SparsifyStage(
   return records;
 }
 
+// Before any quantization: a graph ONNX Runtime's dynamic quantizer wrote
+// goes back to float (dequantize-integer-ops; whatever stays integer is
+// refused, naming the nodes), and an f16 graph is computed in f32
+// (widen-f16), so calibration and the quantizers see plain f32 values
+// under the names the quantized graph will use.
+absl::Status PrepareQuantStage(ir::Model& model, const StageOptions& options, const StageLog& log,
+                               StageResult& result) {
+  const bool integer = !passes::IntegerComputeNodes(model.graph).empty();
+  const bool half = runtime::HoldsF16(model.graph);
+  if (!integer && !half) return absl::OkStatus();
+  passes::PipelineRequest req;
+  req.use_default = false;
+  if (integer) req.passes.push_back("dequantize-integer-ops");
+  if (half) req.passes.push_back("widen-f16");
+  req.verify_each = options.verify_each;
+  ASSIGN_OR_RETURN(passes::PipelineResult ran, passes::RunPipeline(model, req));
+  for (const auto& r : ran.records) {
+    result.records.push_back(r);
+    result.passes_run.push_back(r["name"].get<std::string>());
+  }
+  for (const std::string& line : ran.verbose_lines) log.Detail("%s", line);
+  if (integer) {
+    const std::vector<std::string> left = passes::IntegerComputeNodes(model.graph);
+    if (!left.empty()) {
+      std::string names;
+      for (const std::string& n : left) names += (names.empty() ? "" : ", ") + n;
+      return absl::FailedPreconditionError(
+          "quantize: the graph is already quantized and " + std::to_string(left.size()) +
+          " integer node(s) do not match ONNX Runtime's dynamic-quantization pattern "
+          "(DynamicQuantizeLinear -> MatMulInteger/ConvInteger -> Cast -> Mul by scales), so "
+          "they cannot be dequantized to float before another scheme: " + names +
+          "; convert without --quant to keep them (`-v` lists why each did not match)");
+    }
+    log.Info("quantize: the already-quantized graph was dequantized to float first "
+             "(dequantize-integer-ops)");
+  }
+  if (half) {
+    log.Detail("widen-f16: the f16 graph is computed in f32 (inputs and outputs stay f16)");
+  }
+  return absl::OkStatus();
+}
+
 absl::Status StaticQuantStage(ir::Model& model, const calibration::CalibrationTable& table,
                               const StageOptions& options, const StageLog& log,
                               StageResult& result) {
@@ -207,6 +251,9 @@ absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOption
   const StageLog log(options);
   StageResult result;
   const bool has_graph = !model.graph.nodes.empty();
+  if (has_graph && (options.quant.w8a8 || options.quant.active())) {
+    RETURN_IF_ERROR(PrepareQuantStage(model, options, log, result));
+  }
   if (options.prune.active()) {
     RETURN_IF_ERROR(has_graph ? PruneGraphStage(model, options, log, result)
                               : PruneDecoderStage(model, options, log, result));

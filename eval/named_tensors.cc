@@ -95,7 +95,7 @@ absl::StatusOr<std::map<std::string, runtime::RtTensor>> MatchGraphInputs(
       RETURN_IF_ERROR(calibration::CheckTokenTensor(*feed, vocab_size, what));
       RETURN_IF_ERROR(calibration::CheckTokenSequenceLength(*feed, max_positions, what));
     }
-    ASSIGN_OR_RETURN(runtime::RtTensor rt, runtime::RtTensor::FromIr(*feed));
+    ASSIGN_OR_RETURN(runtime::RtTensor rt, runtime::RtTensor::FromIrKeepingDType(*feed));
     out[in->name] = std::move(rt);
   }
   return out;

@@ -19,6 +19,8 @@
 #include "passes/fuse/fuse_matmul_add.h"
 #include "passes/fuse/fuse_rmsnorm.h"
 #include "passes/fuse/fuse_silu.h"
+#include "passes/lower/dequantize_integer_ops.h"
+#include "passes/lower/widen_f16.h"
 #include "support/status_macros.h"
 
 namespace slimpack::passes {
@@ -152,6 +154,16 @@ std::vector<PassInfo> AllPasses() {
        "Merge LayerNormalization + Gelu into slimpack.LayerNormGelu",
        {},
        CreateSimple<FuseLayerNormGeluPass>},
+      {"widen-f16",
+       "Compute a float16 graph in f32: f16 constants widened, f16 inputs/outputs cast at the "
+       "boundary, Casts to f16 keep their rounding",
+       {},
+       CreateSimple<WidenF16Pass>},
+      {"dequantize-integer-ops",
+       "Rewrite ONNX Runtime's dynamic quantization (DynamicQuantizeLinear + "
+       "MatMulInteger/ConvInteger + scale Muls) back to float MatMul/Conv",
+       {},
+       CreateSimple<DequantizeIntegerOpsPass>},
   };
 }
 

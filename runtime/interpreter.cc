@@ -53,6 +53,7 @@ struct Interpreter::Impl {
   std::unique_ptr<ThreadPool> pool;
   NodeObserver observer;
   std::vector<std::string> input_names;
+  F16Widening f16;  // what the f16 plan rewrite changed
 
   absl::StatusOr<std::vector<RtTensor>> RunGraph(const GraphPlan& plan,
                                                  std::vector<RtTensor> slots,
@@ -170,7 +171,13 @@ absl::StatusOr<Interpreter> Interpreter::Create(const ir::Graph& graph,
                                       std::to_string(options.num_threads));
   }
   auto impl = std::make_unique<Impl>();
-  impl->graph = std::make_shared<const ir::Graph>(graph);
+  auto copy = std::make_shared<ir::Graph>(graph);
+  if (HoldsF16(*copy)) {
+    auto widened = WidenF16ToF32(*copy);
+    if (!widened.ok()) return widened.status();
+    impl->f16 = *widened;
+  }
+  impl->graph = std::move(copy);
   impl->kernels = options.kernels ? options.kernels
                                   : std::make_shared<const KernelRegistry>(BuiltinKernels());
   impl->options = options;
@@ -233,6 +240,8 @@ absl::StatusOr<std::vector<RtTensor>> Interpreter::Run(
 void Interpreter::SetObserver(NodeObserver observer) {
   impl_->observer = std::move(observer);
 }
+
+const F16Widening& Interpreter::f16_widening() const { return impl_->f16; }
 
 const std::vector<std::string>& Interpreter::input_names() const {
   return impl_->input_names;

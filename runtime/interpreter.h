@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/rt_tensor.h"
+#include "runtime/widen_f16.h"
 #include "ir/graph.h"
 
 namespace slimpack::runtime {
@@ -51,7 +52,10 @@ struct RunStats {
 
 class Interpreter {
  public:
-  // Plans `graph` (copied; subgraphs are shared). Unimplemented listing
+  // Plans `graph` (copied; subgraphs are shared). A graph holding f16
+  // values is planned in f32 with exact casts at its f16 inputs, outputs
+  // and Casts (runtime/widen_f16.h; f16_widening() says what changed).
+  // Unimplemented listing
   // every unsupported op with its node and the supported ops;
   // InvalidArgument naming the node when a value is read before any node,
   // input or initializer defines it; FailedPrecondition on a cycle.
@@ -75,6 +79,9 @@ class Interpreter {
       RunStats* stats = nullptr) const;
 
   void SetObserver(NodeObserver observer);
+
+  // What the f16 plan rewrite changed (all zero for an f32 graph).
+  const F16Widening& f16_widening() const;
 
   // Graph inputs the caller must provide, and the outputs Run returns.
   const std::vector<std::string>& input_names() const;

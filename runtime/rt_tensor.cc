@@ -94,6 +94,14 @@ RtTensor RtTensor::Borrow(ir::DType dtype, std::vector<int64_t> dims,
 }
 
 absl::StatusOr<RtTensor> RtTensor::FromIr(const ir::Tensor& t) {
+  return FromIrImpl(t, /*widen_half=*/true);
+}
+
+absl::StatusOr<RtTensor> RtTensor::FromIrKeepingDType(const ir::Tensor& t) {
+  return FromIrImpl(t, /*widen_half=*/false);
+}
+
+absl::StatusOr<RtTensor> RtTensor::FromIrImpl(const ir::Tensor& t, bool widen_half) {
   auto expected = t.ExpectedBytes();
   if (!expected.ok()) {
     return absl::InvalidArgumentError("tensor '" + t.name +
@@ -109,7 +117,7 @@ absl::StatusOr<RtTensor> RtTensor::FromIr(const ir::Tensor& t) {
     return absl::InvalidArgumentError("tensor '" + t.name +
                                       "' has no element type");
   }
-  if (t.dtype == ir::DType::kF16 || t.dtype == ir::DType::kBF16) {
+  if (widen_half && (t.dtype == ir::DType::kF16 || t.dtype == ir::DType::kBF16)) {
     auto out = Allocate(ir::DType::kF32, t.dims);
     if (!out.ok()) return out.status();
     float* dst = out->mutable_data<float>();

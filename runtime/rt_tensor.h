@@ -63,6 +63,9 @@ class RtTensor {
   // InvalidArgument naming the tensor if its byte count does not match its
   // dtype and dims.
   static absl::StatusOr<RtTensor> FromIr(const ir::Tensor& t);
+  // As FromIr, but f16/bf16 keep their dtype: a graph input's value as the
+  // user gave it (an f16 input is declared f16; the interpreter widens it).
+  static absl::StatusOr<RtTensor> FromIrKeepingDType(const ir::Tensor& t);
 
   bool defined() const { return dtype_ != ir::DType::kUndefined; }
   ir::DType dtype() const { return dtype_; }
@@ -103,6 +106,8 @@ class RtTensor {
   std::string DebugString() const;
 
  private:
+  static absl::StatusOr<RtTensor> FromIrImpl(const ir::Tensor& t, bool widen_half);
+
   ir::DType dtype_ = ir::DType::kUndefined;
   std::vector<int64_t> dims_;
   int64_t num_elements_ = 0;
