@@ -41,6 +41,9 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
       {"--prune", !f.prune.empty()},
       {"--prune-rules", !f.prune_rules.empty()},
       {"--prune-budget-params", !f.prune_budget_params.empty()},
+      {"--onnx-profile", !f.onnx_profile.empty()},
+      {"--onnx-quant-format", !f.onnx_quant_format.empty()},
+      {"--onnx-external-data", f.onnx_external_data},
   };
 }
 

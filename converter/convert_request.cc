@@ -275,6 +275,13 @@ absl::Status UsageError(const std::string& flag, const std::string& message) {
 }
 
 absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& flags) {
+  if (flags.format != "onnx") {
+    const char* onnx_only = !flags.onnx_profile.empty()        ? "--onnx-profile"
+                            : !flags.onnx_quant_format.empty() ? "--onnx-quant-format"
+                            : flags.onnx_external_data         ? "--onnx-external-data"
+                                                               : nullptr;
+    if (onnx_only != nullptr) return Usage(onnx_only, "applies to --format onnx only");
+  }
   ConvertRequest r;
   r.input = flags.input;
   r.output = flags.output;
