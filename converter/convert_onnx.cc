@@ -121,6 +121,10 @@ absl::StatusOr<ir::Model> LoadAndConvert(const OnnxConvertRequest& r) {
     req.verify_each = r.convert.stages.verify_each;
     auto ran = passes::RunPipeline(graph, req);
     if (!ran.ok()) return Annotate(ran.status(), "passes on the decoder graph");
+    if (log) {
+      log("passes: ran on the decoder graph built for the export, " +
+          std::to_string(ran->nodes_before) + " -> " + std::to_string(ran->nodes_after) + " nodes");
+    }
   }
   return graph;
 }

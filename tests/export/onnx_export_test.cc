@@ -329,6 +329,12 @@ TEST(OnnxWeightsTest, Int4GroupWiseBecomesMatMulNBitsWithTheSameCodes) {
                          HasSubstr("tensor 'W' is int4 group-wise: written as com.microsoft "
                                    "MatMulNBits, pass --onnx-profile ort")));
     const ir::Tensor w = *m.graph.FindInitializer("W");
+    ir::Model untransposed = m;  // groups along N for a Gemm without transB
+    untransposed.graph.nodes[0].attributes.erase("transB");
+    EXPECT_THAT(ExportQuantizedWeights(untransposed, OnnxProfile::kOrt).status(),
+                StatusIs(absl::StatusCode::kUnimplemented,
+                         HasSubstr("read by node 'y' (Gemm): groups run along axis 1, MatMulNBits "
+                                   "needs them along K (axis 0)")));
     auto report = ExportQuantizedWeights(m, OnnxProfile::kOrt);
     ASSERT_THAT(report.status(), IsOk());
     ASSERT_THAT(Ops(m.graph), ElementsAre("com.microsoft.MatMulNBits"));

@@ -85,6 +85,17 @@ assert len(ext) > 20, f"only {len(ext)} external tensors"
 assert all(o % 64 == 0 for o in offs), "an offset is not 64-byte aligned"
 print(f"{len(ext)} external tensors, offsets 64-byte aligned")
 PYEOF
+  # The digits CNN's Gemm weight-only: int8 (DequantizeLinear), int4 g16 (MatMulNBits).
+  convert "$digits" -o "$work/digits-int8" --quant int8 &&
+    convert "$work/digits-int8" -o "$work/digits-int8.onnx" --format onnx &&
+    check digits-int8 "$work/digits-int8" "$work/digits-int8.onnx" "$work/digits_eval.npz" --max-rel 1e-4
+  convert "$digits" -o "$work/digits-int4" --quant int4 --group 16 &&
+    convert "$work/digits-int4" -o "$work/digits-int4.onnx" --format onnx --onnx-profile ort &&
+    check digits-int4 "$work/digits-int4" "$work/digits-int4.onnx" "$work/digits_eval.npz" --max-rel 1e-4
+  # Passes named for a decoder run on the graph built for the export.
+  convert "$tiny" -o "$work/tiny-fused.onnx" --format onnx --passes fuse-rmsnorm,fuse-silu -v &&
+    lowered RMSNorm && lowered SiLU &&
+    check tiny-llama-fused "$work/tiny" "$work/tiny-fused.onnx" "$work/llama_tokens.npz" --max-rel 1e-4
   # Weight-only: int8 per channel as DequantizeLinear on the weight, int4
   # (symmetric and asymmetric, GPTQ codes) as MatMulNBits.
   convert "$tiny" -o "$work/tiny-int8" --quant int8 &&
