@@ -15,6 +15,7 @@
 #include "cli/report_command.h"
 #include "converter/convert.h"
 #include "converter/convert_gguf.h"
+#include "converter/convert_onnx.h"
 #include "ir/dtype.h"
 #include "support/format_bytes.h"
 
@@ -119,13 +120,59 @@ int RunConvertGguf(const ConvertOptions& options) {
   return kExitOk;
 }
 
+int RunConvertOnnx(const ConvertOptions& options) {
+  const auto start = Clock::now();
+  auto request = converter::BuildOnnxConvertRequest(options);
+  if (!request.ok()) return Refuse(request.status());
+  request->convert.stages.log = [](const std::string& line) {
+    std::fprintf(stderr, "%s\n", line.c_str());
+  };
+  request->convert.stages.ir_out = &std::cerr;
+  auto done = converter::ConvertToOnnx(*request);
+  if (!done.ok()) return Fail(done.status());
+  const onnx_export::OnnxExportReport& r = done->report;
+  if (options.verbose) {
+    for (const auto& [op, count] : r.lower.lowered) {
+      std::fprintf(stderr, "onnx: lowered %lld slimpack.%s\n", static_cast<long long>(count),
+                   op.c_str());
+    }
+    if (r.qdq.convs + r.qdq.matmuls > 0) {
+      std::fprintf(stderr, "onnx: QDQ: %lld Conv, %lld MatMul between DequantizeLinear/QuantizeLinear\n",
+                   static_cast<long long>(r.qdq.convs), static_cast<long long>(r.qdq.matmuls));
+    }
+    if (r.weights.dequantize_weights + r.weights.matmul_nbits + r.weights.gather_block_quantized > 0) {
+      std::fprintf(stderr,
+                   "onnx: %lld int8 weights behind DequantizeLinear; int4: %lld MatMulNBits, "
+                   "%lld GatherBlockQuantized\n",
+                   static_cast<long long>(r.weights.dequantize_weights),
+                   static_cast<long long>(r.weights.matmul_nbits),
+                   static_cast<long long>(r.weights.gather_block_quantized));
+    }
+    if (r.widened > 0) {
+      std::fprintf(stderr, "onnx: %lld f16/bf16 weights written as f32\n",
+                   static_cast<long long>(r.widened));
+    }
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("wrote %s -> %s: %lld nodes, %lld initializers, %s%s in %.2f s\n",
+              options.input.c_str(), options.output.c_str(), static_cast<long long>(r.nodes),
+              static_cast<long long>(r.initializers),
+              support::FormatBytes(done->model_bytes).c_str(),
+              done->data_file.empty()
+                  ? ""
+                  : (" + " + support::FormatBytes(done->data_bytes) + " in " + done->data_file).c_str(),
+              seconds);
+  return kExitOk;
+}
+
 }  // namespace
 
 int RunConvert(const ConvertOptions& options) {
   if (options.format == "gguf") return RunConvertGguf(options);
+  if (options.format == "onnx") return RunConvertOnnx(options);
   if (!options.format.empty() && options.format != "artifact") {
     return Refuse(converter::UsageError(
-        "--format", "'" + options.format + "' is not an output format (artifact, gguf)"));
+        "--format", "'" + options.format + "' is not an output format (artifact, gguf, onnx)"));
   }
   const auto start = Clock::now();
   auto request = converter::BuildConvertRequest(options);

@@ -74,9 +74,20 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
                           "Artifact directory to create (replaced atomically with --force)")
       ->required();
   convert_cmd->add_option("--format", o.format,
-                          "Output format: artifact (default: a shard artifact directory) or gguf "
+                          "Output format: artifact (default: a shard artifact directory), gguf "
                           "(one GGUF file for llama.cpp; --quant takes a llama-quantize type: q4_k_m, "
-                          "q8_0, ...)");
+                          "q8_0, ...) or onnx (an ONNX model for ONNX Runtime; INPUT may be an artifact)");
+  convert_cmd->add_option("--onnx-profile", o.onnx_profile,
+                          "--format onnx: standard (default: default-domain ops only) or ort (ONNX "
+                          "Runtime's contrib ops where it has them: FusedConv, Gelu, "
+                          "SimplifiedLayerNormalization)");
+  convert_cmd->add_option("--onnx-quant-format", o.onnx_quant_format,
+                          "--format onnx with --quant w8a8: qdq (default: QuantizeLinear/"
+                          "DequantizeLinear around float Conv/MatMul) or qoperator (QLinearConv, "
+                          "MatMulInteger)");
+  convert_cmd->add_flag("--onnx-external-data", o.onnx_external_data,
+                        "--format onnx: tensors of 1 KiB or more in <model stem>.data beside the "
+                        "model (always above 2 GiB), 64-byte aligned");
   convert_cmd->add_option("--dtype", o.dtype,
                           "Store f32/f16/bf16 weights as this type (default: keep)")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));
@@ -139,6 +150,8 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
       "      --calib examples/tiny-llama/calib_tokens.npy\n"
       "  slimpack convert examples/digits-cnn/model.onnx -o out/digits-w8a8 --quant w8a8 \\\n"
       "      --calib examples/digits-cnn/calib.npz\n"
+      "  slimpack convert out/digits-w8a8 -o out/digits-w8a8.onnx --format onnx \\\n"
+      "      --onnx-quant-format qoperator\n"
       "  slimpack convert examples/tiny-llama -o out/tiny-plan --recipe examples/recipes/mobile-int4.json \\\n"
       "      --calib examples/tiny-llama/calib_tokens.npy\n"
       "  slimpack convert examples/tiny-llama -o out/tiny-pruned --prune 0.2 --prune-criterion activation \\\n"

@@ -45,6 +45,9 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
       {"--prune-budget-params", !f.prune_budget_params.empty()},
       // llama.cpp refuses a GGUF that lacks a tensor it needs.
       {"--allow-incomplete", f.allow_incomplete},
+      {"--onnx-profile", !f.onnx_profile.empty()},
+      {"--onnx-quant-format", !f.onnx_quant_format.empty()},
+      {"--onnx-external-data", f.onnx_external_data},
   };
 }
 

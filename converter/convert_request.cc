@@ -278,6 +278,13 @@ absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& given) {
   // `flags.recipe_path` names the recipe's source in the merge errors below,
   // including a recipe read from an artifact.
   ConvertFlags flags = given;
+  if (flags.format != "onnx") {
+    const char* onnx_only = !flags.onnx_profile.empty()        ? "--onnx-profile"
+                            : !flags.onnx_quant_format.empty() ? "--onnx-quant-format"
+                            : flags.onnx_external_data         ? "--onnx-external-data"
+                                                               : nullptr;
+    if (onnx_only != nullptr) return Usage(onnx_only, "applies to --format onnx only");
+  }
   ConvertRequest r;
   r.input = flags.input;
   r.output = flags.output;

@@ -74,9 +74,16 @@ struct ConvertFlags {
   bool prune_refit = false;
   std::string prune_rules;
   std::string prune_budget_params;
-  // Output format: "" / "artifact" (a shard artifact directory) or "gguf"
-  // (one GGUF file for llama.cpp; converter/convert_gguf.h).
+  // Output format: "" / "artifact" (a shard artifact directory), "gguf"
+  // (one GGUF file for llama.cpp; converter/convert_gguf.h) or "onnx" (an
+  // ONNX model for ONNX Runtime; converter/convert_onnx.h).
   std::string format;
+  // --format onnx only: "standard" | "ort" (contrib ops), "qdq" |
+  // "qoperator" (static W8A8 encoding), every tensor >= 1 KiB in an
+  // external data file beside the model ("" / false = not given).
+  std::string onnx_profile;
+  std::string onnx_quant_format;
+  bool onnx_external_data = false;
 };
 
 struct ConvertRequest {

@@ -31,6 +31,18 @@ if ! cmp -s "$ROOT/tests/gguf/oracle/package-lock.json" "$ORACLE/package-lock.js
   cp "$ROOT"/tests/gguf/oracle/package.json "$ROOT"/tests/gguf/oracle/package-lock.json "$ORACLE/"
   (cd "$ORACLE" && npm ci --ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error)
 fi
+# Stock ONNX Runtime for the ONNX export tests: onnxruntime-node 1.30.0 with
+# its prebuilt CPU library, pinned by bench/ort/package-lock.json, into the
+# build tree (--ignore-scripts: the binding ships in the package, the
+# install script only fetches GPU builds; offline once npm's cache is warm).
+ORT_ORACLE="$BUILD/ort-oracle"
+if ! cmp -s "$ROOT/bench/ort/package-lock.json" "$ORT_ORACLE/package-lock.json" ||
+   [ ! -d "$ORT_ORACLE/node_modules/onnxruntime-node" ]; then
+  echo "== ONNX Runtime oracle: npm ci (onnxruntime-node 1.30.0, ~290 MB)"
+  rm -rf "$ORT_ORACLE"; mkdir -p "$ORT_ORACLE"
+  cp "$ROOT"/bench/ort/package.json "$ROOT"/bench/ort/package-lock.json "$ORT_ORACLE/"
+  (cd "$ORT_ORACLE" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+fi
 echo "== build (ASan+UBSan, -O1)"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DSLIMPACK_SANITIZE=ON \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \

@@ -1,0 +1,301 @@
+// ExportQuantizedWeights (see onnx_weights.h): every quantized initializer
+// is planned and packed first; the node list is rebuilt once at the end.
+#include "export/onnx_weights.h"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "export/onnx_graph_edit.h"
+#include "ir/quant.h"
+#include "support/status_macros.h"
+
+namespace slimpack::onnx_export {
+namespace {
+
+constexpr int64_t kPerAxisDqOpset = 13;
+
+std::string Where(const ir::Tensor& t) { return "tensor '" + t.name + "'"; }
+
+int32_t CodeAt(ir::DType dtype, const uint8_t* p, uint64_t i) {
+  switch (dtype) {
+    case ir::DType::kI4: return ir::IntAt<ir::DType::kI4>(p, i);
+    case ir::DType::kU4: return ir::IntAt<ir::DType::kU4>(p, i);
+    case ir::DType::kI8: return ir::IntAt<ir::DType::kI8>(p, i);
+    default: return ir::IntAt<ir::DType::kU8>(p, i);
+  }
+}
+
+// MatMulNBits' inputs for one int4 weight.
+struct NBitsWeight {
+  int64_t k = 0, n = 0, block = 0;
+  std::string b, scales, zero_points;  // initializer names ("" = default zp 8)
+};
+
+class WeightExporter {
+ public:
+  WeightExporter(const ir::Model& model, ir::Graph& dst, OnnxProfile profile, int64_t opset)
+      : src_(model.graph), idx_(src_.BuildUseDefIndex()), ed_(dst), profile_(profile), opset_(opset) {}
+
+  absl::StatusOr<WeightReport> Run() {
+    for (const ir::Tensor& t : src_.initializers()) {
+      if (t.quant.kind == ir::QuantKind::kInt8PerChannel) {
+        RETURN_IF_ERROR(Int8(t));
+      } else if (t.quant.kind == ir::QuantKind::kInt4GroupWise) {
+        RETURN_IF_ERROR(Int4(t));
+      }
+    }
+    std::vector<ir::Node> nodes = std::move(prefix_);
+    for (size_t i = 0; i < src_.nodes.size(); ++i) {
+      auto it = replaced_.find(i);
+      if (it == replaced_.end()) {
+        nodes.push_back(src_.nodes[i]);
+      } else {
+        for (ir::Node& n : it->second) nodes.push_back(std::move(n));
+      }
+    }
+    ed_.graph().nodes = std::move(nodes);
+    RemoveUnusedInitializers(ed_.graph());
+    return report_;
+  }
+
+ private:
+  // The integers under a fresh name, the layout dropped; returns the name.
+  absl::StatusOr<std::string> MoveCodes(const ir::Tensor& t) {
+    ir::Tensor q = t;
+    q.name = ed_.Fresh(t.name + "_quantized");
+    q.quant = ir::QuantLayout{};
+    std::string name = q.name;
+    ed_.graph().RemoveInitializer(t.name);
+    RETURN_IF_ERROR(ed_.graph().AddInitializer(std::move(q)));
+    return name;
+  }
+
+  absl::Status Int8(const ir::Tensor& t) {
+    if (opset_ < kPerAxisDqOpset) {
+      return absl::UnimplementedError(
+          Where(t) + ": int8 per-channel weights are written as per-axis DequantizeLinear, which "
+                     "needs default-domain opset >= 13; the model is opset " + std::to_string(opset_));
+    }
+    ASSIGN_OR_RETURN(std::string q, MoveCodes(t));
+    std::vector<std::string> in = {q, t.quant.scale};
+    if (!t.quant.zero_point.empty()) in.push_back(t.quant.zero_point);
+    ir::Node dq = MakeNode(ed_.Fresh(t.name + "_DequantizeLinear"), "DequantizeLinear",
+                           std::move(in), {t.name}, t.provenance);
+    dq.attributes["axis"] = ir::Attribute::Int(t.quant.axis);
+    prefix_.push_back(std::move(dq));
+    ++report_.dequantize_weights;
+    return absl::OkStatus();
+  }
+
+  // K / N of `t` as read by node `n`, or a refusal naming both.
+  absl::StatusOr<std::pair<int64_t, int64_t>> ReadAsB(const ir::Tensor& t, const ir::Node& n) {
+    const std::string where = Where(t) + " (int4 group-wise) read by node '" + n.name + "' (" + n.op_type + ")";
+    const bool gemm = n.domain.empty() && n.op_type == "Gemm";
+    const bool matmul = n.domain.empty() && n.op_type == "MatMul";
+    if ((!gemm && !matmul) || n.inputs.size() < 2 || n.inputs[1] != t.name || n.inputs[0] == t.name) {
+      return absl::UnimplementedError(
+          where + ": int4 is written for the B input of MatMul and Gemm (MatMulNBits) and "
+                  "Gather (GatherBlockQuantized) only");
+    }
+    if (gemm && (n.IntAttrOr("transA", 0) != 0 ||
+                 (n.FindAttribute("alpha") && n.FindAttribute("alpha")->f != 1.0f) ||
+                 (n.FindAttribute("beta") && n.FindAttribute("beta")->f != 1.0f))) {
+      return absl::UnimplementedError(where + ": Gemm with transA, alpha or beta is not written");
+    }
+    const bool trans = gemm && n.IntAttrOr("transB", 0) != 0;
+    const int k_axis = trans ? 1 : 0;
+    if (t.quant.axis != k_axis) {
+      return absl::UnimplementedError(where + ": groups run along axis " +
+                                      std::to_string(t.quant.axis) +
+                                      ", MatMulNBits needs them along K (axis " +
+                                      std::to_string(k_axis) + ")");
+    }
+    return std::make_pair(t.dims[k_axis], t.dims[1 - k_axis]);
+  }
+
+  absl::StatusOr<NBitsWeight> Pack(const ir::Tensor& t, int64_t k, int64_t n) {
+    NBitsWeight w;
+    w.k = k;
+    w.n = n;
+    w.block = t.quant.group_size;
+    const int64_t kb = (k + w.block - 1) / w.block;
+    const int64_t blob = w.block / 2;
+    const bool k_inner = t.quant.axis == 1;  // W [N, K] (else [K, N])
+    const int32_t off = t.dtype == ir::DType::kI4 ? 8 : 0;
+    std::vector<uint8_t> b(static_cast<size_t>(n * kb * blob), 0);
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t c = 0; c < k; ++c) {
+        const uint64_t src = static_cast<uint64_t>(k_inner ? r * k + c : c * n + r);
+        const uint32_t u = static_cast<uint32_t>(CodeAt(t.dtype, t.data.data(), src) + off);
+        const size_t at = static_cast<size_t>(r * kb * blob + (c / w.block) * blob + (c % w.block) / 2);
+        b[at] |= static_cast<uint8_t>((u & 0x0F) << (4 * (c % 2)));
+      }
+    }
+    ASSIGN_OR_RETURN(std::vector<float> s, ReadF32Initializer(src_, t.quant.scale, Where(t) + " scale"));
+    if (static_cast<int64_t>(s.size()) != n * kb) {
+      return absl::InvalidArgumentError(Where(t) + ": scale has " + std::to_string(s.size()) +
+                                        " elements, expected " + std::to_string(n * kb));
+    }
+    std::vector<float> scales(static_cast<size_t>(n * kb));
+    for (int64_t r = 0; r < n; ++r) {
+      for (int64_t g = 0; g < kb; ++g) scales[r * kb + g] = s[k_inner ? r * kb + g : g * n + r];
+    }
+    ASSIGN_OR_RETURN(w.b, ed_.AddZeros8(t.name + "_nbits", ir::DType::kU8, {n, kb, blob}, t.provenance));
+    ed_.graph().FindMutableInitializer(w.b)->data = ir::TensorData::Owned(std::move(b));
+    ASSIGN_OR_RETURN(w.scales, ed_.AddF32(t.name + "_nbits_scales", {n * kb}, scales, t.provenance));
+    ASSIGN_OR_RETURN(w.zero_points, ZeroPoints(t, n, kb, k_inner));
+    return w;
+  }
+
+  // Unsigned zero points (+off), packed two per row-block byte as
+  // MatMulNBits / GatherBlockQuantized read them; "" when all are the
+  // default 8.
+  absl::StatusOr<std::string> ZeroPoints(const ir::Tensor& t, int64_t rows, int64_t kb,
+                                         bool k_inner) {
+    const int32_t off = t.dtype == ir::DType::kI4 ? 8 : 0;
+    const ir::Tensor* zp = t.quant.zero_point.empty() ? nullptr : src_.FindInitializer(t.quant.zero_point);
+    if (!t.quant.zero_point.empty() && zp == nullptr) {
+      return absl::InvalidArgumentError(Where(t) + ": zero point '" + t.quant.zero_point + "' is missing");
+    }
+    std::vector<int32_t> zps(static_cast<size_t>(rows * kb), off);
+    bool default_zp = true;
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t g = 0; g < kb; ++g) {
+        const uint64_t src = static_cast<uint64_t>(k_inner ? r * kb + g : g * rows + r);
+        if (zp != nullptr) zps[r * kb + g] = CodeAt(zp->dtype, zp->data.data(), src) + off;
+        default_zp = default_zp && zps[r * kb + g] == 8;
+      }
+    }
+    if (default_zp) return std::string();
+    const int64_t row = (kb + 1) / 2;
+    std::vector<uint8_t> packed(static_cast<size_t>(rows * row), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t g = 0; g < kb; ++g) {
+        packed[r * row + g / 2] |= static_cast<uint8_t>((zps[r * kb + g] & 0x0F) << (4 * (g % 2)));
+      }
+    }
+    ASSIGN_OR_RETURN(std::string name, ed_.AddZeros8(t.name + "_zero_points_u4", ir::DType::kU8,
+                                                     {rows, row}, t.provenance));
+    ed_.graph().FindMutableInitializer(name)->data = ir::TensorData::Owned(std::move(packed));
+    return name;
+  }
+
+  // Gather(W[V, H], ids) with groups along H -> com.microsoft
+  // GatherBlockQuantized(codes as u8 [V, H/2], ids, scales [V, H/g][, zp]).
+  absl::Status GatherNode(const ir::Tensor& t, const ir::Node& n, std::vector<ir::Node>& out) {
+    const std::string where = Where(t) + " (int4 group-wise) read by node '" + n.name + "' (Gather)";
+    if (n.inputs.size() != 2 || n.inputs[0] != t.name || n.IntAttrOr("axis", 0) != 0 ||
+        t.quant.axis != 1 || t.dims[1] % 2 != 0) {
+      return absl::UnimplementedError(where + ": GatherBlockQuantized takes rows (axis 0) of a table "
+                                              "grouped along an even-sized last axis only");
+    }
+    if (gather_.b.empty()) {
+      const int64_t v = t.dims[0], h = t.dims[1];
+      const int64_t kb = (h + t.quant.group_size - 1) / t.quant.group_size;
+      const int32_t off = t.dtype == ir::DType::kI4 ? 8 : 0;
+      std::vector<uint8_t> b(static_cast<size_t>(v * h / 2), 0);
+      for (int64_t i = 0; i < v * h; ++i) {
+        const uint32_t u = static_cast<uint32_t>(CodeAt(t.dtype, t.data.data(), i) + off);
+        b[i / 2] |= static_cast<uint8_t>((u & 0x0F) << (4 * (i % 2)));
+      }
+      ASSIGN_OR_RETURN(gather_.b, ed_.AddZeros8(t.name + "_u4", ir::DType::kU8, {v, h / 2}, t.provenance));
+      ed_.graph().FindMutableInitializer(gather_.b)->data = ir::TensorData::Owned(std::move(b));
+      gather_.scales = t.quant.scale;  // [V, H/g] already
+      ASSIGN_OR_RETURN(gather_.zero_points, ZeroPoints(t, v, kb, true));
+    }
+    std::vector<std::string> in = {gather_.b, n.inputs[1], gather_.scales};
+    if (!gather_.zero_points.empty()) in.push_back(gather_.zero_points);
+    ir::Node g = MakeNode(n.name, "GatherBlockQuantized", std::move(in), n.outputs, n.provenance,
+                          kMicrosoftDomain);
+    g.attributes["gather_axis"] = ir::Attribute::Int(0);
+    g.attributes["quantize_axis"] = ir::Attribute::Int(1);
+    g.attributes["block_size"] = ir::Attribute::Int(t.quant.group_size);
+    g.attributes["bits"] = ir::Attribute::Int(4);
+    out.push_back(std::move(g));
+    ++report_.gather_block_quantized;
+    return absl::OkStatus();
+  }
+
+  absl::Status Int4(const ir::Tensor& t) {
+    if (profile_ != OnnxProfile::kOrt) {
+      return absl::UnimplementedError(
+          Where(t) + " is int4 group-wise: written as com.microsoft MatMulNBits, pass "
+                     "--onnx-profile ort (standard ONNX has blocked DequantizeLinear only from opset 21)");
+    }
+    const int64_t g = t.quant.group_size;
+    if (g < 16 || (g & (g - 1)) != 0) {
+      return absl::UnimplementedError(Where(t) + ": group size " + std::to_string(g) +
+                                      " is not a MatMulNBits block size (a power of two >= 16)");
+    }
+    if (t.dims.size() != 2) {
+      return absl::UnimplementedError(Where(t) + ": int4 weights of rank " +
+                                      std::to_string(t.dims.size()) + " are not written (rank 2 only)");
+    }
+    auto it = idx_.consumers.find(t.name);
+    if (it == idx_.consumers.end()) return absl::OkStatus();  // unread: dropped
+    for (const ir::ValueInfo& o : src_.outputs) {
+      if (o.name == t.name) return absl::UnimplementedError(Where(t) + ": an int4 graph output is not written");
+    }
+    std::optional<NBitsWeight> packed;
+    gather_ = NBitsWeight{};
+    for (size_t c : it->second) {
+      const ir::Node& n = src_.nodes[c];
+      if (n.domain.empty() && n.op_type == "Gather") {
+        RETURN_IF_ERROR(GatherNode(t, n, replaced_[c]));
+        continue;
+      }
+      ASSIGN_OR_RETURN(auto kn, ReadAsB(t, n));
+      if (!packed) {
+        ASSIGN_OR_RETURN(NBitsWeight w, Pack(t, kn.first, kn.second));
+        packed = std::move(w);
+      }
+      std::vector<std::string> in = {n.inputs[0], packed->b, packed->scales};
+      if (!packed->zero_points.empty()) in.push_back(packed->zero_points);
+      const bool bias = n.inputs.size() > 2 && !n.inputs[2].empty();
+      const std::string y = bias ? ed_.Fresh(n.outputs.at(0) + "_matmul") : n.outputs.at(0);
+      ir::Node mm = MakeNode(n.name, "MatMulNBits", std::move(in), {y}, n.provenance, kMicrosoftDomain);
+      mm.attributes["K"] = ir::Attribute::Int(packed->k);
+      mm.attributes["N"] = ir::Attribute::Int(packed->n);
+      mm.attributes["bits"] = ir::Attribute::Int(4);
+      mm.attributes["block_size"] = ir::Attribute::Int(packed->block);
+      std::vector<ir::Node>& out = replaced_[c];
+      out.push_back(std::move(mm));
+      if (bias) {
+        out.push_back(MakeNode(ed_.Fresh(n.name + "_bias"), "Add", {y, n.inputs[2]}, {n.outputs.at(0)},
+                               n.provenance));
+      }
+      ++report_.matmul_nbits;
+    }
+    ed_.graph().RemoveInitializer(t.name);
+    return absl::OkStatus();
+  }
+
+  const ir::Graph& src_;
+  const ir::UseDefIndex idx_;
+  GraphEditor ed_;
+  OnnxProfile profile_;
+  int64_t opset_;
+  std::vector<ir::Node> prefix_;
+  std::map<size_t, std::vector<ir::Node>> replaced_;
+  NBitsWeight gather_;  // the current tensor's GatherBlockQuantized inputs
+  WeightReport report_;
+};
+
+}  // namespace
+
+absl::StatusOr<WeightReport> ExportQuantizedWeights(ir::Model& model, OnnxProfile profile) {
+  auto it = model.opset_imports.find("");
+  const int64_t opset = it == model.opset_imports.end() ? 17 : it->second;
+  ir::Graph graph = model.graph;
+  WeightExporter exporter(model, graph, profile, opset);
+  ASSIGN_OR_RETURN(WeightReport report, exporter.Run());
+  model.graph = std::move(graph);
+  if (report.matmul_nbits > 0 && !model.opset_imports.count(kMicrosoftDomain)) {
+    model.opset_imports[kMicrosoftDomain] = 1;
+  }
+  return report;
+}
+
+}  // namespace slimpack::onnx_export

@@ -1,0 +1,199 @@
+#!/bin/bash
+# Stock ONNX Runtime (onnxruntime-node 1.30.0 from bench/ort/package-lock.json,
+# installed into the build tree by scripts/test.sh; CPU EP, graph
+# optimisation 'all') loads and runs what `slimpack convert --format onnx`
+# writes, and its outputs match `slimpack run` on the same artifact:
+#   float  the bundled digits CNN (plain, --onnx-profile ort, pruned), the
+#          tiny-llama (its full-sequence graph, external data; weight-only
+#          int8 as DequantizeLinear, int4 as MatMulNBits), and the ONNX
+#          fixtures through the default fusion pipeline (every slimpack op
+#          lowered, standard and ort profiles): max|diff| / max|ours| <= 1e-4;
+#   w8a8   the digits CNN's static W8A8 as QDQ and as QOperator, and an
+#          opset-12 fixture as QOperator: within one output quantization step,
+#          top-1 equal on all 450 held-out digits;
+#   refusals  what cannot be exported is refused with its name, no file left.
+# usage: onnx_ort_test.sh SLIMPACK SOURCE_DIR ORACLE_DIR float|w8a8|refusals
+set -u
+SLIMPACK="$1"; SRC="$2"; ORACLE="$3"; PART="$4"
+PY=/usr/bin/python3
+fail=0
+if [ ! -d "$ORACLE/node_modules/onnxruntime-node" ]; then
+  echo "FAIL: ONNX Runtime not installed in $ORACLE (scripts/test.sh installs it: npm ci --ignore-scripts from bench/ort/package-lock.json)"
+  exit 1
+fi
+ORACLE=$(cd "$ORACLE" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+OUT="$work/out.log"
+# shellcheck source=../testing/cli_lib.sh
+source "$SRC/tests/testing/cli_lib.sh"
+# The ORT scripts resolve onnxruntime-node beside themselves.
+mkdir "$work/ort"
+cp "$SRC"/bench/ort/ort_run.mjs "$SRC"/bench/ort/common.mjs "$SRC"/bench/ort/npy.mjs "$work/ort/"
+ln -s "$ORACLE/node_modules" "$work/ort/node_modules"
+"$PY" "$SRC/tests/export/make_ort_inputs.py" "$SRC" "$work" || exit 1
+
+run_ort() {
+  node "$work/ort/ort_run.mjs" "$1" --inputs "$2" --out-dir "$3" --threads 1 >"$OUT" 2>&1 ||
+    { bad "ONNX Runtime could not load/run $1"; cat "$OUT"; return 1; }
+}
+run_ours() {
+  "$SLIMPACK" run "$1" --inputs "$2" -o "$3" --force >"$OUT" 2>&1 ||
+    { bad "slimpack run $1"; cat "$OUT"; return 1; }
+}
+convert() {
+  "$SLIMPACK" convert "$@" >"$OUT" 2>&1 || { bad "slimpack convert $*"; cat "$OUT"; return 1; }
+}
+# check NAME REFERENCE MODEL.onnx INPUTS COMPARE_ARGS...: slimpack runs
+# REFERENCE (an artifact or model), ORT runs MODEL.onnx, on the same inputs.
+check() {
+  local name="$1" ref="$2" model="$3" inputs="$4"
+  shift 4
+  run_ours "$ref" "$inputs" "$work/$name.ours.npz" || return
+  run_ort "$model" "$inputs" "$work/$name.ort" || return
+  "$PY" "$SRC/tests/export/compare_ort.py" "$work/$name.ours.npz" "$work/$name.ort" \
+    --label "$name" "$@" || fail=1
+}
+lowered() {  # lowered OP: the last convert -v lowered slimpack.OP
+  grep -q "lowered [0-9]* slimpack\.$1\$" "$OUT" || { bad "expected slimpack.$1 to be lowered"; cat "$OUT"; }
+}
+
+digits="$SRC/examples/digits-cnn/model.onnx"
+tiny="$SRC/examples/tiny-llama"
+fixtures="$SRC/tests/testdata/models"
+
+float_part() {
+  convert "$digits" -o "$work/digits" &&
+    convert "$work/digits" -o "$work/digits.onnx" --format onnx -v && lowered FusedConv &&
+    check digits-fp32 "$work/digits" "$work/digits.onnx" "$work/digits_eval.npz" --max-rel 1e-4
+  convert "$digits" -o "$work/digits-ort.onnx" --format onnx --onnx-profile ort -v &&
+    lowered FusedConv &&
+    check digits-fp32-ort "$work/digits" "$work/digits-ort.onnx" "$work/digits_eval.npz" --max-rel 1e-4
+  convert "$digits" -o "$work/digits-pruned" --prune 0.25 &&
+    convert "$work/digits-pruned" -o "$work/digits-pruned.onnx" --format onnx &&
+    check digits-pruned "$work/digits-pruned" "$work/digits-pruned.onnx" "$work/digits_eval.npz" --max-rel 1e-4
+  # The decoder with its tensors in tiny.data, 64-byte aligned.
+  convert "$tiny" -o "$work/tiny" &&
+    convert "$work/tiny" -o "$work/tiny.onnx" --format onnx --onnx-external-data &&
+    check tiny-llama-fp32 "$work/tiny" "$work/tiny.onnx" "$work/llama_tokens.npz" --max-rel 1e-4
+  "$PY" - "$work/tiny.onnx" >"$OUT" 2>&1 <<'PYEOF' || { bad "external data layout"; cat "$OUT"; }
+import sys, onnx
+m = onnx.load(sys.argv[1], load_external_data=False)
+ext = [t for t in m.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+offs = [int(dict((e.key, e.value) for e in t.external_data)["offset"]) for t in ext]
+assert len(ext) > 20, f"only {len(ext)} external tensors"
+assert all(o % 64 == 0 for o in offs), "an offset is not 64-byte aligned"
+print(f"{len(ext)} external tensors, offsets 64-byte aligned")
+PYEOF
+  # The digits CNN's Gemm weight-only: int8 (DequantizeLinear), int4 g16 (MatMulNBits).
+  convert "$digits" -o "$work/digits-int8" --quant int8 &&
+    convert "$work/digits-int8" -o "$work/digits-int8.onnx" --format onnx &&
+    check digits-int8 "$work/digits-int8" "$work/digits-int8.onnx" "$work/digits_eval.npz" --max-rel 1e-4
+  convert "$digits" -o "$work/digits-int4" --quant int4 --group 16 &&
+    convert "$work/digits-int4" -o "$work/digits-int4.onnx" --format onnx --onnx-profile ort &&
+    check digits-int4 "$work/digits-int4" "$work/digits-int4.onnx" "$work/digits_eval.npz" --max-rel 1e-4
+  # Passes named for a decoder run on the graph built for the export.
+  convert "$tiny" -o "$work/tiny-fused.onnx" --format onnx --passes fuse-rmsnorm,fuse-silu -v &&
+    lowered RMSNorm && lowered SiLU &&
+    check tiny-llama-fused "$work/tiny" "$work/tiny-fused.onnx" "$work/llama_tokens.npz" --max-rel 1e-4
+  # Weight-only: int8 per channel as DequantizeLinear on the weight, int4
+  # (symmetric and asymmetric, GPTQ codes) as MatMulNBits.
+  convert "$tiny" -o "$work/tiny-int8" --quant int8 &&
+    convert "$work/tiny-int8" -o "$work/tiny-int8.onnx" --format onnx &&
+    check tiny-llama-int8 "$work/tiny-int8" "$work/tiny-int8.onnx" "$work/llama_tokens.npz" --max-rel 1e-4
+  # (The embedding table is int4 too: GatherBlockQuantized.)
+  local name q
+  for q in "g32:int4 --group 32" "g64-asym:int4 --group 64 --asym" \
+           "g32-gptq:int4 --group 32 --algo gptq --calib $tiny/calib_tokens.npy"; do
+    name=${q%%:*}
+    # shellcheck disable=SC2086
+    convert "$tiny" -o "$work/tiny-$name" --quant ${q#*:} &&
+      convert "$work/tiny-$name" -o "$work/tiny-$name.onnx" --format onnx --onnx-profile ort -v &&
+      { grep -q "int4: 29 MatMulNBits, 1 GatherBlockQuantized" "$OUT" ||
+          { bad "int4 $name: expected 29 MatMulNBits and 1 GatherBlockQuantized"; cat "$OUT"; }; } &&
+      check "tiny-llama-int4-$name" "$work/tiny-$name" "$work/tiny-$name.onnx" "$work/llama_tokens.npz" \
+        --max-rel 1e-4
+  done
+  # Fusion-pipeline ops, lowered (both profiles where `ort` has a contrib op
+  # for them: Gelu, RMSNorm, FusedConv).
+  local f profiles
+  for f in torch_mlp torch_encoder_block torch_llama_block paddle_style paddle_hardswish_ln; do
+    convert "$fixtures/$f.onnx" -o "$work/$f" || continue
+    profiles="standard ort"
+    [[ $f == torch_mlp || $f == paddle_hardswish_ln ]] && profiles=standard
+    for profile in $profiles; do
+      convert "$work/$f" -o "$work/$f-$profile.onnx" --format onnx --onnx-profile "$profile" -v &&
+        check "$f-$profile" "$work/$f" "$work/$f-$profile.onnx" "$work/$f.npz" --max-rel 1e-4
+    done
+  done
+}
+
+w8a8_part() {
+  convert "$digits" -o "$work/digits-w8a8" --quant w8a8 --calib "$SRC/examples/digits-cnn/calib.npz" ||
+    return
+  for fmt in qdq qoperator; do
+    convert "$work/digits-w8a8" -o "$work/digits-$fmt.onnx" --format onnx --onnx-quant-format "$fmt" -v &&
+      check "digits-w8a8-$fmt" "$work/digits-w8a8" "$work/digits-$fmt.onnx" "$work/digits_eval.npz" \
+        --w8a8 --max-steps 1 --labels "$work/digits_labels.npy"
+  done
+  grep -q "QDQ: [1-9]" "$OUT" && bad "qoperator output went through the QDQ rewrite"
+  # Straight from the model: the same stages, written as QDQ (the default).
+  convert "$digits" -o "$work/digits-direct.onnx" --format onnx --quant w8a8 \
+      --calib "$SRC/examples/digits-cnn/calib.npz" &&
+    check digits-w8a8-direct "$work/digits-w8a8" "$work/digits-direct.onnx" "$work/digits_eval.npz" \
+      --w8a8 --max-steps 1 --labels "$work/digits_labels.npy"
+  # Opset 12 (Paddle-style): QOperator runs; QDQ is refused (refusals part).
+  convert "$fixtures/paddle_style.onnx" -o "$work/paddle-w8a8" --quant w8a8 --calib "$work/paddle_style.npz" &&
+    convert "$work/paddle-w8a8" -o "$work/paddle-qop.onnx" --format onnx --onnx-quant-format qoperator &&
+    check paddle-w8a8-qoperator "$work/paddle-w8a8" "$work/paddle-qop.onnx" "$work/paddle_style.npz" \
+      --w8a8 --max-steps 1
+}
+
+refusals_part() {
+  local r="$work/refused.onnx"
+  expect 1 "int4 needs the ort profile" -- convert "$tiny" -o "$r" --format onnx --quant int4
+  says "is int4 group-wise: written as com.microsoft MatMulNBits, pass --onnx-profile ort" "int4 refusal"
+  says "tensor 'model.embed_tokens.weight' is int4" "int4 refusal names the tensor"
+  [ -e "$r" ] && bad "a refused export left $r"
+  expect 1 "a group MatMulNBits cannot take" -- convert "$tiny" -o "$r" --format onnx --onnx-profile ort \
+    --quant int4 --group 24
+  says "group size 24 is not a MatMulNBits block size (a power of two >= 16)" "group refusal"
+  [ -e "$r" ] && bad "a refused export left $r"
+  expect 1 "QDQ below opset 13 is refused" -- convert "$fixtures/paddle_style.onnx" -o "$r" \
+    --format onnx --quant w8a8 --calib "$work/paddle_style.npz"
+  says "needs default-domain opset >= 13; the model is opset 12" "QDQ opset refusal"
+  [ -e "$r" ] && bad "a refused export left $r"
+  expect 2 "--dtype does not apply" -- convert "$digits" -o "$r" --format onnx --dtype f16
+  says "--dtype: does not apply to --format onnx" "--dtype refusal"
+  expect 2 "--shard-size does not apply" -- convert "$digits" -o "$r" --format onnx --shard-size 64M
+  says "--shard-size: does not apply to --format onnx" "--shard-size refusal"
+  expect 2 "--onnx-quant-format needs w8a8" -- convert "$digits" -o "$r" --format onnx --onnx-quant-format qdq
+  says "--onnx-quant-format: chooses how static W8A8 is written" "--onnx-quant-format refusal"
+  expect 2 "unknown profile" -- convert "$digits" -o "$r" --format onnx --onnx-profile fast
+  says "--onnx-profile: 'fast' is not an ONNX profile (standard, ort)" "profile refusal"
+  expect 2 "unknown quant format" -- convert "$digits" -o "$r" --format onnx --quant w8a8 \
+    --calib "$SRC/examples/digits-cnn/calib.npz" --onnx-quant-format int8
+  says "is not a quantized ONNX encoding (qdq, qoperator)" "quant format refusal"
+  expect 2 "ONNX flags need --format onnx" -- convert "$digits" -o "$work/a" --onnx-profile ort
+  says "--onnx-profile: applies to --format onnx only" "onnx flag on an artifact"
+  expect 2 "ONNX flags are not GGUF flags" -- convert "$tiny" -o "$work/a.gguf" --format gguf --onnx-external-data
+  says "--onnx-external-data" "onnx flag on gguf"
+  convert "$digits" -o "$work/art" || return
+  expect 2 "an artifact is exported as converted" -- convert "$work/art" -o "$r" --format onnx --quant int8
+  says "--quant: '$work/art' is an artifact" "artifact with stage flags"
+  : >"$work/theirs.onnx"
+  expect 1 "an existing file needs --force" -- convert "$digits" -o "$work/theirs.onnx" --format onnx
+  says "pass --force to replace it" "existing output"
+  expect 0 "--force replaces it" -- convert "$digits" -o "$work/theirs.onnx" --format onnx --force
+  cp "$digits" "$work/copy.onnx"
+  expect 1 "the output is never the input" -- convert "$work/copy.onnx" -o "$work/copy.onnx" --format onnx --force
+  says "is the input" "output is input"
+}
+
+case "$PART" in
+  float) float_part ;;
+  w8a8) w8a8_part ;;
+  refusals) refusals_part ;;
+  *) echo "usage: onnx_ort_test.sh SLIMPACK SOURCE_DIR ORACLE_DIR float|w8a8|refusals"; exit 2 ;;
+esac
+exit $fail
