@@ -291,17 +291,18 @@ class Rewriter {
   // Cast(to=FLOAT) -> v, unless only Casts to FLOAT read v (they widen it
   // themselves) or v is a declared f16 output of the main graph.
   void KeepCastRounding(ir::Graph& g, bool main, std::vector<std::vector<ir::Node>>& after) {
+    // A Cast to FLOAT16 that makes a main-graph output stays as it is (its
+    // result is f16 whatever the output declares); CastOutputs widens it
+    // for other readers.
     std::set<std::string> outputs;
     if (main) {
-      for (const ir::ValueInfo& v : g.outputs) {
-        if (v.dtype == DType::kF16) outputs.insert(v.name);
-      }
+      for (const ir::ValueInfo& v : g.outputs) outputs.insert(v.name);
     }
     for (size_t i = 0; i < g.nodes.size(); ++i) {
       ir::Node& n = g.nodes[i];
       if (!IsCastTo(n, kOnnxFloat16) || n.outputs.empty() || n.outputs[0].empty()) continue;
       const std::string v = n.outputs[0];
-      if (outputs.count(v)) continue;  // CastOutputs widens it for readers
+      if (outputs.count(v)) continue;
       const bool output = std::any_of(g.outputs.begin(), g.outputs.end(),
                                       [&](const ir::ValueInfo& o) { return o.name == v; });
       if (!output && !ReadAsF16(g, v)) continue;
@@ -328,17 +329,17 @@ class Rewriter {
 
   // Each f16 output not made by a Cast to FLOAT16 is computed as `<y>_f32`
   // and rounded by `y = Cast<to=FLOAT16>(<y>_f32)` at the end. An output
-  // that a Cast to FLOAT16 makes keeps it; its other readers get the value
-  // widened again.
+  // that a Cast to FLOAT16 makes (whatever its declared type) keeps it; its
+  // other readers get the value widened again.
   void CastOutputs(ir::Graph& g, std::vector<std::vector<ir::Node>>& after,
                    std::vector<ir::Node>& back) {
     std::set<std::string> done;
     for (const ir::ValueInfo& out : g.outputs) {
-      if (out.dtype != DType::kF16 || !done.insert(out.name).second) continue;
       const std::string& y = out.name;
+      if (!done.insert(y).second) continue;
       if (std::any_of(g.inputs.begin(), g.inputs.end(),
                       [&](const ir::ValueInfo& in) { return in.name == y; })) {
-        continue;  // an input passed through: already f16
+        continue;  // an input passed through: as given
       }
       size_t producer = g.nodes.size();
       for (size_t i = 0; i < g.nodes.size() && producer == g.nodes.size(); ++i) {
@@ -346,7 +347,10 @@ class Rewriter {
           if (o == y) producer = i;
         }
       }
-      if (producer < g.nodes.size() && IsCastTo(g.nodes[producer], kOnnxFloat16)) {
+      const bool cast16 =
+          producer < g.nodes.size() && IsCastTo(g.nodes[producer], kOnnxFloat16);
+      if (!cast16 && out.dtype != DType::kF16) continue;
+      if (cast16) {
         if (!ReadAsF16(g, y)) continue;
         const std::string wide = Fresh(y + "_f32");
         RenameReads(g, y, wide, [](const ir::Node& n) { return IsCastTo(n, kOnnxFloat); });
