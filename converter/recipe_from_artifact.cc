@@ -1,6 +1,5 @@
 #include "converter/recipe_from_artifact.h"
 
-#include "formats/shard/format.h"
 #include "formats/shard/loader/absl_adapter.h"
 #include "formats/shard/loader/artifact.h"
 #include "support/small_file.h"
@@ -9,6 +8,10 @@
 
 namespace slimpack::converter {
 namespace {
+
+// The format's manifest cap (formats/shard/format.h, which this room may not
+// include); the loader has already refused a larger manifest.
+constexpr uint64_t kMaxManifestBytes = 16ull << 20;
 
 std::string Describe(const shard_writer::NamedDigest& d) {
   return "'" + d.file + "' (" + std::to_string(d.size) + " bytes, sha256 " + d.sha256 + ")";
@@ -22,7 +25,7 @@ absl::StatusOr<ArtifactRecipe> ReadArtifactRecipe(const std::string& dir) {
   RETURN_IF_ERROR(loader::ToAbslStatusOr(loader::Artifact::Open(dir)).status());
   ArtifactRecipe out;
   out.source = dir + "/manifest.json";
-  ASSIGN_OR_RETURN(std::string text, support::ReadSmallFile(out.source, shard::kMaxManifestBytes));
+  ASSIGN_OR_RETURN(std::string text, support::ReadSmallFile(out.source, kMaxManifestBytes));
   ASSIGN_OR_RETURN(nlohmann::json manifest, support::ParseStrictJson(text, out.source, 64));
   const auto producer = manifest.find("producer");
   if (producer == manifest.end() || !producer->is_object()) {

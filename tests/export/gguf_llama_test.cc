@@ -176,6 +176,12 @@ TEST_F(GgufLlamaTest, F32ExportImportsBackToTheCheckpointExactly) {
     ASSERT_THAT(model_.graph.AddInitializer(std::move(bias)), IsOk());
   }
   for (const ir::Tensor& t : model_.graph.initializers()) by_name_[t.name] = &t;
+  // The biases exist only when config.json says so (otherwise refused).
+  std::string& config = model_.architecture->config_json;
+  const std::string no_bias = "\"attention_bias\": false";
+  const size_t at = config.find(no_bias);
+  ASSERT_NE(at, std::string::npos);
+  config.replace(at, no_bias.size(), "\"attention_bias\": true");
   GgufExportOptions options;
   options.preset = "f32";
   const std::string path = dir_ + "/roundtrip.gguf";
