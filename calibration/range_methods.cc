@@ -1,6 +1,7 @@
 // Threshold searches. Accumulations run in a fixed index order in double, so
 // the chosen threshold is a pure function of the histogram.
 #include "calibration/range_methods.h"
+#include "support/portable_math.h"
 
 #include <algorithm>
 #include <cmath>
@@ -31,7 +32,7 @@ double KlDivergence(const std::vector<double>& p, const std::vector<double>& q) 
     const double pk = p[k] / p_sum;
     double qk = q[k] == 0 ? kEps : q[k] / q_sum - take;
     if (qk <= 0) qk = kEps;
-    kl += pk * std::log(pk / qk);
+    kl += pk * pmath::Log(pk / qk);
   }
   return kl;
 }

@@ -12,6 +12,7 @@
 #include "cli/report_command.h"
 #include "cli/run_command.h"
 #include "cli/verify_command.h"
+#include "runtime/gemm/micro_kernel.h"
 
 
 namespace {
@@ -312,7 +313,10 @@ CLI::App* AddReportCommand(CLI::App& app, slimpack::cli::ReportCommandOptions& o
 
 int main(int argc, char** argv) {
   CLI::App app{"slimpack: offline model compression and conversion for on-device inference"};
-  app.set_version_flag("--version", kVersion);
+  // The GEMM micro-kernel this CPU runs: every kernel gives the same bits
+  // (runtime/gemm.h), but a bug report or the cross-CPU test wants to know.
+  app.set_version_flag("--version", std::string(kVersion) + " (gemm micro-kernel: " +
+                                        slimpack::runtime::gemm::BestMicroKernel().name + ")");
   app.require_subcommand(1);
   app.footer(
       "Examples:\n"

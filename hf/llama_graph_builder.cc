@@ -19,6 +19,7 @@
 #include "hf/graph_emitter.h"
 #include "hf/layer_sizes.h"
 #include "support/status_macros.h"
+#include "support/portable_math.h"
 
 namespace slimpack::hf {
 namespace {
@@ -84,7 +85,7 @@ class DecoderBuilder {
     for (int64_t i = 0; i < d / 2; ++i) {
       const float exponent = static_cast<float>(2 * i) / static_cast<float>(d);
       inv[i] = inv[i + d / 2] =
-          1.0f / std::pow(static_cast<float>(arch_.rope_theta), exponent);
+          1.0f / pmath::Pow(static_cast<float>(arch_.rope_theta), exponent);
     }
     const std::string freqs = e_.Op("Mul", {pos_col, e_.ConstF32("inv_freq", {d}, inv)});
     cos_ = e_.Op("Cos", {freqs});

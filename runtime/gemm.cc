@@ -1,53 +1,169 @@
 #include "runtime/gemm.h"
 
-#include <cblas.h>
-
 #include <algorithm>
-#include <climits>
 #include <string>
+#include <vector>
 
 #include "support/status_macros.h"
 
 namespace slimpack::runtime {
 namespace {
 
-// Tiles hold at least this many multiply-adds (about 40 us at 100
-// GFLOP/s): every BLAS call costs setup and re-packs its operands, so small
-// tiles cost more than the parallelism they allow.
+// Tiles hold at least this many multiply-adds: each task packs its own
+// operands, so small tiles cost more than the parallelism they allow.
 constexpr int64_t kMinTileWork = int64_t{4} << 20;
 // At most this many tiles per product, and no tile narrower than
 // kMinTileExtent along the axis that is cut (tall or wide products are cut
-// along their long axis, which keeps each call's shape BLAS-friendly).
+// along their long axis).
 constexpr int64_t kMaxTiles = 16;
 constexpr int64_t kMinTileExtent = 256;
-// Tile extents are rounded up to a multiple of this (a 16-float AVX-512
-// vector) so only the last tile has a ragged edge.
-constexpr int64_t kTileAlign = 16;
+// Tile extents are rounded up to a multiple of this so only the last tile
+// has a ragged edge.
+constexpr int64_t kTileAlign = 32;
 
-}  // namespace
+// Cache blocking inside a task: a kKc-deep slice of an (up to) kMc x kNc
+// block of C is one round of packing. A packed B panel (kKc x nr floats,
+// 32 KiB for AVX-512) stays in L1 while the block's A panels stream from
+// L2. The accumulators of the block live in a buffer between rounds (the
+// k loop is split, the chain of fused multiply-adds is not).
+constexpr int64_t kKc = 256;
+constexpr int64_t kMc = 128;
+constexpr int64_t kNc = 256;
 
-int64_t GemmTileExtent(int64_t len, double work) {
-  int64_t tiles = static_cast<int64_t>(work / static_cast<double>(kMinTileWork));
-  tiles = std::min({tiles, kMaxTiles, len / kMinTileExtent});
-  // A multiple of 4 (or 2) splits evenly over 2 or 4 threads.
-  tiles = tiles >= 4 ? tiles / 4 * 4 : tiles / 2 * 2;
-  if (tiles <= 1) return len;
-  const int64_t extent = (len + tiles - 1) / tiles;
-  return std::min(len, (extent + kTileAlign - 1) / kTileAlign * kTileAlign);
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Operands {
+  bool trans_a, trans_b;
+  const float* a;
+  int64_t lda;
+  const float* b;
+  int64_t ldb;
+};
+
+// Rows i0 .. i0+mb of op(A), depth p0 .. p0+kb, as mr-row panels laid out
+// [panel][p][r]; rows past mb are zeros.
+void PackA(const Operands& o, int mr, int64_t i0, int64_t mb, int64_t p0,
+           int64_t kb, float* out) {
+  const int64_t panels = CeilDiv(mb, mr);
+  for (int64_t ip = 0; ip < panels; ++ip) {
+    float* dst = out + ip * kb * mr;
+    for (int r = 0; r < mr; ++r) {
+      const int64_t i = ip * mr + r;
+      if (i >= mb) {
+        for (int64_t p = 0; p < kb; ++p) dst[p * mr + r] = 0.0f;
+        continue;
+      }
+      if (o.trans_a) {  // op(A)[i, p] = A[p, i]
+        const float* src = o.a + p0 * o.lda + (i0 + i);
+        for (int64_t p = 0; p < kb; ++p) dst[p * mr + r] = src[p * o.lda];
+      } else {
+        const float* src = o.a + (i0 + i) * o.lda + p0;
+        for (int64_t p = 0; p < kb; ++p) dst[p * mr + r] = src[p];
+      }
+    }
+  }
 }
 
-namespace {
-
-// Checks the sizes fit BLAS ints and does the products BLAS is not called
-// for (empty output, or k == 0: C = beta*C). Sets *done when nothing is left.
-absl::Status Prepare(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
-                     float beta, float* c, int64_t ldc, bool* done) {
-  *done = true;
-  for (int64_t v : {m, n, k, lda, ldb, ldc}) {
-    if (v < 0 || v > INT_MAX) {
-      return absl::InvalidArgumentError(
-          "GEMM size " + std::to_string(v) + " outside the BLAS int range");
+// Columns j0 .. j0+nb of op(B), depth p0 .. p0+kb, as nr-column panels laid
+// out [panel][p][j]; columns past nb are zeros.
+void PackB(const Operands& o, int nr, int64_t j0, int64_t nb, int64_t p0,
+           int64_t kb, float* out) {
+  const int64_t panels = CeilDiv(nb, nr);
+  for (int64_t jp = 0; jp < panels; ++jp) {
+    float* dst = out + jp * kb * nr;
+    const int64_t jn = std::min<int64_t>(nr, nb - jp * nr);
+    if (o.trans_b) {  // op(B)[p, j] = B[j, p]
+      for (int64_t j = 0; j < nr; ++j) {
+        if (j >= jn) {
+          for (int64_t p = 0; p < kb; ++p) dst[p * nr + j] = 0.0f;
+          continue;
+        }
+        const float* src = o.b + (j0 + jp * nr + j) * o.ldb + p0;
+        for (int64_t p = 0; p < kb; ++p) dst[p * nr + j] = src[p];
+      }
+    } else {
+      for (int64_t p = 0; p < kb; ++p) {
+        const float* src = o.b + (p0 + p) * o.ldb + j0 + jp * nr;
+        float* d = dst + p * nr;
+        for (int64_t j = 0; j < jn; ++j) d[j] = src[j];
+        for (int64_t j = jn; j < nr; ++j) d[j] = 0.0f;
+      }
     }
+  }
+}
+
+struct Scratch {
+  std::vector<float> a, b, acc;
+};
+
+// One kMc x kNc (or smaller) block of C: every k slice, then the finish.
+void Block(const gemm::MicroKernel& kern, const Operands& o, int64_t i0,
+           int64_t mb, int64_t j0, int64_t nb, int64_t k, float alpha,
+           float beta, float* c, int64_t ldc, Scratch* s) {
+  const int mr = kern.mr, nr = kern.nr;
+  const int64_t mpanels = CeilDiv(mb, mr), npanels = CeilDiv(nb, nr);
+  const int64_t tile = int64_t{mr} * nr;
+  for (int64_t p0 = 0; p0 < k; p0 += kKc) {
+    const int64_t kb = std::min(kKc, k - p0);
+    PackA(o, mr, i0, mb, p0, kb, s->a.data());
+    PackB(o, nr, j0, nb, p0, kb, s->b.data());
+    for (int64_t jp = 0; jp < npanels; ++jp) {
+      for (int64_t ip = 0; ip < mpanels; ++ip) {
+        kern.fn(kb, s->a.data() + ip * kb * mr, s->b.data() + jp * kb * nr,
+                s->acc.data() + (jp * mpanels + ip) * tile, p0 == 0);
+      }
+    }
+  }
+  for (int64_t jp = 0; jp < npanels; ++jp) {
+    for (int64_t ip = 0; ip < mpanels; ++ip) {
+      const float* t = s->acc.data() + (jp * mpanels + ip) * tile;
+      const int64_t rows = std::min<int64_t>(mr, mb - ip * mr);
+      const int64_t cols = std::min<int64_t>(nr, nb - jp * nr);
+      for (int64_t r = 0; r < rows; ++r) {
+        float* crow = c + (i0 + ip * mr + r) * ldc + j0 + jp * nr;
+        for (int64_t j = 0; j < cols; ++j) {
+          float v = t[r * nr + j];
+          if (alpha != 1.0f) v = alpha * v;
+          if (beta != 0.0f) v = v + beta * crow[j];
+          crow[j] = v;
+        }
+      }
+    }
+  }
+}
+
+// Rows i0 .. i0+mm x columns j0 .. j0+nn of C, block by block.
+void Tile(const gemm::MicroKernel& kern, const Operands& o, int64_t i0,
+          int64_t mm, int64_t j0, int64_t nn, int64_t k, float alpha,
+          float beta, float* c, int64_t ldc) {
+  // Per thread, grown to the largest block seen: small products (attention
+  // heads, one-token matmuls) would otherwise allocate on every call.
+  thread_local Scratch s;
+  const int64_t mc = std::max<int64_t>(kern.mr, kMc / kern.mr * kern.mr);
+  const int64_t nc = std::max<int64_t>(kern.nr, kNc / kern.nr * kern.nr);
+  const int64_t kc = std::min(kKc, k);
+  const int64_t mb_max = std::min(mc, mm), nb_max = std::min(nc, nn);
+  const auto grow = [](std::vector<float>& v, int64_t n) {
+    if (static_cast<int64_t>(v.size()) < n) v.resize(n);
+  };
+  grow(s.a, CeilDiv(mb_max, kern.mr) * kern.mr * kc);
+  grow(s.b, CeilDiv(nb_max, kern.nr) * kern.nr * kc);
+  grow(s.acc, CeilDiv(mb_max, kern.mr) * kern.mr * CeilDiv(nb_max, kern.nr) * kern.nr);
+  for (int64_t jb = 0; jb < nn; jb += nc) {
+    for (int64_t ib = 0; ib < mm; ib += mc) {
+      Block(kern, o, i0 + ib, std::min(mc, mm - ib), j0 + jb, std::min(nc, nn - jb),
+            k, alpha, beta, c, ldc, &s);
+    }
+  }
+}
+
+// Checks the sizes and does the products no kernel is needed for (empty
+// output, or k == 0: C = beta*C). Sets *done when nothing is left.
+absl::Status Prepare(int64_t m, int64_t n, int64_t k, float beta, float* c,
+                     int64_t ldc, bool* done) {
+  *done = true;
+  for (int64_t v : {m, n, k}) {
+    if (v < 0) return absl::InvalidArgumentError("GEMM size " + std::to_string(v) + " < 0");
   }
   if (m == 0 || n == 0) return absl::OkStatus();
   if (k == 0) {
@@ -64,21 +180,35 @@ absl::Status Prepare(int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldb,
 
 }  // namespace
 
-void UseSingleThreadedBlas() { openblas_set_num_threads(1); }
+int64_t GemmTileExtent(int64_t len, double work) {
+  int64_t tiles = static_cast<int64_t>(work / static_cast<double>(kMinTileWork));
+  tiles = std::min({tiles, kMaxTiles, len / kMinTileExtent});
+  // A multiple of 4 (or 2) splits evenly over 2 or 4 threads.
+  tiles = tiles >= 4 ? tiles / 4 * 4 : tiles / 2 * 2;
+  if (tiles <= 1) return len;
+  const int64_t extent = (len + tiles - 1) / tiles;
+  return std::min(len, (extent + kTileAlign - 1) / kTileAlign * kTileAlign);
+}
+
+absl::Status SgemmWithKernel(const gemm::MicroKernel& kernel, bool trans_a,
+                             bool trans_b, int64_t m, int64_t n, int64_t k,
+                             float alpha, const float* a, int64_t lda,
+                             const float* b, int64_t ldb, float beta, float* c,
+                             int64_t ldc) {
+  bool done = false;
+  RETURN_IF_ERROR(Prepare(m, n, k, beta, c, ldc, &done));
+  if (done) return absl::OkStatus();
+  Tile(kernel, Operands{trans_a, trans_b, a, lda, b, ldb}, 0, m, 0, n, k, alpha,
+       beta, c, ldc);
+  return absl::OkStatus();
+}
 
 absl::Status SgemmSingleCall(bool trans_a, bool trans_b, int64_t m, int64_t n,
                              int64_t k, float alpha, const float* a, int64_t lda,
                              const float* b, int64_t ldb, float beta, float* c,
                              int64_t ldc) {
-  bool done = false;
-  RETURN_IF_ERROR(Prepare(m, n, k, lda, ldb, beta, c, ldc, &done));
-  if (done) return absl::OkStatus();
-  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans,
-              trans_b ? CblasTrans : CblasNoTrans, static_cast<int>(m),
-              static_cast<int>(n), static_cast<int>(k), alpha, a,
-              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c,
-              static_cast<int>(ldc));
-  return absl::OkStatus();
+  return SgemmWithKernel(gemm::BestMicroKernel(), trans_a, trans_b, m, n, k,
+                         alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 absl::Status Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
@@ -86,29 +216,22 @@ absl::Status Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
                    const float* b, int64_t ldb, float beta, float* c,
                    int64_t ldc, ThreadPool* pool) {
   bool done = false;
-  RETURN_IF_ERROR(Prepare(m, n, k, lda, ldb, beta, c, ldc, &done));
+  RETURN_IF_ERROR(Prepare(m, n, k, beta, c, ldc, &done));
   if (done) return absl::OkStatus();
-  const CBLAS_TRANSPOSE ta = trans_a ? CblasTrans : CblasNoTrans;
-  const CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
+  const gemm::MicroKernel& kern = gemm::BestMicroKernel();
+  const Operands o{trans_a, trans_b, a, lda, b, ldb};
   const double work = static_cast<double>(m) * static_cast<double>(n) *
                       static_cast<double>(k);
-  // Cut only the longer output axis: whole rows (or columns) per call.
+  // Cut only the longer output axis.
   const int64_t tile_m = m > n ? GemmTileExtent(m, work) : m;
   const int64_t tile_n = m > n ? n : GemmTileExtent(n, work);
-  const int64_t tiles_m = (m + tile_m - 1) / tile_m;
-  const int64_t tiles_n = (n + tile_n - 1) / tile_n;
+  const int64_t tiles_m = CeilDiv(m, tile_m);
+  const int64_t tiles_n = CeilDiv(n, tile_n);
   ParallelFor(pool, tiles_m * tiles_n, [&](int64_t t) {
     const int64_t i0 = (t / tiles_n) * tile_m;
     const int64_t j0 = (t % tiles_n) * tile_n;
-    const int64_t mm = std::min(tile_m, m - i0);
-    const int64_t nn = std::min(tile_n, n - j0);
-    // Row-major op(A) rows i0.. start at A + i0*lda, or column i0 if A^T.
-    const float* a_tile = trans_a ? a + i0 : a + i0 * lda;
-    const float* b_tile = trans_b ? b + j0 * ldb : b + j0;
-    cblas_sgemm(CblasRowMajor, ta, tb, static_cast<int>(mm),
-                static_cast<int>(nn), static_cast<int>(k), alpha, a_tile,
-                static_cast<int>(lda), b_tile, static_cast<int>(ldb), beta,
-                c + i0 * ldc + j0, static_cast<int>(ldc));
+    Tile(kern, o, i0, std::min(tile_m, m - i0), j0, std::min(tile_n, n - j0), k,
+         alpha, beta, c, ldc);
   });
   return absl::OkStatus();
 }

@@ -1,43 +1,57 @@
-// Single-precision GEMM through OpenBLAS. Large products are cut into tiles
-// whose shape depends only on (m, n, k), never on the thread count, and each
-// tile is one single-threaded BLAS call: results are bitwise identical for
-// any number of threads.
+// Single-precision GEMM with one summation order on every CPU.
+//
+// Each element of C is computed as
+//   acc = +0; for p = 0, 1, ..., k-1: acc = fma(op(A)[i,p], op(B)[p,j], acc)
+//   C[i,j] = (alpha == 1 ? acc : alpha * acc) (+ beta * C[i,j] when beta != 0)
+// with every fused multiply-add rounded once (IEEE fusedMultiplyAdd) and
+// the final multiply and add rounded separately. That sequence is the
+// definition, so the bits of C do not depend on the instruction set
+// (AVX-512, AVX2 + FMA, SSE2 with an exact FMA emulation, aarch64, plain
+// C++), the vector width, the blocking, or the thread count; the direct
+// convolution (kernels/conv_direct.h) follows the same order over
+// (channel, kernel row, kernel column), so both convolution paths agree
+// bit for bit too. Artifacts depend on this: calibration statistics come
+// from these products (docs/ARCHITECTURE.md, "Same bytes on every CPU").
 #ifndef SLIMPACK_RUNTIME_GEMM_H_
 #define SLIMPACK_RUNTIME_GEMM_H_
 
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "runtime/gemm/micro_kernel.h"
 #include "runtime/thread_pool.h"
 
 namespace slimpack::runtime {
 
 // C[m,n] = alpha * op(A) * op(B) + beta * C, all row-major. op(A) is m x k
-// (A is k x m when trans_a), op(B) is k x n. InvalidArgument if a size or
-// leading dimension exceeds the BLAS integer range.
+// (A is k x m when trans_a), op(B) is k x n. With beta == 0, C is only
+// written. Cut into tiles that run on `pool` (shape-determined, though no
+// tiling changes a bit of the result). InvalidArgument on a negative size.
 absl::Status Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
                    int64_t k, float alpha, const float* a, int64_t lda,
                    const float* b, int64_t ldb, float beta, float* c,
                    int64_t ldc, ThreadPool* pool);
 
-// As Sgemm, but always exactly one single-threaded BLAS call on the calling
-// thread, for callers that split the work into shape-determined parallel
-// tasks themselves (so the result is still thread-count independent).
+// As Sgemm, on the calling thread only, for callers that split the work
+// into parallel tasks themselves.
 absl::Status SgemmSingleCall(bool trans_a, bool trans_b, int64_t m, int64_t n,
                              int64_t k, float alpha, const float* a, int64_t lda,
                              const float* b, int64_t ldb, float beta, float* c,
                              int64_t ldc);
 
+// As SgemmSingleCall with a given micro-kernel: the tests run every kernel
+// this CPU has and require the same bits.
+absl::Status SgemmWithKernel(const gemm::MicroKernel& kernel, bool trans_a,
+                             bool trans_b, int64_t m, int64_t n, int64_t k,
+                             float alpha, const float* a, int64_t lda,
+                             const float* b, int64_t ldb, float beta, float* c,
+                             int64_t ldc);
+
 // Extent of each tile when Sgemm cuts an output axis of length `len` for a
 // product of `work` = m*n*k multiply-adds (`len` when it does not cut).
-// Depends only on the shape, never on the thread count. Callers that tile a
-// product the same way (runtime/kernels/packed_kernels.cc) get the same BLAS calls,
-// and so the same bits, as Sgemm.
+// Depends only on the shape; callers that parallelise a product themselves
+// (runtime/kernels/packed_kernels.cc) use it to size their tasks.
 int64_t GemmTileExtent(int64_t len, double work);
-
-// Makes OpenBLAS run every call on the calling thread: the interpreter does
-// its own threading. OpenBLAS keeps this setting process-wide.
-void UseSingleThreadedBlas();
 
 }  // namespace slimpack::runtime
 

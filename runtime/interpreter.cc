@@ -187,8 +187,6 @@ absl::StatusOr<Interpreter> Interpreter::Create(const ir::Graph& graph,
   for (const auto& in : impl->plan->inputs) {
     if (!in.has_default) impl->input_names.push_back(in.name);
   }
-  // Threads are ours: OpenBLAS must not start its own inside our tasks.
-  UseSingleThreadedBlas();
   impl->pool = std::make_unique<ThreadPool>(options.num_threads);
   return Interpreter(std::move(impl));
 }

@@ -53,3 +53,21 @@ trap 'rm -rf "$(dirname "${art}")"' EXIT
 "${qemu[@]}" "${bin}/loader_example_cpp" "${art}" --verify
 # Figures under emulation say nothing about a phone; this checks it runs.
 "${qemu[@]}" "${bin}/loader_open_bench" 56 5
+
+# The portable numerics (support/portable_math, the generic GEMM
+# micro-kernel) give the same bits on aarch64 as here: digests of a sweep
+# of inputs, built for both and compared (tests/support/portable_digest.cc).
+echo "== portable numerics: aarch64 (qemu) vs host bits"
+digest_src=("${root}/tests/support/portable_digest.cc" "${root}/support/portable_math.cc"
+            "${root}/runtime/gemm/kernel_generic.cc")
+g++ -std=c++17 -O2 -ffp-contract=off -I "${root}" "${digest_src[@]}" -o "${build}/portable_digest_host"
+aarch64-linux-gnu-g++ -std=c++17 -O2 -ffp-contract=off -I "${root}" "${digest_src[@]}" \
+  -o "${build}/portable_digest_aarch64"
+"${build}/portable_digest_host" > "${build}/portable_digest_host.txt"
+"${qemu[@]}" "${build}/portable_digest_aarch64" > "${build}/portable_digest_aarch64.txt"
+if ! diff "${build}/portable_digest_host.txt" "${build}/portable_digest_aarch64.txt"; then
+  echo "error: portable numerics differ between x86-64 and aarch64 (diff above)" >&2
+  exit 1
+fi
+echo "ok: $(wc -l < "${build}/portable_digest_host.txt") digests identical on x86-64 and aarch64"
+

@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# The whole test suite: install what is missing, build once with
-# AddressSanitizer + UndefinedBehaviorSanitizer, run every test (unit,
-# bad-input tables, CLI, ONNX node conformance, examples, fuzz corpus
-# replays), run every libFuzzer harness for a bounded time (scripts/fuzz.sh,
-# its own clang build), then cross-build the standalone loader for aarch64
-# and run its tests under qemu.
-# One sanitized build instead of plain + sanitized keeps the suite inside
-# 30 minutes on 2 cores; scripts/quickstart.sh exercises the optimised build
-# (and builds the benchmarks, left out here: timings under ASan mean nothing).
+# The whole test suite: install what is missing, build with AddressSanitizer
+# + UndefinedBehaviorSanitizer and run every test (unit, bad-input tables,
+# CLI, ONNX node conformance, examples, fuzz corpus replays); build the
+# optimised (Release) binaries users run and test the kernels, quantizers and
+# loader as shipped, plus the same artifact bytes under qemu-emulated CPUs;
+# run every libFuzzer harness for a bounded time (scripts/fuzz.sh, its own
+# clang build); cross-build the standalone loader for aarch64 and run its
+# tests under qemu.
+# The Release build compiles only the CLI and those tests (not the other test
+# binaries, not the benchmarks), which keeps the suite near 40 minutes on 2
+# cores; scripts/quickstart.sh builds the benchmarks.
 # -g1 keeps the line tables sanitizer reports need and drops variable info,
 # which only a debugger reads; lld links, one precompiled gtest header: see
 # cmake/SlimpackBuildSpeed.cmake.
@@ -67,6 +69,23 @@ fi
 skipped=$(grep -c '(Skipped)' "$CTEST_LOG" || true)
 echo "== $count tests (floor $floor), $skipped skipped on this machine"
 grep '(Skipped)' "$CTEST_LOG" || true
+
+# The optimised build users run (Release flags): the SIMD kernels, the
+# quantizers and the loader as shipped (ASan -O1 code is not what ships),
+# and the cross-CPU test, which runs conversions under qemu as a Haswell
+# and a Nehalem and needs a build without ASan's shadow memory.
+echo "== optimised build (Release): kernels, quantizers, loader, cross-CPU bytes after $(( $(date +%s) - start ))s"
+REL="$ROOT/build-rel"
+cmake -S "$ROOT" -B "$REL" -DCMAKE_BUILD_TYPE=Release -DSLIMPACK_FAST_LINK=ON \
+  -DSLIMPACK_TEST_PCH=ON -DSLIMPACK_BUILD_BENCH=OFF >/dev/null
+cmake --build "$REL" -j "$JOBS" --target slimpack gemm_test conv_direct_test support_test \
+  shard_loader_test quant_rtn_test quant_pack_test quant_gptq_test quant_awq_test
+REL_LOG="$REL/ctest-shipped.log"
+ctest --test-dir "$REL" -j "$JOBS" -L 'shipped|quant' --output-on-failure 2>&1 | tee "$REL_LOG"
+if ! grep -Eq 'cli_cross_cpu_bytes[ .]+Passed' "$REL_LOG"; then
+  echo "test.sh: the cross-CPU test (cli_cross_cpu_bytes) did not run and pass"
+  exit 1
+fi
 
 echo "== fuzzing (libFuzzer, clang-14, ${FUZZ_SECONDS:-30}s per parser) after $(( $(date +%s) - start ))s"
 "$ROOT/scripts/fuzz.sh"

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "quantize/numerics/rtn.h"
 #include "support/threads.h"
+#include "support/portable_math.h"
 
 namespace slimpack::quant {
 namespace {
@@ -88,7 +89,7 @@ std::vector<float> AwqScales(const std::vector<float>& mean_abs_x,
   std::vector<double> t(mean_abs_x.size());
   double lo = 0, hi = 0;
   for (size_t c = 0; c < t.size(); ++c) {
-    t[c] = std::max(std::pow(static_cast<double>(mean_abs_x[c]), alpha), 1e-4);
+    t[c] = std::max(pmath::Pow(static_cast<double>(mean_abs_x[c]), alpha), 1e-4);
     lo = c == 0 ? t[c] : std::min(lo, t[c]);
     hi = c == 0 ? t[c] : std::max(hi, t[c]);
   }

@@ -1,5 +1,6 @@
 // Error statistics in double.
 #include "quantize/numerics/error_stats.h"
+#include "support/portable_math.h"
 
 #include <cmath>
 #include <limits>
@@ -14,7 +15,7 @@ double ErrorStats::relative_l2() const {
 
 double ErrorStats::sqnr_db() const {
   if (err_sq == 0) return std::numeric_limits<double>::infinity();
-  return 10.0 * std::log10(ref_sq / err_sq);
+  return 10.0 * pmath::Log10(ref_sq / err_sq);
 }
 
 ErrorStats CompareArrays(const float* ref, const float* approx, int64_t n) {

@@ -13,6 +13,7 @@
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/wrap.h"
 #include "support/status_macros.h"
+#include "support/portable_math.h"
 
 namespace slimpack::runtime::kernels {
 namespace {
@@ -245,7 +246,7 @@ absl::Status Pow(KernelContext& ctx) {
                                      // Squares are common (LayerNorm
                                      // decompositions); keep them exact.
                                      if (y == 2.0f) return x * x;
-                                     return std::pow(x, y);
+                                     return pmath::Pow(x, y);
                                    });
   } else if ((a->dtype() == DType::kI64 || a->dtype() == DType::kI32) &&
              b->dtype() == a->dtype()) {
@@ -272,11 +273,11 @@ absl::Status Pow(KernelContext& ctx) {
     ASSIGN_OR_RETURN(RtTensor y, ToDouble(ctx, *b));
     if (a->dtype() == DType::kI64) {
       out = BinaryLoop<double, int64_t>(ctx, x, y, DType::kI64, [](double u, double v) {
-        return ConvertNumber<int64_t>(std::pow(u, v));
+        return ConvertNumber<int64_t>(pmath::Pow(u, v));
       });
     } else {
       out = BinaryLoop<double, int32_t>(ctx, x, y, DType::kI32, [](double u, double v) {
-        return ConvertNumber<int32_t>(std::pow(u, v));
+        return ConvertNumber<int32_t>(pmath::Pow(u, v));
       });
     }
   } else {

@@ -12,6 +12,7 @@
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/wrap.h"
 #include "support/status_macros.h"
+#include "support/portable_math.h"
 
 namespace slimpack::runtime::kernels {
 namespace {
@@ -39,8 +40,8 @@ absl::Status SignedUnary(KernelContext& ctx, bool abs) {
 
 float SigmoidF(float x) {
   // Split by sign so exp never overflows.
-  if (x >= 0) return 1.0f / (1.0f + std::exp(-x));
-  const float e = std::exp(x);
+  if (x >= 0) return 1.0f / (1.0f + pmath::Exp(-x));
+  const float e = pmath::Exp(x);
   return e / (1.0f + e);
 }
 
@@ -164,10 +165,10 @@ absl::Status Sqrt(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float x) { return std::sqrt(x); });
 }
 absl::Status Exp(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::exp(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Exp(x); });
 }
 absl::Status Log(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::log(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Log(x); });
 }
 absl::Status Reciprocal(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float x) { return 1.0f / x; });
@@ -179,16 +180,16 @@ absl::Status Ceil(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float x) { return std::ceil(x); });
 }
 absl::Status Sin(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::sin(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Sin(x); });
 }
 absl::Status Cos(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::cos(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Cos(x); });
 }
 absl::Status Erf(KernelContext& ctx) {
   return ErfF32(ctx);
 }
 absl::Status Tanh(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::tanh(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Tanh(x); });
 }
 absl::Status Sigmoid(KernelContext& ctx) { return UnaryFloat(ctx, SigmoidF); }
 absl::Status Relu(KernelContext& ctx) {
@@ -197,7 +198,7 @@ absl::Status Relu(KernelContext& ctx) {
 }
 absl::Status Softplus(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float x) {
-    return x > 0.0f ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+    return x > 0.0f ? x + pmath::Log1p(pmath::Exp(-x)) : pmath::Log1p(pmath::Exp(x));
   });
 }
 
@@ -209,7 +210,7 @@ absl::Status LeakyRelu(KernelContext& ctx) {
 absl::Status Elu(KernelContext& ctx) {
   ASSIGN_OR_RETURN(float alpha, ctx.FloatAttr("alpha", 1.0f));
   return UnaryFloat(ctx, [alpha](float x) {
-    return x >= 0.0f ? x : alpha * std::expm1(x);
+    return x >= 0.0f ? x : alpha * pmath::Expm1(x);
   });
 }
 
@@ -235,7 +236,7 @@ absl::Status Gelu(KernelContext& ctx) {
   if (approx == "tanh") {
     return UnaryFloat(ctx, [](float x) {
       const float k = static_cast<float>(std::sqrt(2.0 / M_PI));
-      return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
+      return 0.5f * x * (1.0f + pmath::Tanh(k * (x + 0.044715f * x * x * x)));
     });
   }
   return absl::UnimplementedError("Gelu approximate='" + approx +

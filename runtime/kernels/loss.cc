@@ -16,6 +16,7 @@
 
 #include "runtime/kernels/kernels.h"
 #include "support/status_macros.h"
+#include "support/portable_math.h"
 
 namespace slimpack::runtime::kernels {
 namespace {
@@ -128,8 +129,8 @@ void LogSoftmaxAxis1(const LossArgs& a, const T* x, T* out) {
       double mx = -INFINITY;
       for (int64_t c = 0; c < a.c; ++c) mx = std::max(mx, static_cast<double>(px[c * a.d]));
       double sum = 0;
-      for (int64_t c = 0; c < a.c; ++c) sum += std::exp(static_cast<double>(px[c * a.d]) - mx);
-      const double lse = mx + std::log(sum);
+      for (int64_t c = 0; c < a.c; ++c) sum += pmath::Exp(static_cast<double>(px[c * a.d]) - mx);
+      const double lse = mx + pmath::Log(sum);
       for (int64_t c = 0; c < a.c; ++c) {
         po[c * a.d] = static_cast<T>(static_cast<double>(px[c * a.d]) - lse);
       }

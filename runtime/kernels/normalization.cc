@@ -6,6 +6,7 @@
 
 #include "runtime/kernels/kernels.h"
 #include "support/status_macros.h"
+#include "support/portable_math.h"
 
 namespace slimpack::runtime::kernels {
 namespace {
@@ -63,8 +64,8 @@ void SoftmaxLine(const float* x, float* y, int64_t axis_size, int64_t inner,
   for (int64_t i = 0; i < axis_size; ++i) mx = std::max(mx, x[i * inner]);
   double sum = 0;
   if (log) {
-    for (int64_t i = 0; i < axis_size; ++i) sum += std::exp(x[i * inner] - mx);
-    const float lse = static_cast<float>(std::log(sum));
+    for (int64_t i = 0; i < axis_size; ++i) sum += pmath::Exp(x[i * inner] - mx);
+    const float lse = static_cast<float>(pmath::Log(sum));
     for (int64_t i = 0; i < axis_size; ++i) y[i * inner] = x[i * inner] - mx - lse;
     return;
   }
@@ -81,7 +82,7 @@ void SoftmaxLine(const float* x, float* y, int64_t axis_size, int64_t inner,
     for (int64_t i = 0; i < axis_size; ++i) sum += y[i];
   } else {
     for (int64_t i = 0; i < axis_size; ++i) {
-      const float e = std::exp(x[i * inner] - mx);
+      const float e = pmath::Exp(x[i * inner] - mx);
       y[i * inner] = e;
       sum += e;
     }

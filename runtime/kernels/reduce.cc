@@ -9,6 +9,7 @@
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/wrap.h"
 #include "support/status_macros.h"
+#include "support/portable_math.h"
 
 namespace slimpack::runtime::kernels {
 namespace {
@@ -98,7 +99,7 @@ absl::StatusOr<RtTensor> ReduceTyped(KernelContext& ctx, const RtTensor& x,
                           case Red::kL1: a = WrapAdd(a, v < 0 ? WrapSub(Acc(0), v) : v); break;
                           case Red::kLogSum: a += v; break;
                           case Red::kLogSumExp:
-                            a += std::exp(static_cast<double>(v) - shift[o[0]]);
+                            a += pmath::Exp(static_cast<double>(v) - shift[o[0]]);
                             break;
                         }
                       });
@@ -108,8 +109,8 @@ absl::StatusOr<RtTensor> ReduceTyped(KernelContext& ctx, const RtTensor& x,
     switch (op) {
       case Red::kMean: po[i] = static_cast<T>(acc[i] / static_cast<Acc>(count)); continue;
       case Red::kL2: v = std::sqrt(v); break;
-      case Red::kLogSum: v = std::log(v); break;
-      case Red::kLogSumExp: v = std::log(v) + shift[i]; break;
+      case Red::kLogSum: v = pmath::Log(v); break;
+      case Red::kLogSumExp: v = pmath::Log(v) + shift[i]; break;
       default: po[i] = static_cast<T>(acc[i]); continue;
     }
     po[i] = static_cast<T>(v);

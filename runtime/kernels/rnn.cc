@@ -8,6 +8,7 @@
 #include "runtime/gemm.h"
 #include "runtime/kernels/kernels.h"
 #include "support/status_macros.h"
+#include "support/portable_math.h"
 
 namespace slimpack::runtime::kernels {
 namespace {
@@ -19,9 +20,9 @@ struct Activation {
   float alpha = 0, beta = 0;
   float operator()(float x) const {
     if (name == "Sigmoid") {
-      return x >= 0 ? 1.0f / (1.0f + std::exp(-x)) : std::exp(x) / (1.0f + std::exp(x));
+      return x >= 0 ? 1.0f / (1.0f + pmath::Exp(-x)) : pmath::Exp(x) / (1.0f + pmath::Exp(x));
     }
-    if (name == "Tanh") return std::tanh(x);
+    if (name == "Tanh") return pmath::Tanh(x);
     if (name == "Relu") return std::max(0.0f, x);
     if (name == "HardSigmoid") return std::clamp(alpha * x + beta, 0.0f, 1.0f);
     if (name == "LeakyRelu") return x >= 0 ? x : alpha * x;

@@ -7,6 +7,7 @@
 #include "runtime/kernels/elementwise_util.h"
 #include "runtime/kernels/kernels.h"
 #include "support/status_macros.h"
+#include "support/portable_math.h"
 
 namespace slimpack::runtime::kernels {
 namespace {
@@ -71,31 +72,31 @@ absl::Status Sign(KernelContext& ctx) {
   }
 }
 absl::Status Tan(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::tan(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Tan(x); });
 }
 absl::Status Asin(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::asin(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Asin(x); });
 }
 absl::Status Acos(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::acos(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Acos(x); });
 }
 absl::Status Atan(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::atan(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Atan(x); });
 }
 absl::Status Sinh(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::sinh(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Sinh(x); });
 }
 absl::Status Cosh(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::cosh(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Cosh(x); });
 }
 absl::Status Asinh(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::asinh(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Asinh(x); });
 }
 absl::Status Acosh(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::acosh(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Acosh(x); });
 }
 absl::Status Atanh(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return std::atanh(x); });
+  return UnaryFloat(ctx, [](float x) { return pmath::Atanh(x); });
 }
 absl::Status Softsign(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float x) { return x / (1.0f + std::fabs(x)); });
@@ -105,14 +106,14 @@ absl::Status Selu(KernelContext& ctx) {
   ASSIGN_OR_RETURN(float alpha, ctx.FloatAttr("alpha", 1.67326319217681884765625f));
   ASSIGN_OR_RETURN(float gamma, ctx.FloatAttr("gamma", 1.05070102214813232421875f));
   return UnaryFloat(ctx, [alpha, gamma](float x) {
-    return x > 0 ? gamma * x : gamma * alpha * std::expm1(x);
+    return x > 0 ? gamma * x : gamma * alpha * pmath::Expm1(x);
   });
 }
 
 absl::Status Celu(KernelContext& ctx) {
   ASSIGN_OR_RETURN(float alpha, ctx.FloatAttr("alpha", 1.0f));
   return UnaryFloat(ctx, [alpha](float x) {
-    return std::max(0.0f, x) + std::min(0.0f, alpha * std::expm1(x / alpha));
+    return std::max(0.0f, x) + std::min(0.0f, alpha * pmath::Expm1(x / alpha));
   });
 }
 

@@ -1,6 +1,7 @@
 // Conv over a table of shapes (groups, depthwise, dilations, strides, pads,
 // 1x1, 1-D, odd sizes, N > 1) against a naive double-precision loop, the
-// direct AVX-512 kernel against the Conv op, and 1- vs 3-thread bytes.
+// direct AVX-512 kernel against the Conv op, 1- vs 3-thread bytes, and the
+// fixed summation order bit for bit.
 #include "runtime/kernels/conv_direct.h"
 
 #include <cmath>
@@ -178,6 +179,56 @@ TEST_P(ConvShapesTest, MatchesNaiveConvolution) {
   for (size_t i = 0; i < want.size(); ++i) {
     const double bound = 1e-7 + k * eps * abs_sum[i];
     EXPECT_NEAR(y.data<float>()[i], want[i], bound) << c.name << " element " << i;
+  }
+}
+
+// The summation order every CPU uses (runtime/gemm.h): per output, one
+// fused multiply-add per (channel, kernel row, kernel column) in that order
+// from +0, then + bias. Bit for bit, whichever path the op takes here
+// (direct AVX-512 or im2col + GEMM), so a convolution gives the same bytes
+// on every machine. Padded taps read zero: fma(w, 0, acc) == acc.
+TEST_P(ConvShapesTest, MatchesTheFixedOrderBitForBit) {
+  const Case& c = GetParam();
+  const Data d = MakeData(c);
+  std::vector<int64_t> out, pad;
+  Geometry(c, &out, &pad);
+  const bool one_d = c.kernel.size() == 1;
+  const int64_t n_img = c.x[0], ch = c.x[1], h = one_d ? 1 : c.x[2], w = c.x.back();
+  const int64_t kh = one_d ? 1 : c.kernel[0], kw = c.kernel.back();
+  const int64_t sh = one_d ? 1 : c.strides[0], sw = c.strides.back();
+  const int64_t dh = one_d ? 1 : c.dilations[0], dw = c.dilations.back();
+  const int64_t ph = one_d ? 0 : pad[0], pw = pad.back();
+  const int64_t oh_n = one_d ? 1 : out[0], ow_n = out.back();
+  const int64_t cg = ch / c.group, mg = c.m / c.group;
+  std::vector<float> want;
+  for (int64_t n = 0; n < n_img; ++n) {
+    for (int64_t m = 0; m < c.m; ++m) {
+      const int64_t gi = m / mg;
+      for (int64_t oh = 0; oh < oh_n; ++oh) {
+        for (int64_t ow = 0; ow < ow_n; ++ow) {
+          float acc = 0.0f;
+          for (int64_t ci = 0; ci < cg; ++ci) {
+            for (int64_t i = 0; i < kh; ++i) {
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t row = oh * sh - ph + i * dh, col = ow * sw - pw + j * dw;
+                if (row < 0 || row >= h || col < 0 || col >= w) continue;
+                acc = std::fma(d.w[((m * cg + ci) * kh + i) * kw + j],
+                               d.x[((n * ch + gi * cg + ci) * h + row) * w + col], acc);
+              }
+            }
+          }
+          want.push_back(c.bias ? acc + d.b[m] : acc);
+        }
+      }
+    }
+  }
+  for (int threads : {1, 3}) {
+    auto got = MakeOp(c, d, threads).Run();
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ((*got)[0].num_elements(), static_cast<int64_t>(want.size()));
+    EXPECT_EQ(std::memcmp((*got)[0].data<float>(), want.data(), want.size() * sizeof(float)),
+              0)
+        << c.name << " at " << threads << " threads";
   }
 }
 
