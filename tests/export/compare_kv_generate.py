@@ -11,7 +11,9 @@ with `slimpack run` of the same model over the whole generated sequence
           produces the same S tokens (greedy is a function of these rows);
   no-cache  ORT's one-run recomputation of the sequence (empty past) against
           its stepwise logits and its final present.* against the stepwise
-          run's last cache, same bound.
+          run's last cache, same bound;
+  padding  a prompt left-padded by 2 in a batch of two against the same
+          tokens unpadded alone, in ORT, same bound.
 
 usage: compare_kv_generate.py ORT_DIR OURS.npz --prompt-len P --steps S --label NAME
                               [--max-rel R] [--layers L]
@@ -42,7 +44,8 @@ def main():
     a = ap.parse_args()
     p, s = a.prompt_len, a.steps
     d = a.ort_dir
-    for f in ["tokens.npy", "cached_logits.npy", "full_logits.npy"]:
+    for f in ["tokens.npy", "cached_logits.npy", "full_logits.npy", "padded_logits.npy",
+              "unpadded_logits.npy"]:
         if not os.path.exists(os.path.join(d, f)):
             print(f"FAIL {a.label}: ONNX Runtime wrote no {f} in {d}")
             return 1
@@ -99,6 +102,14 @@ def main():
     good = worst_present <= a.max_rel
     print(f"{'ok  ' if good else 'FAIL'} {a.label}: final present.* of the cached steps vs the one run: "
           f"max|diff|/max|one run| {worst_present:.3g} over {2 * a.layers} tensors (bound {a.max_rel:g})")
+    ok = ok and good
+
+    padded = np.load(os.path.join(d, "padded_logits.npy"))
+    unpadded = np.load(os.path.join(d, "unpadded_logits.npy"))
+    rel = rel_diff(padded, unpadded) if padded.shape == unpadded.shape else float("inf")
+    good = rel <= a.max_rel
+    print(f"{'ok  ' if good else 'FAIL'} {a.label}: left padding: the padded row of a batch of two vs "
+          f"the same {unpadded.shape[0]} tokens alone: max|diff|/max|alone| {rel:.3g} (bound {a.max_rel:g})")
     ok = ok and good
     return 0 if ok else 1
 

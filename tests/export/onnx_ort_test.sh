@@ -12,12 +12,14 @@
 #          opset-12 fixture as QOperator: within one output quantization step,
 #          top-1 equal on all 450 held-out digits;
 #   refusals  what cannot be exported is refused with its name, no file left;
-#   kvcache  the tiny-llama with --onnx-kv-cache (f32, int8, int4): ORT runs a
+#   kvcache  the tiny-llama with --onnx-kv-cache (f32, int8, int4; random
+#          qwen2 and mistral checkpoints in f32): ORT runs a
 #          16-token prompt then 32 greedy steps feeding present.* back as
 #          past_key_values.* (tests/export/ort_kv_generate.mjs); every step's
 #          logits within 1e-4 relative of `slimpack run` over the whole
 #          sequence, slimpack's arg-max equal to ORT's 32 tokens, ORT's
-#          no-cache recomputation equal to its cached steps; the carried
+#          no-cache recomputation equal to its cached steps, a left-padded
+#          prompt in a batch of two equal to it alone; the carried
 #          tokenizer/config files byte for byte; a broken driver (position 0
 #          at every step) caught; bad flags and outputs refused.
 # usage: onnx_ort_test.sh SLIMPACK SOURCE_DIR ORACLE_DIR float|w8a8|refusals|kvcache
@@ -199,11 +201,11 @@ refusals_part() {
   says "is the input" "output is input"
 }
 
-# generate NAME REFERENCE MODEL.onnx [--control ...]: ORT generates with the
-# cache from kv_prompt.npy; slimpack runs REFERENCE over ORT's sequence.
+# generate NAME REFERENCE MODEL.onnx LAYERS [--control ...]: ORT generates
+# with the cache from kv_prompt.npy; slimpack runs REFERENCE over ORT's sequence.
 generate() {
-  local name="$1" ref="$2" model="$3"
-  shift 3
+  local name="$1" ref="$2" model="$3" layers="$4"
+  shift 4
   node "$work/ort/ort_kv_generate.mjs" "$model" --prompt "$work/kv_prompt.npy" --steps 32 \
       --out-dir "$work/$name.ort" "$@" >"$OUT" 2>&1 ||
     { bad "ONNX Runtime could not generate with $model"; cat "$OUT"; return 1; }
@@ -212,7 +214,7 @@ generate() {
     "$work/$name.ort/tokens.npy" "$work/$name.seq.npz" || { bad "$name: no tokens"; return 1; }
   run_ours "$ref" "$work/$name.seq.npz" "$work/$name.ours.npz" || return 1
   "$PY" "$SRC/tests/export/compare_kv_generate.py" "$work/$name.ort" "$work/$name.ours.npz" \
-    --prompt-len 16 --steps 32 --layers 4 --label "$name" --max-rel 1e-4
+    --prompt-len 16 --steps 32 --layers "$layers" --label "$name" --max-rel 1e-4
 }
 
 kvcache_part() {
@@ -242,26 +244,36 @@ assert sig(g.input) == want_in, f"inputs {sig(g.input)}"
 assert sig(g.output) == want_out, f"outputs {sig(g.output)}"
 print("inputs and outputs as ONNX Runtime GenAI names and lays them out")
 PYEOF
-  generate kv-fp32 "$work/tiny" "$work/kv/model.onnx" || fail=1
+  generate kv-fp32 "$work/tiny" "$work/kv/model.onnx" 4 || fail=1
   # A broken driver (every cached step at position 0) must be caught.
-  if generate kv-control "$work/tiny" "$work/kv/model.onnx" --control zero-positions >"$work/control.log" 2>&1; then
+  if generate kv-control "$work/tiny" "$work/kv/model.onnx" 4 --control zero-positions >"$work/control.log" 2>&1; then
     bad "the comparison passed a driver that feeds position 0 at every step"; cat "$work/control.log"
   elif ! grep -q "FAIL kv-control: ORT logits" "$work/control.log"; then
     bad "the zero-positions control failed for another reason"; cat "$work/control.log"
   else
     echo "ok: a driver feeding position 0 at every step is caught:"
-    grep "kv-control" "$work/control.log"
+    grep "kv-control" "$work/control.log" | sed 's/^/  (as intended) /'
   fi
   # Weight-only int8 (DequantizeLinear) and int4 (MatMulNBits) through the same path.
   convert "$tiny" -o "$work/tiny-int8" --quant int8 &&
     convert "$work/tiny-int8" -o "$work/kv-int8/model.onnx" --format onnx --onnx-kv-cache &&
-    { generate kv-int8 "$work/tiny-int8" "$work/kv-int8/model.onnx" || fail=1; }
+    { generate kv-int8 "$work/tiny-int8" "$work/kv-int8/model.onnx" 4 || fail=1; }
   convert "$tiny" -o "$work/tiny-int4" --quant int4 --group 32 &&
     convert "$work/tiny-int4" -o "$work/kv-int4/model.onnx" --format onnx --onnx-profile ort \
       --onnx-kv-cache -v &&
     { grep -q "int4: 29 MatMulNBits, 1 GatherBlockQuantized" "$OUT" ||
         { bad "int4 KV-cache export: expected 29 MatMulNBits and 1 GatherBlockQuantized"; cat "$OUT"; }; } &&
-    { generate kv-int4 "$work/tiny-int4" "$work/kv-int4/model.onnx" || fail=1; }
+    { generate kv-int4 "$work/tiny-int4" "$work/kv-int4/model.onnx" 4 || fail=1; }
+  # Qwen2 (q/k/v biases, rope_theta 1e6) and Mistral (head_dim 32 != hidden/heads):
+  # random 2-layer checkpoints straight to ONNX, against `slimpack run` of the checkpoint.
+  local t
+  for t in qwen2 mistral; do
+    mkdir -p "$work/rand-$t" "$work/kv-$t"
+    "$PY" "$SRC/tests/export/make_random_llama.py" "$work/rand-$t" "$tiny/tokenizer.json" "$t" ||
+      { bad "make_random_llama.py $t"; continue; }
+    convert "$work/rand-$t" -o "$work/kv-$t/model.onnx" --format onnx --onnx-kv-cache &&
+      { generate "kv-$t" "$work/rand-$t" "$work/kv-$t/model.onnx" 2 || fail=1; }
+  done
   # Refusals.
   local r="$work/refused/model.onnx"
   mkdir -p "$work/refused"

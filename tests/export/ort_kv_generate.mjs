@@ -13,6 +13,11 @@
 //   full_logits.npy     f32 [P + STEPS, vocab]: the same rows from the one-run recomputation
 //   cached_present.N.key|value.npy, full_present.N.key|value.npy: the last cache
 //                       of the stepwise run and the recomputation's
+//   padded_logits.npy   f32 [P - 2, vocab]: a batch of two, the prompt and the
+//                       prompt without its first 2 tokens left-padded by 2
+//                       (attention_mask 0, position_ids counting real tokens):
+//                       the padded row's real positions
+//   unpadded_logits.npy f32 [P - 2, vocab]: that shorter prompt alone
 // --control zero-positions feeds position 0 to every cached step (a broken
 // driver), so the test can show its comparison catches a wrong cache.
 // Usage: node ort_kv_generate.mjs MODEL --prompt PROMPT.npy --steps N --out-dir DIR
@@ -109,6 +114,19 @@ for (let k = 0; k < steps; ++k) {
 const cached = out;
 const full = (await step(tokens, 0, null)).out;
 
+// Left padding in a batch of two, empty past.
+const p = promptIds.length, pad = 2;
+const batchFeeds = {
+  input_ids: i64([...promptIds, 0, 0, ...promptIds.slice(pad)], [2, p]),
+  attention_mask: i64([...new Array(p).fill(1), 0, 0, ...new Array(p - pad).fill(1)], [2, p]),
+  position_ids: i64([...promptIds.map((_, i) => i), 0, 0, ...promptIds.slice(pad).map((_, i) => i)], [2, p]),
+};
+for (const [pastName] of pastNames) {
+  batchFeeds[pastName] = new ort.Tensor('float32', new Float32Array(0), [2, kvHeads, 0, headDim]);
+}
+const padded = (await session.run(batchFeeds)).logits.data.slice((p + pad) * vocab, 2 * p * vocab);
+const unpadded = (await step(promptIds.slice(pad), 0, null)).out.logits.data;
+
 fs.mkdirSync(opts['out-dir'], { recursive: true });
 const file = (name) => path.join(opts['out-dir'], name);
 writeNpy(file('tokens.npy'), { type: 'int64', dims: [1, tokens.length], data: BigInt64Array.from(tokens, BigInt) });
@@ -116,6 +134,8 @@ const flat = new Float32Array(rows.length * vocab);
 rows.forEach((row, r) => flat.set(row, r * vocab));
 writeNpy(file('cached_logits.npy'), { type: 'float32', dims: [rows.length, vocab], data: flat });
 writeNpy(file('full_logits.npy'), { type: 'float32', dims: [tokens.length, vocab], data: full.logits.data });
+writeNpy(file('padded_logits.npy'), { type: 'float32', dims: [p - pad, vocab], data: padded });
+writeNpy(file('unpadded_logits.npy'), { type: 'float32', dims: [p - pad, vocab], data: unpadded });
 for (const [, presentName] of pastNames) {
   writeNpy(file(`cached_${presentName}.npy`), cached[presentName]);
   writeNpy(file(`full_${presentName}.npy`), full[presentName]);
