@@ -219,7 +219,7 @@ generate() {
 
 kvcache_part() {
   convert "$tiny" -o "$work/tiny" || return
-  mkdir -p "$work/kv" "$work/kv-int8" "$work/kv-int4"
+  mkdir -p "$work/kv" "$work/kv-int8" "$work/kv-int4" "$work/nocache"
   convert "$work/tiny" -o "$work/kv/model.onnx" --format onnx --onnx-kv-cache || return
   local f
   for f in config.json tokenizer.json; do
@@ -254,6 +254,16 @@ PYEOF
     echo "ok: a driver feeding position 0 at every step is caught:"
     grep "kv-control" "$work/control.log" | sed 's/^/  (as intended) /'
   fi
+  # The driver names what is missing: config.json beside the model, cache inputs.
+  convert "$work/tiny" -o "$work/nocache/model.onnx" --format onnx
+  node "$work/ort/ort_kv_generate.mjs" "$work/nocache/model.onnx" --prompt "$work/kv_prompt.npy" \
+    --out-dir "$work/nocache.ort" >"$OUT" 2>&1 && bad "the driver ran without config.json"
+  says "$work/nocache/config.json: missing (the export writes it beside the model)" "driver without config.json"
+  cp "$tiny/config.json" "$work/nocache/"
+  node "$work/ort/ort_kv_generate.mjs" "$work/nocache/model.onnx" --prompt "$work/kv_prompt.npy" \
+    --out-dir "$work/nocache.ort" >"$OUT" 2>&1 && bad "the driver ran a model without a cache"
+  says "$work/nocache/model.onnx: inputs [input_ids], expected [input_ids,attention_mask,position_ids,past_key_values.0.key" \
+    "driver on a model without a cache"
   # Weight-only int8 (DequantizeLinear) and int4 (MatMulNBits) through the same path.
   convert "$tiny" -o "$work/tiny-int8" --quant int8 &&
     convert "$work/tiny-int8" -o "$work/kv-int8/model.onnx" --format onnx --onnx-kv-cache &&

@@ -103,7 +103,9 @@ const promptIds = Array.from(prompt.data, Number);
 const steps = Number(opts.steps);
 const rows = [];
 const tokens = [...promptIds];
+const t0 = performance.now();
 let { out, vocab } = await step(promptIds, 0, null);
+const t1 = performance.now();
 for (let r = 0; r < promptIds.length; ++r) rows.push(out.logits.data.slice(r * vocab, (r + 1) * vocab));
 for (let k = 0; k < steps; ++k) {
   const next = argmax(rows[rows.length - 1]);
@@ -111,6 +113,7 @@ for (let k = 0; k < steps; ++k) {
   ({ out } = await step([next], tokens.length - 1, out));
   rows.push(out.logits.data.slice(0, vocab));
 }
+const t2 = performance.now();
 const cached = out;
 const full = (await step(tokens, 0, null)).out;
 
@@ -140,4 +143,5 @@ for (const [, presentName] of pastNames) {
   writeNpy(file(`cached_${presentName}.npy`), cached[presentName]);
   writeNpy(file(`full_${presentName}.npy`), full[presentName]);
 }
-console.log(`prompt ${promptIds.length} tokens, ${steps} greedy steps with the cache: ${tokens.slice(promptIds.length)}`);
+console.log(`prompt ${promptIds.length} tokens (${(t1 - t0).toFixed(2)} ms), ${steps} greedy steps with the ` +
+  `cache (${((t2 - t1) / steps).toFixed(2)} ms/token, 1 thread): ${tokens.slice(promptIds.length)}`);
