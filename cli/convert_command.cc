@@ -162,6 +162,7 @@ int RunConvertOnnx(const ConvertOptions& options) {
                   ? ""
                   : (" + " + support::FormatBytes(done->data_bytes) + " in " + done->data_file).c_str(),
               seconds);
+  for (const std::string& f : done->carried_written) std::printf("wrote %s\n", f.c_str());
   return kExitOk;
 }
 

@@ -89,6 +89,10 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
   convert_cmd->add_flag("--onnx-external-data", o.onnx_external_data,
                         "--format onnx: tensors of 1 KiB or more in <model stem>.data beside the "
                         "model (always above 2 GiB), 64-byte aligned");
+  convert_cmd->add_flag("--onnx-kv-cache", o.onnx_kv_cache,
+                        "--format onnx, HF decoders: with a KV cache in ONNX Runtime GenAI's layout "
+                        "(input_ids, attention_mask, position_ids, past_key_values.N.key/value -> "
+                        "logits, present.N.key/value), the tokenizer and config files beside the model");
   convert_cmd->add_option("--dtype", o.dtype,
                           "Store f32/f16/bf16 weights as this type (default: keep)")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));

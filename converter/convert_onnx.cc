@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <map>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -10,7 +12,9 @@
 #include "formats/shard/reader/artifact_reader.h"
 #include "hf/llama_graph_builder.h"
 #include "passes/pipeline.h"
+#include "support/atomic_file.h"
 #include "support/output_path.h"
+#include "support/small_file.h"
 #include "support/status_macros.h"
 
 namespace slimpack::converter {
@@ -97,7 +101,7 @@ absl::Status CheckOutputs(const OnnxConvertRequest& r, const std::vector<std::st
 }
 
 // The model to export: the artifact as stored, or the input after the
-// stages; decoder checkpoints as their graph.
+// stages; decoder checkpoints as their graph (with its KV cache on request).
 absl::StatusOr<ir::Model> LoadAndConvert(const OnnxConvertRequest& r) {
   ir::Model model;
   const std::function<void(const std::string&)>& log = r.convert.stages.log;
@@ -111,11 +115,21 @@ absl::StatusOr<ir::Model> LoadAndConvert(const OnnxConvertRequest& r) {
     ASSIGN_OR_RETURN(StageResult staged, RunConvertStages(model, r.convert.stages));
     (void)staged;
   }
-  if (!ir::IsDecoderCheckpoint(model.source_format)) return model;
+  if (!ir::IsDecoderCheckpoint(model.source_format)) {
+    if (r.kv_cache) {
+      return absl::InvalidArgumentError(
+          "--onnx-kv-cache: '" + r.convert.input +
+          "' is not a Hugging Face decoder checkpoint (safetensors with config.json, a GGUF "
+          "decoder, or an artifact of one); only decoders have a KV cache");
+    }
+    return model;
+  }
   std::vector<std::string> inputs = model.input_files;
   inputs.insert(inputs.end(), model.carried_files.begin(), model.carried_files.end());
   inputs.push_back(model.source_path);
-  ASSIGN_OR_RETURN(ir::Model graph, hf::BuildDecoderGraph(model));
+  hf::DecoderGraphOptions graph_options;
+  graph_options.kv_cache = r.kv_cache;
+  ASSIGN_OR_RETURN(ir::Model graph, hf::BuildDecoderGraph(model, graph_options));
   if (graph.input_files.empty()) graph.input_files = inputs;
   if (r.explicit_passes) {
     // The stages ran them over the checkpoint, which has no nodes yet.
@@ -131,6 +145,75 @@ absl::StatusOr<ir::Model> LoadAndConvert(const OnnxConvertRequest& r) {
     }
   }
   return graph;
+}
+
+// A file the model carries (tokenizer, config), to be written beside the
+// exported model: from `source`, or `bytes` when the stages rewrote it
+// (ir::Model::carried_overrides, e.g. a pruned config.json).
+struct CarriedOutput {
+  std::string dest;
+  std::string source;        // "" for in-memory bytes
+  const std::string* bytes;  // nullptr to copy `source`
+};
+
+absl::StatusOr<std::vector<CarriedOutput>> PlanCarriedOutputs(const ir::Model& model,
+                                                              const std::string& output) {
+  const std::string normalized = support::NormalizeOutputPath(output);
+  const std::string dir = support::ParentDirectory(normalized);
+  std::map<std::string, CarriedOutput> by_name;
+  for (const std::string& path : model.carried_files) {
+    const std::string name = path.substr(path.rfind('/') + 1);
+    auto over = model.carried_overrides.find(name);
+    by_name[name] = {dir + "/" + name, path,
+                     over == model.carried_overrides.end() ? nullptr : &over->second};
+  }
+  for (const auto& [name, bytes] : model.carried_overrides) {
+    if (by_name.count(name) == 0) by_name[name] = {dir + "/" + name, "", &bytes};
+  }
+  std::vector<CarriedOutput> out;
+  for (auto& [name, c] : by_name) {
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos) {
+      return absl::InvalidArgumentError("carried file '" + name +
+                                        "': not a file name to write beside the model");
+    }
+    if (name == support::BaseName(normalized) ||
+        name == support::BaseName(DataFilePath(normalized))) {
+      return absl::InvalidArgumentError(
+          "-o '" + output + "': the model carries a file of the same name ('" + name +
+          "', written beside the model with --onnx-kv-cache); choose another model file name");
+    }
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+// The output rules for each carried file: an existing one is replaced only
+// with --force, and none is an input.
+absl::Status CheckCarriedOutputs(const std::vector<CarriedOutput>& carried, bool force,
+                                 const std::vector<std::string>& inputs) {
+  const support::OutputKind kind{"a file to replace without --force",
+                                 [](const std::string&) { return false; }};
+  for (const CarriedOutput& c : carried) {
+    absl::Status s = support::PreflightOutputFile(c.dest, force, kind).status();
+    if (s.ok()) s = support::CheckOutputIsNotAnInput(inputs, c.dest, "the carried file");
+    if (!s.ok()) return Annotate(s, "--onnx-kv-cache writes the model's carried files beside it");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteCarriedOutputs(const std::vector<CarriedOutput>& carried) {
+  for (const CarriedOutput& c : carried) {
+    std::string copied;
+    const std::string* bytes = c.bytes;
+    if (bytes == nullptr) {
+      ASSIGN_OR_RETURN(copied, support::ReadSmallFile(c.source, support::kMaxSideFileBytes));
+      bytes = &copied;
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<AtomicFile> file, AtomicFile::Create(c.dest));
+    RETURN_IF_ERROR(file->Write(bytes->data(), bytes->size()));
+    RETURN_IF_ERROR(file->Commit());
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -171,6 +254,7 @@ absl::StatusOr<OnnxConvertRequest> BuildOnnxConvertRequest(const ConvertFlags& f
     r.options.quant_format = *q;
   }
   r.external_data = flags.onnx_external_data;
+  r.kv_cache = flags.onnx_kv_cache;
   return r;
 }
 
@@ -182,6 +266,11 @@ absl::StatusOr<OnnxConvertResult> ConvertToOnnx(const OnnxConvertRequest& reques
   inputs.insert(inputs.end(), model.carried_files.begin(), model.carried_files.end());
   inputs.push_back(request.convert.input);
   RETURN_IF_ERROR(CheckOutputs(request, inputs));
+  std::vector<CarriedOutput> carried;
+  if (request.kv_cache) {
+    ASSIGN_OR_RETURN(carried, PlanCarriedOutputs(model, request.convert.output));
+    RETURN_IF_ERROR(CheckCarriedOutputs(carried, request.convert.force, inputs));
+  }
 
   onnx_export::OnnxExportOptions options = request.options;
   // Decoder graphs compute in f32 over f16/bf16 checkpoint weights.
@@ -203,6 +292,8 @@ absl::StatusOr<OnnxConvertResult> ConvertToOnnx(const OnnxConvertRequest& reques
     result.data_file = data;
     result.data_bytes = FileBytes(data);
   }
+  RETURN_IF_ERROR(WriteCarriedOutputs(carried));
+  for (const CarriedOutput& c : carried) result.carried_written.push_back(c.dest);
   return result;
 }
 

@@ -282,6 +282,7 @@ absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& given) {
     const char* onnx_only = !flags.onnx_profile.empty()        ? "--onnx-profile"
                             : !flags.onnx_quant_format.empty() ? "--onnx-quant-format"
                             : flags.onnx_external_data         ? "--onnx-external-data"
+                            : flags.onnx_kv_cache              ? "--onnx-kv-cache"
                                                                : nullptr;
     if (onnx_only != nullptr) return Usage(onnx_only, "applies to --format onnx only");
   }

@@ -84,6 +84,9 @@ struct ConvertFlags {
   std::string onnx_profile;
   std::string onnx_quant_format;
   bool onnx_external_data = false;
+  // --onnx-kv-cache: an HF decoder with past_key_values / present (hf/
+  // llama_graph_builder.h) and its tokenizer/config files beside the model.
+  bool onnx_kv_cache = false;
 };
 
 struct ConvertRequest {

@@ -30,8 +30,12 @@ constexpr int64_t kOpset = 17;
 
 class DecoderBuilder {
  public:
-  DecoderBuilder(const ir::Model& checkpoint, ir::Model& out)
-      : ckpt_(checkpoint), arch_(*checkpoint.architecture), g_(out.graph), e_(out.graph) {}
+  DecoderBuilder(const ir::Model& checkpoint, const DecoderGraphOptions& options, ir::Model& out)
+      : ckpt_(checkpoint),
+        arch_(*checkpoint.architecture),
+        kv_cache_(options.kv_cache),
+        g_(out.graph),
+        e_(out.graph) {}
 
   absl::Status Build() {
     ASSIGN_OR_RETURN(sizes_, ReadLayerSizes(arch_, ckpt_.source_path));
@@ -42,6 +46,7 @@ class DecoderBuilder {
     g_.outputs.push_back({kLogits, ir::DType::kF32,
                           ir::Shape({ir::Dim::Symbolic("batch"), ir::Dim::Symbolic("seq"),
                                      ir::Dim::Static(vocab)})});
+    if (kv_cache_) AddCacheInputsAndOutputs();
     e_.SetScope("model.embed_tokens");
     ASSIGN_OR_RETURN(std::string embed, Weight("model.embed_tokens.weight", {vocab, hidden}));
     BuildPositionalValues();
@@ -67,19 +72,47 @@ class DecoderBuilder {
   }
 
  private:
-  // Shape-derived values shared by every layer: [B, S], RoPE cos/sin [S, D]
-  // and the causal mask [S, S] (0 on and below the diagonal, -inf above).
+  // Graph inputs attention_mask, position_ids and past_key_values.*, and
+  // outputs present.* (produced by Attention's Concat).
+  void AddCacheInputsAndOutputs() {
+    const ir::Dim batch = ir::Dim::Symbolic("batch");
+    g_.inputs.push_back({kAttentionMask, ir::DType::kI64,
+                         ir::Shape({batch, ir::Dim::Symbolic("total_seq")})});
+    g_.inputs.push_back({kPositionIds, ir::DType::kI64,
+                         ir::Shape({batch, ir::Dim::Symbolic("seq")})});
+    for (int64_t l = 0; l < arch_.num_layers; ++l) {
+      const ir::Dim kv = ir::Dim::Static(sizes_[l].num_kv_heads);
+      const ir::Dim d = ir::Dim::Static(arch_.head_dim);
+      for (bool key : {true, false}) {
+        g_.inputs.push_back({PastName(l, key), ir::DType::kF32,
+                             ir::Shape({batch, kv, ir::Dim::Symbolic("past_seq"), d})});
+        g_.outputs.push_back({PresentName(l, key), ir::DType::kF32,
+                              ir::Shape({batch, kv, ir::Dim::Symbolic("total_seq"), d})});
+      }
+    }
+  }
+
+  // Shape-derived values shared by every layer: [B, S], RoPE cos/sin and the
+  // causal mask. Without a cache: cos/sin [S, D] at positions 0..S-1, mask
+  // [S, S] (0 on and below the diagonal, -inf above). With one: cos/sin
+  // [B, 1, S, D] at position_ids, mask [B, 1, S, T] (CausalCacheMask).
   void BuildPositionalValues() {
     const int64_t d = arch_.head_dim;
     e_.SetScope("model.rotary_emb");
     batch_seq_ = e_.Op("Shape", {kInputIds});
     const std::string seq_1d = e_.Op(
         "Slice", {batch_seq_, e_.ConstI64("one", {1}, {1}), e_.ConstI64("two", {1}, {2})});
-    const std::string seq = e_.Op("Squeeze", {seq_1d, e_.ConstI64("axis0", {1}, {0})});
-    const std::string seq_f = e_.Op("Cast", {seq}, {{"to", Attribute::Int(1)}});  // FLOAT
-    const std::string pos = e_.Op(
-        "Range", {e_.ConstF32("zero_f", {}, {0.f}), seq_f, e_.ConstF32("one_f", {}, {1.f})});
-    const std::string pos_col = e_.Op("Unsqueeze", {pos, e_.ConstI64("axis1", {1}, {1})});
+    std::string pos_col;  // positions with a trailing axis of 1
+    if (kv_cache_) {
+      const std::string pos = e_.Op("Cast", {kPositionIds}, {{"to", Attribute::Int(1)}});
+      pos_col = e_.Op("Unsqueeze", {pos, e_.ConstI64("axis2", {1}, {2})});  // [B, S, 1]
+    } else {
+      const std::string seq = e_.Op("Squeeze", {seq_1d, e_.ConstI64("axis0", {1}, {0})});
+      const std::string seq_f = e_.Op("Cast", {seq}, {{"to", Attribute::Int(1)}});  // FLOAT
+      const std::string pos = e_.Op(
+          "Range", {e_.ConstF32("zero_f", {}, {0.f}), seq_f, e_.ConstF32("one_f", {}, {1.f})});
+      pos_col = e_.Op("Unsqueeze", {pos, e_.ConstI64("axis1", {1}, {1})});  // [S, 1]
+    }
     // inv_freq as HF computes it in f32, duplicated: emb = cat(freqs, freqs).
     std::vector<float> inv(d);
     for (int64_t i = 0; i < d / 2; ++i) {
@@ -90,6 +123,14 @@ class DecoderBuilder {
     const std::string freqs = e_.Op("Mul", {pos_col, e_.ConstF32("inv_freq", {d}, inv)});
     cos_ = e_.Op("Cos", {freqs});
     sin_ = e_.Op("Sin", {freqs});
+    if (kv_cache_) {
+      // [B, S, D] -> [B, 1, S, D]: one row of angles per batch row, shared by the heads.
+      cos_ = e_.Op("Unsqueeze", {cos_, e_.ConstI64("axis1", {1}, {1})});
+      sin_ = e_.Op("Unsqueeze", {sin_, e_.ConstI64("axis1", {1}, {1})});
+      e_.SetScope("model.causal_mask");
+      mask_ = CausalCacheMask(seq_1d);
+      return;
+    }
     e_.SetScope("model.causal_mask");
     const std::string ss = e_.Op("Concat", {seq_1d, seq_1d}, {{"axis", Attribute::Int(0)}});
     ir::Tensor neg_inf;
@@ -104,11 +145,45 @@ class DecoderBuilder {
     mask_ = e_.Op("Trilu", {full, e_.ConstI64("k_one", {}, {1})}, {{"upper", Attribute::Int(1)}});
   }
 
+  // The additive mask [B, 1, S, T] of S new queries at positions
+  // P..T-1 (P = T - S past tokens) over T keys: -inf where key j is in the
+  // query's future (j > P + i: Trilu upper from diagonal P + 1), the lowest
+  // float where attention_mask[b, j] is 0, else 0. T is attention_mask's
+  // length, as in ONNX Runtime GenAI.
+  std::string CausalCacheMask(const std::string& seq_1d) {
+    const std::string total_1d =
+        e_.Op("Slice", {e_.Op("Shape", {kAttentionMask}), e_.ConstI64("one", {1}, {1}),
+                        e_.ConstI64("two", {1}, {2})});
+    const std::string st = e_.Op("Concat", {seq_1d, total_1d}, {{"axis", Attribute::Int(0)}});
+    ir::Tensor fill;
+    fill.name = "value";
+    fill.dtype = ir::DType::kF32;
+    fill.dims = {1};
+    const float ninf = -std::numeric_limits<float>::infinity();
+    fill.data = ir::TensorData::Owned(std::vector<uint8_t>(
+        reinterpret_cast<const uint8_t*>(&ninf), reinterpret_cast<const uint8_t*>(&ninf + 1)));
+    const std::string full =
+        e_.Op("ConstantOfShape", {st}, {{"value", Attribute::TensorValue(std::move(fill))}});
+    const std::string past_plus_one =
+        e_.Op("Add", {e_.Op("Sub", {total_1d, seq_1d}), e_.ConstI64("one", {1}, {1})});
+    const std::string k = e_.Op("Squeeze", {past_plus_one, e_.ConstI64("axis0", {1}, {0})});
+    const std::string causal = e_.Op("Trilu", {full, k}, {{"upper", Attribute::Int(1)}});
+    // Padding takes the lowest finite float, as HF's masks do, not -inf: a
+    // padded query (all its keys padding) then gets finite scores instead
+    // of a NaN row that would reach the real rows through the next layer.
+    const std::string keep = e_.Op("Cast", {kAttentionMask}, {{"to", Attribute::Int(9)}});  // BOOL
+    const std::string pad = e_.Op(
+        "Where", {keep, e_.ConstF32("zero_f", {}, {0.f}),
+                  e_.ConstF32("lowest_f", {}, {std::numeric_limits<float>::lowest()})});  // [B, T]
+    const std::string pad4 = e_.Op("Unsqueeze", {pad, e_.ConstI64("axes12", {2}, {1, 2})});
+    return e_.Op("Add", {causal, pad4});
+  }
+
   absl::StatusOr<std::string> Layer(int64_t l, const std::string& x) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     e_.SetScope(p + "input_layernorm");
     ASSIGN_OR_RETURN(std::string h, RmsNorm(x, p + "input_layernorm.weight"));
-    ASSIGN_OR_RETURN(std::string attn, Attention(p + "self_attn.", h, sizes_[l]));
+    ASSIGN_OR_RETURN(std::string attn, Attention(l, p + "self_attn.", h, sizes_[l]));
     e_.SetScope(p + "self_attn");
     const std::string x1 = e_.Op("Add", {x, attn});
     e_.SetScope(p + "post_attention_layernorm");
@@ -171,8 +246,11 @@ class DecoderBuilder {
     return base + "_h" + std::to_string(nh) + "_kv" + std::to_string(nkv);
   }
 
-  absl::StatusOr<std::string> Attention(const std::string& p, const std::string& h,
-                                        const LayerSizes& sizes) {
+  // With a cache, K and V [B, KV, S, D] are appended to the layer's past
+  // (present = Concat(past, new) on the sequence axis) and attention runs
+  // over the T = past + S keys; the shapes below hold with S or T keys.
+  absl::StatusOr<std::string> Attention(int64_t layer, const std::string& p,
+                                        const std::string& h, const LayerSizes& sizes) {
     const int64_t hid = arch_.hidden_size, d = arch_.head_dim;
     const int64_t nh = sizes.num_heads, nkv = sizes.num_kv_heads;
     const bool qwen2 = arch_.model_type == "qwen2";
@@ -186,6 +264,12 @@ class DecoderBuilder {
     ASSIGN_OR_RETURN(std::string v, Linear(p + "v_proj", h, nkv * d, hid, has_bias("v_proj")));
     v = SplitHeads(v, nkv);
     e_.SetScope(p.substr(0, p.size() - 1));
+    if (kv_cache_) {
+      k = e_.Op("Concat", {PastName(layer, true), k}, {{"axis", Attribute::Int(2)}});
+      k = e_.NameLastOutput(PresentName(layer, true));
+      v = e_.Op("Concat", {PastName(layer, false), v}, {{"axis", Attribute::Int(2)}});
+      v = e_.NameLastOutput(PresentName(layer, false));
+    }
     const std::string grouped = e_.ConstI64(Keyed("kv_groups", nh, nkv), {4}, {0, nkv, -1, d});
     const std::string by_head = e_.ConstI64(Keyed("heads_rows", nh, nkv), {4}, {0, nh, -1, 0});
     const std::string kv_rows = e_.ConstI64(Keyed("kv_rows", nh, nkv), {4}, {0, nkv, -1, 0});
@@ -258,6 +342,7 @@ class DecoderBuilder {
 
   const ir::Model& ckpt_;
   const ir::ArchitectureInfo& arch_;
+  const bool kv_cache_;
   ir::Graph& g_;
   GraphEmitter e_;
   std::string batch_seq_, cos_, sin_, mask_;
@@ -289,7 +374,16 @@ absl::Status CheckArchitecture(const ir::Model& m) {
 
 std::vector<std::string> SupportedModelTypes() { return {"llama", "mistral", "qwen2"}; }
 
-absl::StatusOr<ir::Model> BuildDecoderGraph(const ir::Model& checkpoint) {
+std::string PastName(int64_t layer, bool key) {
+  return "past_key_values." + std::to_string(layer) + (key ? ".key" : ".value");
+}
+
+std::string PresentName(int64_t layer, bool key) {
+  return "present." + std::to_string(layer) + (key ? ".key" : ".value");
+}
+
+absl::StatusOr<ir::Model> BuildDecoderGraph(const ir::Model& checkpoint,
+                                            const DecoderGraphOptions& options) {
   RETURN_IF_ERROR(CheckArchitecture(checkpoint));
   ir::Model out;
   out.source_format = checkpoint.source_format;
@@ -304,7 +398,7 @@ absl::StatusOr<ir::Model> BuildDecoderGraph(const ir::Model& checkpoint) {
   out.metadata_props = checkpoint.metadata_props;
   out.warnings = checkpoint.warnings;
   RETURN_IF_ERROR(CheckUnsupportedOptions(checkpoint, out.warnings));
-  DecoderBuilder builder(checkpoint, out);
+  DecoderBuilder builder(checkpoint, options, out);
   RETURN_IF_ERROR(builder.Build());
   size_t unused = 0;
   std::string example;

@@ -15,6 +15,20 @@ namespace slimpack::hf {
 // Graph input and output names.
 inline constexpr char kInputIds[] = "input_ids";  // i64 [batch, seq]
 inline constexpr char kLogits[] = "logits";       // f32 [batch, seq, vocab]
+// With a KV cache (DecoderGraphOptions::kv_cache), the names and layout ONNX
+// Runtime GenAI's model builder uses (HF's past_key_values / present):
+inline constexpr char kAttentionMask[] = "attention_mask";  // i64 [batch, total_seq]
+inline constexpr char kPositionIds[] = "position_ids";      // i64 [batch, seq]
+// "past_key_values.<layer>.key|value": f32 [batch, kv_heads, past_seq, head_dim];
+// "present.<layer>.key|value": f32 [batch, kv_heads, total_seq, head_dim].
+std::string PastName(int64_t layer, bool key);
+std::string PresentName(int64_t layer, bool key);
+
+struct DecoderGraphOptions {
+  // Adds attention_mask, position_ids and the per-layer past keys/values as
+  // inputs and the present ones as outputs (see BuildDecoderGraph).
+  bool kv_cache = false;
+};
 
 // model_type values BuildDecoderGraph accepts.
 std::vector<std::string> SupportedModelTypes();
@@ -50,7 +64,17 @@ std::vector<std::string> SupportedModelTypes();
 // config option the graph does not implement (see config_checks.h: rope
 // scaling, non-silu activation, MLP/o_proj biases). A configured sliding
 // window only adds a warning.
-absl::StatusOr<ir::Model> BuildDecoderGraph(const ir::Model& checkpoint);
+//
+// With options.kv_cache the graph takes the cache as ONNX Runtime GenAI's
+// decoders do: RoPE at position_ids (not 0..seq-1), each layer's roped K and
+// its V appended to past along the sequence axis (present = concat(past,
+// new), total_seq = past_seq + seq), and the queries at positions
+// past_seq..total_seq-1 masked causally against the total_seq keys and by
+// attention_mask (0 = padding: a key no real query attends; left padding
+// takes position_ids counting real tokens, as GenAI feeds them). Logits are those of
+// the seq new tokens only. Past and present are f32 whatever the weights.
+absl::StatusOr<ir::Model> BuildDecoderGraph(const ir::Model& checkpoint,
+                                            const DecoderGraphOptions& options = {});
 
 }  // namespace slimpack::hf
 

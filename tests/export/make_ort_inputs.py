@@ -4,6 +4,7 @@
   digits_eval.npz     input = the 450 held-out digits images [450,1,8,8]
   digits_labels.npy   their labels
   llama_tokens.npz    input_ids = 4 x 32 tokens of the tiny-llama eval set
+  kv_prompt.npy       the first 16 tokens of its first eval row [1, 16] (BOS first)
   <fixture>.npz       each tests/testdata/models fixture's reference input
                       (inputs.<name> of <fixture>.io.safetensors)
 
@@ -40,6 +41,7 @@ def main():
     np.save(out + "/digits_labels.npy", digits["labels"].astype(np.int64))
     ids = np.load(src + "/examples/tiny-llama/eval_tokens.npy").reshape(-1)[:4 * 32]
     np.savez(out + "/llama_tokens.npz", input_ids=ids.astype(np.int64).reshape(4, 32))
+    np.save(out + "/kv_prompt.npy", ids[:16].astype(np.int64).reshape(1, 16))
     for fixture in ("torch_mlp", "torch_encoder_block", "torch_llama_block", "paddle_style",
                     "paddle_hardswish_ln"):
         io = read_safetensors(f"{src}/tests/testdata/models/{fixture}.io.safetensors")

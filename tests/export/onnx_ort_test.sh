@@ -11,8 +11,18 @@
 #   w8a8   the digits CNN's static W8A8 as QDQ and as QOperator, and an
 #          opset-12 fixture as QOperator: within one output quantization step,
 #          top-1 equal on all 450 held-out digits;
-#   refusals  what cannot be exported is refused with its name, no file left.
-# usage: onnx_ort_test.sh SLIMPACK SOURCE_DIR ORACLE_DIR float|w8a8|refusals
+#   refusals  what cannot be exported is refused with its name, no file left;
+#   kvcache  the tiny-llama with --onnx-kv-cache (f32, int8, int4; random
+#          qwen2 and mistral checkpoints in f32): ORT runs a
+#          16-token prompt then 32 greedy steps feeding present.* back as
+#          past_key_values.* (tests/export/ort_kv_generate.mjs); every step's
+#          logits within 1e-4 relative of `slimpack run` over the whole
+#          sequence, slimpack's arg-max equal to ORT's 32 tokens, ORT's
+#          no-cache recomputation equal to its cached steps, a left-padded
+#          prompt in a batch of two equal to it alone; the carried
+#          tokenizer/config files byte for byte; a broken driver (position 0
+#          at every step) caught; bad flags and outputs refused.
+# usage: onnx_ort_test.sh SLIMPACK SOURCE_DIR ORACLE_DIR float|w8a8|refusals|kvcache
 set -u
 SLIMPACK="$1"; SRC="$2"; ORACLE="$3"; PART="$4"
 PY=/usr/bin/python3
@@ -29,7 +39,8 @@ OUT="$work/out.log"
 source "$SRC/tests/testing/cli_lib.sh"
 # The ORT scripts resolve onnxruntime-node beside themselves.
 mkdir "$work/ort"
-cp "$SRC"/bench/ort/ort_run.mjs "$SRC"/bench/ort/common.mjs "$SRC"/bench/ort/npy.mjs "$work/ort/"
+cp "$SRC"/bench/ort/ort_run.mjs "$SRC"/bench/ort/common.mjs "$SRC"/bench/ort/npy.mjs \
+  "$SRC"/tests/export/ort_kv_generate.mjs "$work/ort/"
 ln -s "$ORACLE/node_modules" "$work/ort/node_modules"
 "$PY" "$SRC/tests/export/make_ort_inputs.py" "$SRC" "$work" || exit 1
 
@@ -190,10 +201,120 @@ refusals_part() {
   says "is the input" "output is input"
 }
 
+# generate NAME REFERENCE MODEL.onnx LAYERS [--control ...]: ORT generates
+# with the cache from kv_prompt.npy; slimpack runs REFERENCE over ORT's sequence.
+generate() {
+  local name="$1" ref="$2" model="$3" layers="$4"
+  shift 4
+  node "$work/ort/ort_kv_generate.mjs" "$model" --prompt "$work/kv_prompt.npy" --steps 32 \
+      --out-dir "$work/$name.ort" "$@" >"$OUT" 2>&1 ||
+    { bad "ONNX Runtime could not generate with $model"; cat "$OUT"; return 1; }
+  cat "$OUT"
+  "$PY" -c 'import sys, numpy as np; np.savez(sys.argv[2], input_ids=np.load(sys.argv[1]))' \
+    "$work/$name.ort/tokens.npy" "$work/$name.seq.npz" || { bad "$name: no tokens"; return 1; }
+  run_ours "$ref" "$work/$name.seq.npz" "$work/$name.ours.npz" || return 1
+  "$PY" "$SRC/tests/export/compare_kv_generate.py" "$work/$name.ort" "$work/$name.ours.npz" \
+    --prompt-len 16 --steps 32 --layers "$layers" --label "$name" --max-rel 1e-4
+}
+
+kvcache_part() {
+  convert "$tiny" -o "$work/tiny" || return
+  mkdir -p "$work/kv" "$work/kv-int8" "$work/kv-int4" "$work/nocache"
+  convert "$work/tiny" -o "$work/kv/model.onnx" --format onnx --onnx-kv-cache || return
+  local f
+  for f in config.json tokenizer.json; do
+    grep -q "^wrote $work/kv/$f\$" "$OUT" || { bad "convert did not report writing $f"; cat "$OUT"; }
+    cmp -s "$tiny/$f" "$work/kv/$f" || bad "$work/kv/$f is not the model's $f byte for byte"
+  done
+  "$PY" - "$work/kv/model.onnx" >"$OUT" 2>&1 <<'PYEOF' || { bad "KV-cache inputs/outputs"; cat "$OUT"; }
+import sys, onnx
+g = onnx.load(sys.argv[1]).graph
+def sig(values):
+    return [(v.name, v.type.tensor_type.elem_type,
+             [d.dim_param or d.dim_value for d in v.type.tensor_type.shape.dim]) for v in values]
+I64, F32 = onnx.TensorProto.INT64, onnx.TensorProto.FLOAT
+want_in = [("input_ids", I64, ["batch", "seq"]), ("attention_mask", I64, ["batch", "total_seq"]),
+           ("position_ids", I64, ["batch", "seq"])]
+want_out = [("logits", F32, ["batch", "seq", 258])]
+for l in range(4):
+    for kind in ("key", "value"):
+        want_in.append((f"past_key_values.{l}.{kind}", F32, ["batch", 2, "past_seq", 32]))
+        want_out.append((f"present.{l}.{kind}", F32, ["batch", 2, "total_seq", 32]))
+assert sig(g.input) == want_in, f"inputs {sig(g.input)}"
+assert sig(g.output) == want_out, f"outputs {sig(g.output)}"
+print("inputs and outputs as ONNX Runtime GenAI names and lays them out")
+PYEOF
+  generate kv-fp32 "$work/tiny" "$work/kv/model.onnx" 4 || fail=1
+  # A broken driver (every cached step at position 0) must be caught.
+  if generate kv-control "$work/tiny" "$work/kv/model.onnx" 4 --control zero-positions >"$work/control.log" 2>&1; then
+    bad "the comparison passed a driver that feeds position 0 at every step"; cat "$work/control.log"
+  elif ! grep -q "FAIL kv-control: ORT logits" "$work/control.log"; then
+    bad "the zero-positions control failed for another reason"; cat "$work/control.log"
+  else
+    echo "ok: a driver feeding position 0 at every step is caught:"
+    grep "kv-control" "$work/control.log" | sed 's/^/  (as intended) /'
+  fi
+  # The driver names what is missing: config.json beside the model, cache inputs.
+  convert "$work/tiny" -o "$work/nocache/model.onnx" --format onnx
+  node "$work/ort/ort_kv_generate.mjs" "$work/nocache/model.onnx" --prompt "$work/kv_prompt.npy" \
+    --out-dir "$work/nocache.ort" >"$OUT" 2>&1 && bad "the driver ran without config.json"
+  says "$work/nocache/config.json: missing (the export writes it beside the model)" "driver without config.json"
+  cp "$tiny/config.json" "$work/nocache/"
+  node "$work/ort/ort_kv_generate.mjs" "$work/nocache/model.onnx" --prompt "$work/kv_prompt.npy" \
+    --out-dir "$work/nocache.ort" >"$OUT" 2>&1 && bad "the driver ran a model without a cache"
+  says "$work/nocache/model.onnx: inputs [input_ids], expected [input_ids,attention_mask,position_ids,past_key_values.0.key" \
+    "driver on a model without a cache"
+  # Weight-only int8 (DequantizeLinear) and int4 (MatMulNBits) through the same path.
+  convert "$tiny" -o "$work/tiny-int8" --quant int8 &&
+    convert "$work/tiny-int8" -o "$work/kv-int8/model.onnx" --format onnx --onnx-kv-cache &&
+    { generate kv-int8 "$work/tiny-int8" "$work/kv-int8/model.onnx" 4 || fail=1; }
+  convert "$tiny" -o "$work/tiny-int4" --quant int4 --group 32 &&
+    convert "$work/tiny-int4" -o "$work/kv-int4/model.onnx" --format onnx --onnx-profile ort \
+      --onnx-kv-cache -v &&
+    { grep -q "int4: 29 MatMulNBits, 1 GatherBlockQuantized" "$OUT" ||
+        { bad "int4 KV-cache export: expected 29 MatMulNBits and 1 GatherBlockQuantized"; cat "$OUT"; }; } &&
+    { generate kv-int4 "$work/tiny-int4" "$work/kv-int4/model.onnx" 4 || fail=1; }
+  # Qwen2 (q/k/v biases, rope_theta 1e6) and Mistral (head_dim 32 != hidden/heads):
+  # random 2-layer checkpoints straight to ONNX, against `slimpack run` of the checkpoint.
+  local t
+  for t in qwen2 mistral; do
+    mkdir -p "$work/rand-$t" "$work/kv-$t"
+    "$PY" "$SRC/tests/export/make_random_llama.py" "$work/rand-$t" "$tiny/tokenizer.json" "$t" ||
+      { bad "make_random_llama.py $t"; continue; }
+    convert "$work/rand-$t" -o "$work/kv-$t/model.onnx" --format onnx --onnx-kv-cache &&
+      { generate "kv-$t" "$work/rand-$t" "$work/kv-$t/model.onnx" 2 || fail=1; }
+  done
+  # Refusals.
+  local r="$work/refused/model.onnx"
+  mkdir -p "$work/refused"
+  expect 1 "--onnx-kv-cache needs a decoder" -- convert "$digits" -o "$r" --format onnx --onnx-kv-cache
+  says "--onnx-kv-cache: '$digits' is not a Hugging Face decoder checkpoint" "kv-cache on a CNN"
+  [ -e "$r" ] && bad "a refused export left $r"
+  expect 2 "--onnx-kv-cache needs --format onnx" -- convert "$tiny" -o "$work/a" --onnx-kv-cache
+  says "--onnx-kv-cache: applies to --format onnx only" "kv-cache on an artifact"
+  echo '{}' >"$work/refused/tokenizer.json"
+  expect 1 "a carried file is not replaced without --force" -- convert "$work/tiny" -o "$r" --format onnx \
+    --onnx-kv-cache
+  says "$work/refused/tokenizer.json: exists and is not a file to replace without --force; pass --force" \
+    "existing tokenizer.json"
+  [ -e "$r" ] && bad "a refused export left $r"
+  expect 0 "--force replaces it" -- convert "$work/tiny" -o "$r" --format onnx --onnx-kv-cache --force
+  cmp -s "$tiny/tokenizer.json" "$work/refused/tokenizer.json" || bad "--force did not replace tokenizer.json"
+  expect 1 "the model file is not a carried file's name" -- convert "$work/tiny" -o "$work/refused/config.json" \
+    --format onnx --onnx-kv-cache --force
+  says "the model carries a file of the same name ('config.json'" "model named config.json"
+  cp -r "$tiny" "$work/tiny-copy"
+  expect 1 "a carried file is never its own source" -- convert "$work/tiny-copy" -o "$work/tiny-copy/model.onnx" \
+    --format onnx --onnx-kv-cache --force
+  says "is the input" "export into the checkpoint's directory"
+  [ -e "$work/tiny-copy/model.onnx" ] && bad "a refused export left $work/tiny-copy/model.onnx"
+}
+
 case "$PART" in
   float) float_part ;;
   w8a8) w8a8_part ;;
   refusals) refusals_part ;;
-  *) echo "usage: onnx_ort_test.sh SLIMPACK SOURCE_DIR ORACLE_DIR float|w8a8|refusals"; exit 2 ;;
+  kvcache) kvcache_part ;;
+  *) echo "usage: onnx_ort_test.sh SLIMPACK SOURCE_DIR ORACLE_DIR float|w8a8|refusals|kvcache"; exit 2 ;;
 esac
 exit $fail

@@ -1,9 +1,12 @@
 // The built decoder graph, run by the reference interpreter, against a naive
 // double-precision forward pass: llama with GQA, qwen2 with q/k/v biases,
-// tied embeddings, mistral with head_dim != hidden/heads; plus structure
+// tied embeddings, mistral with head_dim != hidden/heads, and the same with
+// a KV cache driven step by step (left padding included); plus structure
 // (zero-copy weights, provenance) and error cases, sizes from config.json or
 // a manifest checked before anything is allocated from them.
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <random>
 
 #include "runtime/interpreter.h"
@@ -89,6 +92,103 @@ TEST_P(DecoderGraphTest, MatchesNaiveForwardPass) {
   RecordProperty("max_abs_logit_diff", std::to_string(max_diff));
   EXPECT_LE(max_diff, 1e-4) << "max |logit| " << max_abs;
   EXPECT_GT(max_abs, 0.1);  // the comparison is not between near-zero values
+}
+
+// The graph with a KV cache, driven as ONNX Runtime GenAI drives it: a
+// 4-token prompt with an empty past, then 3 steps of one token each, every
+// step's present.* fed back as past_key_values.*. Row 0 is 7 real tokens;
+// row 1 is left-padded by 2 (attention_mask 0, position_ids counting real
+// tokens), so its real positions must match the naive pass over its 5
+// tokens alone.
+TEST_P(DecoderGraphTest, KvCacheStepsMatchNaiveForwardPass) {
+  const Case& c = GetParam();
+  TempDir dir;
+  const std::vector<ir::Tensor> tensors = RandomDecoderTensors(c.decoder, c.dtype, 17);
+  WriteCheckpoint(dir.path(), c.decoder, tensors);
+  auto ckpt = safetensors::ImportSafetensors(dir.path());
+  ASSERT_THAT(ckpt, IsOk());
+  DecoderGraphOptions graph_options;
+  graph_options.kv_cache = true;
+  auto model = BuildDecoderGraph(*ckpt, graph_options);
+  ASSERT_THAT(model, IsOk());
+  ASSERT_THAT(ir::VerifyModel(*model), IsOk());
+  const int64_t layers = c.decoder.layers, vocab = c.decoder.vocab;
+  ASSERT_EQ(model->graph.inputs.size(), 3u + 2 * layers);
+  ASSERT_EQ(model->graph.outputs.size(), 1u + 2 * layers);
+  EXPECT_EQ(model->graph.inputs[1].name, kAttentionMask);
+  EXPECT_EQ(model->graph.inputs[2].name, kPositionIds);
+  EXPECT_EQ(model->graph.inputs[3].name, "past_key_values.0.key");
+  EXPECT_EQ(model->graph.outputs[2 * layers].name, PresentName(layers - 1, false));
+
+  const int64_t seq = 7, pad = 2, prompt = 4;
+  std::vector<int64_t> ids(2 * seq);
+  std::mt19937 rng(5);
+  for (int64_t& id : ids) id = static_cast<int64_t>(rng() % vocab);
+  const std::vector<int64_t> mask = {1, 1, 1, 1, 1, 1, 1, 0, 0, 1, 1, 1, 1, 1};
+  const std::vector<int64_t> positions = {0, 1, 2, 3, 4, 5, 6, 0, 0, 0, 1, 2, 3, 4};
+  runtime::InterpreterOptions options;
+  options.num_threads = 2;
+  auto interp = runtime::Interpreter::Create(*model, options);
+  ASSERT_THAT(interp, IsOk());
+  std::vector<runtime::RtTensor> past;
+  for (int64_t l = 0; l < 2 * layers; ++l) {
+    past.push_back(runtime::RtTensor::FromVector<float>(
+        {2, c.decoder.kv_heads, 0, c.decoder.head_dim}, {}));
+  }
+  std::vector<float> got(2 * seq * vocab);  // [2, seq, vocab] over the steps
+  for (int64_t start = 0; start < seq;) {
+    const int64_t n = start == 0 ? prompt : 1;
+    std::vector<int64_t> step_ids, step_pos, step_mask;
+    for (int64_t b = 0; b < 2; ++b) {
+      for (int64_t j = 0; j < start + n; ++j) step_mask.push_back(mask[b * seq + j]);
+      for (int64_t j = start; j < start + n; ++j) {
+        step_ids.push_back(ids[b * seq + j]);
+        step_pos.push_back(positions[b * seq + j]);
+      }
+    }
+    std::map<std::string, runtime::RtTensor> feeds = {
+        {kInputIds, runtime::RtTensor::FromVector<int64_t>({2, n}, step_ids)},
+        {kAttentionMask, runtime::RtTensor::FromVector<int64_t>({2, start + n}, step_mask)},
+        {kPositionIds, runtime::RtTensor::FromVector<int64_t>({2, n}, step_pos)}};
+    for (int64_t l = 0; l < layers; ++l) {
+      feeds[PastName(l, true)] = past[2 * l];
+      feeds[PastName(l, false)] = past[2 * l + 1];
+    }
+    auto out = interp->Run(feeds);
+    ASSERT_THAT(out, IsOk()) << "step at " << start;
+    ASSERT_EQ(out->size(), 1u + 2 * layers);
+    ASSERT_EQ((*out)[0].dims(), (std::vector<int64_t>{2, n, vocab}));
+    const std::vector<float> logits = (*out)[0].ToVector<float>();
+    for (int64_t b = 0; b < 2; ++b) {
+      std::copy(logits.begin() + b * n * vocab, logits.begin() + (b + 1) * n * vocab,
+                got.begin() + (b * seq + start) * vocab);
+    }
+    for (int64_t i = 0; i < 2 * layers; ++i) {
+      past[i] = (*out)[1 + i];
+      ASSERT_EQ(past[i].dims(), (std::vector<int64_t>{2, c.decoder.kv_heads, start + n,
+                                                      c.decoder.head_dim}));
+    }
+    start += n;
+  }
+
+  const std::map<std::string, ir::Tensor> weights = ByName(tensors);
+  const std::vector<int64_t> row0(ids.begin(), ids.begin() + seq);
+  const std::vector<int64_t> row1(ids.begin() + seq + pad, ids.end());
+  const std::vector<double> want0 = NaiveDecoderLogits(*ckpt->architecture, weights, row0, 1, seq);
+  const std::vector<double> want1 =
+      NaiveDecoderLogits(*ckpt->architecture, weights, row1, 1, seq - pad);
+  double max_diff = 0, max_abs = 0;
+  auto compare = [&](const std::vector<double>& want, int64_t got_offset) {
+    for (size_t i = 0; i < want.size(); ++i) {
+      max_diff = std::max(max_diff, std::abs(static_cast<double>(got[got_offset + i]) - want[i]));
+      max_abs = std::max(max_abs, std::abs(want[i]));
+    }
+  };
+  compare(want0, 0);
+  compare(want1, (seq + pad) * vocab);
+  RecordProperty("max_abs_logit_diff", std::to_string(max_diff));
+  EXPECT_LE(max_diff, 1e-4) << "max |logit| " << max_abs;
+  EXPECT_GT(max_abs, 0.1);
 }
 
 INSTANTIATE_TEST_SUITE_P(
