@@ -79,9 +79,11 @@ TEST(PlanForSizeTest, RespectsTheBudgetAndSpendsItWhereItHelps) {
     for (const SizeChoice& c : plan->choices) {
       if (c.tensor == n) return c.bytes;
     }
+    ADD_FAILURE() << "no choice for " << n;
     return uint64_t{0};
   };
   EXPECT_GE(bytes_of("b"), bytes_of("a"));
+  EXPECT_GT(bytes_of("a"), 0u);
   // More budget never costs accuracy.
   t.bpw = 6.0;
   auto bigger = PlanForSize(m, Uses(m), {}, t, 1);
@@ -138,10 +140,12 @@ TEST(PlanForSizeTest, FixedSchemesAndConvLimits) {
   t.fixed["a"] = *ParseWeightScheme("int8");
   auto plan = PlanForSize(m, uses, {}, t, 1);
   ASSERT_THAT(plan, IsOk());
+  int seen = 0;
   for (const SizeChoice& c : plan->choices) {
-    if (c.tensor == "a") EXPECT_EQ(c.scheme.Name(), "int8");
-    if (c.tensor == "conv") EXPECT_EQ(c.scheme.Name(), "int8");
+    if (c.tensor == "a") EXPECT_EQ(c.scheme.Name(), "int8"), ++seen;
+    if (c.tensor == "conv") EXPECT_EQ(c.scheme.Name(), "int8"), ++seen;
   }
+  EXPECT_EQ(seen, 2);  // both tensors were planned
 }
 
 TEST(PlanForSizeTest, ImpossibleTargetsSayWhy) {
@@ -168,9 +172,11 @@ TEST(PlanForSizeTest, MeasuredSensitivityDecides) {
   };
   auto plan = PlanForSize(m, Uses(m), {}, t, 1);
   ASSERT_THAT(plan, IsOk());
+  int seen = 0;
   for (const SizeChoice& c : plan->choices) {
-    if (c.tensor == "c") EXPECT_EQ(c.scheme.Name(), "int4-g32");
+    if (c.tensor == "c") EXPECT_EQ(c.scheme.Name(), "int4-g32"), ++seen;
   }
+  EXPECT_EQ(seen, 1);
 }
 
 }  // namespace

@@ -97,6 +97,7 @@ TEST(ReportGateTest, PassingRulesPass) {
   Report r = TwoLayerReport();
   auto res = EvaluateGate(*rules, r);
   ASSERT_THAT(res, IsOk());
+  ASSERT_EQ(res->size(), 3u);  // one result per rule: an empty list would pass the loop
   for (const auto& g : *res) EXPECT_TRUE(g.passed) << g.message;
 }
 

@@ -195,6 +195,7 @@ TEST(ReportBuilderTest, IdenticalCandidateIsExactEverywhere) {
   ASSERT_THAT(r, IsOk());
   EXPECT_TRUE(std::isinf(r->end_to_end.output.Sqnr()));
   EXPECT_EQ(r->end_to_end.classes.Top1Agreement(), 1.0);
+  ASSERT_FALSE(r->layers.empty());  // the loop below must see layers
   for (const LayerReport& l : r->layers) {
     EXPECT_EQ(l.propagated.MaxAbs(), 0) << l.node;
     EXPECT_EQ(l.quant_only.MaxAbs(), 0) << l.node;
@@ -240,12 +241,15 @@ TEST(ReportBuilderTest, QuantizedWeightIsComparedDequantized) {
   EXPECT_NEAR(wr->error.Sqnr(), 10 * std::log10(sig / err), 1e-9);
   EXPECT_GT(wr->error.Sqnr(), 30);  // 8-bit: a healthy weight
   // The layer still runs alone (its scale travels with it) and has a rank.
+  int conv2_layers = 0;
   for (const LayerReport& l : r->layers) {
     if (l.node != "/conv2/Conv") continue;
+    ++conv2_layers;
     EXPECT_TRUE(l.has_quant_only);
     EXPECT_GT(l.quant_only.count(), 0);
     EXPECT_EQ(l.sensitivity_rank, 1);
   }
+  EXPECT_EQ(conv2_layers, 1);
 }
 
 TEST(ReportBuilderTest, CalibratedRangeGivesOverflowRateAndCoverageNote) {
@@ -336,6 +340,8 @@ TEST(ReportBuilderTest, FusedNodeIsMatchedThroughProvenance) {
   bool noted = false;
   for (const std::string& n : r->notes) noted |= n.find("fusion: 'fused_conv1_bn1'") == 0;
   EXPECT_TRUE(noted);
+  ASSERT_FALSE(r->layers.empty());
+  ASSERT_FALSE(r->weights.empty());
   for (const LayerReport& l : r->layers) EXPECT_EQ(l.propagated.MaxAbs(), 0) << l.node;
   // conv1 and bn1 both read weights: the fused node's weights count as
   // folded, so they are neither compared nor ranked.
