@@ -1,4 +1,5 @@
-// Direct 2-D convolution as an implicit GEMM with AVX-512 (see conv_direct.h).
+// Direct 2-D convolution as an implicit GEMM with AVX-512 or AVX2 + FMA (see
+// conv_direct.h).
 // The input is copied once per image into a zero-padded buffer split into
 // stride phases, after which every (c, kh, kw) term of the convolution reads
 // a contiguous run of that buffer: no im2col matrix is built, and the weights
@@ -152,6 +153,67 @@ using TileFn = void (*)(const float*, int64_t, int64_t, const int32_t*,
                         const float*, const float*, float*);
 constexpr TileFn kTiles[kMr + 1] = {nullptr,  Tile<1>, Tile<2>, Tile<3>, Tile<4>,
                                     Tile<5>, Tile<6>, Tile<7>, Tile<8>};
+
+#define SLP_AVX2 __attribute__((target("avx2,fma")))
+
+// The AVX2 + FMA tile: the same kNr = 32 positions as four 8-float vectors,
+// two rows at a time (8 accumulators, 4 input vectors and a broadcast fit
+// the 16 ymm registers). Same terms, same order, same fused multiply-adds:
+// the same bits as Tile above and as im2col + GEMM (runtime/gemm.h).
+template <int MR>
+SLP_AVX2 void RowsAvx2(const float* w, int64_t ldw, int64_t k_count,
+                       const int32_t* off, const float* b, const float* bias,
+                       float* out) {
+  __m256 acc[MR][4];
+  for (int r = 0; r < MR; ++r) {
+    for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_setzero_ps();
+  }
+  for (int64_t k = 0; k < k_count; ++k) {
+    const float* bk = b + off[k];
+    const __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);
+    const __m256 b2 = _mm256_loadu_ps(bk + 16), b3 = _mm256_loadu_ps(bk + 24);
+    for (int r = 0; r < MR; ++r) {
+      const __m256 wv = _mm256_broadcast_ss(w + r * ldw + k);
+      acc[r][0] = _mm256_fmadd_ps(wv, b0, acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(wv, b1, acc[r][1]);
+      acc[r][2] = _mm256_fmadd_ps(wv, b2, acc[r][2]);
+      acc[r][3] = _mm256_fmadd_ps(wv, b3, acc[r][3]);
+    }
+  }
+  for (int r = 0; r < MR; ++r) {
+    for (int q = 0; q < 4; ++q) {
+      if (bias != nullptr) acc[r][q] = _mm256_add_ps(acc[r][q], _mm256_set1_ps(bias[r]));
+      _mm256_storeu_ps(out + r * kNr + q * 8, acc[r][q]);
+    }
+  }
+}
+
+template <int ROWS>
+SLP_AVX2 void TileAvx2(const float* w, int64_t ldw, int64_t k_count,
+                       const int32_t* off, const float* b, const float* bias,
+                       float* out) {
+  for (int r0 = 0; r0 < ROWS; r0 += 2) {
+    const float* br = bias != nullptr ? bias + r0 : nullptr;
+    if (ROWS - r0 >= 2) {
+      RowsAvx2<2>(w + r0 * ldw, ldw, k_count, off, b, br, out + r0 * kNr);
+    } else {
+      RowsAvx2<1>(w + r0 * ldw, ldw, k_count, off, b, br, out + r0 * kNr);
+    }
+  }
+}
+
+constexpr TileFn kTilesAvx2[kMr + 1] = {nullptr, TileAvx2<1>, TileAvx2<2>, TileAvx2<3>,
+                                        TileAvx2<4>, TileAvx2<5>, TileAvx2<6>,
+                                        TileAvx2<7>, TileAvx2<8>};
+
+// The tile set this CPU runs, or null.
+const TileFn* CpuTiles() {
+  static const TileFn* tiles = __builtin_cpu_supports("avx512f") ? kTiles
+                               : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+                                   ? kTilesAvx2
+                                   : nullptr;
+  return tiles;
+}
 #endif
 
 // Copies the valid outputs of a tile (flattened positions n0.. of rows
@@ -209,8 +271,7 @@ void StoreTile(const Conv2DShape& s, const Layout& l, const float* tile, int row
 
 bool DirectConv2DSupported(const Conv2DShape& s) {
 #if defined(__x86_64__)
-  static const bool has_avx512 = __builtin_cpu_supports("avx512f");
-  if (!has_avx512) return false;
+  if (CpuTiles() == nullptr) return false;
   if (!LayoutArithmeticFits(s)) return false;
   const Layout l = MakeLayout(s);
   return BufferFloats(s, l) < INT32_MAX;
@@ -227,6 +288,7 @@ int64_t DirectConv2DScratchFloats(const Conv2DShape& s) {
 void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
                   const float* bias, float* y, float* scratch, ThreadPool* pool) {
 #if defined(__x86_64__)
+  const TileFn* tiles = CpuTiles();
   const Layout l = MakeLayout(s);
   const int64_t cg = s.channels / s.group, mg = s.out_channels / s.group;
   const int64_t kk = s.kernel_h * s.kernel_w, k_count = cg * kk;
@@ -266,7 +328,7 @@ void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
         const float* bm = bias != nullptr ? bias + m0 : nullptr;
         for (int64_t nb = nt * kTaskNBlocks; nb < nb_end; ++nb) {
           const int64_t n0 = nb * kNr;
-          kTiles[rows](wm, k_count, k_count, off.data(), b_group + n0, bm, tile);
+          tiles[rows](wm, k_count, k_count, off.data(), b_group + n0, bm, tile);
           StoreTile(s, l, tile, rows, n0, yn + m0 * out_plane, out_plane);
         }
       }

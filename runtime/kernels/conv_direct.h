@@ -1,4 +1,4 @@
-// Direct (implicit-GEMM) 2-D convolution for AVX-512 machines: no im2col and
+// Direct (implicit-GEMM) 2-D convolution for AVX-512 and AVX2 + FMA machines: no im2col and
 // no weight packing; each output is bias + a fixed-order sum over (c, kh, kw).
 #ifndef SLIMPACK_RUNTIME_KERNELS_CONV_DIRECT_H_
 #define SLIMPACK_RUNTIME_KERNELS_CONV_DIRECT_H_
@@ -23,7 +23,7 @@ struct Conv2DShape {
   int64_t out_h = 1, out_w = 1;
 };
 
-// True when DirectConv2D can run `s` here: the CPU has AVX-512F and every
+// True when DirectConv2D can run `s` here: the CPU has AVX-512F or AVX2 + FMA, and every
 // offset into the scratch buffer fits 32 bits.
 bool DirectConv2DSupported(const Conv2DShape& s);
 

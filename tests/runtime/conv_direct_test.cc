@@ -247,7 +247,7 @@ TEST_P(ConvShapesTest, ByteIdenticalAtOneAndThreeThreads) {
       << c.name;
 }
 
-// On an AVX-512 machine the Conv op must take the direct kernel: calling it
+// On an AVX-512 or AVX2 machine the Conv op must take the direct kernel: calling it
 // here gives the op's exact bytes. (Elsewhere the op's im2col path is what
 // the two tests above check.)
 TEST_P(ConvShapesTest, ConvOpUsesDirectKernelWhenSupported) {
@@ -272,10 +272,12 @@ TEST_P(ConvShapesTest, ConvOpUsesDirectKernelWhenSupported) {
   s.pad_left = pad.back();
   s.out_h = one_d ? 1 : out[0];
   s.out_w = out.back();
-  EXPECT_EQ(kernels::DirectConv2DSupported(s), __builtin_cpu_supports("avx512f") != 0);
+  const bool simd = __builtin_cpu_supports("avx512f") ||
+                    (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+  EXPECT_EQ(kernels::DirectConv2DSupported(s), simd);
   if (!kernels::DirectConv2DSupported(s)) {
-    GTEST_SKIP() << "the direct convolution kernel needs AVX-512F; this CPU lacks it "
-                    "(the im2col path ran and was checked above)";
+    GTEST_SKIP() << "the direct convolution kernel needs AVX-512F or AVX2 + FMA; this CPU "
+                    "lacks both (the im2col path ran and was checked above)";
   }
   const Data d = MakeData(c);
   std::vector<float> scratch(kernels::DirectConv2DScratchFloats(s));
