@@ -276,9 +276,10 @@ absl::Status ApplyPrequantConfig(const Checkpoint& ckpt, std::vector<ir::Tensor>
   ASSIGN_OR_RETURN(std::optional<PrequantConfig> config, ReadPrequantConfig(ckpt.dir));
   if (!config) {
     for (const ir::Tensor& t : tensors) {
-      if (absl::EndsWith(t.name, ".qweight")) {
+      if (absl::EndsWith(t.name, ".qweight") || absl::EndsWith(t.name, ".weight_packed")) {
         return absl::InvalidArgumentError(
-            ckpt.file + ": tensor '" + t.name + "' is packed (GPTQ/AWQ) but " + ckpt.dir +
+            ckpt.file + ": tensor '" + t.name + "' is packed (GPTQ/AWQ/compressed-tensors) but " +
+            ckpt.dir +
             " has no config.json quantization_config, quantize_config.json or quant_config.json "
             "saying how");
       }

@@ -100,6 +100,9 @@ struct Grid {
   std::vector<uint8_t> zero;   // [groups, out]
   std::vector<float> scale;    // [groups, out]
   std::vector<int64_t> group_of;  // [in]
+  // compressed-tensors symmetric: the codes are signed (stored - 2^(bits-1))
+  // and there is no zero point.
+  bool signed_codes = false;
 };
 
 absl::Status CheckScales(const ir::Tensor& scales, const Grid& g) {
@@ -254,6 +257,98 @@ absl::StatusOr<Grid> ReadAwq(const PrequantConfig& c, const PackedLinear& p) {
   return g;
 }
 
+// compressed-tensors pack-quantized: weight_packed [out, ceil(in / per)]
+// along the inputs, weight_zero_point [ceil(out / per), groups] along the
+// outputs, value k of a word at bits [bits*k, ...), each stored as the
+// signed value plus 2^(bits-1); weight_scale [out, groups].
+absl::StatusOr<Grid> ReadCompressed(const PrequantConfig& c, const PackedLinear& p) {
+  const ir::Tensor& qw = *p.qweight;
+  const ir::Tensor& sc = *p.scales;
+  RETURN_IF_ERROR(CheckTensor(qw, {ir::DType::kI32}, 2));
+  RETURN_IF_ERROR(CheckTensor(sc, {ir::DType::kF16, ir::DType::kBF16, ir::DType::kF32}, 2));
+  if (p.shape == nullptr) {
+    return absl::InvalidArgumentError(Where(qw) + " has no '" + p.prefix +
+                                      ".weight_shape' beside it (" + c.source + ")");
+  }
+  const ir::Tensor& shape = *p.shape;
+  RETURN_IF_ERROR(CheckTensor(shape, {ir::DType::kI32, ir::DType::kI64}, 1));
+  RETURN_IF_ERROR(ShapeIs(shape, {2}, "[out, in]"));
+  Grid g;
+  g.bits = c.bits;
+  const int64_t per = 32 / c.bits;
+  const uint32_t maxq = (1u << c.bits) - 1;
+  const uint32_t offset = 1u << (c.bits - 1);
+  g.out = IndexAt(shape, 0);
+  g.in = IndexAt(shape, 1);
+  if (g.out < 1 || g.in < 1 || g.out > (int64_t{1} << 30) || g.in > (int64_t{1} << 30)) {
+    return absl::InvalidArgumentError(Where(shape) + ": weight_shape [" + std::to_string(g.out) +
+                                      ", " + std::to_string(g.in) + "] is out of range");
+  }
+  g.group = c.group_size == -1 ? g.in : c.group_size;
+  g.groups = (g.in + g.group - 1) / g.group;
+  const std::string bits = "num_bits " + std::to_string(c.bits) + " in " + c.source;
+  RETURN_IF_ERROR(ShapeIs(qw, {g.out, (g.in + per - 1) / per},
+                          "[out, ceil(in * bits / 32)] for weight_shape [" +
+                              std::to_string(g.out) + ", " + std::to_string(g.in) + "], " + bits));
+  RETURN_IF_ERROR(ShapeIs(sc, {g.out, g.groups},
+                          "[out, ceil(in / group_size)], group_size " +
+                              std::to_string(c.group_size) + " in " + c.source));
+  g.code.resize(static_cast<size_t>(g.in * g.out));
+  for (int64_t o = 0; o < g.out; ++o) {
+    for (int64_t i = 0; i < g.in; ++i) {
+      const uint32_t w = Word(qw, static_cast<uint64_t>(o * ((g.in + per - 1) / per) + i / per));
+      g.code[static_cast<size_t>(i * g.out + o)] =
+          static_cast<uint8_t>((w >> (c.bits * (i % per))) & maxq);
+    }
+  }
+  g.zero.assign(static_cast<size_t>(g.groups * g.out), static_cast<uint8_t>(offset));
+  g.scale.resize(g.zero.size());
+  for (int64_t k = 0; k < g.groups; ++k) {
+    for (int64_t o = 0; o < g.out; ++o) {
+      g.scale[static_cast<size_t>(k * g.out + o)] = ScaleAt(sc, static_cast<uint64_t>(o * g.groups + k));
+    }
+  }
+  if (c.sym) {
+    g.signed_codes = true;
+  } else {
+    if (p.qzeros == nullptr) {
+      return absl::InvalidArgumentError(Where(qw) + " has no '" + p.prefix +
+                                        ".weight_zero_point' beside it (" + c.source +
+                                        " says symmetric false)");
+    }
+    const ir::Tensor& qz = *p.qzeros;
+    RETURN_IF_ERROR(CheckTensor(qz, {ir::DType::kI32}, 2));
+    RETURN_IF_ERROR(ShapeIs(qz, {(g.out + per - 1) / per, g.groups},
+                            "[ceil(out * bits / 32), groups], " + bits));
+    for (int64_t o = 0; o < g.out; ++o) {
+      for (int64_t k = 0; k < g.groups; ++k) {
+        const uint32_t w = Word(qz, static_cast<uint64_t>((o / per) * g.groups + k));
+        g.zero[static_cast<size_t>(k * g.out + o)] =
+            static_cast<uint8_t>((w >> (c.bits * (o % per))) & maxq);
+      }
+    }
+  }
+  RETURN_IF_ERROR(CheckScales(sc, g));
+  g.group_of.resize(static_cast<size_t>(g.in));
+  if (p.g_idx == nullptr) {
+    for (int64_t i = 0; i < g.in; ++i) g.group_of[static_cast<size_t>(i)] = i / g.group;
+    return g;
+  }
+  const ir::Tensor& gi = *p.g_idx;
+  RETURN_IF_ERROR(CheckTensor(gi, {ir::DType::kI32, ir::DType::kI64}, 1));
+  RETURN_IF_ERROR(ShapeIs(gi, {g.in}, "one group per input row"));
+  for (int64_t i = 0; i < g.in; ++i) {
+    const int64_t v = IndexAt(gi, static_cast<uint64_t>(i));
+    if (v < 0 || v >= g.groups) {
+      return absl::InvalidArgumentError(Where(gi) + ": weight_g_idx[" + std::to_string(i) +
+                                        "] = " + std::to_string(v) + " is outside [0, " +
+                                        std::to_string(g.groups) + ") groups");
+    }
+    g.group_of[static_cast<size_t>(i)] = v;
+  }
+  return g;
+}
+
 // The input order that makes groups contiguous: empty when the grid already
 // is (group_of[i] == i / group), else rows stably sorted by group, checked
 // so that position j lands in group j / group.
@@ -307,14 +402,17 @@ std::vector<uint8_t> Nibbles(const std::vector<uint8_t>& v) {
 
 absl::StatusOr<std::vector<ir::Tensor>> UnpackLinear(const PrequantConfig& c,
                                                      const PackedLinear& p) {
-  if (p.qweight == nullptr || p.qzeros == nullptr || p.scales == nullptr) {
+  const bool ct = c.method == PrequantMethod::kCompressedTensors;
+  if (p.qweight == nullptr || p.scales == nullptr || (!ct && p.qzeros == nullptr)) {
     return absl::InternalError("UnpackLinear: '" + p.prefix + "' lacks a packed tensor");
   }
   Grid g;
   if (c.method == PrequantMethod::kGptq) {
     ASSIGN_OR_RETURN(g, ReadGptq(c, p));
-  } else {
+  } else if (c.method == PrequantMethod::kAwq) {
     ASSIGN_OR_RETURN(g, ReadAwq(c, p));
+  } else {
+    ASSIGN_OR_RETURN(g, ReadCompressed(c, p));
   }
   const bool int8 = g.bits == 8;
   if (int8 && g.groups != 1) {
@@ -326,12 +424,16 @@ absl::StatusOr<std::vector<ir::Tensor>> UnpackLinear(const PrequantConfig& c,
   }
   ASSIGN_OR_RETURN(std::vector<int64_t> perm, ContiguousOrder(g, p));
   const std::string w_name = p.prefix + ".weight";
-  // Codes in the HF [out, in] order, input rows through perm.
+  // Codes in the HF [out, in] order, input rows through perm; signed codes
+  // as two's complement bytes (nibbles once packed).
+  const uint8_t bias = g.signed_codes ? static_cast<uint8_t>(1u << (g.bits - 1)) : 0;
   std::vector<uint8_t> codes(static_cast<size_t>(g.in * g.out));
   for (int64_t o = 0; o < g.out; ++o) {
     for (int64_t j = 0; j < g.in; ++j) {
       const int64_t i = perm.empty() ? j : perm[static_cast<size_t>(j)];
-      codes[static_cast<size_t>(o * g.in + j)] = g.code[static_cast<size_t>(i * g.out + o)];
+      uint8_t v = static_cast<uint8_t>(g.code[static_cast<size_t>(i * g.out + o)] - bias);
+      if (!int8) v &= 0x0F;
+      codes[static_cast<size_t>(o * g.in + j)] = v;
     }
   }
   // Scales and zero points [out, groups] ([out] for int8 per channel).
@@ -343,7 +445,8 @@ absl::StatusOr<std::vector<ir::Tensor>> UnpackLinear(const PrequantConfig& c,
       zero[static_cast<size_t>(o * g.groups + k)] = g.zero[static_cast<size_t>(k * g.out + o)];
     }
   }
-  const ir::DType dtype = int8 ? ir::DType::kU8 : ir::DType::kU4;
+  const ir::DType dtype = g.signed_codes ? (int8 ? ir::DType::kI8 : ir::DType::kI4)
+                                         : (int8 ? ir::DType::kU8 : ir::DType::kU4);
   const std::vector<int64_t> param_dims =
       int8 ? std::vector<int64_t>{g.out} : std::vector<int64_t>{g.out, g.groups};
   std::vector<ir::Tensor> out;
@@ -353,14 +456,18 @@ absl::StatusOr<std::vector<ir::Tensor>> UnpackLinear(const PrequantConfig& c,
   w.quant.axis = int8 ? 0 : 1;
   w.quant.group_size = int8 ? 0 : g.group;
   w.quant.scale = w_name + ".scale";
-  w.quant.zero_point = w_name + ".zero_point";
-  w.quant.algorithm = c.method == PrequantMethod::kGptq ? "gptq-checkpoint" : "awq-checkpoint";
+  if (!g.signed_codes) w.quant.zero_point = w_name + ".zero_point";
+  w.quant.algorithm = c.method == PrequantMethod::kGptq  ? "gptq-checkpoint"
+                      : c.method == PrequantMethod::kAwq ? "awq-checkpoint"
+                                                         : "compressed-tensors-checkpoint";
   std::vector<uint8_t> scale_bytes(scale.size() * sizeof(float));
   std::memcpy(scale_bytes.data(), scale.data(), scale_bytes.size());
   out.push_back(Companion(*p.scales, w.quant.scale, ir::DType::kF32, param_dims,
                           std::move(scale_bytes)));
-  out.push_back(Companion(*p.qzeros, w.quant.zero_point, dtype, param_dims,
-                          int8 ? std::move(zero) : Nibbles(zero)));
+  if (!g.signed_codes) {
+    out.push_back(Companion(p.qzeros ? *p.qzeros : *p.qweight, w.quant.zero_point, dtype,
+                            param_dims, int8 ? std::move(zero) : Nibbles(zero)));
+  }
   if (!perm.empty()) {
     std::vector<uint8_t> bytes(perm.size() * sizeof(int64_t));
     std::memcpy(bytes.data(), perm.data(), bytes.size());
@@ -372,7 +479,12 @@ absl::StatusOr<std::vector<ir::Tensor>> UnpackLinear(const PrequantConfig& c,
 }
 
 absl::Status ImportPrequantized(const PrequantConfig& c, std::vector<ir::Tensor>& tensors) {
-  constexpr const char* kParts[] = {".qweight", ".qzeros", ".scales", ".g_idx"};
+  const bool ct = c.method == PrequantMethod::kCompressedTensors;
+  // The packed tensors' suffixes: the first finds a linear.
+  const std::vector<std::string> parts =
+      ct ? std::vector<std::string>{".weight_packed", ".weight_zero_point", ".weight_scale",
+                                    ".weight_g_idx", ".weight_shape"}
+         : std::vector<std::string>{".qweight", ".qzeros", ".scales", ".g_idx"};
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < tensors.size(); ++i) index[tensors[i].name] = i;
   auto find = [&](const std::string& name) -> const ir::Tensor* {
@@ -382,17 +494,19 @@ absl::Status ImportPrequantized(const PrequantConfig& c, std::vector<ir::Tensor>
   std::set<std::string> consumed;
   std::vector<ir::Tensor> added;
   for (const ir::Tensor& t : tensors) {
-    if (!absl::EndsWith(t.name, ".qweight")) continue;
+    if (!absl::EndsWith(t.name, parts[0])) continue;
     PackedLinear p;
-    p.prefix = t.name.substr(0, t.name.size() - 8);
+    p.prefix = t.name.substr(0, t.name.size() - parts[0].size());
     p.qweight = &t;
-    p.qzeros = find(p.prefix + ".qzeros");
-    p.scales = find(p.prefix + ".scales");
-    p.g_idx = c.method == PrequantMethod::kGptq ? find(p.prefix + ".g_idx") : nullptr;
-    for (const auto& [part, ptr] : {std::pair<const char*, const ir::Tensor*>{".qzeros", p.qzeros},
-                                    {".scales", p.scales}}) {
-      if (ptr == nullptr) {
-        return absl::InvalidArgumentError(Where(t) + " has no '" + p.prefix + part +
+    p.qzeros = find(p.prefix + parts[1]);
+    p.scales = find(p.prefix + parts[2]);
+    p.g_idx = c.method == PrequantMethod::kAwq ? nullptr : find(p.prefix + parts[3]);
+    if (ct) p.shape = find(p.prefix + parts[4]);
+    std::vector<size_t> required = {2};
+    if (!ct) required.push_back(1);
+    for (size_t r : required) {
+      if (find(p.prefix + parts[r]) == nullptr) {
+        return absl::InvalidArgumentError(Where(t) + " has no '" + p.prefix + parts[r] +
                                           "' beside it (" + c.source + ")");
       }
     }
@@ -401,21 +515,25 @@ absl::Status ImportPrequantized(const PrequantConfig& c, std::vector<ir::Tensor>
                                         "': a linear is either float or packed");
     }
     ASSIGN_OR_RETURN(std::vector<ir::Tensor> unpacked, UnpackLinear(c, p));
-    for (const char* part : kParts) consumed.insert(p.prefix + part);
+    for (size_t k = 0; k < parts.size(); ++k) {
+      if (c.method == PrequantMethod::kAwq && k == 3) continue;  // AWQ has no g_idx
+      if (ct && c.sym && k == 1) continue;  // a symmetric scheme has no zero point
+      consumed.insert(p.prefix + parts[k]);
+    }
     for (ir::Tensor& u : unpacked) added.push_back(std::move(u));
   }
   if (added.empty()) {
     return absl::InvalidArgumentError(c.source + " says the weights are quantized but no tensor "
-                                      "is named '<module>.qweight'");
+                                      "is named '<module>" + parts[0] + "'");
   }
   std::vector<ir::Tensor> kept;
   for (ir::Tensor& t : tensors) {
     if (consumed.count(t.name)) continue;
-    for (const char* part : kParts) {
-      if (absl::EndsWith(t.name, part) && std::string(part) != ".qweight") {
-        return absl::InvalidArgumentError(Where(t) + " has no '" +
-                                          t.name.substr(0, t.name.size() - strlen(part)) +
-                                          ".qweight' beside it (" + c.source + ")");
+    for (const std::string& part : parts) {
+      if (absl::EndsWith(t.name, part)) {
+        return absl::InvalidArgumentError(
+            Where(t) + " is not read: no '" + t.name.substr(0, t.name.size() - part.size()) +
+            parts[0] + "' beside it, or " + c.source + " gives it no meaning");
       }
     }
     kept.push_back(std::move(t));

@@ -1,5 +1,6 @@
 // Hugging Face checkpoints that are already quantized (issue 18, import):
-// GPTQ (AutoGPTQ / GPTQModel) and AWQ (AutoAWQ GEMM) packed linears become
+// GPTQ (AutoGPTQ / GPTQModel), AWQ (AutoAWQ GEMM) and compressed-tensors
+// pack-quantized (llm-compressor) packed linears become
 // slimpack quantized weights (ir::QuantLayout) carrying the checkpoint's
 // integer codes, scales and zero points as they are: no dequantize, no
 // requantize. The packings are described in
@@ -14,6 +15,12 @@
 //   <p>.weight.zero_point  u4 / u8: the zero points (GPTQ v1's stored
 //                          "zero minus one" plus one)
 //   <p>.weight.input_perm  i64 [in], act-order only (hf::kInputPermSuffix)
+// compressed-tensors names them `<p>.weight_packed`, `<p>.weight_scale`,
+// `<p>.weight_zero_point` (asymmetric), `<p>.weight_shape` and
+// `<p>.weight_g_idx` (act-order); its codes are stored as signed value plus
+// 2^(bits-1): a symmetric scheme becomes i4 / i8 codes (the signed values)
+// without a zero point, an asymmetric one u4 / u8 codes and zero points as
+// stored (their difference is the signed difference).
 // Bits 2 and 4 use int4_groupwise along the input axis (group_size -1: one
 // group of `in`); bits 8 use int8_per_channel over the output rows, so
 // 8-bit checkpoints with groups smaller than `in` are refused (the format
@@ -41,7 +48,7 @@
 
 namespace slimpack::safetensors {
 
-enum class PrequantMethod { kGptq, kAwq };
+enum class PrequantMethod { kGptq, kAwq, kCompressedTensors };
 
 // What the checkpoint's quantization config says, after checking it.
 struct PrequantConfig {
@@ -49,7 +56,9 @@ struct PrequantConfig {
   std::string source;  // "config.json: quantization_config" or the file
   int bits = 0;
   int64_t group_size = 0;        // -1: one group over all input rows
-  bool sym = true;               // GPTQ: informative (zero points are read)
+  // GPTQ: informative (zero points are read); compressed-tensors: no zero
+  // point tensor, signed codes.
+  bool sym = true;
   bool desc_act = false;         // GPTQ: act-order expected (g_idx decides)
   bool zeros_minus_one = false;  // GPTQ checkpoint_format "gptq" (v1)
 };
@@ -62,7 +71,10 @@ struct PrequantConfig {
 // checkpoint_format (or format): "gptq" = v1 with zeros minus one (the
 // default), "gptq_v2" = zeros as they are; is_marlin_format must be false.
 // AWQ bits / w_bit (4), group_size / q_group_size (>= 1), zero_point (true),
-// version ("gemm"). Errors: InvalidArgument for a field of the wrong type
+// version ("gemm"). compressed-tensors: format "pack-quantized", one weight
+// scheme over config_groups (type "int", num_bits 2 / 4 / 8, strategy
+// "group" with group_size or "channel", symmetric), no input_activations
+// (weight-only), no sparsity_config other than dense. Errors: InvalidArgument for a field of the wrong type
 // or range, Unimplemented for a method, bit width, format or version we do
 // not read, each naming `source`, the field and the value found.
 absl::StatusOr<PrequantConfig> ParsePrequantConfig(const nlohmann::json& j,
@@ -76,12 +88,16 @@ absl::StatusOr<std::optional<PrequantConfig>> ReadPrequantConfig(const std::stri
 
 // The packed tensors of one linear (`prefix` without the dot). g_idx may be
 // null (GPTQ without g_idx: i / group_size; AWQ never has one).
+// compressed-tensors: qweight = weight_packed, qzeros = weight_zero_point
+// (null when symmetric), scales = weight_scale, g_idx = weight_g_idx,
+// shape = weight_shape.
 struct PackedLinear {
   std::string prefix;
   const ir::Tensor* qweight = nullptr;
   const ir::Tensor* qzeros = nullptr;
   const ir::Tensor* scales = nullptr;
   const ir::Tensor* g_idx = nullptr;
+  const ir::Tensor* shape = nullptr;
 };
 
 // Unpacks one linear into the tensors listed above (weight, scale, zero
@@ -96,7 +112,8 @@ struct PackedLinear {
 absl::StatusOr<std::vector<ir::Tensor>> UnpackLinear(const PrequantConfig& config,
                                                      const PackedLinear& packed);
 
-// Replaces every packed linear of `tensors` (found by its `.qweight`) with
+// Replaces every packed linear of `tensors` (found by its `.qweight`, or
+// `.weight_packed` for compressed-tensors) with
 // UnpackLinear's tensors. InvalidArgument naming the file and tensor for a
 // `.qweight` without its `.qzeros` / `.scales`, a `.qzeros` / `.scales` /
 // `.g_idx` without a `.qweight`, a `.weight` beside a `.qweight`, or a
