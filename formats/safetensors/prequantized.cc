@@ -69,6 +69,21 @@ uint32_t Word(const ir::Tensor& t, uint64_t i) {
   return w;
 }
 
+// Value k of a GPTQ bit stream: the int32 words at word(0), word(1), ...
+// (one column of qweight, one row of qzeros) read as one little-endian bit
+// string, value k at bits [bits*k, bits*k + bits). For 2, 4 and 8 bits this
+// is field k % (32/bits) of word k / (32/bits); 3-bit values straddle words
+// (AutoGPTQ packs 32 of them into 3 words).
+template <typename WordAt>
+uint32_t StreamField(const WordAt& word, int bits, int64_t k) {
+  const int64_t bit = static_cast<int64_t>(bits) * k;
+  const int64_t w = bit / 32;
+  const int shift = static_cast<int>(bit % 32);
+  uint64_t v = word(w) >> shift;
+  if (shift + bits > 32) v |= static_cast<uint64_t>(word(w + 1)) << (32 - shift);
+  return static_cast<uint32_t>(v) & ((1u << bits) - 1);
+}
+
 int64_t IndexAt(const ir::Tensor& t, uint64_t i) {
   if (t.dtype == ir::DType::kI64) {
     int64_t v;
@@ -129,39 +144,44 @@ absl::StatusOr<Grid> ReadGptq(const PrequantConfig& c, const PackedLinear& p) {
   RETURN_IF_ERROR(CheckTensor(sc, {ir::DType::kF16, ir::DType::kBF16, ir::DType::kF32}, 2));
   Grid g;
   g.bits = c.bits;
-  const int64_t per = 32 / c.bits;
   const uint32_t maxq = (1u << c.bits) - 1;
+  const std::string bits = "bits " + std::to_string(c.bits) + " in " + c.source;
+  // qweight holds in * bits / 32 rows of words: in = rows * 32 / bits.
+  if ((qw.dims[0] * 32) % c.bits != 0) {
+    return absl::InvalidArgumentError(Where(qw) + ": " + std::to_string(qw.dims[0]) +
+                                      " rows of int32 words do not hold a whole number of " +
+                                      std::to_string(c.bits) + "-bit values (" + bits + ")");
+  }
   g.out = qw.dims[1];
-  g.in = qw.dims[0] * per;
+  g.in = qw.dims[0] * 32 / c.bits;
   g.group = c.group_size == -1 ? g.in : c.group_size;
   g.groups = (g.in + g.group - 1) / g.group;
-  const std::string bits = "bits " + std::to_string(c.bits) + " in " + c.source;
   RETURN_IF_ERROR(ShapeIs(sc, {g.groups, g.out},
                           "[ceil(in / group_size), out] for in " + std::to_string(g.in) +
-                              " = qweight rows x " + std::to_string(per) + " (" + bits +
-                              "), group_size " + std::to_string(c.group_size)));
-  if (g.out % per != 0) {
+                              " = qweight rows x 32 / bits (" + bits + "), group_size " +
+                              std::to_string(c.group_size)));
+  if ((g.out * c.bits) % 32 != 0) {
     return absl::InvalidArgumentError(Where(qw) + ": " + std::to_string(g.out) +
                                       " output columns do not fill the int32 words of qzeros (" +
-                                      bits + " packs " + std::to_string(per) + " per word)");
+                                      bits + ")");
   }
-  RETURN_IF_ERROR(ShapeIs(qz, {g.groups, g.out / per},
-                          "[groups, out * bits / 32] for " + bits));
+  const int64_t zero_words = g.out * c.bits / 32;
+  RETURN_IF_ERROR(ShapeIs(qz, {g.groups, zero_words}, "[groups, out * bits / 32] for " + bits));
   const size_t n = static_cast<size_t>(g.in * g.out);
   g.code.resize(n);
-  for (int64_t i = 0; i < g.in; ++i) {
-    const int shift = static_cast<int>(c.bits * (i % per));
-    for (int64_t o = 0; o < g.out; ++o) {
-      const uint32_t w = Word(qw, static_cast<uint64_t>((i / per) * g.out + o));
-      g.code[static_cast<size_t>(i * g.out + o)] = static_cast<uint8_t>((w >> shift) & maxq);
+  for (int64_t o = 0; o < g.out; ++o) {
+    auto column = [&](int64_t r) { return Word(qw, static_cast<uint64_t>(r * g.out + o)); };
+    for (int64_t i = 0; i < g.in; ++i) {
+      g.code[static_cast<size_t>(i * g.out + o)] =
+          static_cast<uint8_t>(StreamField(column, c.bits, i));
     }
   }
   g.zero.resize(static_cast<size_t>(g.groups * g.out));
   g.scale.resize(g.zero.size());
   for (int64_t k = 0; k < g.groups; ++k) {
+    auto row = [&](int64_t w) { return Word(qz, static_cast<uint64_t>(k * zero_words + w)); };
     for (int64_t o = 0; o < g.out; ++o) {
-      const uint32_t w = Word(qz, static_cast<uint64_t>(k * (g.out / per) + o / per));
-      const uint32_t field = (w >> (c.bits * (o % per))) & maxq;
+      const uint32_t field = StreamField(row, c.bits, o);
       if (c.zeros_minus_one && field == maxq) {
         return absl::InvalidArgumentError(
             Where(qz) + ": zero field of group " + std::to_string(k) + ", output " +

@@ -9,7 +9,7 @@
 //
 // For each packed linear `<p>` (`<p>.qweight`, `<p>.qzeros`, `<p>.scales`,
 // GPTQ also `<p>.g_idx`) the checkpoint gets, in place of those tensors:
-//   <p>.weight             [out, in] u4 (bits 2 and 4) or u8 (bits 8): the
+//   <p>.weight             [out, in] u4 (bits 2, 3, 4) or u8 (bits 8): the
 //                          codes, as the HF nn.Linear weight is laid out
 //   <p>.weight.scale       f32 (the f16 scales widened exactly)
 //   <p>.weight.zero_point  u4 / u8: the zero points (GPTQ v1's stored
@@ -21,7 +21,7 @@
 // 2^(bits-1): a symmetric scheme becomes i4 / i8 codes (the signed values)
 // without a zero point, an asymmetric one u4 / u8 codes and zero points as
 // stored (their difference is the signed difference).
-// Bits 2 and 4 use int4_groupwise along the input axis (group_size -1: one
+// Bits 2, 3 and 4 use int4_groupwise along the input axis (group_size -1: one
 // group of `in`); bits 8 use int8_per_channel over the output rows, so
 // 8-bit checkpoints with groups smaller than `in` are refused (the format
 // has no group-wise int8 layout yet).
@@ -67,7 +67,8 @@ struct PrequantConfig {
 // quantize_config.json, or AutoAWQ's quant_config.json), `source` naming it
 // in errors. quant_method "gptq" (also assumed when absent and the object
 // has bits and group_size, as old quantize_config.json files) or "awq".
-// Fields read: GPTQ bits (2, 4, 8), group_size (-1 or >= 1), sym, desc_act,
+// Fields read: GPTQ bits (2, 3, 4, 8; 3-bit values straddle int32 words,
+// 32 values in 3 words), group_size (-1 or >= 1), sym, desc_act,
 // checkpoint_format (or format): "gptq" = v1 with zeros minus one (the
 // default), "gptq_v2" = zeros as they are; is_marlin_format must be false.
 // AWQ bits / w_bit (4), group_size / q_group_size (>= 1), zero_point (true),

@@ -65,10 +65,9 @@ absl::StatusOr<PrequantConfig> ParseGptq(const nlohmann::json& j, const std::str
   c.method = PrequantMethod::kGptq;
   c.source = source;
   ASSIGN_OR_RETURN(int64_t bits, IntField(j, source, "bits", std::nullopt));
-  if (bits != 2 && bits != 4 && bits != 8) {
-    return absl::UnimplementedError(
-        source + ": bits " + std::to_string(bits) +
-        " is not supported (supported: 2, 4, 8; 3-bit GPTQ packs values across int32 words)");
+  if (bits != 2 && bits != 3 && bits != 4 && bits != 8) {
+    return absl::UnimplementedError(source + ": bits " + std::to_string(bits) +
+                                    " is not supported (supported: 2, 3, 4, 8)");
   }
   c.bits = static_cast<int>(bits);
   ASSIGN_OR_RETURN(c.group_size, IntField(j, source, "group_size", std::nullopt));

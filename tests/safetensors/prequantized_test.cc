@@ -258,6 +258,47 @@ TEST(PrequantizedGptqTest, TwoBitCodesGoToU4) {
   ExpectCarries(*out, l, {});
 }
 
+// AutoGPTQ's 3-bit packing: along each qweight column (qzeros row), the
+// values form one little-endian bit string, value k at bit 3k; 32 values
+// fill 3 words, values 10 and 21 straddle two words.
+TEST(PrequantizedGptqTest, ThreeBitValuesStraddleWords) {
+  Linear l = MakeLinear(3, 64, 32, 16, 27, 1);
+  const int64_t words_in = l.in * 3 / 32, words_out = l.out * 3 / 32;
+  std::vector<uint32_t> qw(static_cast<size_t>(words_in * l.out), 0);
+  for (int64_t o = 0; o < l.out; ++o) {
+    for (int64_t i = 0; i < l.in; ++i) {
+      const uint64_t v = static_cast<uint64_t>(l.q[i][o]) << ((3 * i) % 32);
+      qw[(3 * i / 32) * l.out + o] |= static_cast<uint32_t>(v);
+      if (v >> 32) qw[(3 * i / 32 + 1) * l.out + o] |= static_cast<uint32_t>(v >> 32);
+    }
+  }
+  std::vector<uint32_t> qz(static_cast<size_t>(l.groups() * words_out), 0);
+  std::vector<uint8_t> sc;
+  for (int64_t k = 0; k < l.groups(); ++k) {
+    for (int64_t o = 0; o < l.out; ++o) {
+      const uint64_t v = static_cast<uint64_t>(l.z[k][o] - 1) << ((3 * o) % 32);
+      qz[k * words_out + 3 * o / 32] |= static_cast<uint32_t>(v);
+      if (v >> 32) qz[k * words_out + 3 * o / 32 + 1] |= static_cast<uint32_t>(v >> 32);
+      sc.push_back(static_cast<uint8_t>(l.s[k][o] & 0xFF));
+      sc.push_back(static_cast<uint8_t>(l.s[k][o] >> 8));
+    }
+  }
+  const std::vector<ir::Tensor> t = {
+      MakeTensor("m.qweight", ir::DType::kI32, {words_in, l.out}, Words(qw)),
+      MakeTensor("m.qzeros", ir::DType::kI32, {l.groups(), words_out}, Words(qz)),
+      MakeTensor("m.scales", ir::DType::kF16, {l.groups(), l.out}, sc)};
+  auto out = UnpackLinear(Gptq(3, 16, true), Packed(t, false));
+  ASSERT_THAT(out.status(), IsOk());
+  EXPECT_EQ((*out)[0].dtype, ir::DType::kU4);
+  ExpectCarries(*out, l, {});
+  // 3-bit qweight rows must hold whole values: 2 rows of words hold 21.33.
+  std::vector<ir::Tensor> odd = t;
+  odd[0] = MakeTensor("m.qweight", ir::DType::kI32, {2, l.out}, std::vector<uint8_t>(8 * l.out));
+  EXPECT_THAT(UnpackLinear(Gptq(3, 16, true), Packed(odd, false)).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("m.qweight"), HasSubstr("whole number"))));
+}
+
 TEST(PrequantizedGptqTest, EightBitPerChannelIsInt8PerChannelU8) {
   const Linear l = MakeLinear(8, 16, 8, 16, 7, 1);
   const auto t = PackGptq(l, "m", true);
@@ -631,8 +672,8 @@ TEST(PrequantConfigTest, CompressedTensorsScheme) {
 
 TEST(PrequantConfigTest, RefusalsNameTheFieldAndValue) {
   using absl::StatusCode;
-  EXPECT_THAT(Parse(R"({"quant_method": "gptq", "bits": 3, "group_size": 128})").status(),
-              StatusIs(StatusCode::kUnimplemented, HasSubstr("cfg: bits 3")));
+  EXPECT_THAT(Parse(R"({"quant_method": "gptq", "bits": 5, "group_size": 128})").status(),
+              StatusIs(StatusCode::kUnimplemented, HasSubstr("cfg: bits 5")));
   EXPECT_THAT(Parse(R"({"quant_method": "gptq", "bits": 4, "group_size": 0})").status(),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("cfg: group_size 0")));
   EXPECT_THAT(Parse(R"({"quant_method": "gptq", "bits": "4", "group_size": 128})").status(),
