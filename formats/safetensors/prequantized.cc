@@ -154,8 +154,9 @@ absl::StatusOr<Grid> ReadGptq(const PrequantConfig& c, const PackedLinear& p) {
   }
   g.out = qw.dims[1];
   g.in = qw.dims[0] * 32 / c.bits;
-  g.group = c.group_size == -1 ? g.in : c.group_size;
-  g.groups = (g.in + g.group - 1) / g.group;
+  // -1, or any size beyond the inputs: one group of all `in` rows.
+  g.group = c.group_size == -1 ? g.in : std::min(c.group_size, g.in);
+  g.groups = g.in / g.group + (g.in % g.group != 0);  // no overflow for any group_size
   RETURN_IF_ERROR(ShapeIs(sc, {g.groups, g.out},
                           "[ceil(in / group_size), out] for in " + std::to_string(g.in) +
                               " = qweight rows x 32 / bits (" + bits + "), group_size " +
@@ -304,8 +305,9 @@ absl::StatusOr<Grid> ReadCompressed(const PrequantConfig& c, const PackedLinear&
     return absl::InvalidArgumentError(Where(shape) + ": weight_shape [" + std::to_string(g.out) +
                                       ", " + std::to_string(g.in) + "] is out of range");
   }
-  g.group = c.group_size == -1 ? g.in : c.group_size;
-  g.groups = (g.in + g.group - 1) / g.group;
+  // -1, or any size beyond the inputs: one group of all `in` rows.
+  g.group = c.group_size == -1 ? g.in : std::min(c.group_size, g.in);
+  g.groups = g.in / g.group + (g.in % g.group != 0);  // no overflow for any group_size
   const std::string bits = "num_bits " + std::to_string(c.bits) + " in " + c.source;
   RETURN_IF_ERROR(ShapeIs(qw, {g.out, (g.in + per - 1) / per},
                           "[out, ceil(in * bits / 32)] for weight_shape [" +

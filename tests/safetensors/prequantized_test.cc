@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -434,6 +435,17 @@ TEST(PrequantizedGptqTest, BitsNotMatchingThePackingAreRefused) {
   EXPECT_THAT(UnpackLinear(Gptq(4, -1, true), Packed(t)).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        ::testing::AllOf(HasSubstr("m.qzeros"), HasSubstr("bits 4"))));
+}
+
+TEST(PrequantizedGptqTest, HugeGroupSizeIsOneGroupWithoutOverflow) {
+  // A group_size beyond the input count (here the largest int64) is one
+  // group; the group count must not overflow computing ceil(in / group).
+  const Linear l = MakeLinear(4, 16, 8, 16, 28, 1);
+  const auto t = PackGptq(l, "m", true);
+  auto out = UnpackLinear(Gptq(4, std::numeric_limits<int64_t>::max(), true), Packed(t));
+  ASSERT_THAT(out.status(), IsOk());
+  EXPECT_EQ((*out)[0].quant.group_size, 16);  // stored as the input count
+  ExpectCarries(*out, l, {});
 }
 
 TEST(PrequantizedGptqTest, WrongDtypeIsRefusedNamingTheTensor) {
