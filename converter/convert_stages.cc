@@ -10,6 +10,7 @@
 #include "calibration/dataset.h"
 #include "calibration/token_ids.h"
 #include "passes/lower/dequantize_integer_ops.h"
+#include "ir/quant.h"
 #include "passes/pipeline.h"
 #include "runtime/widen_f16.h"
 #include "prune/graph/prune_onnx.h"
@@ -251,6 +252,19 @@ absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOption
   const StageLog log(options);
   StageResult result;
   const bool has_graph = !model.graph.nodes.empty();
+  if (!has_graph && (options.prune.active() || options.sparsify || options.quant.active() ||
+                     options.quant.w8a8)) {
+    // An already-quantized checkpoint (GPTQ/AWQ import): its codes are
+    // carried as they are; pruning, sparsifying or quantizing again would
+    // read them as floats (or lose the act-order input permutation).
+    for (const ir::Tensor& t : model.graph.initializers()) {
+      if (!t.quant.quantized()) continue;
+      return absl::FailedPreconditionError(
+          "the checkpoint is already quantized (tensor '" + t.name + "', " +
+          std::string(ir::QuantKindName(t.quant.kind)) + ", " + t.quant.algorithm +
+          "): convert it without --quant, --prune or --sparsity to carry its codes as they are");
+    }
+  }
   if (has_graph && (options.quant.w8a8 || options.quant.active())) {
     RETURN_IF_ERROR(PrepareQuantStage(model, options, log, result));
   }

@@ -43,6 +43,75 @@ def copy(parser_dir, src, name=None):
     shutil.copyfile(os.path.join(ROOT, src), os.path.join(parser_dir, name or os.path.basename(src)))
 
 
+# --- prequantized (already-quantized checkpoints) -------------------------------
+
+def make_prequantized():
+    """One small linear (in 16, out 8) per config of fuzz/prequantized_fuzz.cc: the first byte
+    is the config index, then the safetensors file as that library packs it."""
+    d = out_dir("prequantized")
+    rng = np.random.default_rng(18)
+
+    def i32(a):
+        return np.ascontiguousarray(a, np.uint32).view(np.int32).tobytes()
+
+    def f16(shape):
+        return (rng.uniform(0.01, 0.1, shape)).astype(np.float16).tobytes()
+
+    def words(values, bits):  # little-endian bit string -> uint32 words
+        stream = 0
+        for k, v in enumerate(values):
+            stream |= int(v) << (bits * k)
+        n = len(values) * bits // 32
+        return [(stream >> (32 * w)) & 0xFFFFFFFF for w in range(n)]
+
+    def gptq(bits, group, g_idx=None):
+        n_in, out = (32, 32) if bits == 3 else (16, 16) if bits == 2 else (16, 8)
+        q = rng.integers(0, 1 << bits, (n_in, out))
+        groups = -(-n_in // group)
+        z = rng.integers(0, (1 << bits) - 1, (groups, out))
+        qw = np.array([words(q[:, o], bits) for o in range(out)]).T
+        qz = np.array([words(z[k], bits) for k in range(groups)])
+        g = np.arange(n_in) // group if g_idx is None else np.asarray(g_idx)
+        return [("m.g_idx", "I32", [n_in], g.astype(np.int32).tobytes()),
+                ("m.qweight", "I32", list(qw.shape), i32(qw)),
+                ("m.qzeros", "I32", list(qz.shape), i32(qz)),
+                ("m.scales", "F16", [groups, out], f16((groups, out)))]
+
+    actorder = np.concatenate([rng.permutation(16)]) // 4
+    write(d, "gptq4_actorder", b"\x00" + safetensors_bytes(gptq(4, 4, actorder)))
+    write(d, "gptq8_v2", b"\x01" + safetensors_bytes(gptq(8, 16)))
+    write(d, "gptq3", b"\x02" + safetensors_bytes(gptq(3, 16)))
+    write(d, "gptq2_v2", b"\x03" + safetensors_bytes(gptq(2, 8)))
+    order = [0, 2, 4, 6, 1, 3, 5, 7]
+    q = rng.integers(0, 16, (16, 8))
+    z = rng.integers(0, 16, (4, 8))
+    awq = [("m.qweight", "I32", [16, 1], i32([[words(r[order], 4)[0]] for r in q])),
+           ("m.qzeros", "I32", [4, 1], i32([[words(r[order], 4)[0]] for r in z])),
+           ("m.scales", "F16", [4, 8], f16((4, 8)))]
+    write(d, "awq", b"\x04" + safetensors_bytes(awq))
+    q = rng.integers(0, 16, (8, 16))
+    ct = [("m.weight_packed", "I32", [8, 2], i32([words(r, 4) for r in q])),
+          ("m.weight_scale", "F16", [8, 2], f16((8, 2))),
+          ("m.weight_shape", "I64", [2], np.array([8, 16], np.int64).tobytes())]
+    write(d, "ct_sym", b"\x05" + safetensors_bytes(ct))
+    q = rng.integers(0, 256, (8, 16))
+    z = rng.integers(0, 256, 8)
+    ct8 = [("m.weight_packed", "I32", [8, 4], i32([words(r, 8) for r in q])),
+           ("m.weight_scale", "F16", [8, 1], f16((8, 1))),
+           ("m.weight_shape", "I64", [2], np.array([8, 16], np.int64).tobytes()),
+           ("m.weight_zero_point", "I32", [2, 1], i32([[words(z[4 * r:4 * r + 4], 8)[0]] for r in range(2)]))]
+    write(d, "ct8_asym", b"\x06" + safetensors_bytes(ct8))
+
+    r = os.path.join(HERE, "regressions", "prequantized")
+    os.makedirs(r, exist_ok=True)
+    # weight_shape claiming 2^30 x 2^30 over an 8-byte packed tensor (an allocation bomb if the
+    # shape were trusted before the packed size is checked).
+    bomb = [("m.weight_packed", "I32", [1, 2], b"\0" * 8), ("m.weight_scale", "F16", [1, 1], b"\0\x3c"),
+            ("m.weight_shape", "I64", [2], np.array([1 << 30, 1 << 30], np.int64).tobytes())]
+    write(r, "known_weight_shape_bomb", b"\x05" + safetensors_bytes(bomb))
+    write(r, "known_g_idx_out_of_range", b"\x00" + safetensors_bytes(gptq(4, 4, [7] * 16)))
+
+
 # --- safetensors --------------------------------------------------------------
 
 def safetensors_bytes(tensors, metadata=None, pad_to=8):
@@ -429,6 +498,7 @@ def make_regressions():
 def main():
     make_regressions()
     make_safetensors()
+    make_prequantized()
     make_onnx()
     make_numpy()
     make_hf_config()

@@ -12,12 +12,14 @@
 #include "hf/llama_graph_builder.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "ir/quant.h"
 #include "hf/config_checks.h"
 #include "hf/graph_emitter.h"
 #include "hf/layer_sizes.h"
+#include "hf/weight_roles.h"
 #include "support/status_macros.h"
 #include "support/portable_math.h"
 
@@ -208,7 +210,13 @@ class DecoderBuilder {
                                      int64_t out, int64_t in, bool bias) {
     e_.SetScope(module);
     ASSIGN_OR_RETURN(std::string w, Weight(module + ".weight", {out, in}));
-    std::vector<std::string> inputs = {x, w};
+    ASSIGN_OR_RETURN(std::string perm, InputPerm(module + ".weight", in));
+    // An act-order import stores the weight's input rows permuted
+    // (W'[:, j] = W[:, perm[j]]): the input is permuted the same way, so
+    // x' W'^T = x W^T.
+    const std::string xin =
+        perm.empty() ? x : e_.Op("Gather", {x, perm}, {{"axis", Attribute::Int(-1)}});
+    std::vector<std::string> inputs = {xin, w};
     if (bias) {
       ASSIGN_OR_RETURN(std::string b, Weight(module + ".bias", {out}));
       inputs.push_back(b);
@@ -316,6 +324,35 @@ class DecoderBuilder {
                                       std::string(ir::DTypeName(t->dtype)) +
                                       " (supported: f32, f16, bf16, or i8/u8/i4/u4 with a "
                                       "quant layout)");
+    }
+    RETURN_IF_ERROR(g_.AddInitializer(*t));
+    return name;
+  }
+
+  // The weight's `<weight>.input_perm` (hf::kInputPermSuffix), checked to
+  // be an i64 [in] permutation of 0..in-1, or "" when there is none.
+  absl::StatusOr<std::string> InputPerm(const std::string& weight, int64_t in) {
+    const std::string name = weight + kInputPermSuffix;
+    if (g_.FindInitializer(name) != nullptr) return name;
+    const ir::Tensor* t = ckpt_.graph.FindInitializer(name);
+    if (t == nullptr) return std::string();
+    const std::string where = ckpt_.source_path + ": input permutation '" + name + "'";
+    if (t->dtype != ir::DType::kI64 || t->dims != std::vector<int64_t>{in} ||
+        t->data.size() != static_cast<uint64_t>(in) * 8 || t->quant.quantized()) {
+      return absl::InvalidArgumentError(where + " is " + std::string(ir::DTypeName(t->dtype)) +
+                                        ir::Shape::FromDims(t->dims).ToString() +
+                                        ", expected i64[" + std::to_string(in) + "]");
+    }
+    std::vector<bool> seen(static_cast<size_t>(in), false);
+    for (int64_t j = 0; j < in; ++j) {
+      int64_t v;
+      std::memcpy(&v, t->data.data() + 8 * j, 8);
+      if (v < 0 || v >= in || seen[static_cast<size_t>(v)]) {
+        return absl::InvalidArgumentError(where + ": element " + std::to_string(j) + " = " +
+                                          std::to_string(v) + " repeats or is outside [0, " +
+                                          std::to_string(in) + "): not a permutation");
+      }
+      seen[static_cast<size_t>(v)] = true;
     }
     RETURN_IF_ERROR(g_.AddInitializer(*t));
     return name;

@@ -51,6 +51,10 @@ std::vector<std::string> SupportedModelTypes();
 // become initializers and the interpreter dequantizes the weight when it
 // binds it (runtime/graph_plan.cc). A layout that disagrees with its
 // scale / zero point is InvalidArgument naming the checkpoint and tensor.
+// A weight with an input permutation `<weight>.input_perm` (i64 [in], an
+// act-order checkpoint import: hf::kInputPermSuffix) is read through
+// Gather(x, perm, axis=-1) on the linear's input; one that is not an i64
+// [in] permutation of 0..in-1 is InvalidArgument naming it.
 //
 // Errors: FailedPrecondition if the model has no architecture (no
 // config.json); Unimplemented naming the model_type and listing the

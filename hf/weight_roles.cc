@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string_view>
 
 #include "absl/status/status.h"
@@ -213,6 +214,13 @@ absl::Status TagWeightRoles(const ir::ArchitectureInfo& arch,
   std::map<std::string, bool> global_seen;
   std::vector<std::string> unrecognised;
   const auto& patterns = LayerPatterns();
+  std::set<std::string> companions;  // scales, zero points, input perms
+  for (const ir::Tensor& t : tensors) {
+    if (!t.quant.quantized()) continue;
+    companions.insert(t.quant.scale);
+    if (!t.quant.zero_point.empty()) companions.insert(t.quant.zero_point);
+    companions.insert(t.name + kInputPermSuffix);
+  }
   for (ir::Tensor& t : tensors) {
     const Pattern* match = nullptr;
     if (auto split = SplitLayerName(t.name)) {
@@ -239,6 +247,7 @@ absl::Status TagWeightRoles(const ir::ArchitectureInfo& arch,
       }
     }
     if (match == nullptr) {
+      if (companions.count(t.name)) continue;
       unrecognised.push_back(t.name);
       continue;
     }

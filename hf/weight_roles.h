@@ -12,6 +12,12 @@
 
 namespace slimpack::hf {
 
+// Suffix of the i64 [in] tensor `<module>.weight.input_perm` an act-order
+// checkpoint import adds (formats/safetensors/prequantized.h): the weight's
+// input rows are stored permuted, and the decoder graph reads the linear's
+// input through Gather(x, perm, axis=-1).
+inline constexpr char kInputPermSuffix[] = ".input_perm";
+
 // For a known family (arch.known), sets role and layer on every tensor whose
 // name follows the HF layout:
 //   model.embed_tokens.weight                      embedding  [vocab, hidden]
@@ -25,6 +31,9 @@ namespace slimpack::hf {
 //   model.layers.N.post_attention_layernorm.weight mlp_norm   [hidden]
 //   model.norm.weight                              final_norm [hidden]
 //   lm_head.weight                                 lm_head    [vocab, hidden]
+// The scale and zero-point tensors a quantized weight's layout names, and
+// a weight's `<weight>.input_perm`, take the weight's layer and role and are
+// not reported as unrecognised.
 // Biases are accepted for every known family (qwen2 always has them; llama
 // and mistral with attention_bias). Errors (InvalidArgument, naming the
 // tensor, its file and config.json): a layer index >= num_hidden_layers, or

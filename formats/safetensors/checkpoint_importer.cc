@@ -18,6 +18,7 @@
 #include "absl/status/status.h"
 #include "ir/verifier.h"
 #include "hf/hf_config.h"
+#include "formats/safetensors/prequantized.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "formats/safetensors/shard_index.h"
 #include "support/small_file.h"
@@ -266,6 +267,34 @@ absl::Status ApplyConfig(const Checkpoint& ckpt,
   return absl::OkStatus();
 }
 
+// An already-quantized checkpoint (prequantized.h): its packed linears
+// become quantized weights with the checkpoint's codes before roles are
+// tagged. Packed tensors without a quantization config are refused: their
+// bits and zero convention cannot be guessed.
+absl::Status ApplyPrequantConfig(const Checkpoint& ckpt, std::vector<ir::Tensor>& tensors,
+                                 ir::Model& model) {
+  ASSIGN_OR_RETURN(std::optional<PrequantConfig> config, ReadPrequantConfig(ckpt.dir));
+  if (!config) {
+    for (const ir::Tensor& t : tensors) {
+      if (absl::EndsWith(t.name, ".qweight") || absl::EndsWith(t.name, ".weight_packed")) {
+        return absl::InvalidArgumentError(
+            ckpt.file + ": tensor '" + t.name + "' is packed (GPTQ/AWQ/compressed-tensors) but " +
+            ckpt.dir +
+            " has no config.json quantization_config, quantize_config.json or quant_config.json "
+            "saying how");
+      }
+    }
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(ImportPrequantized(*config, tensors));
+  for (const char* side : {"quantize_config.json", "quant_config.json"}) {
+    if (absl::StartsWith(config->source, Join(ckpt.dir, side))) {
+      model.input_files.push_back(Join(ckpt.dir, side));
+    }
+  }
+  return absl::OkStatus();
+}
+
 std::string GraphName(const std::string& file) {
   std::string base = file.substr(file.rfind('/') + 1);
   for (const char* suffix : {kIndexSuffix, kSafetensorsSuffix}) {
@@ -289,6 +318,7 @@ absl::StatusOr<ir::Model> ImportSafetensors(const std::string& path) {
   } else {
     ASSIGN_OR_RETURN(tensors, ReadSingle(ckpt, model));
   }
+  RETURN_IF_ERROR(ApplyPrequantConfig(ckpt, tensors, model));
   RETURN_IF_ERROR(ApplyConfig(ckpt, tensors, model));
   for (const char* name : kCarriedNames) {
     std::string p = Join(ckpt.dir, name);

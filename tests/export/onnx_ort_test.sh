@@ -5,7 +5,8 @@
 # writes, and its outputs match `slimpack run` on the same artifact:
 #   float  the bundled digits CNN (plain, --onnx-profile ort, pruned), the
 #          tiny-llama (its full-sequence graph, external data; weight-only
-#          int8 as DequantizeLinear, int4 as MatMulNBits), and the ONNX
+#          int8 as DequantizeLinear, int4 as MatMulNBits; already-quantized
+#          GPTQ / compressed-tensors checkpoints with their codes), and the ONNX
 #          fixtures through the default fusion pipeline (every slimpack op
 #          lowered, standard and ort profiles): max|diff| / max|ours| <= 1e-4;
 #   w8a8   the digits CNN's static W8A8 as QDQ and as QOperator, and an
@@ -124,6 +125,19 @@ PYEOF
           { bad "int4 $name: expected 29 MatMulNBits and 1 GatherBlockQuantized"; cat "$OUT"; }; } &&
       check "tiny-llama-int4-$name" "$work/tiny-$name" "$work/tiny-$name.onnx" "$work/llama_tokens.npz" \
         --max-rel 1e-4
+  done
+  # Issue 18: already-quantized checkpoints exported with their codes
+  # (GPTQ act-order: MatMulNBits plus the input Gather; compressed-tensors
+  # signed codes: MatMulNBits; GPTQ 8-bit: DequantizeLinear with u8 zero
+  # points), against `slimpack run` of the checkpoint itself.
+  local pq f
+  for f in "gptq-4bit-g32-actorder:int4: 28 MatMulNBits" \
+           "compressed-tensors-4bit-g32-sym:int4: 28 MatMulNBits" \
+           "gptq-8bit-perchannel:28 int8 weights behind DequantizeLinear"; do
+    pq="$SRC/tests/testdata/prequant/${f%%:*}"
+    convert "$pq" -o "$work/${f%%:*}.onnx" --format onnx --onnx-profile ort -v &&
+      { grep -q "${f#*:}" "$OUT" || { bad "${f%%:*}: expected '${f#*:}'"; cat "$OUT"; }; } &&
+      check "prequant-${f%%:*}" "$pq" "$work/${f%%:*}.onnx" "$work/llama_tokens.npz" --max-rel 1e-4
   done
   # Fusion-pipeline ops, lowered (both profiles where `ort` has a contrib op
   # for them: Gelu, RMSNorm, FusedConv).

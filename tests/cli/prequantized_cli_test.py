@@ -1,0 +1,225 @@
+#!/usr/bin/python3
+"""Issue 18 end to end: already-quantized checkpoints (tests/testdata/prequant) through the slimpack binary.
+
+For every fixture, a NumPy reference unpacks the checkpoint from the libraries' documented layouts (written here
+with array shifts, separately from the generator's packer), dequantizes it as x = float32(q - z) * float32(s),
+runs examples/tiny-llama/verify.py's float64 Llama forward on it, and `slimpack run` must match those logits within
+LOGIT_BOUND (slimpack computes in f32 from the same f32 dequantized weights; measured ~2e-5). `slimpack eval` must
+match the reference's mean NLL within NLL_BOUND. A control with the act-order g_idx ignored must miss the bound by
+far, so the comparison can fail.
+
+`slimpack convert` on the GPTQ act-order fixture must carry the codes: every projection's u4 codes in the shard equal
+the checkpoint's codes bit for bit (position j of the shard's row holding checkpoint input row perm[j], perm the
+shard's input permutation, itself checked to be the stable sort of g_idx), zero points equal the checkpoint's plus
+one (v1), scales equal the f16 scales widened; `run`/`eval` on the artifact equal those on the checkpoint bit for bit.
+Also: `report` accepts a fixture as candidate, and `convert --quant` on one is refused naming the tensor.
+usage: prequantized_cli_test.py SLIMPACK REPO_ROOT
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+SLIMPACK, ROOT = sys.argv[1], sys.argv[2]
+sys.path.insert(0, os.path.join(ROOT, "examples", "tiny-llama"))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "fixtures"))
+from safetensors_lite import read_safetensors  # noqa: E402
+from verify import forward, next_token_loss  # noqa: E402
+
+FIXTURES = os.path.join(ROOT, "tests", "testdata", "prequant")
+LOGIT_BOUND = 1e-4   # max |slimpack f32 - NumPy f64| over logits of magnitude ~25 (measured ~2e-5)
+NLL_BOUND = 1e-5     # |mean NLL difference|, nats
+AWQ_FIELD = np.array([0, 4, 1, 5, 2, 6, 3, 7])  # field of column 8c + j in AutoAWQ's GEMM word
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures.append(what)
+
+
+def slimpack(*args, expect=0):
+    r = subprocess.run([SLIMPACK, *args], capture_output=True, text=True)
+    if r.returncode != expect:
+        print(r.stdout, r.stderr)
+    check(r.returncode == expect, f"slimpack {' '.join(args[:2])} ... exits {expect} (got {r.returncode})")
+    return r
+
+
+def fields(words, bits, axis):
+    """int32 words -> their 32/bits fields (lowest bits first), expanded along `axis` (0: rows, 1: columns)."""
+    w = words.view(np.uint32).astype(np.uint64)
+    per = 32 // bits
+    shifts = (np.arange(per, dtype=np.uint64) * np.uint64(bits))
+    mask = np.uint64((1 << bits) - 1)
+    if axis == 0:   # [n, m] -> [n * per, m]
+        return ((w[:, None, :] >> shifts[None, :, None]) & mask).reshape(-1, w.shape[1]).astype(np.int64)
+    return ((w[:, :, None] >> shifts[None, None, :]) & mask).reshape(w.shape[0], -1).astype(np.int64)
+
+
+def checkpoint_grid(tensors, prefix, qc):
+    """(codes [in, out], zeros [groups, out], scales f32 [groups, out], g_idx [in]) in checkpoint order."""
+    qw, qz = tensors[prefix + ".qweight"], tensors[prefix + ".qzeros"]
+    scales = tensors[prefix + ".scales"].astype(np.float32)
+    if qc["quant_method"] == "awq":
+        n_in = qw.shape[0]
+        codes = fields(qw, 4, 1).reshape(n_in, -1, 8)[:, :, AWQ_FIELD].reshape(n_in, -1)
+        zeros = fields(qz, 4, 1).reshape(qz.shape[0], -1, 8)[:, :, AWQ_FIELD].reshape(qz.shape[0], -1)
+        return codes, zeros, scales, np.arange(n_in) // qc["group_size"]
+    bits = qc["bits"]
+    codes = fields(qw, bits, 0)
+    zeros = fields(qz, bits, 1) + (1 if qc.get("checkpoint_format", "gptq") == "gptq" else 0)
+    return codes, zeros, scales, tensors[prefix + ".g_idx"].astype(np.int64)
+
+
+def dequantized(fixture, ignore_g_idx=False):
+    d = os.path.join(FIXTURES, fixture)
+    cfg = json.load(open(os.path.join(d, "config.json")))
+    qc = cfg.get("quantization_config") or json.load(open(os.path.join(d, "quantize_config.json")))
+    tensors, _ = read_safetensors(os.path.join(d, "model.safetensors"))
+    weights = {k: v.astype(np.float64) for k, v in tensors.items()
+               if not k.endswith((".qweight", ".qzeros", ".scales", ".g_idx", ".weight_packed", ".weight_scale",
+                                  ".weight_shape", ".weight_zero_point"))}
+    if qc["quant_method"] == "compressed-tensors":
+        # pack-quantized, weight-only int, one scheme (symmetric here): codes = field - 2^(bits-1), no zero point.
+        scheme = next(iter(qc["config_groups"].values()))["weights"]
+        bits, group = scheme["num_bits"], scheme["group_size"]
+        assert scheme["symmetric"] and scheme["strategy"] == "group"
+        for k in tensors:
+            if not k.endswith(".weight_packed"):
+                continue
+            prefix = k[:-len(".weight_packed")]
+            out, n_in = tensors[prefix + ".weight_shape"]
+            codes = fields(tensors[k], bits, 1)[:, :n_in] - (1 << (bits - 1))       # [out, in]
+            scales = tensors[prefix + ".weight_scale"].astype(np.float32)         # [out, groups]
+            w = codes.astype(np.float32) * scales[:, np.arange(n_in) // group]
+            weights[prefix + ".weight"] = w.astype(np.float64)
+        return cfg, weights, tensors, qc
+    for k in tensors:
+        if not k.endswith(".qweight"):
+            continue
+        prefix = k[:-len(".qweight")]
+        codes, zeros, scales, g_idx = checkpoint_grid(tensors, prefix, qc)
+        if ignore_g_idx:
+            g = qc["group_size"] if qc["group_size"] > 0 else codes.shape[0]
+            g_idx = np.arange(codes.shape[0]) // g
+        w = (codes - zeros[g_idx]).astype(np.float32) * scales[g_idx]   # [in, out], f32 as slimpack
+        weights[prefix + ".weight"] = w.T.astype(np.float64)
+    return cfg, weights, tensors, qc
+
+
+def run_logits(model, ids, tmp, name):
+    np.save(os.path.join(tmp, "input_ids.npy"), ids)
+    out = os.path.join(tmp, name + ".npz")
+    slimpack("run", model, "--inputs", os.path.join(tmp, "input_ids.npy"), "-o", out)
+    return np.load(out)["logits"]
+
+
+def eval_nll(model, tokens):
+    r = slimpack("eval", model, "--tokens", tokens, "--window", "64", "--json")
+    return json.loads(r.stdout)["mean_nll"] if r.returncode == 0 else float("nan")
+
+
+def main():
+    data, _ = read_safetensors(os.path.join(ROOT, "examples", "tiny-llama", "eval.safetensors"))
+    ids = data["input_ids"][:4].astype(np.int64)
+    with tempfile.TemporaryDirectory() as tmp:
+        tokens = os.path.join(tmp, "tokens.npy")
+        np.save(tokens, ids)
+        logits = {}
+        for fixture in sorted(os.listdir(FIXTURES)):
+            cfg, weights, _, _ = dequantized(fixture)
+            ref = forward(weights, cfg, ids)
+            got = run_logits(os.path.join(FIXTURES, fixture), ids, tmp, fixture)
+            logits[fixture] = got
+            diff = float(np.abs(got - ref).max())
+            print(f"{fixture}: max |slimpack run - numpy| = {diff:.3g} (logits max {np.abs(ref).max():.1f})")
+            check(diff <= LOGIT_BOUND, f"{fixture}: run matches the NumPy reference within {LOGIT_BOUND}")
+            nll = eval_nll(os.path.join(FIXTURES, fixture), tokens)
+            ref_nll = next_token_loss(ref, ids)
+            print(f"{fixture}: eval mean NLL {nll:.6f}, numpy {ref_nll:.6f}")
+            check(abs(nll - ref_nll) <= NLL_BOUND, f"{fixture}: eval matches the NumPy NLL within {NLL_BOUND}")
+
+        # Control: ignoring act-order's g_idx gives other weights, far outside the bound.
+        fixture = "gptq-4bit-g32-actorder"
+        cfg, wrong, _, _ = dequantized(fixture, ignore_g_idx=True)
+        miss = float(np.abs(logits[fixture] - forward(wrong, cfg, ids)).max())
+        print(f"control: act-order ignored, max diff {miss:.3g}")
+        check(miss > 100 * LOGIT_BOUND, "control: a reference ignoring g_idx misses the bound")
+
+        # convert carries the codes bit for bit.
+        art = os.path.join(tmp, "art")
+        slimpack("convert", os.path.join(FIXTURES, fixture), "-o", art)
+        slimpack("verify", art)
+        manifest = json.load(open(os.path.join(art, "manifest.json")))
+        by_name = {t["name"]: t for t in manifest["tensors"]}
+        shards = [open(os.path.join(art, s["file"]), "rb").read() for s in manifest["shards"]]
+
+        def raw(name):
+            t = by_name[name]
+            return shards[t["shard"]][t["offset"]:t["offset"] + t["nbytes"]]
+
+        _, _, tensors, qc = dequantized(fixture)
+        checked = 0
+        for k in sorted(tensors):
+            if not k.endswith(".qweight"):
+                continue
+            prefix = k[:-len(".qweight")]
+            codes, zeros, scales, g_idx = checkpoint_grid(tensors, prefix, qc)
+            n_in, out = codes.shape
+            w = by_name.get(prefix + ".weight")
+            if w is None:
+                check(False, f"{prefix}.weight in the artifact")
+                continue
+            ok = (w["dtype"] == "u4" and w["layout"]["kind"] == "int4_groupwise" and w["shape"] == [out, n_in]
+                  and w["layout"]["group_size"] == qc["group_size"] and w["quant"]["algorithm"] == "gptq-checkpoint")
+            b = np.frombuffer(raw(prefix + ".weight"), np.uint8)
+            shard_codes = np.stack([b & 15, b >> 4], 1).reshape(-1)[:out * n_in].reshape(out, n_in)
+            perm = np.frombuffer(raw(prefix + ".weight.input_perm"), np.int64)
+            ok &= np.array_equal(perm, np.argsort(g_idx, kind="stable"))
+            ok &= np.array_equal(shard_codes, codes[perm].T)
+            groups = scales.shape[0]
+            zb = np.frombuffer(raw(prefix + ".weight.zero_point"), np.uint8)
+            shard_zeros = np.stack([zb & 15, zb >> 4], 1).reshape(-1)[:out * groups].reshape(out, groups)
+            ok &= np.array_equal(shard_zeros, zeros.T)
+            shard_scales = np.frombuffer(raw(prefix + ".weight.scale"), np.float32).reshape(out, groups)
+            ok &= np.array_equal(shard_scales, scales.T)
+            check(bool(ok), f"artifact carries {prefix}'s codes, zero points and scales exactly")
+            checked += 1
+        check(checked == 28, f"28 projections checked in the artifact (got {checked})")
+        again = run_logits(art, ids, tmp, "artifact")
+        check(np.array_equal(again, logits[fixture]), "run on the artifact equals run on the checkpoint bit for bit")
+        check(eval_nll(art, tokens) == eval_nll(os.path.join(FIXTURES, fixture), tokens),
+              "eval on the artifact equals eval on the checkpoint")
+
+        # report: the Hub-style GPTQ checkpoint against its float original.
+        llama = os.path.join(ROOT, "examples", "tiny-llama")
+        r = slimpack("report", "--reference", llama, "--candidate", os.path.join(FIXTURES, fixture),
+                     "--data", os.path.join(llama, "eval.safetensors"), "--max-runs", "1",
+                     "--sensitivity-runs", "0", "-o", os.path.join(tmp, "report"))
+        if r.returncode == 0:
+            lm = json.load(open(os.path.join(tmp, "report", "report.json")))["end_to_end"].get("lm", {})
+            print(f"report: GPTQ fixture vs float tiny-llama: mean KLD {lm.get('mean_kld')}, "
+                  f"top-1 agreement {lm.get('top1_agreement')}, ppl {lm.get('ppl_reference')} -> "
+                  f"{lm.get('ppl_candidate')}")
+            check(0 < lm.get("mean_kld", 0) < 0.5 and 0.5 < lm.get("top1_agreement", 0) < 1,
+                  "report compares the GPTQ checkpoint with its float original (KLD > 0, top-1 < 1)")
+
+        # Quantizing an already-quantized checkpoint again is refused, naming a tensor; nothing is written.
+        r = slimpack("convert", os.path.join(FIXTURES, fixture), "-o", os.path.join(tmp, "again"),
+                     "--quant", "int8", expect=1)
+        check("already quantized" in r.stderr and ".weight'" in r.stderr, "convert --quant names the reason: "
+              + r.stderr.strip()[:200])
+        check(not os.path.exists(os.path.join(tmp, "again")), "nothing written by the refused convert")
+    if failures:
+        print(f"{len(failures)} check(s) failed")
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
