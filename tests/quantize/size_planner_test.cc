@@ -142,8 +142,10 @@ TEST(PlanForSizeTest, FixedSchemesAndConvLimits) {
   ASSERT_THAT(plan, IsOk());
   int seen = 0;
   for (const SizeChoice& c : plan->choices) {
-    if (c.tensor == "a") EXPECT_EQ(c.scheme.Name(), "int8"), ++seen;
-    if (c.tensor == "conv") EXPECT_EQ(c.scheme.Name(), "int8"), ++seen;
+    if (c.tensor == "a" || c.tensor == "conv") {
+      EXPECT_EQ(c.scheme.Name(), "int8") << c.tensor;
+      ++seen;
+    }
   }
   EXPECT_EQ(seen, 2);  // both tensors were planned
 }
@@ -174,7 +176,10 @@ TEST(PlanForSizeTest, MeasuredSensitivityDecides) {
   ASSERT_THAT(plan, IsOk());
   int seen = 0;
   for (const SizeChoice& c : plan->choices) {
-    if (c.tensor == "c") EXPECT_EQ(c.scheme.Name(), "int4-g32"), ++seen;
+    if (c.tensor == "c") {
+      EXPECT_EQ(c.scheme.Name(), "int4-g32");
+      ++seen;
+    }
   }
   EXPECT_EQ(seen, 1);
 }
