@@ -14,6 +14,7 @@ constexpr int kNr = 16;
 
 void KernelAvx2(int64_t kc, const float* a, const float* b, float* acc, bool first) {
   __m256 c[kMr][2];
+  #pragma GCC unroll 16
   for (int r = 0; r < kMr; ++r) {
     c[r][0] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + r * kNr);
     c[r][1] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(acc + r * kNr + 8);
@@ -22,12 +23,14 @@ void KernelAvx2(int64_t kc, const float* a, const float* b, float* acc, bool fir
     const __m256 b0 = _mm256_loadu_ps(b + p * kNr);
     const __m256 b1 = _mm256_loadu_ps(b + p * kNr + 8);
     const float* ap = a + p * kMr;
+    #pragma GCC unroll 16
     for (int r = 0; r < kMr; ++r) {
       const __m256 ar = _mm256_broadcast_ss(ap + r);
       c[r][0] = _mm256_fmadd_ps(ar, b0, c[r][0]);
       c[r][1] = _mm256_fmadd_ps(ar, b1, c[r][1]);
     }
   }
+  #pragma GCC unroll 16
   for (int r = 0; r < kMr; ++r) {
     _mm256_storeu_ps(acc + r * kNr, c[r][0]);
     _mm256_storeu_ps(acc + r * kNr + 8, c[r][1]);

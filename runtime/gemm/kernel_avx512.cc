@@ -15,6 +15,7 @@ constexpr int kNr = 32;
 
 void KernelAvx512(int64_t kc, const float* a, const float* b, float* acc, bool first) {
   __m512 c[kMr][2];
+  #pragma GCC unroll 16
   for (int r = 0; r < kMr; ++r) {
     c[r][0] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + r * kNr);
     c[r][1] = first ? _mm512_setzero_ps() : _mm512_loadu_ps(acc + r * kNr + 16);
@@ -23,12 +24,14 @@ void KernelAvx512(int64_t kc, const float* a, const float* b, float* acc, bool f
     const __m512 b0 = _mm512_loadu_ps(b + p * kNr);
     const __m512 b1 = _mm512_loadu_ps(b + p * kNr + 16);
     const float* ap = a + p * kMr;
+    #pragma GCC unroll 16
     for (int r = 0; r < kMr; ++r) {
       const __m512 ar = _mm512_set1_ps(ap[r]);
       c[r][0] = _mm512_fmadd_ps(ar, b0, c[r][0]);
       c[r][1] = _mm512_fmadd_ps(ar, b1, c[r][1]);
     }
   }
+  #pragma GCC unroll 16
   for (int r = 0; r < kMr; ++r) {
     _mm512_storeu_ps(acc + r * kNr, c[r][0]);
     _mm512_storeu_ps(acc + r * kNr + 16, c[r][1]);

@@ -46,6 +46,7 @@ inline __m128 FmaExact(__m128 a, __m128 b, __m128 c) {
 
 void KernelSse2(int64_t kc, const float* a, const float* b, float* acc, bool first) {
   __m128 c[kMr][2];
+  #pragma GCC unroll 16
   for (int r = 0; r < kMr; ++r) {
     c[r][0] = first ? _mm_setzero_ps() : _mm_loadu_ps(acc + r * kNr);
     c[r][1] = first ? _mm_setzero_ps() : _mm_loadu_ps(acc + r * kNr + 4);
@@ -54,12 +55,14 @@ void KernelSse2(int64_t kc, const float* a, const float* b, float* acc, bool fir
     const __m128 b0 = _mm_loadu_ps(b + p * kNr);
     const __m128 b1 = _mm_loadu_ps(b + p * kNr + 4);
     const float* ap = a + p * kMr;
+    #pragma GCC unroll 16
     for (int r = 0; r < kMr; ++r) {
       const __m128 ar = _mm_set1_ps(ap[r]);
       c[r][0] = FmaExact(ar, b0, c[r][0]);
       c[r][1] = FmaExact(ar, b1, c[r][1]);
     }
   }
+  #pragma GCC unroll 16
   for (int r = 0; r < kMr; ++r) {
     _mm_storeu_ps(acc + r * kNr, c[r][0]);
     _mm_storeu_ps(acc + r * kNr + 4, c[r][1]);

@@ -7,7 +7,10 @@
 // with one rounding per step (a fused multiply-add). `first` starts the
 // block from +0 instead of reading acc. Every ISA's fused multiply-add is
 // the same IEEE operation, so the kernels differ only in how many
-// accumulators they hold in registers, never in the result.
+// accumulators they hold in registers, never in the result. Their row and
+// vector loops carry `#pragma GCC unroll`: at -O2 (RelWithDebInfo, the
+// quick start's build) GCC does not unroll them by itself, the accumulator
+// arrays then live on the stack, and the kernels run at half speed.
 #ifndef SLIMPACK_RUNTIME_GEMM_MICRO_KERNEL_H_
 #define SLIMPACK_RUNTIME_GEMM_MICRO_KERNEL_H_
 

@@ -122,6 +122,7 @@ SLP_AVX512 void Tile(const float* w, int64_t ldw, int64_t k_count,
                      const int32_t* off, const float* b, const float* bias,
                      float* out) {
   __m512 a0[MR], a1[MR];
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     a0[r] = _mm512_setzero_ps();
     a1[r] = a0[r];
@@ -130,6 +131,7 @@ SLP_AVX512 void Tile(const float* w, int64_t ldw, int64_t k_count,
     const float* bk = b + off[k];
     const __m512 b0 = _mm512_loadu_ps(bk);
     const __m512 b1 = _mm512_loadu_ps(bk + 16);
+    #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const __m512 wv = _mm512_set1_ps(w[r * ldw + k]);
       a0[r] = _mm512_fmadd_ps(wv, b0, a0[r]);
@@ -138,6 +140,7 @@ SLP_AVX512 void Tile(const float* w, int64_t ldw, int64_t k_count,
   }
   // The bias is added last, as BLAS-based convolutions do: a large folded
   // BatchNorm bias would otherwise absorb the low bits of every term.
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     if (bias != nullptr) {
       const __m512 bv = _mm512_set1_ps(bias[r]);
@@ -165,13 +168,16 @@ SLP_AVX2 void RowsAvx2(const float* w, int64_t ldw, int64_t k_count,
                        const int32_t* off, const float* b, const float* bias,
                        float* out) {
   __m256 acc[MR][4];
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
+    #pragma GCC unroll 16
     for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_setzero_ps();
   }
   for (int64_t k = 0; k < k_count; ++k) {
     const float* bk = b + off[k];
     const __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);
     const __m256 b2 = _mm256_loadu_ps(bk + 16), b3 = _mm256_loadu_ps(bk + 24);
+    #pragma GCC unroll 16
     for (int r = 0; r < MR; ++r) {
       const __m256 wv = _mm256_broadcast_ss(w + r * ldw + k);
       acc[r][0] = _mm256_fmadd_ps(wv, b0, acc[r][0]);
@@ -180,7 +186,9 @@ SLP_AVX2 void RowsAvx2(const float* w, int64_t ldw, int64_t k_count,
       acc[r][3] = _mm256_fmadd_ps(wv, b3, acc[r][3]);
     }
   }
+  #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
+    #pragma GCC unroll 16
     for (int q = 0; q < 4; ++q) {
       if (bias != nullptr) acc[r][q] = _mm256_add_ps(acc[r][q], _mm256_set1_ps(bias[r]));
       _mm256_storeu_ps(out + r * kNr + q * 8, acc[r][q]);
