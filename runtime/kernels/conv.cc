@@ -292,9 +292,9 @@ absl::Status Conv(KernelContext& ctx) {
   float* py = y.mutable_data<float>();
   const float* pb = ci.b != nullptr ? ci.b->data<float>() : nullptr;
   for (int64_t n = 0; n < batch; ++n) {
-    // The bias is written first and the GEMM accumulates onto it (beta 1):
-    // BLAS clears C before accumulating anyway, so this saves a pass over
-    // the output compared with adding the bias afterwards.
+    // The bias is written first and the GEMM adds it to each finished
+    // chain (beta 1: acc + bias, as the direct kernel does), which saves a
+    // pass over the output compared with adding it afterwards.
     float* yn = py + n * m * out_size;
     if (pb != nullptr) {
       for (int64_t c = 0; c < m; ++c) {

@@ -179,7 +179,7 @@ absl::Status MatMulQ(KernelContext& ctx) {
   const double work = static_cast<double>(rows_m) * static_cast<double>(n) *
                       static_cast<double>(k);
   if (rows_m > n || rows_m == 0 || n == 0) {
-    // Sgemm cuts the rows of A and every call reads all of W: dequantize W
+    // Sgemm cuts the rows of A and every tile reads all of W: dequantize W
     // whole for this call. It is no larger than A here (n < m).
     std::vector<float> full(static_cast<size_t>(n * k));
     DequantRegion(p, 0, p.rows, 0, p.cols, full.data());
@@ -188,11 +188,10 @@ absl::Status MatMulQ(KernelContext& ctx) {
     ctx.SetOutput(0, std::move(out));
     return absl::OkStatus();
   }
-  // Sgemm cuts the output channels: one call per tile, each on a buffer
-  // holding only its channels (rows of W if trans_b, else columns). The
-  // tiles are Sgemm's own (GemmTileExtent), so the BLAS calls have the very
-  // shapes Sgemm would use: a BLAS result can depend on the call's shape,
-  // and equal shapes make the outputs bit-identical to dequantize + Sgemm.
+  // One call per tile of output channels, each on a buffer holding only
+  // its channels (rows of W if trans_b, else columns), so the dequantized
+  // weight never exists whole. Tiles are sized as Sgemm sizes its own
+  // (GemmTileExtent); the bits do not depend on the tiling (runtime/gemm.h).
   const int64_t tile_n = runtime::GemmTileExtent(n, work);
   const int64_t tiles = (n + tile_n - 1) / tile_n;
   std::vector<absl::Status> statuses(tiles);

@@ -3,10 +3,10 @@
 // weight stays packed (i8/u8/i4/u4) and only the slices a product or a
 // lookup needs are dequantized, with the spec's x = float32(q - zp) * scale.
 //
-// MatMulQ makes exactly the BLAS calls Gemm / MatMul make on the
-// dequantized weight (same m, n, k, trans flags and tile split as
-// runtime/gemm.cc's Sgemm), each on a buffer holding just that call's
-// output channels, so its results are bit-identical to the dequantized
+// MatMulQ runs runtime/gemm.h's products on the dequantized weight, one
+// call per tile of output channels, each on a buffer holding just that
+// tile's channels. Every output of that GEMM is one fixed chain over k
+// whatever the tiling, so the results are bit-identical to the dequantized
 // graph and independent of the thread count. A weight that arrives already
 // dequantized (f32: another op reads it too) runs as plain Gemm.
 #ifndef SLIMPACK_RUNTIME_KERNELS_PACKED_KERNELS_H_
