@@ -114,6 +114,32 @@ void Geometry(const Case& c, std::vector<int64_t>* out, std::vector<int64_t>* pa
   }
 }
 
+// The case as the direct kernel's 2-D shape (1-D as 2-D with height 1):
+// also the geometry the references below iterate over.
+kernels::Conv2DShape ShapeOf(const Case& c) {
+  const bool one_d = c.kernel.size() == 1;
+  std::vector<int64_t> out, pad;
+  Geometry(c, &out, &pad);
+  kernels::Conv2DShape s;
+  s.batch = c.x[0];
+  s.channels = c.x[1];
+  s.height = one_d ? 1 : c.x[2];
+  s.width = c.x.back();
+  s.out_channels = c.m;
+  s.group = c.group;
+  s.kernel_h = one_d ? 1 : c.kernel[0];
+  s.kernel_w = c.kernel.back();
+  s.stride_h = one_d ? 1 : c.strides[0];
+  s.stride_w = c.strides.back();
+  s.dilation_h = one_d ? 1 : c.dilations[0];
+  s.dilation_w = c.dilations.back();
+  s.pad_top = one_d ? 0 : pad[0];
+  s.pad_left = pad.back();
+  s.out_h = one_d ? 1 : out[0];
+  s.out_w = out.back();
+  return s;
+}
+
 // Naive convolution in double, plus for every output the sum of |terms|,
 // which bounds float rounding: recursive summation of K terms errs by at
 // most about K * eps * sum |terms|.
@@ -121,14 +147,11 @@ void Reference(const Case& c, const Data& d, std::vector<float>* y,
                std::vector<double>* abs_sum, std::vector<int64_t>* y_dims) {
   std::vector<int64_t> out, pad;
   Geometry(c, &out, &pad);
-  // Treat 1-D as 2-D with height 1.
-  const bool one_d = c.kernel.size() == 1;
-  const int64_t n_img = c.x[0], ch = c.x[1], h = one_d ? 1 : c.x[2], w = c.x.back();
-  const int64_t kh = one_d ? 1 : c.kernel[0], kw = c.kernel.back();
-  const int64_t sh = one_d ? 1 : c.strides[0], sw = c.strides.back();
-  const int64_t dh = one_d ? 1 : c.dilations[0], dw = c.dilations.back();
-  const int64_t ph = one_d ? 0 : pad[0], pw = pad.back();
-  const int64_t oh_n = one_d ? 1 : out[0], ow_n = out.back();
+  const kernels::Conv2DShape s = ShapeOf(c);
+  const int64_t n_img = s.batch, ch = s.channels, h = s.height, w = s.width;
+  const int64_t kh = s.kernel_h, kw = s.kernel_w, sh = s.stride_h, sw = s.stride_w;
+  const int64_t dh = s.dilation_h, dw = s.dilation_w, ph = s.pad_top, pw = s.pad_left;
+  const int64_t oh_n = s.out_h, ow_n = s.out_w;
   const int64_t cg = ch / c.group, mg = c.m / c.group;
   *y_dims = {n_img, c.m};
   y_dims->insert(y_dims->end(), out.begin(), out.end());
@@ -190,15 +213,11 @@ TEST_P(ConvShapesTest, MatchesNaiveConvolution) {
 TEST_P(ConvShapesTest, MatchesTheFixedOrderBitForBit) {
   const Case& c = GetParam();
   const Data d = MakeData(c);
-  std::vector<int64_t> out, pad;
-  Geometry(c, &out, &pad);
-  const bool one_d = c.kernel.size() == 1;
-  const int64_t n_img = c.x[0], ch = c.x[1], h = one_d ? 1 : c.x[2], w = c.x.back();
-  const int64_t kh = one_d ? 1 : c.kernel[0], kw = c.kernel.back();
-  const int64_t sh = one_d ? 1 : c.strides[0], sw = c.strides.back();
-  const int64_t dh = one_d ? 1 : c.dilations[0], dw = c.dilations.back();
-  const int64_t ph = one_d ? 0 : pad[0], pw = pad.back();
-  const int64_t oh_n = one_d ? 1 : out[0], ow_n = out.back();
+  const kernels::Conv2DShape s = ShapeOf(c);
+  const int64_t n_img = s.batch, ch = s.channels, h = s.height, w = s.width;
+  const int64_t kh = s.kernel_h, kw = s.kernel_w, sh = s.stride_h, sw = s.stride_w;
+  const int64_t dh = s.dilation_h, dw = s.dilation_w, ph = s.pad_top, pw = s.pad_left;
+  const int64_t oh_n = s.out_h, ow_n = s.out_w;
   const int64_t cg = ch / c.group, mg = c.m / c.group;
   std::vector<float> want;
   for (int64_t n = 0; n < n_img; ++n) {
@@ -252,26 +271,7 @@ TEST_P(ConvShapesTest, ByteIdenticalAtOneAndThreeThreads) {
 // the two tests above check.)
 TEST_P(ConvShapesTest, ConvOpUsesDirectKernelWhenSupported) {
   const Case& c = GetParam();
-  const bool one_d = c.kernel.size() == 1;
-  std::vector<int64_t> out, pad;
-  Geometry(c, &out, &pad);
-  kernels::Conv2DShape s;
-  s.batch = c.x[0];
-  s.channels = c.x[1];
-  s.height = one_d ? 1 : c.x[2];
-  s.width = c.x.back();
-  s.out_channels = c.m;
-  s.group = c.group;
-  s.kernel_h = one_d ? 1 : c.kernel[0];
-  s.kernel_w = c.kernel.back();
-  s.stride_h = one_d ? 1 : c.strides[0];
-  s.stride_w = c.strides.back();
-  s.dilation_h = one_d ? 1 : c.dilations[0];
-  s.dilation_w = c.dilations.back();
-  s.pad_top = one_d ? 0 : pad[0];
-  s.pad_left = pad.back();
-  s.out_h = one_d ? 1 : out[0];
-  s.out_w = out.back();
+  const kernels::Conv2DShape s = ShapeOf(c);
   const bool simd = __builtin_cpu_supports("avx512f") ||
                     (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
   EXPECT_EQ(kernels::DirectConv2DSupported(s), simd);
