@@ -132,6 +132,9 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
                           "Calibration data: token windows (.npy int32/int64 [rows, seq]) or input "
                           "files/directories; "
                           "for w8a8 also a calib.json from `slimpack calibrate`");
+  convert_cmd->add_option("--imatrix", o.imatrix,
+                          "With --format gguf: weight rounding errors by llama.cpp's importance "
+                          "matrix (the .dat file llama-imatrix writes), as llama-quantize --imatrix does");
   convert_cmd->add_option("--target-size", o.target_size,
                           "Plan per-tensor schemes to fit this artifact size (3.8GB = 3.8e9 bytes, 3.5GiB)");
   convert_cmd->add_option("--target-bpw", o.target_bpw,

@@ -6,8 +6,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "export/gguf_types.h"
+#include "formats/gguf/imatrix_file.h"
+#include "formats/gguf/llama_names.h"
 #include "formats/import.h"
 #include "hf/weight_roles.h"
+#include "quantize/importance_matrix.h"
+#include "quantize/quant_rules.h"
 #include "support/output_path.h"
 #include "support/status_macros.h"
 
@@ -31,9 +35,6 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
       {"--prune-refit", f.prune_refit},
       {"--group", f.group != 0},
       {"--asym", f.asym},
-      {"--algo", !f.algo.empty()},
-      {"--calib", !f.calib.empty()},
-      {"--calib-samples", f.calib_samples != 0},
       {"--target-size", !f.target_size.empty()},
       {"--target-bpw", f.target_bpw != 0},
       {"--report", !f.report_dir.empty()},
@@ -51,14 +52,69 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
   };
 }
 
+absl::StatusOr<gguf_export::GgufImportance> ImportanceFromFile(const std::string& path) {
+  ASSIGN_OR_RETURN(gguf::ImatrixFile file, gguf::ReadImatrixFile(path));
+  gguf_export::GgufImportance out;
+  for (const auto& [name, entry] : file.entries) out.columns[name] = gguf::MeanSquares(entry);
+  out.file = path;
+  out.dataset = file.dataset;
+  out.chunks = file.last_call;
+  return out;
+}
+
+// Our own imatrix: the model run on the calibration windows in the
+// interpreter, the mean x^2 of every linear layer's input columns, keyed by
+// the GGUF names the matrices get (the token embedding is a lookup, no
+// matmul reads it, so it has none, as in llama.cpp's).
+absl::StatusOr<gguf_export::GgufImportance> ImportanceFromCalibration(
+    const ir::Model& model, const GgufConvertRequest& request) {
+  ASSIGN_OR_RETURN(quantize::ImportanceMatrix m,
+                   quantize::ComputeImportanceMatrix(model, request.calib, request.calib_samples,
+                                                     request.threads));
+  gguf_export::GgufImportance out;
+  for (auto& [hf_name, columns] : m.columns) {
+    const std::string name = gguf::GgufNameFromHf(hf_name);
+    if (name.empty()) {
+      return absl::InternalError("linear layer weight '" + hf_name + "' has no GGUF name");
+    }
+    out.columns[name] = std::move(columns);
+  }
+  out.file = "slimpack --calib";
+  out.dataset = absl::StrJoin(request.calib, ",");
+  out.chunks = m.samples;
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f) {
   for (const auto& [flag, given] : UnusedFlags(f)) {
     if (given) {
       return UsageError(flag, "not supported with --format gguf yet (GGUF export takes --quant "
-                              "with a llama-quantize type, --dtype, --threads, --force, -v)");
+                              "with a llama-quantize type, --dtype, --algo rtn/imatrix, --calib, "
+                              "--calib-samples, --imatrix, --threads, --force, -v)");
     }
+  }
+  // Weighting by importance: llama.cpp's file, or ours computed from --calib.
+  if (!f.algo.empty() && f.algo != "rtn" && f.algo != "imatrix") {
+    return UsageError("--algo", "'" + f.algo + "' is not supported with --format gguf yet "
+                                "(rtn: ggml's own search; imatrix: weighted by --calib or --imatrix)");
+  }
+  if (!f.imatrix.empty() && !f.calib.empty()) {
+    return UsageError("--imatrix", "give --imatrix (llama.cpp's file) or --calib (computed here), "
+                                   "not both");
+  }
+  if (f.algo == "imatrix" && f.imatrix.empty() && f.calib.empty()) {
+    return UsageError("--algo", "imatrix needs --calib FILES (token windows) or --imatrix FILE");
+  }
+  if (!f.calib.empty() && f.algo != "imatrix") {
+    return UsageError("--calib", "with --format gguf, calibration data feeds --algo imatrix only");
+  }
+  if (f.calib_samples != 0 && f.calib.empty()) {
+    return UsageError("--calib-samples", "needs --calib");
+  }
+  if (!f.imatrix.empty() && f.algo == "rtn") {
+    return UsageError("--imatrix", "--algo rtn ignores importance; drop one of them");
   }
   GgufConvertRequest r;
   r.input = f.input;
@@ -66,6 +122,9 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   r.threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   r.force = f.force;
   r.verbose = f.verbose;
+  r.imatrix_path = f.imatrix;
+  r.calib = f.calib;
+  r.calib_samples = f.calib_samples > 0 ? f.calib_samples : quantize::QuantConfig{}.calib_samples;
   if (!f.quant.empty() && !f.dtype.empty()) {
     return UsageError("--quant/--dtype", "give one: --quant names the GGUF type (" +
                                              gguf_export::PresetNames() + ")");
@@ -104,6 +163,16 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertReq
   options.preset = request.preset;
   options.threads = request.threads;
   if (request.verbose) options.log = request.log;
+  if (!request.imatrix_path.empty()) {
+    ASSIGN_OR_RETURN(options.importance, ImportanceFromFile(request.imatrix_path));
+  } else if (!request.calib.empty()) {
+    ASSIGN_OR_RETURN(options.importance, ImportanceFromCalibration(model, request));
+  }
+  if (options.importance && request.log) {
+    request.log(absl::StrCat("imatrix: ", options.importance->columns.size(), " matrices from ",
+                             options.importance->file, " (", options.importance->chunks,
+                             " chunks of ", options.importance->dataset, ")"));
+  }
   return gguf_export::ExportDecoderToGguf(model, options, request.output);
 }
 

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "converter/convert_request.h"
@@ -22,6 +23,11 @@ struct GgufConvertRequest {
   int threads = 1;
   bool force = false;
   bool verbose = false;
+  // Importance: llama.cpp's imatrix file, or calibration windows to compute
+  // ours from (at most one of them).
+  std::string imatrix_path;
+  std::vector<std::string> calib;
+  int64_t calib_samples = 0;
   std::function<void(const std::string&)> log;
 };
 

@@ -49,6 +49,7 @@ std::vector<std::pair<std::string, bool>> StageFlags(const ConvertFlags& f) {
       {"--algo", !f.algo.empty()},
       {"--calib", !f.calib.empty()},
       {"--calib-samples", f.calib_samples != 0},
+      {"--imatrix", !f.imatrix.empty()},
       {"--target-size", !f.target_size.empty()},
       {"--target-bpw", f.target_bpw != 0},
       {"--sparsity", !f.sparsity.empty()},

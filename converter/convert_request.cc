@@ -286,6 +286,10 @@ absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& given) {
                                                                : nullptr;
     if (onnx_only != nullptr) return Usage(onnx_only, "applies to --format onnx only");
   }
+  if (!flags.imatrix.empty()) {
+    return Usage("--imatrix", "reads llama.cpp's importance matrix for --format gguf; for a "
+                              "slimpack artifact use --algo imatrix --calib FILES");
+  }
   ConvertRequest r;
   r.input = flags.input;
   r.output = flags.output;

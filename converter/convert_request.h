@@ -50,6 +50,8 @@ struct ConvertFlags {
   std::string algo;
   std::vector<std::string> calib;
   int64_t calib_samples = 0;
+  // --format gguf: llama.cpp's importance matrix (llama-imatrix -o FILE).
+  std::string imatrix;
   // Size-target planner: "3.8GB" / "3.5GiB" for the whole artifact, or an
   // average bits per weight over the quantized tensors (0 = unset).
   std::string target_size;

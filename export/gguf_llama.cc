@@ -99,7 +99,8 @@ absl::Status ReadValuesF32(const Planned& p, uint64_t numel, std::vector<float>&
 // (each row is encoded independently, so the bytes do not depend on the
 // thread count).
 absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64_t rows,
-                        int64_t cols, int threads, uint8_t* dst, uint64_t size) {
+                        int64_t cols, const float* importance, int threads, uint8_t* dst,
+                        uint64_t size) {
   const int64_t row_bytes = gguf::RowBytes(type, cols);
   if (static_cast<uint64_t>(row_bytes * rows) != size) {
     return absl::InternalError(absl::StrCat("encoded size ", row_bytes * rows, " != ", size));
@@ -110,7 +111,7 @@ absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64
   support::RunOnThreads(parts, [&](int64_t part) {
     const int64_t begin = rows * part / parts, end = rows * (part + 1) / parts;
     for (int64_t r = begin; r < end; ++r) {
-      absl::Status s = gguf::QuantizeRow(type, values.data() + r * cols, cols, nullptr,
+      absl::Status s = gguf::QuantizeRow(type, values.data() + r * cols, cols, importance,
                                          dst + r * row_bytes);
       if (!s.ok()) {
         std::lock_guard<std::mutex> lock(mu);
@@ -247,7 +248,32 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
   ASSIGN_OR_RETURN(TokenizerMetadata tokenizer, ReadTokenizer(tok_src));
   AddTokenizerMetadata(tokenizer, writer);
 
-  TypeChooser chooser(preset, static_cast<int>(a.num_layers), a.num_heads, a.num_kv_heads);
+  const GgufImportance* importance = options.importance ? &*options.importance : nullptr;
+  if (importance) {
+    // Every entry must name a matrix of this model with its row length: an
+    // imatrix made for another model would otherwise be applied silently.
+    for (const auto& [name, columns] : importance->columns) {
+      auto it = std::find_if(planned.begin(), planned.end(),
+                             [&](const Planned& p) { return p.gguf_name == name; });
+      if (it == planned.end() || it->slot.rank < 2) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            importance->file, ": imatrix entry '", name, "' names no matrix of ",
+            model.source_path, " (an imatrix made for another model?)"));
+      }
+      if (static_cast<int64_t>(columns.size()) != it->slot.row_length) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            importance->file, ": imatrix entry '", name, "' has ", columns.size(),
+            " values; the matrix has rows of ", it->slot.row_length));
+      }
+    }
+    writer.AddString("quantize.imatrix.file", importance->file);
+    writer.AddString("quantize.imatrix.dataset", importance->dataset);
+    writer.AddI64("quantize.imatrix.entries_count",
+                  static_cast<int64_t>(importance->columns.size()));
+    writer.AddI64("quantize.imatrix.chunks_count", importance->chunks);
+  }
+  TypeChooser chooser(preset, static_cast<int>(a.num_layers), a.num_heads, a.num_kv_heads,
+                      importance != nullptr);
   GgufExportResult result;
   double matrix_bits = 0, matrix_weights = 0;
   for (const Planned& p : planned) {
@@ -269,12 +295,25 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
                                choice.fallback_note.empty() ? "" : " (" + choice.fallback_note + ")"));
     }
     const int threads = std::max(1, options.threads);
+    const float* columns = nullptr;
+    // Float types store weights exactly and ggml's q8_0 has no weighted
+    // search: the imatrix reaches the other quantized types.
+    if (importance && gguf::BlockSize(choice.type) > 1 && choice.type != TensorType::kQ8_0) {
+      auto it = importance->columns.find(p.gguf_name);
+      if (it != importance->columns.end()) {
+        columns = it->second.data();
+        ++result.with_importance;
+      } else if (p.slot.rank >= 2 && options.log) {
+        options.log(absl::StrCat(p.gguf_name, ": no imatrix entry, quantized without one"));
+      }
+    }
     RETURN_IF_ERROR(writer.AddTensor(
         p.gguf_name, ne, choice.type,
-        [p, rows, cols, type = choice.type, threads](uint8_t* dst, uint64_t size) -> absl::Status {
+        [p, rows, cols, type = choice.type, columns, threads](uint8_t* dst,
+                                                             uint64_t size) -> absl::Status {
           std::vector<float> values;
           RETURN_IF_ERROR(ReadValuesF32(p, static_cast<uint64_t>(rows) * cols, values));
-          return EncodeRows(type, values, rows, cols, threads, dst, size);
+          return EncodeRows(type, values, rows, cols, columns, threads, dst, size);
         }));
     ++result.tensors;
   }

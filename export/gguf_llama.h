@@ -7,6 +7,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -15,9 +17,27 @@
 
 namespace slimpack::gguf_export {
 
+// An importance matrix, as llama-quantize --imatrix takes one: per GGUF
+// matrix name ("blk.0.ffn_down.weight"), the mean of x^2 over calibration
+// tokens for each input column. ggml's quantizers weight each weight's
+// rounding error by it.
+struct GgufImportance {
+  std::map<std::string, std::vector<float>> columns;
+  // Recorded in the file under llama-quantize's keys (quantize.imatrix.file,
+  // .dataset, .entries_count, .chunks_count).
+  std::string file;
+  std::string dataset;
+  int64_t chunks = 0;
+};
+
 struct GgufExportOptions {
   std::string preset = "f16";  // export/gguf_types.h ParsePreset
   int threads = 1;
+  // Matrices with an entry are quantized with it, the others (the token
+  // embedding, which no matmul reads; output.weight unless the imatrix
+  // covers it) without, as llama-quantize does; an entry whose length is not
+  // the matrix's row length is an error.
+  std::optional<GgufImportance> importance;
   // Per-tensor lines ("blk.0.ffn_down.weight [344, 128] f16 (row length 344
   // ...)") for -v; fallbacks are also counted in the result.
   std::function<void(const std::string&)> log;
@@ -27,6 +47,7 @@ struct GgufExportResult {
   uint64_t file_bytes = 0;
   int64_t tensors = 0;
   int64_t fallbacks = 0;  // tensors that could not take the preset's type
+  int64_t with_importance = 0;  // quantized matrices weighted by the imatrix
   // Average bits per weight over the 2-D matrices.
   double matrix_bits_per_weight = 0;
 };
@@ -34,8 +55,9 @@ struct GgufExportResult {
 // Writes `model` (an imported HF decoder with float weights) to `path`
 // atomically. Errors: InvalidArgument naming the tensor, file or field (an
 // unknown family, per-layer sizes, a missing weight, a tokenizer llama.cpp
-// would read differently); Unimplemented for weights already quantized in a
-// slimpack layout.
+// would read differently, an importance entry of the wrong length or naming
+// no matrix); Unimplemented for weights already quantized in a slimpack
+// layout.
 absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
                                                      const GgufExportOptions& options,
                                                      const std::string& path);

@@ -48,10 +48,11 @@ std::string PresetNames() {
 }
 
 TypeChooser::TypeChooser(const Preset& preset, int num_layers, int64_t num_heads,
-                         int64_t num_kv_heads)
+                         int64_t num_kv_heads, bool has_imatrix)
     : preset_(preset),
       num_layers_(num_layers),
-      gqa_(num_kv_heads > 0 ? num_heads / num_kv_heads : 1) {}
+      gqa_(num_kv_heads > 0 ? num_heads / num_kv_heads : 1),
+      has_imatrix_(has_imatrix) {}
 
 // llama-quantize's llama_tensor_get_type for the presets we offer (dense
 // llama-family models: no experts, no falcon).
@@ -81,6 +82,13 @@ TensorType TypeChooser::RuleType(const TensorSlot& slot) {
     if (p == "q4_k_m" && UseMoreBits(i, n)) return TensorType::kQ6_K;
     if (p == "q5_k_m" && UseMoreBits(i, n)) return TensorType::kQ6_K;
     if (p == "q4_k_s" && i < n / 8) return TensorType::kQ5_K;
+    // llama.cpp guards the first eighth of ffn_down against q4_0/q5_0 going
+    // wrong even with an imatrix, and only then (so plain runs keep their
+    // old bytes).
+    if (has_imatrix_ && i < n / 8) {
+      if (p == "q4_0") return TensorType::kQ4_1;
+      if (p == "q5_0") return TensorType::kQ5_1;
+    }
     return t;
   }
   if (Contains(name, "attn_output.weight")) {

@@ -53,7 +53,10 @@ struct TypeChoice {
 // order (as llama-quantize's does), so call it for every tensor in order.
 class TypeChooser {
  public:
-  TypeChooser(const Preset& preset, int num_layers, int64_t num_heads, int64_t num_kv_heads);
+  // `has_imatrix`: the export weights errors by an importance matrix, which
+  // changes one of llama-quantize's rules (the early ffn_down of q4_0/q5_0).
+  TypeChooser(const Preset& preset, int num_layers, int64_t num_heads, int64_t num_kv_heads,
+              bool has_imatrix = false);
   TypeChoice Choose(const TensorSlot& slot);
 
  private:
@@ -61,6 +64,7 @@ class TypeChooser {
   Preset preset_;
   int num_layers_;
   int64_t gqa_;
+  bool has_imatrix_;
   int attn_v_seen_ = 0;
 };
 

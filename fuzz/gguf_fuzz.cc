@@ -2,7 +2,9 @@
 // metadata, tensor infos, offsets), reads every metadata value back through
 // its getters and every byte of every tensor it accepted, then runs the
 // importer the CLI uses on a .gguf path (gguf::ImportGguf: architecture keys
-// to config.json, llama.cpp names, block decoding) on the same bytes.
+// to config.json, llama.cpp names, block decoding) on the same bytes. Every
+// input also goes to the other llama.cpp file parser, the importance matrix
+// (gguf::ParseImatrix), whose corpus files live here too.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -10,9 +12,17 @@
 
 #include "formats/gguf/gguf_import.h"
 #include "formats/gguf/gguf_reader.h"
+#include "formats/gguf/imatrix_file.h"
 #include "fuzz/fuzz_temp_dir.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  auto imatrix = slimpack::gguf::ParseImatrix(data, size, "fuzz.imatrix");
+  if (imatrix.ok()) {
+    volatile float sum = 0;
+    for (const auto& [name, entry] : imatrix->entries) {
+      for (float v : slimpack::gguf::MeanSquares(entry)) sum = sum + v;
+    }
+  }
   auto file = slimpack::gguf::ParseGguf(data, size, "fuzz.gguf");
   if (!file.ok()) return 0;
   volatile uint64_t sink = 0;

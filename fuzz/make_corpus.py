@@ -399,6 +399,16 @@ def make_gguf():
          ("f16", [8], 1, np.arange(8, dtype=np.float16).tobytes()),
          ("bf16", [2], 30, b"\x80\x3f\x00\x40"),
          ("empty", [0, 3], 0, b"")], alignment=64))
+    # llama.cpp's importance matrix (the same harness parses it): two
+    # entries and the trailer llama-imatrix appends (chunks, dataset name).
+    def imatrix_entry(name, values, ncall):
+        b = name.encode()
+        return (struct.pack("<i", len(b)) + b + struct.pack("<ii", ncall, len(values)) +
+                struct.pack(f"<{len(values)}f", *values))
+    write(d, "two_entries.imatrix", struct.pack("<i", 2) +
+          imatrix_entry("blk.0.attn_q.weight", [0.5, 1, 2, 0, 3, 4, 0.25, 8], 3) +
+          imatrix_entry("blk.0.ffn_down.weight", [1, 2, 3, 4], 1) +
+          struct.pack("<ii", 3, 9) + b"calib.txt")
 
 
 # --- tokenizer.json -----------------------------------------------------------------

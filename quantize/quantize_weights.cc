@@ -12,6 +12,7 @@
 #include "ir/float_convert.h"
 #include "hf/llama_graph_builder.h"
 #include "quantize/awq_fold.h"
+#include "quantize/importance_matrix.h"
 #include "runtime/kernels/fused_kernels.h"
 #include "quantize/linear_capture.h"
 #include "quantize/numerics/error_stats.h"
@@ -40,12 +41,7 @@ uint64_t BytesOf(const ir::Tensor& t) { return t.data.size(); }
 // Calibration data opened against the graph that will run.
 absl::StatusOr<calibration::Dataset> OpenCalibration(const ir::Model& runnable,
                                                      const QuantizeRequest& req) {
-  calibration::DatasetOptions opts;
-  opts.max_batch = 8;
-  opts.vocab_size = calibration::KnownVocabSize(runnable);
-  opts.max_positions = calibration::KnownMaxPositions(runnable);
-  return calibration::Dataset::Open(req.calib_paths, calibration::FeedInputs(runnable.graph),
-                                    opts);
+  return OpenCalibrationData(runnable, req.calib_paths);
 }
 
 class Quantizer {

@@ -47,6 +47,10 @@ void GgufWriter::AddU64(const std::string& key, uint64_t v) {
   AddKey(key, ValueType::kU64);
   AppendPod(kv_bytes_, v);
 }
+void GgufWriter::AddI64(const std::string& key, int64_t v) {
+  AddKey(key, ValueType::kI64);
+  AppendPod(kv_bytes_, v);
+}
 void GgufWriter::AddF32(const std::string& key, float v) {
   AddKey(key, ValueType::kF32);
   AppendPod(kv_bytes_, v);

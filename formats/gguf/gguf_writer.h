@@ -36,6 +36,7 @@ class GgufWriter {
   void AddU32(const std::string& key, uint32_t v);
   void AddI32(const std::string& key, int32_t v);
   void AddU64(const std::string& key, uint64_t v);
+  void AddI64(const std::string& key, int64_t v);
   void AddF32(const std::string& key, float v);
   void AddBool(const std::string& key, bool v);
   void AddString(const std::string& key, const std::string& v);

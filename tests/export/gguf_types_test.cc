@@ -119,6 +119,30 @@ TEST(GgufTypes, RowsThatDoNotDivideABlockFallBackLikeLlamaQuantize) {
   EXPECT_EQ(c8.Choose(Matrix("blk.0.ffn_down.weight", 0, 344)).type, TensorType::kF16);
 }
 
+TEST(GgufTypes, WithAnImatrixTheFirstEighthOfFfnDownLeavesQ4_0AndQ5_0) {
+  // llama.cpp's guard against q4_0/q5_0 on early ffn_down, applied only
+  // when an imatrix is given (so plain runs keep their old types).
+  for (const auto& [name, guarded] : {std::pair<const char*, TensorType>{"q4_0", TensorType::kQ4_1},
+                                      {"q5_0", TensorType::kQ5_1}}) {
+    auto preset = ParsePreset(name);
+    ASSERT_THAT(preset, IsOk());
+    TypeChooser plain(*preset, 32, 32, 8);
+    TypeChooser weighted(*preset, 32, 32, 8, /*has_imatrix=*/true);
+    int checked = 0;
+    for (int layer = 0; layer < 32; ++layer) {
+      const TensorSlot down = Matrix("blk." + std::to_string(layer) + ".ffn_down.weight", layer);
+      EXPECT_EQ(plain.Choose(down).type, preset->base) << name << " layer " << layer;
+      EXPECT_EQ(weighted.Choose(down).type, layer < 4 ? guarded : preset->base)
+          << name << " layer " << layer;
+      // Other matrices are not affected.
+      const TensorSlot up = Matrix("blk." + std::to_string(layer) + ".ffn_up.weight", layer);
+      EXPECT_EQ(weighted.Choose(up).type, preset->base) << name << " layer " << layer;
+      ++checked;
+    }
+    EXPECT_EQ(checked, 32);
+  }
+}
+
 TEST(GgufTypes, UnknownPresetNamesTheAcceptedOnes) {
   EXPECT_THAT(ParsePreset("q4_k_x").status(),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -1,0 +1,53 @@
+#include "quantize/importance_matrix.h"
+
+#include <optional>
+
+#include "calibration/linear_stats.h"
+#include "calibration/token_ids.h"
+#include "hf/llama_graph_builder.h"
+#include "quantize/linear_capture.h"
+#include "support/status_macros.h"
+
+namespace slimpack::quantize {
+
+absl::StatusOr<calibration::Dataset> OpenCalibrationData(const ir::Model& runnable,
+                                                         const std::vector<std::string>& paths) {
+  calibration::DatasetOptions opts;
+  opts.max_batch = 8;
+  opts.vocab_size = calibration::KnownVocabSize(runnable);
+  opts.max_positions = calibration::KnownMaxPositions(runnable);
+  return calibration::Dataset::Open(paths, calibration::FeedInputs(runnable.graph), opts);
+}
+
+absl::StatusOr<ImportanceMatrix> ComputeImportanceMatrix(
+    const ir::Model& model, const std::vector<std::string>& calib_paths, int64_t max_runs,
+    int threads) {
+  ir::Model decoder;
+  const bool checkpoint = model.graph.nodes.empty();
+  if (checkpoint) {
+    ASSIGN_OR_RETURN(decoder, hf::BuildDecoderGraph(model));
+  }
+  const ir::Model& runnable = checkpoint ? decoder : model;
+  std::vector<std::string> weights;
+  for (const calibration::LinearLayer& l : calibration::FindLinearLayers(runnable.graph)) {
+    weights.push_back(l.weight);
+  }
+  ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibrationData(runnable, calib_paths));
+  ASSIGN_OR_RETURN(auto captured, CaptureLinearInputs(runnable, weights, data, max_runs, {},
+                                                      threads));
+  ImportanceMatrix out;
+  for (auto& [name, c] : captured) {
+    out.columns[name].assign(c.mean_sq.begin(), c.mean_sq.end());
+    out.rows = c.rows;
+  }
+  // The samples those runs held (a run batches up to 8).
+  data.Rewind();
+  for (int64_t run = 0; run < max_runs; ++run) {
+    ASSIGN_OR_RETURN(std::optional<calibration::Sample> sample, data.Next());
+    if (!sample) break;
+    out.samples += sample->rows;
+  }
+  return out;
+}
+
+}  // namespace slimpack::quantize
