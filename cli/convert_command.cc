@@ -12,28 +12,41 @@
 #include <string>
 
 #include "cli/exit_codes.h"
+#include "cli/progress_printer.h"
 #include "cli/report_command.h"
 #include "converter/convert.h"
 #include "converter/convert_gguf.h"
 #include "converter/convert_onnx.h"
 #include "ir/dtype.h"
 #include "support/format_bytes.h"
+#include "support/progress.h"
 
 namespace slimpack::cli {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A live line on a terminal; with -v and no terminal, one line per file.
-class ProgressPrinter {
+// The writer's bytes and files: a live line on a terminal (unless
+// --progress none); with -v and no terminal, one line per file; with
+// --progress json, a "write" event per file.
+class WriteProgressPrinter {
  public:
-  explicit ProgressPrinter(bool verbose)
-      : tty_(::isatty(STDERR_FILENO) == 1), verbose_(verbose) {}
+  WriteProgressPrinter(bool verbose, ProgressMode mode, support::ProgressSink sink)
+      : tty_(::isatty(STDERR_FILENO) == 1 && mode == ProgressMode::kAuto),
+        verbose_(verbose),
+        json_(mode == ProgressMode::kJson ? std::move(sink) : nullptr) {}
 
-  bool enabled() const { return tty_ || verbose_; }
+  bool enabled() const { return tty_ || verbose_ || json_; }
 
   void Update(const shard_writer::WriteProgress& p) {
     const auto now = Clock::now();
+    if (json_) {
+      if (!json_started_) json_({"write", 0, p.files_total, "files", ""});
+      json_started_ = true;
+      if (!p.last_file.empty()) {
+        json_({"write", p.files_done, p.files_total, "files", std::string(p.last_file)});
+      }
+    }
     if (tty_) {
       if (p.last_file.empty() && now - last_ < std::chrono::milliseconds(100)) {
         return;
@@ -63,9 +76,19 @@ class ProgressPrinter {
  private:
   const bool tty_;
   const bool verbose_;
+  const support::ProgressSink json_;
+  bool json_started_ = false;
   bool drawn_ = false;
   Clock::time_point last_{};
 };
+
+// Stage lines on stderr, after clearing a live progress line.
+std::function<void(const std::string&)> StderrLog(ProgressPrinter& progress) {
+  return [&progress](const std::string& line) {
+    progress.ClearLine();
+    std::fprintf(stderr, "%s\n", line.c_str());
+  };
+}
 
 // Test-only fault injection for the CLI crash tests:
 // SLIMPACK_FAULT_INJECT=<phase> kills the process with SIGKILL when the
@@ -104,8 +127,11 @@ int RunConvertGguf(const ConvertOptions& options) {
   const auto start = Clock::now();
   auto request = converter::BuildGgufConvertRequest(options);
   if (!request.ok()) return Refuse(request.status());
-  request->log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  ProgressPrinter progress(ParseProgressMode(options.progress), ::isatty(STDERR_FILENO) == 1);
+  request->log = StderrLog(progress);
+  request->progress = progress.Sink();
   auto done = converter::ConvertToGguf(*request);
+  progress.ClearLine();
   if (!done.ok()) return Fail(done.status());
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   std::printf("wrote %s -> %s: %lld tensors (%s, %.2f bits/weight over the matrices%s), %s in %.2f s\n",
@@ -124,11 +150,12 @@ int RunConvertOnnx(const ConvertOptions& options) {
   const auto start = Clock::now();
   auto request = converter::BuildOnnxConvertRequest(options);
   if (!request.ok()) return Refuse(request.status());
-  request->convert.stages.log = [](const std::string& line) {
-    std::fprintf(stderr, "%s\n", line.c_str());
-  };
+  ProgressPrinter progress(ParseProgressMode(options.progress), ::isatty(STDERR_FILENO) == 1);
+  request->convert.stages.log = StderrLog(progress);
+  request->convert.stages.progress = progress.Sink();
   request->convert.stages.ir_out = &std::cerr;
   auto done = converter::ConvertToOnnx(*request);
+  progress.ClearLine();
   if (!done.ok()) return Fail(done.status());
   const onnx_export::OnnxExportReport& r = done->report;
   if (options.verbose) {
@@ -178,17 +205,21 @@ int RunConvert(const ConvertOptions& options) {
   const auto start = Clock::now();
   auto request = converter::BuildConvertRequest(options);
   if (!request.ok()) return Refuse(request.status());
-  request->stages.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  const ProgressMode mode = ParseProgressMode(options.progress);
+  ProgressPrinter progress(mode, ::isatty(STDERR_FILENO) == 1);
+  request->stages.log = StderrLog(progress);
+  request->stages.progress = progress.Sink();
   request->stages.ir_out = &std::cerr;
   const std::optional<ir::DType> dtype = request->recipe.dtype;
 
-  ProgressPrinter printer(options.verbose);
+  WriteProgressPrinter printer(options.verbose, mode, progress.Sink());
   converter::ConvertCallbacks callbacks;
   if (printer.enabled()) {
     callbacks.progress = [&printer](const shard_writer::WriteProgress& p) { printer.Update(p); };
   }
   callbacks.fault_hook = FaultHookFromEnv();
   auto done = converter::Convert(*std::move(request), callbacks);
+  progress.ClearLine();
   printer.Finish();
   if (!done.ok()) return Fail(done.status());
 

@@ -132,6 +132,11 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
                           "Calibration data: token windows (.npy int32/int64 [rows, seq]) or input "
                           "files/directories; "
                           "for w8a8 also a calib.json from `slimpack calibrate`");
+  convert_cmd->add_option("--progress", o.progress,
+                          "Long stages (calibration runs, GPTQ layers, files written): auto (a live "
+                          "line on a terminal, none otherwise), json (one JSON line per step on "
+                          "stderr, for CI logs), none")
+      ->check(CLI::IsMember({"auto", "json", "none"}));
   convert_cmd->add_option("--imatrix", o.imatrix,
                           "With --format gguf: weight rounding errors by llama.cpp's importance "
                           "matrix (the .dat file llama-imatrix writes), as llama-quantize --imatrix does");

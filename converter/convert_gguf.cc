@@ -70,7 +70,7 @@ absl::StatusOr<gguf_export::GgufImportance> ImportanceFromCalibration(
     const ir::Model& model, const GgufConvertRequest& request) {
   ASSIGN_OR_RETURN(quantize::ImportanceMatrix m,
                    quantize::ComputeImportanceMatrix(model, request.calib, request.calib_samples,
-                                                     request.threads));
+                                                     request.threads, request.progress));
   gguf_export::GgufImportance out;
   for (auto& [hf_name, columns] : m.columns) {
     const std::string name = gguf::GgufNameFromHf(hf_name);

@@ -13,6 +13,7 @@
 #include "absl/status/statusor.h"
 #include "converter/convert_request.h"
 #include "export/gguf_llama.h"
+#include "support/progress.h"
 
 namespace slimpack::converter {
 
@@ -29,6 +30,8 @@ struct GgufConvertRequest {
   std::vector<std::string> calib;
   int64_t calib_samples = 0;
   std::function<void(const std::string&)> log;
+  // Calibration runs of --algo imatrix; null: none.
+  support::ProgressSink progress;
 };
 
 // From the user's flags: the preset is --quant (a llama-quantize type name)

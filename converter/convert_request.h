@@ -52,6 +52,9 @@ struct ConvertFlags {
   int64_t calib_samples = 0;
   // --format gguf: llama.cpp's importance matrix (llama-imatrix -o FILE).
   std::string imatrix;
+  // --progress: auto (a live line on a terminal), json (lines for CI logs),
+  // none. Read by the CLI only.
+  std::string progress = "auto";
   // Size-target planner: "3.8GB" / "3.5GiB" for the whole artifact, or an
   // average bits per weight over the quantized tensors (0 = unset).
   std::string target_size;

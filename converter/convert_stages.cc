@@ -236,6 +236,7 @@ absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, con
   q.calib_paths = options.calib;
   q.threads = options.threads;
   if (log.verbose()) q.log = log.sink();
+  q.progress = options.progress;
   auto done = quantize::QuantizeWeights(model, q);
   if (!done.ok()) return Annotate(done.status(), "quantize");
   result.records.push_back({{"name", "quantize-weights"},

@@ -19,6 +19,7 @@
 #include "prune/decoder/prune_structured.h"
 #include "quantize/quant_rules.h"
 #include "prune/sparsify.h"
+#include "support/progress.h"
 
 namespace slimpack::converter {
 
@@ -44,6 +45,8 @@ struct StageOptions {
   std::function<void(const std::string&)> log;
   // Where --print-ir-after* writes the IR (null: nowhere).
   std::ostream* ir_out = nullptr;
+  // Counts of the long stages (calibration runs, GPTQ layers); null: none.
+  support::ProgressSink progress;
 };
 
 struct StageResult {

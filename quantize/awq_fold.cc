@@ -162,6 +162,8 @@ absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint, const ir::Mo
   for (const Group& g : groups) inputs.push_back(g.input_of);
   CaptureRequest cr;
   cr.keep_rows = options.keep_rows;
+  cr.progress = options.progress;
+  cr.context = "awq";
   ASSIGN_OR_RETURN(auto captured,
                    CaptureLinearInputs(runnable, inputs, data, options.max_runs, cr, options.threads));
   AwqFoldResult result;

@@ -25,6 +25,7 @@
 #include "calibration/dataset.h"
 #include "ir/graph.h"
 #include "quantize/quant_rules.h"
+#include "support/progress.h"
 
 namespace slimpack::quantize {
 
@@ -33,6 +34,7 @@ struct AwqFoldOptions {
   int64_t max_runs = 64;     // calibration runs
   int64_t keep_rows = 512;   // input rows the search measures error on
   int threads = 1;
+  support::ProgressSink progress;  // calibration runs (context "awq")
 };
 
 struct AwqFoldResult {

@@ -21,7 +21,7 @@ absl::StatusOr<calibration::Dataset> OpenCalibrationData(const ir::Model& runnab
 
 absl::StatusOr<ImportanceMatrix> ComputeImportanceMatrix(
     const ir::Model& model, const std::vector<std::string>& calib_paths, int64_t max_runs,
-    int threads) {
+    int threads, const support::ProgressSink& progress) {
   ir::Model decoder;
   const bool checkpoint = model.graph.nodes.empty();
   if (checkpoint) {
@@ -33,8 +33,11 @@ absl::StatusOr<ImportanceMatrix> ComputeImportanceMatrix(
     weights.push_back(l.weight);
   }
   ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibrationData(runnable, calib_paths));
-  ASSIGN_OR_RETURN(auto captured, CaptureLinearInputs(runnable, weights, data, max_runs, {},
-                                                      threads));
+  CaptureRequest request;
+  request.progress = progress;
+  request.context = "imatrix";
+  ASSIGN_OR_RETURN(auto captured,
+                   CaptureLinearInputs(runnable, weights, data, max_runs, request, threads));
   ImportanceMatrix out;
   for (auto& [name, c] : captured) {
     out.columns[name].assign(c.mean_sq.begin(), c.mean_sq.end());

@@ -15,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "calibration/dataset.h"
 #include "ir/graph.h"
+#include "support/progress.h"
 
 namespace slimpack::quantize {
 
@@ -37,7 +38,7 @@ struct ImportanceMatrix {
 // calibration file or sample.
 absl::StatusOr<ImportanceMatrix> ComputeImportanceMatrix(
     const ir::Model& model, const std::vector<std::string>& calib_paths, int64_t max_runs,
-    int threads);
+    int threads, const support::ProgressSink& progress = nullptr);
 
 }  // namespace slimpack::quantize
 

@@ -81,6 +81,18 @@ absl::StatusOr<std::map<std::string, CapturedInput>> CaptureLinearInputs(
     }
     return absl::OkStatus();
   });
+  support::ProgressEvent event{"calibration", 0, 0, "runs", request.context};
+  if (request.progress) {
+    // The run count is known only by reading the samples (files are opened
+    // lazily); reading is cheap next to the forward passes.
+    data.Rewind();
+    while (event.total < max_runs) {
+      ASSIGN_OR_RETURN(std::optional<calibration::Sample> sample, data.Next());
+      if (!sample) break;
+      ++event.total;
+    }
+    request.progress(event);
+  }
   data.Rewind();
   int64_t runs = 0;
   while (runs < max_runs) {
@@ -90,6 +102,10 @@ absl::StatusOr<std::map<std::string, CapturedInput>> CaptureLinearInputs(
     auto r = interp.Run(sample->inputs);
     if (!r.ok()) return Annotate(r.status(), "calibration sample " + sample->source);
     ++runs;
+    if (request.progress) {
+      event.done = runs;
+      request.progress(event);
+    }
   }
   for (auto& c : collectors) {
     CapturedInput& ci = *c->out;

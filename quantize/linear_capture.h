@@ -19,12 +19,16 @@
 #include "calibration/dataset.h"
 #include "calibration/linear_stats.h"
 #include "ir/graph.h"
+#include "support/progress.h"
 
 namespace slimpack::quantize {
 
 struct CaptureRequest {
   bool hessian = false;    // collect X^T X
   int64_t keep_rows = 0;   // rows of X to keep (the first ones seen)
+  // Stage "calibration", one event per run; `context` says what for.
+  support::ProgressSink progress;
+  std::string context;
 };
 
 struct CapturedInput {

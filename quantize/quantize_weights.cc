@@ -219,9 +219,12 @@ class Quantizer {
                                  const std::vector<size_t>& idx) {
     Log(absl::StrCat("quantize: imatrix: capturing input statistics of ", idx.size(),
                      " linear layers"));
+    CaptureRequest cr;
+    cr.progress = req_.progress;
+    cr.context = "imatrix";
     ASSIGN_OR_RETURN(auto captured,
                      CaptureLinearInputs(runnable, WeightsOf(idx), data,
-                                         req_.config.calib_samples, {}, req_.threads));
+                                         req_.config.calib_samples, cr, req_.threads));
     for (size_t i : idx) {
       const CapturedInput& c = captured.at(plans_[i].use.tensor);
       importance_[plans_[i].use.tensor].assign(c.mean_sq.begin(), c.mean_sq.end());
@@ -239,6 +242,7 @@ class Quantizer {
     opts.grid = req_.config.awq_grid;
     opts.max_runs = req_.config.calib_samples;
     opts.threads = req_.threads;
+    opts.progress = req_.progress;
     ASSIGN_OR_RETURN(AwqFoldResult folded, ApplyAwqScales(model_, runnable, names, schemes,
                                                           data, opts));
     for (const std::string& line : folded.log) Log("quantize: awq: " + line);
@@ -256,6 +260,8 @@ class Quantizer {
     }
     // Dequantized stand-ins for already-quantized weights, by name.
     std::map<std::string, ir::Tensor> stand_ins;
+    support::ProgressEvent layers{"gptq", 0, static_cast<int64_t>(groups.size()), "layers", ""};
+    if (req_.progress) req_.progress(layers);
     for (const auto& [layer, members] : groups) {
       ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
       for (const auto& [name, t] : stand_ins) {
@@ -267,6 +273,8 @@ class Quantizer {
                        " linear layers", layer == INT32_MAX ? "" : absl::StrCat(" of layer ", layer)));
       CaptureRequest cr;
       cr.hessian = true;
+      cr.progress = req_.progress;
+      cr.context = layer == INT32_MAX ? "gptq" : absl::StrCat("gptq layer ", layer);
       ASSIGN_OR_RETURN(auto captured, CaptureLinearInputs(runnable, WeightsOf(members), data,
                                                           req_.config.calib_samples, cr,
                                                           req_.threads));
@@ -290,6 +298,9 @@ class Quantizer {
             F32Like(t, InTensorOrder(deq, m.rows, m.cols, p.use.transposed));
         gptq_.emplace(p.use.tensor, *std::move(q));
       }
+      ++layers.done;
+      layers.context = cr.context;
+      if (req_.progress) req_.progress(layers);
     }
     return absl::OkStatus();
   }

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "support/progress.h"
 #include "ir/graph.h"
 #include "nlohmann/json.hpp"
 #include "quantize/quant_rules.h"
@@ -48,6 +49,8 @@ struct QuantizeRequest {
   int threads = 1;
   // Verbose progress lines (one per tensor and per calibration capture).
   std::function<void(const std::string&)> log;
+  // Long stages: calibration runs, GPTQ layer groups (support/progress.h).
+  support::ProgressSink progress;
 };
 
 // What happened to one tensor; recorded in the manifest and printed by -v.

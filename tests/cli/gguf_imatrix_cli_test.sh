@@ -38,6 +38,12 @@ expect 0 "our imatrix, 2 threads" "imatrix: 29 matrices" -- \
   convert "$LLAMA" -o "$TMP/b2.gguf" --format gguf --quant q4_k_m --algo imatrix \
   --calib "$DATA/windows.npy" --threads 2
 cmp -s "$TMP/b1.gguf" "$TMP/b2.gguf" || { echo "FAIL: our imatrix GGUF differs between 1 and 2 threads"; fail=1; }
+# --progress json reports the calibration passes (8 runs of 8 windows).
+"$SLIMPACK" convert "$LLAMA" -o "$TMP/b3.gguf" --format gguf --quant q4_k_m --algo imatrix \
+  --calib "$DATA/windows.npy" --progress json 2>"$TMP/progress.err" >/dev/null
+grep -c '"context":"imatrix"' "$TMP/progress.err" | grep -qx 9 ||
+  { echo "FAIL: expected 9 imatrix calibration events (0..8 of 8 runs):"; cat "$TMP/progress.err"; fail=1; }
+cmp -s "$TMP/b1.gguf" "$TMP/b3.gguf" || { echo "FAIL: --progress json changed the GGUF"; fail=1; }
 expect 0 "plain q4_k_m" "" -- convert "$LLAMA" -o "$TMP/c.gguf" --format gguf --quant q4_k_m
 cmp -s "$TMP/a.gguf" "$TMP/c.gguf" && { echo "FAIL: the imatrix changed nothing"; fail=1; }
 cmp -s "$TMP/b1.gguf" "$TMP/c.gguf" && { echo "FAIL: our imatrix changed nothing"; fail=1; }

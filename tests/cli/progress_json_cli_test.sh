@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# convert --progress: json lines for a GPTQ conversion (calibration passes,
+# GPTQ layer by layer, files written) that a CI log parser can read, each
+# stage counting up to its total; nothing from auto off a terminal or from
+# none; an unknown mode refused.
+#   progress_json_cli_test.sh SLIMPACK ROOT
+set -u
+SLIMPACK="$1"
+ROOT="$2"
+LLAMA="$ROOT/examples/tiny-llama"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+
+args=(convert "$LLAMA" --quant int4 --algo gptq --calib "$LLAMA/calib_tokens.npy" --calib-samples 1)
+"$SLIMPACK" "${args[@]}" -o "$TMP/json" --progress json 2>"$TMP/json.err" >/dev/null ||
+  { echo "FAIL: convert --progress json exited $?"; cat "$TMP/json.err"; fail=1; }
+/usr/bin/python3 - "$TMP/json.err" <<'PY' || fail=1
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+by_stage = {}
+for e in events:
+    for key in ("stage", "done", "total", "unit", "elapsed_s"):
+        assert key in e, f"event without {key}: {e}"
+    by_stage.setdefault(e["stage"], []).append(e)
+assert set(by_stage) == {"calibration", "gptq", "write"}, sorted(by_stage)
+gptq = by_stage["gptq"]
+# 4 decoder layers and lm_head: 5 groups, reported 0..5 in order.
+assert [e["done"] for e in gptq] == [0, 1, 2, 3, 4, 5], [e["done"] for e in gptq]
+assert all(e["total"] == 5 and e["unit"] == "layers" for e in gptq)
+assert "eta_s" in gptq[1] and gptq[-1]["eta_s"] == 0, gptq[-1]
+# One calibration pass per group, each 0 then 1 of 1 run, named for its layer.
+calib = by_stage["calibration"]
+assert len(calib) == 10, len(calib)
+contexts = [e["context"] for e in calib[::2]]
+assert contexts == ["gptq layer 0", "gptq layer 1", "gptq layer 2", "gptq layer 3", "gptq"], contexts
+assert [e["done"] for e in calib] == [0, 1] * 5
+write = by_stage["write"]
+assert write[0]["done"] == 0 and write[-1]["done"] == write[-1]["total"] >= 1, write
+print(f"progress json: {len(events)} events, stages {sorted(by_stage)}")
+PY
+
+for mode in auto none; do
+  "$SLIMPACK" "${args[@]}" -o "$TMP/$mode" --progress "$mode" 2>"$TMP/$mode.err" >/dev/null ||
+    { echo "FAIL: convert --progress $mode exited $?"; fail=1; }
+  if grep -q '^{' "$TMP/$mode.err" || grep -q $'\r' "$TMP/$mode.err"; then
+    echo "FAIL: --progress $mode off a terminal printed progress:"; cat "$TMP/$mode.err"; fail=1
+  fi
+done
+cmp -s "$TMP/json/shard-00000.bin" "$TMP/none/shard-00000.bin" ||
+  { echo "FAIL: --progress changed the artifact"; fail=1; }
+
+"$SLIMPACK" "${args[@]}" -o "$TMP/bad" --progress loud >"$TMP/bad.out" 2>&1
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q -- '--progress' "$TMP/bad.out"; then
+  echo "FAIL: --progress loud exited $rc with:"; cat "$TMP/bad.out"; fail=1
+fi
+[ -e "$TMP/bad" ] && { echo "FAIL: output written for a bad flag"; fail=1; }
+
+if [ $fail -ne 0 ]; then echo "progress: FAILED"; exit 1; fi
+echo "progress: all cases passed"
