@@ -2,25 +2,25 @@
 # Fuzzes every parser of untrusted bytes with libFuzzer (fuzz/README.md):
 # builds the fuzz_<parser> harnesses with clang-14 (-fsanitize=fuzzer,
 # address,undefined; only those targets and the rooms they link) in
-# build-fuzz/, then runs each for FUZZ_SECONDS (default 20) on a scratch copy
+# build-fuzz/, then runs each for FUZZ_SECONDS (default 30) on a scratch copy
 # of its committed corpus and regression inputs (the committed files are
 # never written), FUZZ_PARALLEL (default 2) harnesses at a time, one process
 # each. Prints the executions per harness; exits non-zero on any crash, leak,
 # timeout or out-of-memory, naming the harness and the input that did it
 # (kept under build-fuzz/crashes/<parser>/).
 #
-#   scripts/fuzz.sh                      # 20 s each (CI; scripts/test.sh)
+#   scripts/fuzz.sh                      # 30 s each (CI; scripts/test.sh)
 #   FUZZ_SECONDS=3600 scripts/fuzz.sh    # the figures quoted in README.md
 #   FUZZ_HARNESSES="gguf onnx" scripts/fuzz.sh
 #   FUZZ_OPT="-O1 -g1" FUZZ_SECONDS=3600 scripts/fuzz.sh   # long runs
 # The build is -O0 unless FUZZ_OPT says otherwise: on the shared 2-core
 # machine the -O1 build took 611 s of the step, -O0 compiles about 40 %
-# faster and 20 s runs need coverage more than speed; long runs want -O1
+# faster and 30 s runs need coverage more than speed; long runs want -O1
 # (2-3x the executions per second).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${FUZZ_BUILD:-$ROOT/build-fuzz}"
-SECONDS_EACH="${FUZZ_SECONDS:-20}"
+SECONDS_EACH="${FUZZ_SECONDS:-30}"
 PARALLEL="${FUZZ_PARALLEL:-2}"
 JOBS="${JOBS:-2}"
 HARNESSES="${FUZZ_HARNESSES:-safetensors prequantized onnx numpy hf_config recipe loader gguf tokenizer}"

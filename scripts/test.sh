@@ -90,7 +90,7 @@ if ! grep -Eq 'cli_cross_cpu_bytes[ .]+Passed' "$REL_LOG"; then
   exit 1
 fi
 
-echo "== fuzzing (libFuzzer, clang-14, ${FUZZ_SECONDS:-20}s per parser) after $(( $(date +%s) - start ))s"
+echo "== fuzzing (libFuzzer, clang-14, ${FUZZ_SECONDS:-30}s per parser) after $(( $(date +%s) - start ))s"
 "$ROOT/scripts/fuzz.sh"
 
 echo "== loader tests on aarch64 (qemu-user) after $(( $(date +%s) - start ))s"
