@@ -18,20 +18,10 @@
 
 #include "nlohmann/json.hpp"
 #include "support/atomic_file.h"
+#include "support/file_type.h"
 
 namespace slimpack::support {
 namespace {
-
-// "a FIFO", for "is a FIFO, not a regular file".
-const char* FileTypeName(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "a special file";
-}
 
 // Creates and removes "<dir>/.slimpack-probe-<pid>-<random>". Returns 0 on
 // success, else the errno of the failed create.

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "absl/status/status.h"
+#include "support/file_type.h"
 
 namespace slimpack::support {
 namespace {
@@ -17,16 +18,6 @@ absl::Status ErrnoError(int err, const std::string& path) {
   if (err == ENOENT) return absl::NotFoundError(msg);
   if (err == EACCES || err == EPERM) return absl::PermissionDeniedError(msg);
   return absl::InvalidArgumentError(msg);
-}
-
-// What a non-regular file is, for "is a FIFO, not a regular file".
-const char* FileTypeName(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "a special file";
 }
 
 }  // namespace
