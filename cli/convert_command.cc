@@ -242,6 +242,7 @@ int RunConvert(const ConvertOptions& options) {
   r.output = options.report_dir;
   r.gate = options.gate;
   r.threads = options.threads > 0 ? options.threads : 1;
+  r.progress = options.progress;
   return RunReport(r);
 }
 

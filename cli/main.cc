@@ -310,6 +310,10 @@ CLI::App* AddReportCommand(CLI::App& app, slimpack::cli::ReportCommandOptions& o
                          "At most N layers in the proposed fallback set (default 3)");
   report_cmd->add_option("--threads", o.threads, "Interpreter threads (reports are identical for any value)")
       ->check(CLI::Range(1, 1024));
+  report_cmd->add_option("--progress", o.progress,
+                         "Compared runs and sensitivity layers: auto (a live line on a terminal), "
+                         "json (one JSON line per step on stderr), none")
+      ->check(CLI::IsMember({"auto", "json", "none"}));
   report_cmd->add_flag("--json", o.json, "Print o.json instead of the Markdown summary");
   report_cmd->footer(
       "Example:\n"

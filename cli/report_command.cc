@@ -19,6 +19,7 @@
 #include "report/render.h"
 #include "report/report.h"
 #include "cli/exit_codes.h"
+#include "cli/progress_printer.h"
 #include "formats/numpy/numpy_io.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "runtime/kernels/fused_kernels.h"
@@ -220,15 +221,11 @@ int RunReport(const ReportCommandOptions& o) {
     const size_t slash = o.calib.find_last_of('/');
     ropts.calibration_name = slash == std::string::npos ? o.calib : o.calib.substr(slash + 1);
   }
-  // Progress only on a terminal: CI logs get the summary, not a ticker.
-  if (isatty(STDERR_FILENO)) {
-    ropts.progress = [](const std::string& line) {
-      std::fprintf(stderr, "\r\033[Kslimpack report: %s", line.c_str());
-      std::fflush(stderr);
-    };
-  }
+  // A live line on a terminal only (CI logs get the summary), or JSON lines.
+  ProgressPrinter progress(ParseProgressMode(o.progress), isatty(STDERR_FILENO) == 1);
+  ropts.progress = progress.Sink();
   auto rep = report::BuildReport(*reference, *candidate, *data, ropts);
-  if (ropts.progress) std::fprintf(stderr, "\r\033[K");
+  progress.ClearLine();
   if (!rep.ok()) return Fail(rep.status());
   // A pruned candidate artifact: per-layer kept ratios from its prune record.
   auto pruning = report::ReadCandidatePruning(o.candidate);

@@ -26,6 +26,7 @@ struct ReportCommandOptions {
   int threads = 1;
   bool json = false;
   bool force = false;  // replace report files in a directory we did not write
+  std::string progress = "auto";  // auto, json, none (cli/progress_printer.h)
 };
 
 // Writes DIR/report.{json,md,html}; prints report.md (or report.json with

@@ -81,6 +81,7 @@ class Quantizer {
         return OutputError(use, values);
       };
     }
+    target.progress = req_.progress;
     target.bytes = req_.config.target_bytes;
     target.bpw = req_.config.target_bpw;
     target.candidates = req_.config.candidates;

@@ -151,6 +151,10 @@ absl::StatusOr<SizePlan> PlanForSize(const ir::Model& model, const std::vector<W
   SizePlan plan;
   std::set<std::string> planned;
   std::vector<std::vector<Option>> hulls;
+  support::ProgressEvent measured_tensors{"planner", 0, static_cast<int64_t>(uses.size()),
+                                          "tensors", ""};
+  const bool report = target.output_error && target.progress;
+  if (report) target.progress(measured_tensors);
   for (const WeightUse& use : uses) {
     planned.insert(use.tensor);
     const ir::Tensor* t = model.graph.FindInitializer(use.tensor);
@@ -184,6 +188,11 @@ absl::StatusOr<SizePlan> PlanForSize(const ir::Model& model, const std::vector<W
       if (!measured.ok()) return Annotate(measured.status(), "size planner, tensor '" + use.tensor + "'");
       const double gain = small->error > 0 ? *measured / small->error : 0;
       for (Option& o : opts) o.error = small->error > 0 ? o.error * gain : 0;
+    }
+    if (report) {
+      ++measured_tensors.done;
+      measured_tensors.context = use.tensor;
+      target.progress(measured_tensors);
     }
     for (Option& o : opts) o.approx = {};
     if (opts.empty()) {

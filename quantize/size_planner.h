@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "quantize/quant_rules.h"
+#include "support/progress.h"
 
 namespace slimpack::quantize {
 
@@ -54,6 +55,8 @@ struct SizeTarget {
   // measured rather than assumed.
   std::function<absl::StatusOr<double>(const WeightUse& use, const std::vector<float>& values)>
       output_error;
+  // Stage "planner", a tensor at a time, when output_error measures.
+  support::ProgressSink progress;
 };
 
 struct SizeChoice {

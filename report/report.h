@@ -20,6 +20,7 @@
 #include "report/metrics.h"
 #include "report/pruning.h"
 #include "ir/graph.h"
+#include "support/progress.h"
 
 namespace slimpack::report {
 
@@ -134,8 +135,9 @@ struct ReportOptions {
   // Kernels for both models (null: the interpreter's built-ins, which
   // include the slimpack.* fused and packed ops).
   std::shared_ptr<const runtime::KernelRegistry> kernels;
-  // Progress lines ("sample 3/15"); null: silent.
-  std::function<void(const std::string&)> progress;
+  // Stages "report" (compared runs; total known only with max_runs) and
+  // "sensitivity" (layers swapped one at a time); null: silent.
+  support::ProgressSink progress;
 };
 
 // Runs both models over `data` (opened for the reference's inputs) and

@@ -317,6 +317,7 @@ absl::Status MainPass::Run(calibration::Dataset& data) {
 
   EndToEndReport& e2e = report.end_to_end;
   int64_t run = 0;
+  if (options.progress) options.progress({"report", 0, options.max_runs, "runs", ""});
   while (options.max_runs == 0 || run < options.max_runs) {
     ASSIGN_OR_RETURN(std::optional<calibration::Sample> sample, data.Next());
     if (!sample) break;
@@ -362,11 +363,7 @@ absl::Status MainPass::Run(calibration::Dataset& data) {
     }
     e2e.samples += sample->rows;
     ++run;
-    if (options.progress) {
-      options.progress("compared run " + std::to_string(run) + " (" + sample->source + ", " +
-                       std::to_string(e2e.samples) + " samples, " +
-                       std::to_string(matches.layers.size()) + " layers)");
-    }
+    if (options.progress) options.progress({"report", run, options.max_runs, "runs", sample->source});
   }
   e2e.runs = run;
   if (run == 0) return absl::InvalidArgumentError("data: no samples");

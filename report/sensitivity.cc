@@ -126,6 +126,8 @@ absl::Status RankLayers(const ir::Model& ref, const ir::Model& cand, calibration
   if (options.sensitivity_layers > 0) {
     limit = std::min(limit, static_cast<size_t>(options.sensitivity_layers));
   }
+  const auto layers_total = static_cast<int64_t>(limit);
+  if (options.progress) options.progress({"sensitivity", 0, layers_total, "layers", ""});
   for (size_t k = 0; k < limit; ++k) {
     LayerReport& layer = report.layers[todo[k]];
     ir::Model hybrid = ref;
@@ -133,8 +135,8 @@ absl::Status RankLayers(const ir::Model& ref, const ir::Model& cand, calibration
     ASSIGN_OR_RETURN(auto out, RunAll(hybrid, inputs, options));
     layer.sensitivity = Damage(task, inputs, ref_out, out);
     if (options.progress) {
-      options.progress("sensitivity " + std::to_string(k + 1) + "/" + std::to_string(limit) + ": " +
-                       layer.node);
+      options.progress(
+          {"sensitivity", static_cast<int64_t>(k + 1), layers_total, "layers", layer.node});
     }
   }
   std::vector<LayerReport*> ranked;

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# convert --progress: json lines for a GPTQ conversion (calibration passes,
-# GPTQ layer by layer, files written) that a CI log parser can read, each
-# stage counting up to its total; nothing from auto off a terminal or from
-# none; an unknown mode refused.
+# --progress: json lines that a CI log parser can read, each stage counting
+# up to its total, for a GPTQ conversion (calibration passes, GPTQ layer by
+# layer, files written), the size planner and `report` (compared runs,
+# sensitivity layers); nothing from auto off a terminal or from none; an
+# unknown mode refused.
 #   progress_json_cli_test.sh SLIMPACK ROOT
 set -u
 SLIMPACK="$1"
@@ -38,6 +39,33 @@ assert [e["done"] for e in calib] == [0, 1] * 5
 write = by_stage["write"]
 assert write[0]["done"] == 0 and write[-1]["done"] == write[-1]["total"] >= 1, write
 print(f"progress json: {len(events)} events, stages {sorted(by_stage)}")
+PY
+
+# The size planner's measured tensors, then the report's compared runs and
+# sensitivity layers, on the digits CNN.
+DIGITS="$ROOT/examples/digits-cnn"
+"$SLIMPACK" convert "$DIGITS/model.onnx" -o "$TMP/d8" --quant int8 --target-bpw 6 \
+  --calib "$DIGITS/calib.npz" --calib-samples 1 --progress json 2>"$TMP/plan.err" >/dev/null ||
+  { echo "FAIL: planner convert exited $?"; cat "$TMP/plan.err"; fail=1; }
+"$SLIMPACK" report --reference "$DIGITS/model.onnx" --candidate "$TMP/d8" \
+  --data "$DIGITS/eval.safetensors" --input-map input=inputs -o "$TMP/report" --max-runs 2 \
+  --sensitivity-runs 1 --progress json 2>"$TMP/report.err" >/dev/null ||
+  { echo "FAIL: report exited $?"; cat "$TMP/report.err"; fail=1; }
+/usr/bin/python3 - "$TMP/plan.err" "$TMP/report.err" <<'PY' || fail=1
+import json, sys
+def stages(path):
+    out = {}
+    for line in open(path):
+        if line.startswith("{"):
+            e = json.loads(line)
+            out.setdefault(e["stage"], []).append((e["done"], e["total"], e["unit"]))
+    return out
+plan, report = stages(sys.argv[1]), stages(sys.argv[2])
+# One Gemm left after fusion: the planner measures it.
+assert plan["planner"] == [(0, 1, "tensors"), (1, 1, "tensors")], plan.get("planner")
+assert report["report"] == [(0, 2, "runs"), (1, 2, "runs"), (2, 2, "runs")], report.get("report")
+assert report["sensitivity"] == [(0, 1, "layers"), (1, 1, "layers")], report.get("sensitivity")
+print("progress json: planner, report and sensitivity stages counted")
 PY
 
 for mode in auto none; do
