@@ -17,9 +17,14 @@
 #include <string>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "runtime/kernels/broadcast.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/quantize_util.h"
+#include "runtime/thread_pool.h"
 #include "support/status_macros.h"
 
 namespace slimpack::runtime::kernels {
@@ -109,26 +114,111 @@ absl::StatusOr<MatMulShape> PlanMatMul(const RtTensor& a, const RtTensor& b) {
 
 // acc[batch, m, n] = sum_k (a - azp[m]) * (b - bzp[n]) in int32 (wrapping).
 // azp is per-tensor or per-row (M), bzp per-tensor or per-column (N).
+// Rows of A per task.
+constexpr int64_t kRowsPerTask = 16;
+
+// Two 8-bit differences as the int16 pair pmaddwd multiplies.
+int32_t Pair(int32_t lo, int32_t hi) {
+  return static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint16_t>(lo)) |
+                              (static_cast<uint32_t>(static_cast<uint16_t>(hi)) << 16));
+}
+
+// acc[i, j] = sum_k (a[i, k] - azp[i]) * (b[k, j] - bzp[j]), summed mod 2^32
+// (order-free, so blocking and threads cannot change a bit). Differences of
+// 8-bit values fit int16: B is packed once per batch into panels of 8
+// columns, [panel][k pair][column][2] int16, and a 4-row x 8-column tile of
+// sums stays in registers while pmaddwd (SSE2, every x86-64) multiplies two
+// k of four columns and adds each pair.
 std::vector<int32_t> IntegerMatMul(const std::vector<int32_t>& a,
                                    const std::vector<int32_t>& b,
                                    const MatMulShape& p, const QParams& azp,
-                                   const QParams& bzp) {
+                                   const QParams& bzp, ThreadPool* pool) {
+  constexpr int64_t kNr = 8, kMr = 4;
   std::vector<int32_t> acc(p.a_off.size() * p.m * p.n);
+  const int64_t kpairs = (p.k + 1) / 2;
+  const int64_t panels = (p.n + kNr - 1) / kNr;
+  std::vector<int32_t> bpack(panels * kpairs * kNr);  // one int16 pair each
   for (size_t bi = 0; bi < p.a_off.size(); ++bi) {
     const int32_t* pa = a.data() + p.a_off[bi] * p.m * p.k;
     const int32_t* pb = b.data() + p.b_off[bi] * p.k * p.n;
     int32_t* po = acc.data() + bi * p.m * p.n;
-    for (int64_t i = 0; i < p.m; ++i) {
-      for (int64_t j = 0; j < p.n; ++j) {
-        uint32_t sum = 0;  // unsigned: int32 wrap without UB
-        for (int64_t k = 0; k < p.k; ++k) {
-          const int32_t x = pa[i * p.k + k] - azp.z(i);
-          const int32_t w = pb[k * p.n + j] - bzp.z(j);
-          sum += static_cast<uint32_t>(x * w);
+    for (int64_t jp = 0; jp < panels; ++jp) {
+      for (int64_t kp = 0; kp < kpairs; ++kp) {
+        int32_t* dst = bpack.data() + (jp * kpairs + kp) * kNr;
+        for (int64_t c = 0; c < kNr; ++c) {
+          const int64_t j = jp * kNr + c, k = 2 * kp;
+          if (j >= p.n) {
+            dst[c] = 0;
+            continue;
+          }
+          const int32_t lo = pb[k * p.n + j] - bzp.z(j);
+          const int32_t hi = k + 1 < p.k ? pb[(k + 1) * p.n + j] - bzp.z(j) : 0;
+          dst[c] = Pair(lo, hi);
         }
-        po[i * p.n + j] = static_cast<int32_t>(sum);
       }
     }
+    const int64_t tasks = (p.m + kRowsPerTask - 1) / kRowsPerTask;
+    ParallelFor(pool, tasks, [&](int64_t t) {
+      const int64_t i0 = t * kRowsPerTask, i1 = std::min(p.m, i0 + kRowsPerTask);
+      // The task's rows as int16 pairs, [k pair][row], rows past i1 zero.
+      std::vector<int32_t> apack(kpairs * kRowsPerTask, 0);
+      for (int64_t i = i0; i < i1; ++i) {
+        const int32_t* row = pa + i * p.k;
+        for (int64_t kp = 0; kp < kpairs; ++kp) {
+          const int64_t k = 2 * kp;
+          apack[kp * kRowsPerTask + (i - i0)] =
+              Pair(row[k] - azp.z(i), k + 1 < p.k ? row[k + 1] - azp.z(i) : 0);
+        }
+      }
+      int32_t tile[kMr][kNr];
+      for (int64_t r0 = 0; r0 < i1 - i0; r0 += kMr) {
+        for (int64_t jp = 0; jp < panels; ++jp) {
+          const int32_t* bp = bpack.data() + jp * kpairs * kNr;
+          const int32_t* ap = apack.data() + r0;
+#if defined(__SSE2__)
+          __m128i s[kMr][2];
+          for (auto& row : s) row[0] = row[1] = _mm_setzero_si128();
+          for (int64_t kp = 0; kp < kpairs; ++kp) {
+            const __m128i b0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(bp + kp * kNr));
+            const __m128i b1 =
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(bp + kp * kNr + 4));
+            const int32_t* ak = ap + kp * kRowsPerTask;
+            for (int r = 0; r < kMr; ++r) {
+              const __m128i av = _mm_set1_epi32(ak[r]);
+              s[r][0] = _mm_add_epi32(s[r][0], _mm_madd_epi16(b0, av));
+              s[r][1] = _mm_add_epi32(s[r][1], _mm_madd_epi16(b1, av));
+            }
+          }
+          for (int r = 0; r < kMr; ++r) {
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(tile[r]), s[r][0]);
+            _mm_storeu_si128(reinterpret_cast<__m128i*>(tile[r] + 4), s[r][1]);
+          }
+#else
+          for (auto& row : tile) std::fill(row, row + kNr, 0);
+          for (int64_t kp = 0; kp < kpairs; ++kp) {
+            const int32_t* ak = ap + kp * kRowsPerTask;
+            for (int r = 0; r < kMr; ++r) {
+              const auto a0 = static_cast<int32_t>(static_cast<int16_t>(ak[r] & 0xffff));
+              const auto a1 = static_cast<int32_t>(static_cast<int16_t>(
+                  static_cast<uint32_t>(ak[r]) >> 16));
+              for (int64_t c = 0; c < kNr; ++c) {
+                const int32_t bw = bp[kp * kNr + c];
+                const int32_t prod = a0 * static_cast<int16_t>(bw & 0xffff) +
+                                     a1 * static_cast<int16_t>(static_cast<uint32_t>(bw) >> 16);
+                tile[r][c] = static_cast<int32_t>(static_cast<uint32_t>(tile[r][c]) +
+                                                  static_cast<uint32_t>(prod));
+              }
+            }
+          }
+#endif
+          const int64_t rows = std::min(kMr, i1 - i0 - r0);
+          const int64_t cols = std::min(kNr, p.n - jp * kNr);
+          for (int64_t r = 0; r < rows; ++r) {
+            std::copy_n(tile[r], cols, po + (i0 + r0 + r) * p.n + jp * kNr);
+          }
+        }
+      }
+    });
   }
   return acc;
 }
@@ -221,7 +311,7 @@ absl::Status MatMulInteger(KernelContext& ctx) {
   ASSIGN_OR_RETURN(MatMulShape p, PlanMatMul(*a, *b));
   ASSIGN_OR_RETURN(QParams azp, ReadQParams(ctx, -1, 2, p.m, "a_zero_point"));
   ASSIGN_OR_RETURN(QParams bzp, ReadQParams(ctx, -1, 3, p.n, "b_zero_point"));
-  const std::vector<int32_t> acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, azp, bzp);
+  const std::vector<int32_t> acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, azp, bzp, ctx.pool());
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
   std::copy(acc.begin(), acc.end(), y.mutable_data<int32_t>());
   ctx.SetOutput(0, std::move(y));
@@ -242,7 +332,7 @@ absl::Status QLinearMatMul(KernelContext& ctx) {
   ASSIGN_OR_RETURN(QParams qa, ReadQParams(ctx, 1, 2, p.m, "a"));
   ASSIGN_OR_RETURN(QParams qb, ReadQParams(ctx, 4, 5, p.n, "b"));
   ASSIGN_OR_RETURN(QParams qy, ReadQParams(ctx, 6, 7, p.m, "y"));
-  const std::vector<int32_t> acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, qa, qb);
+  const std::vector<int32_t> acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, qa, qb, ctx.pool());
   const DType out_type = yz->dtype();
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(out_type, p.out_dims));
   const int64_t mn = p.m * p.n;
