@@ -44,9 +44,12 @@ absl::Status UnaryFloat(KernelContext& ctx, F f) {
   ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
   if (x->dtype() != ir::DType::kF32) return UnsupportedDType(ctx, x->dtype(), "f32");
   ASSIGN_OR_RETURN(RtTensor out, ctx.AllocateUninitialized(ir::DType::kF32, x->dims()));
-  const float* px = x->data<float>();
-  float* po = out.mutable_data<float>();
-  for (int64_t i = 0; i < x->num_elements(); ++i) po[i] = f(px[i]);
+  // Restrict-qualified and a hoisted count, so the loop vectorises (the
+  // output is a fresh buffer).
+  const float* __restrict px = x->data<float>();
+  float* __restrict po = out.mutable_data<float>();
+  const int64_t n = x->num_elements();
+  for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
   ctx.SetOutput(0, std::move(out));
   return absl::OkStatus();
 }
@@ -54,9 +57,10 @@ absl::Status UnaryFloat(KernelContext& ctx, F f) {
 template <typename T, typename F>
 absl::Status UnaryTyped(KernelContext& ctx, const RtTensor& x, F f) {
   ASSIGN_OR_RETURN(RtTensor out, ctx.AllocateUninitialized(x.dtype(), x.dims()));
-  const T* px = x.data<T>();
-  T* po = out.mutable_data<T>();
-  for (int64_t i = 0; i < x.num_elements(); ++i) po[i] = f(px[i]);
+  const T* __restrict px = x.data<T>();
+  T* __restrict po = out.mutable_data<T>();
+  const int64_t n = x.num_elements();
+  for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
   ctx.SetOutput(0, std::move(out));
   return absl::OkStatus();
 }
