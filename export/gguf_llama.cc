@@ -252,9 +252,12 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
   if (importance) {
     // Every entry must name a matrix of this model with its row length: an
     // imatrix made for another model would otherwise be applied silently.
-    for (const auto& [name, columns] : importance->columns) {
+    for (const auto& entry : importance->columns) {
+      // (A lambda may not capture a structured binding before C++20.)
+      const std::string& name = entry.first;
+      const std::vector<float>& columns = entry.second;
       auto it = std::find_if(planned.begin(), planned.end(),
-                             [&](const Planned& p) { return p.gguf_name == name; });
+                             [&name](const Planned& p) { return p.gguf_name == name; });
       if (it == planned.end() || it->slot.rank < 2) {
         return absl::InvalidArgumentError(absl::StrCat(
             importance->file, ": imatrix entry '", name, "' names no matrix of ",
