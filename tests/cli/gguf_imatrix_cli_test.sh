@@ -13,28 +13,24 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 fail=0
 
-# expect CODE "description" "message substring" -- ARGS...
-expect() {
-  local want="$1" what="$2" msg="$3"
-  shift 4
-  timeout 120 "$SLIMPACK" "$@" >"$TMP/out" 2>&1
-  local got=$?
-  if [ "$got" -ne "$want" ] || ! grep -qF -- "$msg" "$TMP/out"; then
-    echo "FAIL: $what: slimpack $* exited $got (expected $want) with:"
-    cat "$TMP/out"
-    echo "  (expected the message to contain: $msg)"
-    fail=1
-  else
-    echo "ok: $what (exit $got)"
-  fi
+OUT="$TMP/out"
+# expect / says / bad: tests/testing/cli_lib.sh.
+source "$(dirname "${BASH_SOURCE[0]}")/../testing/cli_lib.sh"
+
+# expect_says CODE "description" "message substring" -- ARGS...
+expect_says() {
+  local code="$1" what="$2" msg="$3"
+  shift 3
+  expect "$code" "$what" "$@"
+  says "$msg" "$what"
 }
 
-expect 0 "llama.cpp's imatrix" "imatrix: 29 matrices from $DATA/tiny_llama.imatrix (62 chunks of calib.txt)" -- \
+expect_says 0 "llama.cpp's imatrix" "imatrix: 29 matrices from $DATA/tiny_llama.imatrix (62 chunks of calib.txt)" -- \
   convert "$LLAMA" -o "$TMP/a.gguf" --format gguf --quant q4_k_m --imatrix "$DATA/tiny_llama.imatrix"
-expect 0 "our imatrix, 1 thread" "imatrix: 29 matrices from slimpack --calib (62 chunks of $DATA/windows.npy)" -- \
+expect_says 0 "our imatrix, 1 thread" "imatrix: 29 matrices from slimpack --calib (62 chunks of $DATA/windows.npy)" -- \
   convert "$LLAMA" -o "$TMP/b1.gguf" --format gguf --quant q4_k_m --algo imatrix \
   --calib "$DATA/windows.npy" --threads 1
-expect 0 "our imatrix, 2 threads" "imatrix: 29 matrices" -- \
+expect_says 0 "our imatrix, 2 threads" "imatrix: 29 matrices" -- \
   convert "$LLAMA" -o "$TMP/b2.gguf" --format gguf --quant q4_k_m --algo imatrix \
   --calib "$DATA/windows.npy" --threads 2
 cmp -s "$TMP/b1.gguf" "$TMP/b2.gguf" || { echo "FAIL: our imatrix GGUF differs between 1 and 2 threads"; fail=1; }
@@ -44,7 +40,7 @@ cmp -s "$TMP/b1.gguf" "$TMP/b2.gguf" || { echo "FAIL: our imatrix GGUF differs b
 grep -c '"context":"imatrix"' "$TMP/progress.err" | grep -qx 9 ||
   { echo "FAIL: expected 9 imatrix calibration events (0..8 of 8 runs):"; cat "$TMP/progress.err"; fail=1; }
 cmp -s "$TMP/b1.gguf" "$TMP/b3.gguf" || { echo "FAIL: --progress json changed the GGUF"; fail=1; }
-expect 0 "plain q4_k_m" "" -- convert "$LLAMA" -o "$TMP/c.gguf" --format gguf --quant q4_k_m
+expect_says 0 "plain q4_k_m" "" -- convert "$LLAMA" -o "$TMP/c.gguf" --format gguf --quant q4_k_m
 cmp -s "$TMP/a.gguf" "$TMP/c.gguf" && { echo "FAIL: the imatrix changed nothing"; fail=1; }
 cmp -s "$TMP/b1.gguf" "$TMP/c.gguf" && { echo "FAIL: our imatrix changed nothing"; fail=1; }
 # llama-quantize's keys record where the imatrix came from.
@@ -67,30 +63,30 @@ def write(path, entries):
 write(tmp + "/narrow.imatrix", [("blk.0.attn_q.weight", 64)])
 write(tmp + "/deeper.imatrix", [("blk.9.attn_q.weight", 128)])
 PY
-expect 1 "entry of the wrong width" "narrow.imatrix: imatrix entry 'blk.0.attn_q.weight' has 64 values; the matrix has rows of 128" -- \
+expect_says 1 "entry of the wrong width" "narrow.imatrix: imatrix entry 'blk.0.attn_q.weight' has 64 values; the matrix has rows of 128" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --imatrix "$TMP/narrow.imatrix"
-expect 1 "entry for a layer the model lacks" "deeper.imatrix: imatrix entry 'blk.9.attn_q.weight' names no matrix of" -- \
+expect_says 1 "entry for a layer the model lacks" "deeper.imatrix: imatrix entry 'blk.9.attn_q.weight' names no matrix of" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --imatrix "$TMP/deeper.imatrix"
-expect 1 "not an imatrix" "imatrix file: entry count" -- \
+expect_says 1 "not an imatrix" "imatrix file: entry count" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --imatrix "$LLAMA/config.json"
-expect 1 "missing imatrix" "nope.imatrix" -- \
+expect_says 1 "missing imatrix" "nope.imatrix" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --imatrix "$TMP/nope.imatrix"
 
 # Flags that do not go together.
-expect 2 "gptq into gguf" "--algo: 'gptq' is not supported with --format gguf yet" -- \
+expect_says 2 "gptq into gguf" "--algo: 'gptq' is not supported with --format gguf yet" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --algo gptq --calib "$DATA/windows.npy"
-expect 2 "imatrix without data" "--algo: imatrix needs --calib FILES (token windows) or --imatrix FILE" -- \
+expect_says 2 "imatrix without data" "--algo: imatrix needs --calib FILES (token windows) or --imatrix FILE" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --algo imatrix
-expect 2 "calib without imatrix" "--calib: with --format gguf, calibration data feeds --algo imatrix only" -- \
+expect_says 2 "calib without imatrix" "--calib: with --format gguf, calibration data feeds --algo imatrix only" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --calib "$DATA/windows.npy"
-expect 2 "both sources" "give --imatrix (llama.cpp's file) or --calib (computed here), not both" -- \
+expect_says 2 "both sources" "give --imatrix (llama.cpp's file) or --calib (computed here), not both" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --algo imatrix \
   --imatrix "$DATA/tiny_llama.imatrix" --calib "$DATA/windows.npy"
-expect 2 "rtn with an imatrix" "--imatrix: --algo rtn ignores importance" -- \
+expect_says 2 "rtn with an imatrix" "--imatrix: --algo rtn ignores importance" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --algo rtn --imatrix "$DATA/tiny_llama.imatrix"
-expect 2 "calib-samples alone" "--calib-samples: needs --calib" -- \
+expect_says 2 "calib-samples alone" "--calib-samples: needs --calib" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --calib-samples 4
-expect 2 "--imatrix into an artifact" "--imatrix: reads llama.cpp's importance matrix for --format gguf" -- \
+expect_says 2 "--imatrix into an artifact" "--imatrix: reads llama.cpp's importance matrix for --format gguf" -- \
   convert "$LLAMA" -o "$TMP/x" --quant int4 --imatrix "$DATA/tiny_llama.imatrix"
 [ -e "$TMP/x.gguf" ] || [ -e "$TMP/x" ] && { echo "FAIL: output written on refusal"; fail=1; }
 
