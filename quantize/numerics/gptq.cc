@@ -7,7 +7,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "quantize/numerics/linalg.h"
-#include "quantize/numerics/simd_clones.h"
 #include "support/threads.h"
 
 namespace slimpack::quant {
@@ -73,45 +72,46 @@ struct Plan {
   Scheme scheme;
   bool static_grids = false;
   std::vector<int64_t> perm;  // processing position -> original column
-  std::vector<double> u;      // upper Cholesky factor of H^-1 (permuted)
   std::vector<uint8_t> dead;  // per original column
+  // U, the upper Cholesky factor of H^-1 (permuted), as the two parts the
+  // block loop reads: block bi's diagonal block U[i1:i2, i1:i2] at
+  // bi * block^2 (row stride block), and its rows right of the block,
+  // U[i1:i2, i2:cols], strip-major (linalg.h) at strip_offset[bi].
+  std::vector<double> diag;
+  std::vector<double> strips;
+  std::vector<int64_t> strip_offset;
 };
 
-constexpr int64_t kTileRows = 32;  // rows sharing one pass over U
-
-// row[j] -= e[k] * u[k * cols + j] for j in [j0, cols), k = 0 .. count-1
-// in order, with 16 columns of row held in registers. The AVX2 clone runs
-// the same multiplies and subtractions (no FMA: -ffp-contract=off) wider,
-// so both clones give identical results.
-SLIMPACK_QUANT_SIMD_CLONES
-void LazyUpdate(double* row, const double* e, const double* u, int64_t count,
-                int64_t j0, int64_t cols) {
-  using internal::LoadV4;
-  using internal::StoreV4;
-  using internal::V4d;
-  int64_t j = j0;
-  for (; j + 16 <= cols; j += 16) {
-    V4d a0 = LoadV4(row + j), a1 = LoadV4(row + j + 4);
-    V4d a2 = LoadV4(row + j + 8), a3 = LoadV4(row + j + 12);
-    for (int64_t k = 0; k < count; ++k) {
-      const double* uk = u + k * cols + j;
-      const double ek = e[k];
-      a0 -= ek * LoadV4(uk);
-      a1 -= ek * LoadV4(uk + 4);
-      a2 -= ek * LoadV4(uk + 8);
-      a3 -= ek * LoadV4(uk + 12);
-    }
-    StoreV4(row + j, a0);
-    StoreV4(row + j + 4, a1);
-    StoreV4(row + j + 8, a2);
-    StoreV4(row + j + 12, a3);
+// Splits the n x n U into Plan::diag and Plan::strips.
+void SplitU(const std::vector<double>& u, Plan* p) {
+  const int64_t n = p->cols, nb = (n + p->block - 1) / p->block;
+  p->diag.assign(static_cast<size_t>(nb * p->block * p->block), 0.0);
+  p->strip_offset.resize(static_cast<size_t>(nb));
+  int64_t total = 0;
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    const int64_t i1 = bi * p->block, i2 = std::min(n, i1 + p->block);
+    p->strip_offset[bi] = total;
+    total += internal::StripCount(n - i2) * (i2 - i1) * internal::kStripWidth;
   }
-  for (; j < cols; ++j) {
-    double acc = row[j];
-    for (int64_t k = 0; k < count; ++k) acc -= e[k] * u[k * cols + j];
-    row[j] = acc;
+  p->strips.assign(static_cast<size_t>(total), 0.0);
+  for (int64_t bi = 0; bi < nb; ++bi) {
+    const int64_t i1 = bi * p->block, i2 = std::min(n, i1 + p->block);
+    const int64_t count = i2 - i1, sstride = count * internal::kStripWidth;
+    double* strips = p->strips.data() + p->strip_offset[bi];
+    for (int64_t k = 0; k < count; ++k) {
+      const double* urow = u.data() + (i1 + k) * n;
+      std::copy(urow + i1, urow + i2,
+                p->diag.begin() + bi * p->block * p->block + k * p->block);
+      for (int64_t j = i2; j < n; ++j) {
+        const int64_t c = j - i2;
+        strips[(c / internal::kStripWidth) * sstride +
+               k * internal::kStripWidth + c % internal::kStripWidth] = urow[j];
+      }
+    }
   }
 }
+
+constexpr int64_t kTileRows = 32;  // rows sharing one pass over U
 
 // Quantizes rows [r0, r0 + nr) of w. Rows are independent; a tile shares
 // each pass over U between its rows. Every weight sees the same operations
@@ -139,6 +139,8 @@ void QuantizeTile(const Plan& p, const float* w, int64_t r0, int64_t nr,
   }
   for (int64_t i1 = 0; i1 < cols; i1 += p.block) {
     const int64_t i2 = std::min(cols, i1 + p.block), count = i2 - i1;
+    const int64_t bi = i1 / p.block;
+    const double* ublock = p.diag.data() + bi * p.block * p.block;
     for (int64_t t = 0; t < nr; ++t) {
       double* row = rows.data() + t * cols;
       GroupGrid* tg = grids.data() + t * p.ngroups;
@@ -160,19 +162,20 @@ void QuantizeTile(const Plan& p, const float* w, int64_t r0, int64_t nr,
         const int32_t code = QuantizeValue(static_cast<float>(w1[i]), grid);
         q[p.perm[col]] = static_cast<int8_t>(code);
         const double deq = DequantizeCode(code, grid);
-        const double* urow = p.u.data() + col * cols;
-        const double d = urow[col];
+        const double* urow = ublock + i * p.block;  // U[col][i1 + j]
+        const double d = urow[i];
         const double e = (w1[i] - deq) / d;
         losses[t] += (w1[i] - deq) * (w1[i] - deq) / (d * d) / 2;
-        for (int64_t j = i; j < count; ++j) w1[j] -= e * urow[i1 + j];
+        for (int64_t j = i; j < count; ++j) w1[j] -= e * urow[j];
         e_out[i] = e;
       }
     }
-    // Lazy update of the columns after the block.
-    for (int64_t t = 0; t < nr; ++t) {
-      LazyUpdate(rows.data() + t * cols, err.data() + t * p.block,
-                 p.u.data() + i1 * cols, count, i2, cols);
-    }
+    // Lazy update of the columns after the block: row[j] -= e[k] *
+    // U[i1 + k][j] for j >= i2, k rising, for the whole tile at once.
+    internal::SubtractProducts(rows.data() + i2, cols, err.data(), p.block,
+                               p.strips.data() + p.strip_offset[bi],
+                               count * internal::kStripWidth, nr, count,
+                               cols - i2);
   }
   for (int64_t t = 0; t < nr; ++t) {
     for (int64_t g = 0; g < p.ngroups; ++g) {
@@ -237,7 +240,8 @@ absl::StatusOr<QuantizedMatrix> QuantizeGptq(const float* w, int64_t rows,
   mean_diag /= static_cast<double>(cols);
   stats.damp = options.percdamp * mean_diag;
   for (int64_t i = 0; i < cols; ++i) h[i * cols + i] += stats.damp;
-  const int64_t bad = internal::UpperCholeskyOfInverse(h, cols, &p.u);
+  std::vector<double> u;
+  const int64_t bad = internal::UpperCholeskyOfInverse(h, cols, &u);
   if (bad >= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "GPTQ: Hessian (", cols, "x", cols, ", ", n, " calibration rows) is "
@@ -248,6 +252,9 @@ absl::StatusOr<QuantizedMatrix> QuantizeGptq(const float* w, int64_t rows,
   }
   h.clear();
   h.shrink_to_fit();
+  SplitU(u, &p);
+  u.clear();
+  u.shrink_to_fit();
 
   QuantizedMatrix m;
   m.rows = rows;

@@ -10,6 +10,22 @@ namespace slimpack::quant::internal {
 namespace {
 
 constexpr int64_t kBlock = 64;
+// Panel rows one pass of the trailing update keeps hot (16 KiB of L1).
+constexpr int64_t kTrailRows = 32;
+// Rows of L^-1 whose shared part is one SubtractProducts call.
+constexpr int64_t kInverseRows = 16;
+
+// Dot's order: lane l of `acc` holds the products of k = l (mod 4) for
+// k < k4, summed in k order; the tail k4 .. n-1 goes onto lane 0; then
+// (lane0 + lane1) + (lane2 + lane3). Always inlined: V4d by value.
+__attribute__((always_inline)) inline double FinishDot(V4d acc,
+                                                      const double* a,
+                                                      const double* b,
+                                                      int64_t k4, int64_t n) {
+  double s0 = acc[0];
+  for (int64_t k = k4; k < n; ++k) s0 += a[k] * b[k];
+  return (s0 + acc[1]) + (acc[2] + acc[3]);
+}
 
 // Four fixed partial sums (lane l takes k = l mod 4): breaks the add
 // latency chain and maps onto one vector; fixed order.
@@ -17,52 +33,148 @@ inline double Dot(const double* a, const double* b, int64_t n) {
   V4d acc = {0, 0, 0, 0};
   int64_t k = 0;
   for (; k + 4 <= n; k += 4) acc += LoadV4(a + k) * LoadV4(b + k);
-  double s0 = acc[0];
-  for (; k < n; ++k) s0 += a[k] * b[k];
-  return (s0 + acc[1]) + (acc[2] + acc[3]);
+  return FinishDot(acc, a, b, k, n);
 }
 
 // a[i][j] -= dot(panel row i, panel row j) for 0 <= j <= i < m (a has
-// row stride lda; panel rows have length b).
+// row stride lda; panel rows have length b). Two rows against four
+// columns at a time, each dot with Dot's exact order, and panel rows in
+// groups of kTrailRows so the columns' rows stay in L1 while i sweeps.
 SLIMPACK_QUANT_SIMD_CLONES
 void TrailingUpdate(double* a, int64_t lda, const double* panel, int64_t m,
                     int64_t b) {
-  for (int64_t i = 0; i < m; ++i) {
-    const double* pi = panel + i * b;
-    double* row = a + i * lda;
-    for (int64_t j = 0; j <= i; ++j) row[j] -= Dot(pi, panel + j * b, b);
+  const int64_t b4 = b & ~int64_t{3};
+  for (int64_t j0 = 0; j0 < m; j0 += kTrailRows) {
+    const int64_t j1 = std::min(m, j0 + kTrailRows);
+    int64_t i = j0;
+    for (; i + 2 <= m; i += 2) {
+      const double* x0 = panel + i * b;
+      const double* x1 = x0 + b;
+      double* r0 = a + i * lda;
+      double* r1 = r0 + lda;
+      const int64_t end0 = std::min(j1, i + 1), end1 = std::min(j1, i + 2);
+      int64_t j = j0;
+      for (; j + 4 <= end0; j += 4) {
+        const double* y0 = panel + j * b;
+        const double* y1 = y0 + b;
+        const double* y2 = y1 + b;
+        const double* y3 = y2 + b;
+        V4d c00 = {0, 0, 0, 0}, c01 = c00, c02 = c00, c03 = c00;
+        V4d c10 = c00, c11 = c00, c12 = c00, c13 = c00;
+        for (int64_t k = 0; k < b4; k += 4) {
+          const V4d u0 = LoadV4(x0 + k), u1 = LoadV4(x1 + k);
+          const V4d v0 = LoadV4(y0 + k), v1 = LoadV4(y1 + k);
+          const V4d v2 = LoadV4(y2 + k), v3 = LoadV4(y3 + k);
+          c00 += u0 * v0;
+          c01 += u0 * v1;
+          c02 += u0 * v2;
+          c03 += u0 * v3;
+          c10 += u1 * v0;
+          c11 += u1 * v1;
+          c12 += u1 * v2;
+          c13 += u1 * v3;
+        }
+        r0[j] -= FinishDot(c00, x0, y0, b4, b);
+        r0[j + 1] -= FinishDot(c01, x0, y1, b4, b);
+        r0[j + 2] -= FinishDot(c02, x0, y2, b4, b);
+        r0[j + 3] -= FinishDot(c03, x0, y3, b4, b);
+        r1[j] -= FinishDot(c10, x1, y0, b4, b);
+        r1[j + 1] -= FinishDot(c11, x1, y1, b4, b);
+        r1[j + 2] -= FinishDot(c12, x1, y2, b4, b);
+        r1[j + 3] -= FinishDot(c13, x1, y3, b4, b);
+      }
+      for (; j < end1; ++j) {
+        if (j < end0) r0[j] -= Dot(x0, panel + j * b, b);
+        r1[j] -= Dot(x1, panel + j * b, b);
+      }
+    }
+    for (; i < m; ++i) {
+      for (int64_t j = j0; j < std::min(j1, i + 1); ++j) {
+        a[i * lda + j] -= Dot(panel + i * b, panel + j * b, b);
+      }
+    }
   }
 }
 
-// t[c] -= coef[k] * rows[k * b + c] for k = 0 .. nk-1 in order.
-SLIMPACK_QUANT_SIMD_CLONES
-void SubtractRows(double* t, const double* coef, const double* rows,
-                  int64_t nk, int64_t b) {
-  int64_t c = 0;
-  for (; c + 16 <= b; c += 16) {
-    V4d a0 = LoadV4(t + c), a1 = LoadV4(t + c + 4);
-    V4d a2 = LoadV4(t + c + 8), a3 = LoadV4(t + c + 12);
-    for (int64_t k = 0; k < nk; ++k) {
-      const double* pk = rows + k * b + c;
-      const double ck = coef[k];
-      a0 -= ck * LoadV4(pk);
-      a1 -= ck * LoadV4(pk + 4);
-      a2 -= ck * LoadV4(pk + 8);
-      a3 -= ck * LoadV4(pk + 12);
+// The 8 columns [c, c + 8) of rows [r0, r0 + R) (R = 4 or 1), with
+// `src` already offset to column c and row stride lds.
+template <int R>
+__attribute__((always_inline)) inline void SubtractProducts8(
+    double* out, int64_t ldo, const double* coef, int64_t ldc,
+    const double* src, int64_t lds, int64_t count) {
+  static_assert(R == 4 || R == 1);
+  if constexpr (R == 4) {
+    double* o0 = out;
+    double* o1 = o0 + ldo;
+    double* o2 = o1 + ldo;
+    double* o3 = o2 + ldo;
+    const double* k0 = coef;
+    const double* k1 = k0 + ldc;
+    const double* k2 = k1 + ldc;
+    const double* k3 = k2 + ldc;
+    V4d a0 = LoadV4(o0), b0 = LoadV4(o0 + 4);
+    V4d a1 = LoadV4(o1), b1 = LoadV4(o1 + 4);
+    V4d a2 = LoadV4(o2), b2 = LoadV4(o2 + 4);
+    V4d a3 = LoadV4(o3), b3 = LoadV4(o3 + 4);
+    for (int64_t k = 0; k < count; ++k, src += lds) {
+      const V4d s0 = LoadV4(src), s1 = LoadV4(src + 4);
+      const double e0 = k0[k], e1 = k1[k], e2 = k2[k], e3 = k3[k];
+      a0 -= e0 * s0;
+      b0 -= e0 * s1;
+      a1 -= e1 * s0;
+      b1 -= e1 * s1;
+      a2 -= e2 * s0;
+      b2 -= e2 * s1;
+      a3 -= e3 * s0;
+      b3 -= e3 * s1;
     }
-    StoreV4(t + c, a0);
-    StoreV4(t + c + 4, a1);
-    StoreV4(t + c + 8, a2);
-    StoreV4(t + c + 12, a3);
-  }
-  for (; c < b; ++c) {
-    double acc = t[c];
-    for (int64_t k = 0; k < nk; ++k) acc -= coef[k] * rows[k * b + c];
-    t[c] = acc;
+    StoreV4(o0, a0);
+    StoreV4(o0 + 4, b0);
+    StoreV4(o1, a1);
+    StoreV4(o1 + 4, b1);
+    StoreV4(o2, a2);
+    StoreV4(o2 + 4, b2);
+    StoreV4(o3, a3);
+    StoreV4(o3 + 4, b3);
+  } else {
+    V4d a0 = LoadV4(out), b0 = LoadV4(out + 4);
+    for (int64_t k = 0; k < count; ++k, src += lds) {
+      a0 -= coef[k] * LoadV4(src);
+      b0 -= coef[k] * LoadV4(src + 4);
+    }
+    StoreV4(out, a0);
+    StoreV4(out + 4, b0);
   }
 }
 
 }  // namespace
+
+SLIMPACK_QUANT_SIMD_CLONES
+void SubtractProducts(double* out, int64_t ldo, const double* coef,
+                      int64_t ldc, const double* src, int64_t sstride,
+                      int64_t rows, int64_t count, int64_t cols) {
+  int64_t c = 0;
+  for (; c + kStripWidth <= cols; c += kStripWidth, src += sstride) {
+    int64_t r = 0;
+    for (; r + 4 <= rows; r += 4) {
+      SubtractProducts8<4>(out + r * ldo + c, ldo, coef + r * ldc, ldc, src,
+                           kStripWidth, count);
+    }
+    for (; r < rows; ++r) {
+      SubtractProducts8<1>(out + r * ldo + c, ldo, coef + r * ldc, ldc, src,
+                           kStripWidth, count);
+    }
+  }
+  for (int64_t c8 = 0; c < cols; ++c, ++c8) {  // the padded last strip
+    for (int64_t r = 0; r < rows; ++r) {
+      double acc = out[r * ldo + c];
+      for (int64_t k = 0; k < count; ++k) {
+        acc -= coef[r * ldc + k] * src[k * kStripWidth + c8];
+      }
+      out[r * ldo + c] = acc;
+    }
+  }
+}
 
 int64_t CholeskyLowerInPlace(double* a, int64_t n) {
   std::vector<double> panel;
@@ -96,25 +208,42 @@ int64_t CholeskyLowerInPlace(double* a, int64_t n) {
 
 void InvertLowerTriangular(const double* l, int64_t n, double* out) {
   std::fill(out, out + n * n, 0.0);
-  std::vector<double> panel, t(kBlock);
+  std::vector<double> panel, t(static_cast<size_t>(kInverseRows * kBlock));
   // Column panel [j0, j1) of X = L^-1 by forward substitution, kept as a
-  // contiguous (n - j0) x b block so the inner loop is a short axpy.
+  // strip-major (n - j0) x b block: row i is (e_i - sum_{k<i} L[i,k] X[k])
+  // / L[i,i] with k rising. Rows go kInverseRows at a time: the terms of
+  // the rows above the group are one SubtractProducts call for the group,
+  // the terms inside it follow row by row, continuing the same k order.
   for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
     const int64_t j1 = std::min(n, j0 + kBlock), b = j1 - j0;
-    const int64_t m = n - j0;
-    panel.assign(static_cast<size_t>(m * b), 0.0);
-    for (int64_t i = j0; i < n; ++i) {
-      std::fill(t.begin(), t.begin() + b, 0.0);
-      if (i < j1) t[i - j0] = 1.0;
-      const double* li = l + i * n;
-      SubtractRows(t.data(), li + j0, panel.data(), i - j0, b);
-      double* pi = panel.data() + (i - j0) * b;
-      for (int64_t c2 = 0; c2 < b; ++c2) pi[c2] = t[c2] / li[i];
+    const int64_t m = n - j0, sstride = m * kStripWidth;
+    panel.assign(static_cast<size_t>(StripCount(b) * sstride), 0.0);
+    for (int64_t i0 = j0; i0 < n; i0 += kInverseRows) {
+      const int64_t nr = std::min(kInverseRows, n - i0);
+      std::fill(t.begin(), t.end(), 0.0);
+      for (int64_t r = 0; r < nr; ++r) {
+        if (i0 + r < j1) t[r * b + (i0 + r - j0)] = 1.0;
+      }
+      SubtractProducts(t.data(), b, l + i0 * n + j0, n, panel.data(),
+                       sstride, nr, i0 - j0, b);
+      for (int64_t r = 0; r < nr; ++r) {
+        const int64_t i = i0 + r;
+        const double* li = l + i * n;
+        double* tr = t.data() + r * b;
+        SubtractProducts(tr, b, li + i0, n,
+                         panel.data() + (i0 - j0) * kStripWidth, sstride, 1,
+                         r, b);
+        for (int64_t c2 = 0; c2 < b; ++c2) {
+          panel[(c2 / kStripWidth) * sstride + (i - j0) * kStripWidth +
+                c2 % kStripWidth] = tr[c2] / li[i];
+        }
+      }
     }
     for (int64_t i = j0; i < n; ++i) {
-      const double* pi = panel.data() + (i - j0) * b;
       for (int64_t j = j0; j < std::min(j1, i + 1); ++j) {
-        out[i * n + j] = pi[j - j0];
+        const int64_t c2 = j - j0;
+        out[i * n + j] = panel[(c2 / kStripWidth) * sstride +
+                               (i - j0) * kStripWidth + c2 % kStripWidth];
       }
     }
   }
