@@ -1,10 +1,23 @@
 // Linear-layer input statistics. X^T X is accumulated on its upper triangle
-// and mirrored when read, halving the work without changing any sum.
+// (and the lower corners of 8-row diagonal bands) and mirrored when read,
+// halving the work without changing any sum.
 #include "calibration/linear_stats.h"
 
+#include <algorithm>
 #include <cmath>
 
+#include "support/ordered_products.h"
+
 namespace slimpack::calibration {
+namespace {
+
+// Rows X^T X takes at once. Each entry still adds x_r[i] * x_r[j] for r in
+// row order (support::SubtractProducts with negated coefficients), so the
+// sums have the bits of the row-by-row update; the batch turns K^2 memory
+// traffic per row into a register-blocked pass per batch.
+constexpr int64_t kBatch = 64;
+
+}  // namespace
 
 std::vector<LinearLayer> FindLinearLayers(const ir::Graph& graph) {
   std::vector<LinearLayer> out;
@@ -35,26 +48,41 @@ LinearStatsAccumulator::LinearStatsAccumulator(LinearLayer layer, bool hessian)
   const size_t k = static_cast<size_t>(layer_.in_features);
   sum_abs_.assign(k, 0);
   sum_sq_.assign(k, 0);
-  row_.assign(k, 0);
-  if (hessian_) xtx_.assign(k * k, 0);
+  if (hessian_) {
+    xtx_.assign(k * k, 0);
+    batch_neg_t_.assign(k * kBatch, 0);
+    batch_strips_.assign(static_cast<size_t>(
+        support::StripCount(layer_.in_features) * kBatch * support::kStripWidth), 0);
+  }
 }
 
-void LinearStatsAccumulator::AddRow(const float* x, int64_t stride) {
+void LinearStatsAccumulator::AddRow(const float* x, int64_t stride, int64_t slot) {
   const int64_t k = layer_.in_features;
+  constexpr int64_t w = support::kStripWidth;
   for (int64_t i = 0; i < k; ++i) {
     const double v = x[i * stride];
-    row_[i] = v;
     sum_abs_[i] += std::fabs(v);
     sum_sq_[i] += v * v;
-  }
-  if (hessian_) {
-    for (int64_t i = 0; i < k; ++i) {
-      const double xi = row_[i];
-      double* h = &xtx_[i * k];
-      for (int64_t j = i; j < k; ++j) h[j] += xi * row_[j];
+    if (hessian_) {
+      batch_neg_t_[i * kBatch + slot] = -v;
+      batch_strips_[(i / w) * kBatch * w + slot * w + i % w] = v;
     }
   }
   ++rows_;
+}
+
+void LinearStatsAccumulator::FlushBatch(int64_t count) {
+  if (!hessian_ || count == 0) return;
+  const int64_t k = layer_.in_features;
+  constexpr int64_t w = support::kStripWidth;
+  // Upper triangle by 8-row bands from the diagonal on; the band's lower
+  // corner is computed too and never read (XtX() mirrors the upper part).
+  for (int64_t i0 = 0; i0 < k; i0 += w) {
+    support::SubtractProducts(xtx_.data() + i0 * k + i0, k,
+                              batch_neg_t_.data() + i0 * kBatch, kBatch,
+                              batch_strips_.data() + (i0 / w) * kBatch * w,
+                              kBatch * w, std::min(w, k - i0), count, k - i0);
+  }
 }
 
 absl::Status LinearStatsAccumulator::Add(const runtime::RtTensor& x) {
@@ -86,12 +114,17 @@ absl::Status LinearStatsAccumulator::Add(const runtime::RtTensor& x) {
         " (the graph overflowed on this calibration data; its statistics would be NaN)");
   }
   const int64_t rows = x.num_elements() / k;
-  for (int64_t r = 0; r < rows; ++r) {
-    if (layer_.trans_a) {
-      AddRow(data + r, rows);  // column r of [K, M]
-    } else {
-      AddRow(data + r * k, 1);
+  for (int64_t r0 = 0; r0 < rows; r0 += kBatch) {
+    const int64_t count = std::min(kBatch, rows - r0);
+    for (int64_t b = 0; b < count; ++b) {
+      const int64_t r = r0 + b;
+      if (layer_.trans_a) {
+        AddRow(data + r, rows, b);  // column r of [K, M]
+      } else {
+        AddRow(data + r * k, 1, b);
+      }
     }
+    FlushBatch(count);
   }
   return absl::OkStatus();
 }

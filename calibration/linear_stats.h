@@ -1,7 +1,8 @@
 // Input statistics of linear layers (MatMul/Gemm with a constant 2-D weight)
 // that weight quantizers need: X^T X (GPTQ Hessian), per-input-channel mean
 // |x| (AWQ / SmoothQuant scales) and mean x^2 (channel importance).
-// Accumulated in double, row by row in order, so results are reproducible.
+// Accumulated in double, row by row in order, so results are reproducible
+// (X^T X takes rows in batches whose kernel keeps that per-entry order).
 #ifndef SLIMPACK_CALIBRATION_LINEAR_STATS_H_
 #define SLIMPACK_CALIBRATION_LINEAR_STATS_H_
 
@@ -45,12 +46,17 @@ class LinearStatsAccumulator {
   std::vector<double> XtX() const;
 
  private:
-  void AddRow(const float* x, int64_t stride);
+  // Row `slot` of the pending batch; FlushBatch adds `count` pending rows
+  // to X^T X.
+  void AddRow(const float* x, int64_t stride, int64_t slot);
+  void FlushBatch(int64_t count);
   LinearLayer layer_;
   bool hessian_;
   uint64_t rows_ = 0;
   std::vector<double> sum_abs_, sum_sq_, xtx_;
-  std::vector<double> row_;  // scratch
+  // The pending rows twice (scratch): negated and transposed, K x kBatch,
+  // and strip-major (support/ordered_products.h).
+  std::vector<double> batch_neg_t_, batch_strips_;
 };
 
 }  // namespace slimpack::calibration

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "quantize/numerics/linalg.h"
+#include "support/ordered_products.h"
 #include "support/threads.h"
 
 namespace slimpack::quant {
@@ -91,12 +92,12 @@ void SplitU(const std::vector<double>& u, Plan* p) {
   for (int64_t bi = 0; bi < nb; ++bi) {
     const int64_t i1 = bi * p->block, i2 = std::min(n, i1 + p->block);
     p->strip_offset[bi] = total;
-    total += internal::StripCount(n - i2) * (i2 - i1) * internal::kStripWidth;
+    total += support::StripCount(n - i2) * (i2 - i1) * support::kStripWidth;
   }
   p->strips.assign(static_cast<size_t>(total), 0.0);
   for (int64_t bi = 0; bi < nb; ++bi) {
     const int64_t i1 = bi * p->block, i2 = std::min(n, i1 + p->block);
-    const int64_t count = i2 - i1, sstride = count * internal::kStripWidth;
+    const int64_t count = i2 - i1, sstride = count * support::kStripWidth;
     double* strips = p->strips.data() + p->strip_offset[bi];
     for (int64_t k = 0; k < count; ++k) {
       const double* urow = u.data() + (i1 + k) * n;
@@ -104,8 +105,8 @@ void SplitU(const std::vector<double>& u, Plan* p) {
                 p->diag.begin() + bi * p->block * p->block + k * p->block);
       for (int64_t j = i2; j < n; ++j) {
         const int64_t c = j - i2;
-        strips[(c / internal::kStripWidth) * sstride +
-               k * internal::kStripWidth + c % internal::kStripWidth] = urow[j];
+        strips[(c / support::kStripWidth) * sstride +
+               k * support::kStripWidth + c % support::kStripWidth] = urow[j];
       }
     }
   }
@@ -172,9 +173,9 @@ void QuantizeTile(const Plan& p, const float* w, int64_t r0, int64_t nr,
     }
     // Lazy update of the columns after the block: row[j] -= e[k] *
     // U[i1 + k][j] for j >= i2, k rising, for the whole tile at once.
-    internal::SubtractProducts(rows.data() + i2, cols, err.data(), p.block,
+    support::SubtractProducts(rows.data() + i2, cols, err.data(), p.block,
                                p.strips.data() + p.strip_offset[bi],
-                               count * internal::kStripWidth, nr, count,
+                               count * support::kStripWidth, nr, count,
                                cols - i2);
   }
   for (int64_t t = 0; t < nr; ++t) {

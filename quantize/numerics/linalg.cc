@@ -4,10 +4,18 @@
 #include <algorithm>
 #include <cmath>
 
-#include "quantize/numerics/simd_clones.h"
+#include "support/ordered_products.h"
+#include "support/simd_clones.h"
 
 namespace slimpack::quant::internal {
 namespace {
+
+using support::kStripWidth;
+using support::LoadV4;
+using support::StoreV4;
+using support::StripCount;
+using support::SubtractProducts;
+using support::V4d;
 
 constexpr int64_t kBlock = 64;
 // Panel rows one pass of the trailing update keeps hot (16 KiB of L1).
@@ -40,7 +48,7 @@ inline double Dot(const double* a, const double* b, int64_t n) {
 // row stride lda; panel rows have length b). Two rows against four
 // columns at a time, each dot with Dot's exact order, and panel rows in
 // groups of kTrailRows so the columns' rows stay in L1 while i sweeps.
-SLIMPACK_QUANT_SIMD_CLONES
+SLIMPACK_SIMD_CLONES
 void TrailingUpdate(double* a, int64_t lda, const double* panel, int64_t m,
                     int64_t b) {
   const int64_t b4 = b & ~int64_t{3};
@@ -96,85 +104,7 @@ void TrailingUpdate(double* a, int64_t lda, const double* panel, int64_t m,
   }
 }
 
-// The 8 columns [c, c + 8) of rows [r0, r0 + R) (R = 4 or 1), with
-// `src` already offset to column c and row stride lds.
-template <int R>
-__attribute__((always_inline)) inline void SubtractProducts8(
-    double* out, int64_t ldo, const double* coef, int64_t ldc,
-    const double* src, int64_t lds, int64_t count) {
-  static_assert(R == 4 || R == 1);
-  if constexpr (R == 4) {
-    double* o0 = out;
-    double* o1 = o0 + ldo;
-    double* o2 = o1 + ldo;
-    double* o3 = o2 + ldo;
-    const double* k0 = coef;
-    const double* k1 = k0 + ldc;
-    const double* k2 = k1 + ldc;
-    const double* k3 = k2 + ldc;
-    V4d a0 = LoadV4(o0), b0 = LoadV4(o0 + 4);
-    V4d a1 = LoadV4(o1), b1 = LoadV4(o1 + 4);
-    V4d a2 = LoadV4(o2), b2 = LoadV4(o2 + 4);
-    V4d a3 = LoadV4(o3), b3 = LoadV4(o3 + 4);
-    for (int64_t k = 0; k < count; ++k, src += lds) {
-      const V4d s0 = LoadV4(src), s1 = LoadV4(src + 4);
-      const double e0 = k0[k], e1 = k1[k], e2 = k2[k], e3 = k3[k];
-      a0 -= e0 * s0;
-      b0 -= e0 * s1;
-      a1 -= e1 * s0;
-      b1 -= e1 * s1;
-      a2 -= e2 * s0;
-      b2 -= e2 * s1;
-      a3 -= e3 * s0;
-      b3 -= e3 * s1;
-    }
-    StoreV4(o0, a0);
-    StoreV4(o0 + 4, b0);
-    StoreV4(o1, a1);
-    StoreV4(o1 + 4, b1);
-    StoreV4(o2, a2);
-    StoreV4(o2 + 4, b2);
-    StoreV4(o3, a3);
-    StoreV4(o3 + 4, b3);
-  } else {
-    V4d a0 = LoadV4(out), b0 = LoadV4(out + 4);
-    for (int64_t k = 0; k < count; ++k, src += lds) {
-      a0 -= coef[k] * LoadV4(src);
-      b0 -= coef[k] * LoadV4(src + 4);
-    }
-    StoreV4(out, a0);
-    StoreV4(out + 4, b0);
-  }
-}
-
 }  // namespace
-
-SLIMPACK_QUANT_SIMD_CLONES
-void SubtractProducts(double* out, int64_t ldo, const double* coef,
-                      int64_t ldc, const double* src, int64_t sstride,
-                      int64_t rows, int64_t count, int64_t cols) {
-  int64_t c = 0;
-  for (; c + kStripWidth <= cols; c += kStripWidth, src += sstride) {
-    int64_t r = 0;
-    for (; r + 4 <= rows; r += 4) {
-      SubtractProducts8<4>(out + r * ldo + c, ldo, coef + r * ldc, ldc, src,
-                           kStripWidth, count);
-    }
-    for (; r < rows; ++r) {
-      SubtractProducts8<1>(out + r * ldo + c, ldo, coef + r * ldc, ldc, src,
-                           kStripWidth, count);
-    }
-  }
-  for (int64_t c8 = 0; c < cols; ++c, ++c8) {  // the padded last strip
-    for (int64_t r = 0; r < rows; ++r) {
-      double acc = out[r * ldo + c];
-      for (int64_t k = 0; k < count; ++k) {
-        acc -= coef[r * ldc + k] * src[k * kStripWidth + c8];
-      }
-      out[r * ldo + c] = acc;
-    }
-  }
-}
 
 int64_t CholeskyLowerInPlace(double* a, int64_t n) {
   std::vector<double> panel;

@@ -2,6 +2,7 @@
 // computation; Gemm transA/transB; layer discovery.
 #include "calibration/linear_stats.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "gmock/gmock.h"
@@ -51,6 +52,38 @@ TEST(LinearStatsTest, XtXAndMeansEqualDirectComputation) {
       EXPECT_DOUBLE_EQ(xtx[i * kK + j], direct) << i << "," << j;
     }
   }
+}
+
+// Rows go into X^T X in batches of 64 through a blocked kernel; every entry
+// must still be the row-order sum of x_r[i] * x_r[j], bit for bit, across
+// batch boundaries, Add() calls, 8-row bands and a ragged last band.
+TEST(LinearStatsTest, BatchedXtXHasTheBitsOfTheRowOrderSum) {
+  constexpr int64_t kRows = 150, kK = 37;
+  const std::vector<float> x = test_data::Gaussian(kRows * kK, 11);
+  LinearStatsAccumulator acc(Layer(kK), /*hessian=*/true);
+  constexpr int64_t kFirst = 70;  // splits the second batch across calls
+  ASSERT_THAT(acc.Add(runtime::RtTensor::FromVector<float>(
+                  {kFirst, kK}, {x.begin(), x.begin() + kFirst * kK})),
+              IsOk());
+  ASSERT_THAT(acc.Add(runtime::RtTensor::FromVector<float>(
+                  {kRows - kFirst, kK}, {x.begin() + kFirst * kK, x.end()})),
+              IsOk());
+  const std::vector<double> xtx = acc.XtX();
+  int64_t differ = 0;
+  for (int64_t i = 0; i < kK; ++i) {
+    for (int64_t j = 0; j < kK; ++j) {
+      const int64_t a = std::min(i, j), b = std::max(i, j);
+      double direct = 0;
+      for (int64_t r = 0; r < kRows; ++r) {
+        direct += double{x[r * kK + a]} * double{x[r * kK + b]};
+      }
+      if (xtx[i * kK + j] != direct && ++differ <= 5) {
+        ADD_FAILURE() << "(" << i << ", " << j << "): " << xtx[i * kK + j]
+                      << " vs row-order sum " << direct;
+      }
+    }
+  }
+  EXPECT_EQ(differ, 0);
 }
 
 TEST(LinearStatsTest, TransAReadsColumns) {

@@ -242,45 +242,6 @@ TEST(GptqTest, RejectsBadInputs) {
                        HasSubstr("row 1 col 1")));
 }
 
-// The register-blocked kernel equals the plain triple loop bit for bit
-// (same products, same subtraction order per element), for row counts
-// around its 4-row blocks, column counts around its 8-wide strips and a
-// padded last strip, and an `out` wider than the columns it updates.
-TEST(GptqLinalgTest, SubtractProductsEqualsThePlainLoop) {
-  std::mt19937 rng(5);
-  std::normal_distribution<double> d;
-  for (int64_t rows : {1, 3, 4, 9}) {
-    for (int64_t cols : {1, 7, 8, 21}) {
-      for (int64_t count : {0, 1, 5, 33}) {
-        const int64_t ldo = cols + 3, ldc = count + 2;
-        const int64_t sstride = count * internal::kStripWidth + 16;
-        std::vector<double> out(static_cast<size_t>(rows * ldo));
-        std::vector<double> coef(static_cast<size_t>(rows * ldc));
-        std::vector<double> src(static_cast<size_t>(
-            internal::StripCount(cols) * sstride));
-        for (double& v : out) v = d(rng);
-        for (double& v : coef) v = d(rng);
-        for (double& v : src) v = d(rng);
-        std::vector<double> want = out;
-        for (int64_t r = 0; r < rows; ++r) {
-          for (int64_t c = 0; c < cols; ++c) {
-            double acc = want[r * ldo + c];
-            for (int64_t k = 0; k < count; ++k) {
-              acc -= coef[r * ldc + k] *
-                     src[(c / 8) * sstride + k * 8 + c % 8];
-            }
-            want[r * ldo + c] = acc;
-          }
-        }
-        internal::SubtractProducts(out.data(), ldo, coef.data(), ldc,
-                                   src.data(), sstride, rows, count, cols);
-        EXPECT_EQ(std::memcmp(out.data(), want.data(), out.size() * 8), 0)
-            << rows << "x" << cols << " count " << count;
-      }
-    }
-  }
-}
-
 // U^T U == A^-1 across several 64-wide blocks (sizes not multiples of 64).
 TEST(GptqLinalgTest, UpperCholeskyOfInverse) {
   for (int64_t n : {1, 5, 64, 150}) {

@@ -1,0 +1,35 @@
+// Dense double-precision products with a fixed summation order: the
+// results do not depend on the CPU (the AVX2 clone and the baseline build
+// run the same multiplies and subtractions; no FMA), the blocking or the
+// thread count. Used by GPTQ's updates and triangular inverse
+// (quantize/numerics) and by calibration's X^T X (calibration/linear_stats).
+#ifndef SLIMPACK_SUPPORT_ORDERED_PRODUCTS_H_
+#define SLIMPACK_SUPPORT_ORDERED_PRODUCTS_H_
+
+#include <cstdint>
+
+namespace slimpack::support {
+
+// Strip-major storage of a matrix with `cols` columns: columns [8s, 8s+8)
+// of all rows form strip s, row k of it at strip + 8k, strips `sstride`
+// doubles apart (>= 8 * rows); the last strip is padded to 8 columns.
+// Loops over a strip then read contiguous memory whatever the matrix width
+// (a power-of-two row stride would map a column strip onto one L1 set).
+constexpr int64_t kStripWidth = 8;
+inline int64_t StripCount(int64_t cols) {
+  return (cols + kStripWidth - 1) / kStripWidth;
+}
+
+// out[r * ldo + c] -= coef[r * ldc + k] * src(k, c) for r < rows, c < cols,
+// src strip-major (above): every element takes k = 0 .. count-1 in that
+// order, one multiply and one subtraction each (no FMA), so the result
+// equals the plain triple loop bit for bit. Register-blocked 4 rows x 8
+// columns: a pass over a strip serves four rows. With coef negated it adds
+// the products instead, with the same bits as `+=` (x - (-y) == x + y).
+void SubtractProducts(double* out, int64_t ldo, const double* coef,
+                      int64_t ldc, const double* src, int64_t sstride,
+                      int64_t rows, int64_t count, int64_t cols);
+
+}  // namespace slimpack::support
+
+#endif  // SLIMPACK_SUPPORT_ORDERED_PRODUCTS_H_
