@@ -12,16 +12,23 @@
 #                        (timings under ASan mean nothing). They still build
 #                        in scripts/build.sh's RelWithDebInfo tree, which
 #                        scripts/quickstart.sh runs, and by name.
+#   SLIMPACK_JSON_PCH    a precompiled <nlohmann/json.hpp> in every library
+#                        or executable with two or more sources including it
+#                        (98 objects do; parsing it costs ~2 s each), and in
+#                        the tests' shared header.
 #   SLIMPACK_O0_DIRS     folders (and everything below them) whose targets
-#                        compile at -O0 in that build: the tests themselves,
-#                        parsers and writers, the CLI and converter plumbing,
-#                        graph rewrites, exports, the report. -O1 costs them
+#                        compile at -O0: the tests' own code and the
+#                        plumbing (CLI, converter, parsers and writers of
+#                        ONNX/safetensors/NumPy/artifacts, graph rewrites,
+#                        exports' graph edits, the report). -O1 costs them
 #                        15-45 % more compile time (nlohmann-heavy files the
-#                        most). The rooms the suite spends its minutes in
-#                        (runtime, quantize, prune, calibration, eval, ir,
-#                        support) stay at -O1; measured on one machine, the
-#                        suite's summed test time was the same (791 s) with
-#                        formats and passes at -O0 or at -O1.
+#                        most). Rooms that compute numbers stay optimised:
+#                        runtime, quantize, prune, calibration, eval, ir,
+#                        support, the GGUF block codecs, the shard loader
+#                        (SHA-256, dequantize). From a fresh clone with
+#                        formats/ wholly at -O0 the ASan build took 231 s
+#                        less and its tests 100 CPU-s more (GGUF and ONNX
+#                        exports the most), hence the finer list.
 
 include_guard(GLOBAL)
 include(CheckLinkerFlag)
@@ -29,6 +36,7 @@ include(CheckLinkerFlag)
 option(SLIMPACK_FAST_LINK "Link with lld (or gold) instead of ld.bfd" OFF)
 option(SLIMPACK_TEST_PCH "Precompile gtest/gmock/absl headers for the tests" OFF)
 option(SLIMPACK_BUILD_BENCH "Build the benchmarks as part of 'all'" ON)
+option(SLIMPACK_JSON_PCH "Precompile nlohmann/json.hpp where several sources include it" OFF)
 set(SLIMPACK_O0_DIRS "" CACHE STRING "Folders compiled at -O0 (test build speed)")
 
 # Must run before targets are created: link options apply per directory.
@@ -83,6 +91,28 @@ function(_slimpack_is_bench target out)
   set(${out} ${result} PARENT_SCOPE)
 endfunction()
 
+# Whether `src` includes nlohmann/json.hpp itself or through one of the
+# project headers it includes (one level deep: how the rooms' headers that
+# expose JSON types are used).
+function(_slimpack_includes_json src out)
+  set(result FALSE)
+  file(STRINGS ${src} lines REGEX "^#include [<\"]")
+  foreach(line ${lines})
+    if(line MATCHES "nlohmann/json.hpp")
+      set(result TRUE)
+    elseif(line MATCHES "^#include \"([^\"]+)\"")
+      set(header ${PROJECT_SOURCE_DIR}/${CMAKE_MATCH_1})
+      if(EXISTS ${header})
+        file(STRINGS ${header} hits REGEX "^#include [<\"]nlohmann/json.hpp[>\"]")
+        if(hits)
+          set(result TRUE)
+        endif()
+      endif()
+    endif()
+  endforeach()
+  set(${out} ${result} PARENT_SCOPE)
+endfunction()
+
 function(slimpack_apply_build_speed)
   _slimpack_targets_under(${PROJECT_SOURCE_DIR} all_targets)
 
@@ -119,6 +149,41 @@ function(slimpack_apply_build_speed)
     message(STATUS "Benchmarks not in 'all' (SLIMPACK_BUILD_BENCH=OFF): ${skipped}")
   endif()
 
+  if(SLIMPACK_JSON_PCH)
+    foreach(t ${all_targets})
+      get_target_property(type ${t} TYPE)
+      if(NOT type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|OBJECT_LIBRARY)$")
+        continue()
+      endif()
+      get_target_property(src_dir ${t} SOURCE_DIR)
+      file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${src_dir})
+      # Test executables get it through the tests' shared header below.
+      if(SLIMPACK_TEST_PCH AND type STREQUAL "EXECUTABLE" AND t MATCHES "_test$"
+         AND rel MATCHES "^tests(/|$)")
+        continue()
+      endif()
+      get_target_property(sources ${t} SOURCES)
+      set(n 0)
+      foreach(src ${sources})
+        if(NOT IS_ABSOLUTE ${src})
+          set(src ${src_dir}/${src})
+        endif()
+        if(src MATCHES "\\.cc$" AND EXISTS ${src})
+          _slimpack_includes_json(${src} hit)
+          if(hit)
+            math(EXPR n "${n} + 1")
+          endif()
+        endif()
+      endforeach()
+      if(n GREATER_EQUAL 2)
+        target_precompile_headers(${t} PRIVATE <nlohmann/json.hpp>)
+        list(APPEND json_pch ${t})
+      endif()
+    endforeach()
+    list(LENGTH json_pch n)
+    message(STATUS "nlohmann/json.hpp precompiled in ${n} targets: ${json_pch}")
+  endif()
+
   if(SLIMPACK_TEST_PCH AND SLIMPACK_BUILD_TESTS AND TARGET GTest::gmock)
     # The header is compiled with the tree's common flags and only gtest's
     # own definition (GTEST_HAS_PTHREAD), so GCC accepts it in any test
@@ -132,6 +197,9 @@ function(slimpack_apply_build_speed)
     endif()
     target_link_libraries(slimpack_test_pch PRIVATE GTest::gmock GTest::gtest absl::status
                                                     absl::statusor)
+    if(SLIMPACK_JSON_PCH)
+      target_precompile_headers(slimpack_test_pch PRIVATE <nlohmann/json.hpp>)
+    endif()
     target_precompile_headers(slimpack_test_pch PRIVATE
       <gmock/gmock.h> <gtest/gtest.h>
       <absl/status/status.h> <absl/status/statusor.h> <absl/strings/string_view.h>
