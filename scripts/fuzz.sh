@@ -31,7 +31,7 @@ start=$(date +%s)
 CC="$LLVM/bin/clang" CXX="$LLVM/bin/clang++" \
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DSLIMPACK_FUZZ=ON \
   -DCMAKE_CXX_FLAGS_DEBUG="$OPT" -DCMAKE_C_FLAGS_DEBUG="$OPT" \
-  -DSLIMPACK_FAST_LINK=ON -DSLIMPACK_JSON_PCH=ON >/dev/null
+  -DSLIMPACK_FAST_LINK=ON >/dev/null
 targets=()
 for h in $HARNESSES; do targets+=("fuzz_$h"); done
 cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" | grep -v '^\[' || true
