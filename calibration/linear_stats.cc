@@ -58,14 +58,13 @@ LinearStatsAccumulator::LinearStatsAccumulator(LinearLayer layer, bool hessian)
 
 void LinearStatsAccumulator::AddRow(const float* x, int64_t stride, int64_t slot) {
   const int64_t k = layer_.in_features;
-  constexpr int64_t w = support::kStripWidth;
   for (int64_t i = 0; i < k; ++i) {
     const double v = x[i * stride];
     sum_abs_[i] += std::fabs(v);
     sum_sq_[i] += v * v;
     if (hessian_) {
       batch_neg_t_[i * kBatch + slot] = -v;
-      batch_strips_[(i / w) * kBatch * w + slot * w + i % w] = v;
+      batch_strips_[support::StripIndex(slot, i, kBatch * support::kStripWidth)] = v;
     }
   }
   ++rows_;

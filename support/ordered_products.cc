@@ -6,12 +6,12 @@
 namespace slimpack::support {
 namespace {
 
-// The 8 columns [c, c + 8) of rows [r0, r0 + R) (R = 4 or 1), with
-// `src` already offset to column c and row stride lds.
+// One strip's 8 columns of R rows (R = 4 or 1) of `out`; `src` is the
+// strip (rows kStripWidth apart).
 template <int R>
 __attribute__((always_inline)) inline void SubtractProducts8(
     double* out, int64_t ldo, const double* coef, int64_t ldc,
-    const double* src, int64_t lds, int64_t count) {
+    const double* src, int64_t count) {
   static_assert(R == 4 || R == 1);
   if constexpr (R == 4) {
     double* o0 = out;
@@ -26,7 +26,7 @@ __attribute__((always_inline)) inline void SubtractProducts8(
     V4d a1 = LoadV4(o1), b1 = LoadV4(o1 + 4);
     V4d a2 = LoadV4(o2), b2 = LoadV4(o2 + 4);
     V4d a3 = LoadV4(o3), b3 = LoadV4(o3 + 4);
-    for (int64_t k = 0; k < count; ++k, src += lds) {
+    for (int64_t k = 0; k < count; ++k, src += kStripWidth) {
       const V4d s0 = LoadV4(src), s1 = LoadV4(src + 4);
       const double e0 = k0[k], e1 = k1[k], e2 = k2[k], e3 = k3[k];
       a0 -= e0 * s0;
@@ -48,7 +48,7 @@ __attribute__((always_inline)) inline void SubtractProducts8(
     StoreV4(o3 + 4, b3);
   } else {
     V4d a0 = LoadV4(out), b0 = LoadV4(out + 4);
-    for (int64_t k = 0; k < count; ++k, src += lds) {
+    for (int64_t k = 0; k < count; ++k, src += kStripWidth) {
       a0 -= coef[k] * LoadV4(src);
       b0 -= coef[k] * LoadV4(src + 4);
     }
@@ -69,11 +69,11 @@ void SubtractProducts(double* out, int64_t ldo, const double* coef,
     int64_t r = 0;
     for (; r + 4 <= rows; r += 4) {
       SubtractProducts8<4>(out + r * ldo + c, ldo, coef + r * ldc, ldc, src,
-                           kStripWidth, count);
+                           count);
     }
     for (; r < rows; ++r) {
       SubtractProducts8<1>(out + r * ldo + c, ldo, coef + r * ldc, ldc, src,
-                           kStripWidth, count);
+                           count);
     }
   }
   for (int64_t c8 = 0; c < cols; ++c, ++c8) {  // the padded last strip

@@ -19,6 +19,11 @@ constexpr int64_t kStripWidth = 8;
 inline int64_t StripCount(int64_t cols) {
   return (cols + kStripWidth - 1) / kStripWidth;
 }
+// Offset of (row, col) in a strip-major matrix whose strips are `sstride`
+// doubles apart.
+inline int64_t StripIndex(int64_t row, int64_t col, int64_t sstride) {
+  return (col / kStripWidth) * sstride + row * kStripWidth + col % kStripWidth;
+}
 
 // out[r * ldo + c] -= coef[r * ldc + k] * src(k, c) for r < rows, c < cols,
 // src strip-major (above): every element takes k = 0 .. count-1 in that

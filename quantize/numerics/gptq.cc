@@ -77,7 +77,8 @@ struct Plan {
   // U, the upper Cholesky factor of H^-1 (permuted), as the two parts the
   // block loop reads: block bi's diagonal block U[i1:i2, i1:i2] at
   // bi * block^2 (row stride block), and its rows right of the block,
-  // U[i1:i2, i2:cols], strip-major (linalg.h) at strip_offset[bi].
+  // U[i1:i2, i2:cols], strip-major (support/ordered_products.h) at
+  // strip_offset[bi].
   std::vector<double> diag;
   std::vector<double> strips;
   std::vector<int64_t> strip_offset;
@@ -104,9 +105,7 @@ void SplitU(const std::vector<double>& u, Plan* p) {
       std::copy(urow + i1, urow + i2,
                 p->diag.begin() + bi * p->block * p->block + k * p->block);
       for (int64_t j = i2; j < n; ++j) {
-        const int64_t c = j - i2;
-        strips[(c / support::kStripWidth) * sstride +
-               k * support::kStripWidth + c % support::kStripWidth] = urow[j];
+        strips[support::StripIndex(k, j - i2, sstride)] = urow[j];
       }
     }
   }

@@ -14,6 +14,7 @@ using support::kStripWidth;
 using support::LoadV4;
 using support::StoreV4;
 using support::StripCount;
+using support::StripIndex;
 using support::SubtractProducts;
 using support::V4d;
 
@@ -164,16 +165,13 @@ void InvertLowerTriangular(const double* l, int64_t n, double* out) {
                          panel.data() + (i0 - j0) * kStripWidth, sstride, 1,
                          r, b);
         for (int64_t c2 = 0; c2 < b; ++c2) {
-          panel[(c2 / kStripWidth) * sstride + (i - j0) * kStripWidth +
-                c2 % kStripWidth] = tr[c2] / li[i];
+          panel[StripIndex(i - j0, c2, sstride)] = tr[c2] / li[i];
         }
       }
     }
     for (int64_t i = j0; i < n; ++i) {
       for (int64_t j = j0; j < std::min(j1, i + 1); ++j) {
-        const int64_t c2 = j - j0;
-        out[i * n + j] = panel[(c2 / kStripWidth) * sstride +
-                               (i - j0) * kStripWidth + c2 % kStripWidth];
+        out[i * n + j] = panel[StripIndex(i - j0, j - j0, sstride)];
       }
     }
   }
