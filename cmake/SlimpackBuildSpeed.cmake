@@ -91,6 +91,17 @@ function(_slimpack_is_bench target out)
   set(${out} ${result} PARENT_SCOPE)
 endfunction()
 
+# A target's type, source directory, and that directory relative to the
+# source root (what the loops below select targets by).
+function(_slimpack_target_place target type_out dir_out rel_out)
+  get_target_property(type ${target} TYPE)
+  get_target_property(dir ${target} SOURCE_DIR)
+  file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${dir})
+  set(${type_out} ${type} PARENT_SCOPE)
+  set(${dir_out} ${dir} PARENT_SCOPE)
+  set(${rel_out} ${rel} PARENT_SCOPE)
+endfunction()
+
 # Whether `src` includes nlohmann/json.hpp itself or through one of the
 # project headers it includes (one level deep: how the rooms' headers that
 # expose JSON types are used).
@@ -119,9 +130,7 @@ function(slimpack_apply_build_speed)
   # Appended after CMAKE_CXX_FLAGS_<CONFIG>, so the last -O wins.
   if(SLIMPACK_O0_DIRS)
     foreach(t ${all_targets})
-      get_target_property(type ${t} TYPE)
-      get_target_property(src_dir ${t} SOURCE_DIR)
-      file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${src_dir})
+      _slimpack_target_place(${t} type src_dir rel)
       set(match FALSE)
       foreach(dir ${SLIMPACK_O0_DIRS})
         if(rel STREQUAL dir OR rel MATCHES "^${dir}/")
@@ -151,12 +160,10 @@ function(slimpack_apply_build_speed)
 
   if(SLIMPACK_JSON_PCH)
     foreach(t ${all_targets})
-      get_target_property(type ${t} TYPE)
+      _slimpack_target_place(${t} type src_dir rel)
       if(NOT type MATCHES "^(EXECUTABLE|STATIC_LIBRARY|SHARED_LIBRARY|OBJECT_LIBRARY)$")
         continue()
       endif()
-      get_target_property(src_dir ${t} SOURCE_DIR)
-      file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${src_dir})
       # Test executables get it through the tests' shared header below.
       if(SLIMPACK_TEST_PCH AND type STREQUAL "EXECUTABLE" AND t MATCHES "_test$"
          AND rel MATCHES "^tests(/|$)")
@@ -205,9 +212,7 @@ function(slimpack_apply_build_speed)
       <absl/status/status.h> <absl/status/statusor.h> <absl/strings/string_view.h>
       <cstdint> <memory> <string> <vector>)
     foreach(t ${all_targets})
-      get_target_property(type ${t} TYPE)
-      get_target_property(src_dir ${t} SOURCE_DIR)
-      file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR} ${src_dir})
+      _slimpack_target_place(${t} type src_dir rel)
       if(type STREQUAL "EXECUTABLE" AND t MATCHES "_test$" AND rel MATCHES "^tests(/|$)")
         target_precompile_headers(${t} REUSE_FROM slimpack_test_pch)
       endif()
