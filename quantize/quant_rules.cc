@@ -1,12 +1,12 @@
 #include "quantize/quant_rules.h"
 
 #include <map>
-#include <regex>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "quantize/size_planner.h"
+#include "support/regex.h"
 
 namespace slimpack::quantize {
 namespace {
@@ -62,10 +62,8 @@ absl::StatusOr<QuantRule> ParseRule(const json& r, const std::string& file,
       if (!v.is_string()) return KeyError(file, kp, "expected a string, found " + JsonType(v));
       const std::string s = v.get<std::string>();
       if (k == "match") {
-        try {
-          std::regex re(s, std::regex::ECMAScript);
-        } catch (const std::regex_error& e) {
-          return KeyError(file, kp, "invalid regex '" + s + "': " + e.what());
+        if (auto re = support::Regex::Compile(s); !re.ok()) {
+          return KeyError(file, kp, "invalid regex '" + s + "': " + std::string(re.status().message()));
         }
         rule.match = s;
       } else if (k == "op") {
@@ -269,10 +267,9 @@ absl::StatusOr<QuantConfig> ParseQuantConfig(const json& j, const std::string& f
       c.calib_method = v.get<std::string>();
     } else if (k == "keep_float") {
       if (!v.is_string()) return KeyError(file, kp, "expected a regex string, found " + JsonType(v));
-      try {
-        std::regex re(v.get<std::string>(), std::regex::ECMAScript);
-      } catch (const std::regex_error& e) {
-        return KeyError(file, kp, "invalid regex '" + v.get<std::string>() + "': " + e.what());
+      if (auto re = support::Regex::Compile(v.get<std::string>()); !re.ok()) {
+        return KeyError(file, kp, "invalid regex '" + v.get<std::string>() +
+                                      "': " + std::string(re.status().message()));
       }
       c.keep_float = v.get<std::string>();
     } else if (k == "scheme") {
@@ -443,9 +440,14 @@ std::vector<WeightUse> FindQuantizableWeights(const ir::Model& model,
 
 absl::StatusOr<std::vector<TensorPlan>> PlanWeights(const ir::Model& model,
                                                     const QuantConfig& config) {
-  std::vector<std::regex> regexes;
+  std::vector<support::Regex> regexes;
   for (const QuantRule& r : config.rules) {
-    regexes.emplace_back(r.match.empty() ? std::string(".*") : r.match, std::regex::ECMAScript);
+    auto re = support::Regex::Compile(r.match.empty() ? std::string(".*") : r.match);
+    if (!re.ok()) {
+      return absl::InvalidArgumentError("rule " + std::to_string(r.index) + ": invalid regex '" +
+                                        r.match + "': " + std::string(re.status().message()));
+    }
+    regexes.push_back(*std::move(re));
   }
   std::vector<TensorPlan> plans;
   for (const WeightUse& use : FindQuantizableWeights(model, nullptr)) {
@@ -458,7 +460,7 @@ absl::StatusOr<std::vector<TensorPlan>> PlanWeights(const ir::Model& model,
       const QuantRule& r = config.rules[i];
       if (!r.op.empty() && r.op != use.op) continue;
       if (!r.role.empty() && r.role != ir::WeightRoleName(t->role)) continue;
-      if (!std::regex_search(use.tensor, regexes[i])) continue;
+      if (!regexes[i].Search(use.tensor)) continue;
       if (r.scheme) p.scheme = *r.scheme;
       if (r.algorithm) p.algorithm = *r.algorithm;
       p.rule = static_cast<int>(i);

@@ -9,7 +9,6 @@
 #include <cstring>
 #include <map>
 #include <optional>
-#include <regex>
 #include <set>
 #include <tuple>
 #include <unordered_set>
@@ -302,14 +301,15 @@ absl::StatusOr<StaticQuantReport> QuantizeStatic(ir::Model& model,
         "activation dtype " + std::string(ir::DTypeName(options.activation_dtype)) +
         " is not supported; supported: u8, i8");
   }
-  std::optional<std::regex> keep_re;
+  std::optional<support::Regex> keep_re;
   if (!options.keep_float_regex.empty()) {
-    try {
-      keep_re.emplace(options.keep_float_regex, std::regex::ECMAScript);
-    } catch (const std::regex_error& e) {
+    auto re = support::Regex::Compile(options.keep_float_regex);
+    if (!re.ok()) {
       return absl::InvalidArgumentError("keep_float_regex '" + options.keep_float_regex +
-                                        "' is not a valid ECMAScript regex: " + e.what());
+                                        "' is not a valid ECMAScript regex: " +
+                                        std::string(re.status().message()));
     }
+    keep_re = *std::move(re);
   }
   auto opset_it = model.opset_imports.find("");
   const int64_t opset = opset_it == model.opset_imports.end() ? 0 : opset_it->second;

@@ -8,7 +8,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "calibration/calibration_table.h"
 #include "ir/graph.h"
 #include "quantize/numerics/quant_types.h"
+#include "support/regex.h"
 
 // Its own namespace rather than passes::internal: these names (Plan, Kind)
 // are generic enough to clash with another pass's helpers.
@@ -51,7 +51,7 @@ std::optional<std::pair<double, double>> TableRange(
 // caller settles it, since an integer producer may quantize that input.
 Plan PlanNode(const ir::Graph& graph, const ir::UseDefIndex& index, const ir::Node& node,
               const calibration::CalibrationTable& table,
-              const std::optional<std::regex>& keep_re);
+              const std::optional<support::Regex>& keep_re);
 
 // Activation scale/zero point for the range [lo, hi] widened to hold 0.
 std::pair<float, int32_t> ChooseParams(double lo, double hi, ir::DType t);

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
-#include <regex>
 #include <string>
 
 #include "quantize/quantize_static_internal.h"
@@ -46,11 +45,11 @@ std::optional<std::string> PreActivationValue(const calibration::CalibrationTabl
   return std::nullopt;
 }
 
-bool KeptByRegex(const ir::Node& node, const std::optional<std::regex>& re) {
+bool KeptByRegex(const ir::Node& node, const std::optional<support::Regex>& re) {
   if (!re) return false;
-  if (std::regex_search(node.name, *re)) return true;
+  if (re->Search(node.name)) return true;
   for (const auto& s : node.provenance.source_nodes) {
-    if (std::regex_search(s, *re)) return true;
+    if (re->Search(s)) return true;
   }
   return false;
 }
@@ -117,7 +116,7 @@ std::optional<std::string> UnfusedActivation(const ir::Graph& graph,
 
 Plan PlanNode(const ir::Graph& graph, const ir::UseDefIndex& index, const ir::Node& node,
               const calibration::CalibrationTable& table,
-              const std::optional<std::regex>& keep_re) {
+              const std::optional<support::Regex>& keep_re) {
   Plan plan;
   const bool conv = IsOp(node, "Conv", true);
   const bool gemm = IsOp(node, "Gemm", true);

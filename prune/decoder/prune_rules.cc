@@ -3,10 +3,10 @@
 
 #include <cmath>
 #include <fstream>
-#include <regex>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
+#include "support/regex.h"
 
 namespace slimpack::prune {
 namespace {
@@ -29,10 +29,8 @@ absl::StatusOr<PruneRule> ParseRule(const json& r, const std::string& file,
     if (k == "match") {
       if (!v.is_string()) return KeyError(file, kp, "expected a regex string", v);
       rule.match = v.get<std::string>();
-      try {
-        std::regex re(rule.match, std::regex::ECMAScript);
-      } catch (const std::regex_error& e) {
-        return KeyError(file, kp, std::string("invalid regex (") + e.what() + ")", v);
+      if (auto re = support::Regex::Compile(rule.match); !re.ok()) {
+        return KeyError(file, kp, "invalid regex (" + std::string(re.status().message()) + ")", v);
       }
       has_match = true;
     } else if (k == "target") {
@@ -96,10 +94,8 @@ const PruneRule* FirstRule(const std::vector<PruneRule>& rules, int64_t layer, G
   for (const PruneRule& r : rules) {
     if (!TargetCovers(r.target, kind)) continue;
     // Validated by ParsePruneRules; an unparsed rule never matches.
-    try {
-      if (std::regex_search(name, std::regex(r.match, std::regex::ECMAScript))) return &r;
-    } catch (const std::regex_error&) {
-    }
+    auto re = support::Regex::Compile(r.match);
+    if (re.ok() && re->Search(name)) return &r;
   }
   return nullptr;
 }

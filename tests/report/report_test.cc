@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <cstring>
-#include <regex>
 
 #include "eval/perplexity.h"
 #include "eval/runnable_model.h"
@@ -19,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tests/report/test_models.h"
+#include "support/regex.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::report {
@@ -118,8 +118,9 @@ TEST(ReportBuilderTest, BrokenDigitsLayerIsRankedFirstAndNamedByTheGate) {
   EXPECT_LT(r->fallback->after, 0.5 * r->fallback->before);
   const auto recipe = FallbackRecipe(*r);
   EXPECT_EQ(recipe["rules"][0]["match"], "^conv2\\.weight$");
-  EXPECT_TRUE(
-      std::regex_match("conv2.weight", std::regex(recipe["rules"][0]["match"].get<std::string>())));
+  auto re = support::Regex::Compile(recipe["rules"][0]["match"].get<std::string>());
+  ASSERT_TRUE(re.ok()) << re.status();
+  EXPECT_TRUE(re->FullMatch("conv2.weight"));
 }
 
 TEST(ReportBuilderTest, FiguresMatchIndependentComputation) {

@@ -1,0 +1,75 @@
+// support/regex: compile once, Search is regex_search, FullMatch is
+// regex_match, a bad pattern is an error carrying the library's reason, and
+// copies share one compiled pattern usable from several threads.
+#include "support/regex.h"
+
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace slimpack::support {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+TEST(RegexTest, SearchFindsThePatternAnywhereFullMatchNeedsAllOfIt) {
+  auto re = Regex::Compile(R"(layers\.(1|3)\.mlp)");
+  ASSERT_TRUE(re.ok()) << re.status();
+  EXPECT_TRUE(re->Search("model.layers.3.mlp.down_proj.weight"));
+  EXPECT_FALSE(re->Search("model.layers.2.mlp.down_proj.weight"));
+  EXPECT_FALSE(re->FullMatch("model.layers.3.mlp.down_proj.weight"));
+  EXPECT_TRUE(re->FullMatch("layers.1.mlp"));
+  EXPECT_EQ(re->pattern(), R"(layers\.(1|3)\.mlp)");
+}
+
+TEST(RegexTest, AnchorsAndEmptyTextBehaveAsECMAScript) {
+  auto re = Regex::Compile("^conv2\\.weight$");
+  ASSERT_TRUE(re.ok());
+  EXPECT_TRUE(re->Search("conv2.weight"));
+  EXPECT_FALSE(re->Search("xconv2.weight"));
+  EXPECT_FALSE(re->Search(""));
+  auto any = Regex::Compile("");
+  ASSERT_TRUE(any.ok());
+  EXPECT_TRUE(any->Search("anything"));
+  EXPECT_TRUE(any->FullMatch(""));
+  EXPECT_FALSE(any->FullMatch("a"));
+}
+
+TEST(RegexTest, SearchLooksOnlyAtTheViewNotBeyondIt) {
+  const std::string text = "abc_tail";
+  auto re = Regex::Compile("tail");
+  ASSERT_TRUE(re.ok());
+  EXPECT_FALSE(re->Search(std::string_view(text).substr(0, 3)));
+  EXPECT_TRUE(re->Search(text));
+}
+
+TEST(RegexTest, InvalidPatternIsInvalidArgumentNotAThrow) {
+  for (const char* bad : {"(unclosed", "[z-a]", "*lead", "a{2,1}"}) {
+    auto re = Regex::Compile(bad);
+    ASSERT_FALSE(re.ok()) << bad;
+    EXPECT_EQ(re.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_THAT(std::string(re.status().message()), Not(HasSubstr(bad))) << "callers name it";
+    EXPECT_FALSE(re.status().message().empty()) << bad;
+  }
+}
+
+TEST(RegexTest, CopiesMatchTheSameFromSeveralThreads) {
+  auto re = Regex::Compile("^w[0-9]+$");
+  ASSERT_TRUE(re.ok());
+  std::vector<int> hits(4, 0);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([copy = *re, &hits, t] {
+      for (int i = 0; i < 200; ++i) hits[t] += copy.Search("w" + std::to_string(i)) ? 1 : 0;
+      hits[t] += copy.Search("x1") ? 1 : 0;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(hits, std::vector<int>(4, 200));
+}
+
+}  // namespace
+}  // namespace slimpack::support
