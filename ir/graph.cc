@@ -143,8 +143,8 @@ std::vector<std::string> SubgraphReads(const Node& node) {
   return out;
 }
 
-// All value names `node` reads: explicit inputs then outer-scope references
-// of its subgraphs, without duplicates.
+}  // namespace
+
 std::vector<std::string> NodeReads(const Node& node) {
   std::vector<std::string> reads;
   std::unordered_set<std::string> seen;
@@ -156,8 +156,6 @@ std::vector<std::string> NodeReads(const Node& node) {
   }
   return reads;
 }
-
-}  // namespace
 
 std::string DescribeNode(const Node& node, size_t index) {
   // Importers name every node, but graphs built in memory may leave names

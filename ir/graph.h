@@ -77,6 +77,10 @@ struct Node {
 // (`index` is its position in Graph::nodes), for error messages.
 std::string DescribeNode(const Node& node, size_t index);
 
+// All value names `node` reads: explicit inputs then outer-scope references
+// of its subgraphs, without duplicates.
+std::vector<std::string> NodeReads(const Node& node);
+
 // Producer and consumers of every value name in one graph. Consumers include
 // nodes whose subgraphs reference the value from the outer scope.
 struct UseDefIndex {

@@ -98,8 +98,23 @@ absl::StatusOr<std::map<std::string, CapturedInput>> CaptureLinearInputs(
   while (runs < max_runs) {
     ASSIGN_OR_RETURN(std::optional<calibration::Sample> sample, data.Next());
     if (!sample) break;
-    for (const auto& [name, t] : sample->inputs) RETURN_IF_ERROR(feed(name, t));
-    auto r = interp.Run(sample->inputs);
+    std::map<std::string, runtime::RtTensor> inputs;
+    if (request.fed == nullptr) {
+      inputs = std::move(sample->inputs);
+    } else {
+      if (static_cast<size_t>(runs) >= request.fed->size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "calibration sample ", sample->source, ": ", request.fed->size(),
+            " runs' values were cached, the data has more"));
+      }
+      inputs = (*request.fed)[runs];
+      for (const std::string& name : interp.input_names()) {
+        auto it = sample->inputs.find(name);
+        if (it != sample->inputs.end()) inputs.emplace(name, it->second);
+      }
+    }
+    for (const auto& [name, t] : inputs) RETURN_IF_ERROR(feed(name, t));
+    auto r = interp.Run(inputs);
     if (!r.ok()) return Annotate(r.status(), "calibration sample " + sample->source);
     ++runs;
     if (request.progress) {

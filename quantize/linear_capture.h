@@ -29,6 +29,10 @@ struct CaptureRequest {
   // Stage "calibration", one event per run; `context` says what for.
   support::ProgressSink progress;
   std::string context;
+  // Values fed to run i beside its sample, (*fed)[i]; null: none. A graph
+  // sliced to start from them (ir/graph_slice.h) reads only some of a
+  // sample's inputs: with `fed` set, only those the graph declares are fed.
+  const std::vector<std::map<std::string, runtime::RtTensor>>* fed = nullptr;
 };
 
 struct CapturedInput {
@@ -44,7 +48,8 @@ struct CapturedInput {
 // returns, keyed by weight name, the captured inputs of every linear layer
 // of model.graph whose weight is in `weights`. NotFound naming a weight
 // that is not the constant B of a MatMul/Gemm; FailedPrecondition when a
-// layer saw no rows; run errors name the sample.
+// layer saw no rows; run errors name the sample; InvalidArgument when
+// `request.fed` holds fewer runs than the data gives.
 absl::StatusOr<std::map<std::string, CapturedInput>> CaptureLinearInputs(
     const ir::Model& model, const std::vector<std::string>& weights,
     calibration::Dataset& data, int64_t max_runs, const CaptureRequest& request,

@@ -6,6 +6,8 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "ir/graph_slice.h"
 #include "calibration/dataset.h"
 #include "calibration/token_ids.h"
 #include "runtime/interpreter.h"
@@ -13,6 +15,8 @@
 #include "hf/llama_graph_builder.h"
 #include "quantize/awq_fold.h"
 #include "quantize/importance_matrix.h"
+#include "quantize/layer_cache.h"
+#include "quantize/layer_cut.h"
 #include "runtime/kernels/fused_kernels.h"
 #include "quantize/linear_capture.h"
 #include "quantize/numerics/error_stats.h"
@@ -251,7 +255,8 @@ class Quantizer {
   }
 
   // GPTQ group by group: an HF decoder layer's linears see the outputs of
-  // the layers before it as quantized.
+  // the layers before it as quantized. Each group runs from values cached
+  // by the run before (quantize/layer_cut.h), not from the model inputs.
   absl::Status RunGptq(calibration::Dataset& data, const std::vector<size_t>& idx) {
     std::map<int, std::vector<size_t>> groups;  // layer -> plans; -1 last
     for (size_t i : idx) {
@@ -259,10 +264,21 @@ class Quantizer {
       const int layer = model_.graph.nodes.empty() && t->layer >= 0 ? t->layer : INT32_MAX;
       groups[layer].push_back(i);
     }
+    std::vector<std::vector<std::string>> weight_groups;
+    for (const auto& [layer, members] : groups) weight_groups.push_back(WeightsOf(members));
+    std::vector<std::vector<std::string>> cut;
+    {
+      ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
+      ASSIGN_OR_RETURN(cut, CachedValuesPerGroup(runnable.graph, weight_groups));
+    }
+    ASSIGN_OR_RETURN(const int64_t runs, CountRuns(data, req_.config.calib_samples));
+    RunValues cache(runs);  // cut[g] per run; empty maps: run from the inputs
+    bool caching = true;
     // Dequantized stand-ins for already-quantized weights, by name.
     std::map<std::string, ir::Tensor> stand_ins;
     support::ProgressEvent layers{"gptq", 0, static_cast<int64_t>(groups.size()), "layers", ""};
     if (req_.progress) req_.progress(layers);
+    size_t g = 0;
     for (const auto& [layer, members] : groups) {
       ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
       for (const auto& [name, t] : stand_ins) {
@@ -270,15 +286,37 @@ class Quantizer {
           RETURN_IF_ERROR(ReplaceInitializer(runnable.graph, t));
         }
       }
+      if (g > 0 && caching) {
+        ASSIGN_OR_RETURN(std::optional<RunValues> next,
+                         AdvanceCachedValues(runnable, cache, cut[g - 1], cut[g], data,
+                                             req_.threads, req_.gptq_cache_bytes));
+        caching = next.has_value();
+        cache = caching ? *std::move(next) : RunValues(runs);
+        if (!caching) {
+          Log(absl::StrCat("quantize: gptq: values between layers exceed ", req_.gptq_cache_bytes,
+                           " bytes; each later layer runs from the model inputs"));
+        }
+      }
+      const std::vector<std::string> fed_names = caching ? cut[g] : std::vector<std::string>();
+      ASSIGN_OR_RETURN(runnable.graph,
+                       ir::SliceGraph(runnable.graph,
+                                      OutputsOfNodesReading(runnable.graph, weight_groups[g]),
+                                      std::set<std::string>(fed_names.begin(), fed_names.end())));
       Log(absl::StrCat("quantize: gptq: capturing X^T X for ", members.size(),
-                       " linear layers", layer == INT32_MAX ? "" : absl::StrCat(" of layer ", layer)));
+                       " linear layers", layer == INT32_MAX ? "" : absl::StrCat(" of layer ", layer),
+                       " (", runnable.graph.nodes.size(), " nodes from ",
+                       fed_names.empty() ? std::string("the model inputs")
+                                         : absl::StrJoin(fed_names, ", "),
+                       ")"));
       CaptureRequest cr;
       cr.hessian = true;
       cr.progress = req_.progress;
       cr.context = layer == INT32_MAX ? "gptq" : absl::StrCat("gptq layer ", layer);
-      ASSIGN_OR_RETURN(auto captured, CaptureLinearInputs(runnable, WeightsOf(members), data,
+      cr.fed = &cache;
+      ASSIGN_OR_RETURN(auto captured, CaptureLinearInputs(runnable, weight_groups[g], data,
                                                           req_.config.calib_samples, cr,
                                                           req_.threads));
+      ++g;
       for (size_t i : members) {
         const TensorPlan& p = plans_[i];
         const ir::Tensor& t = *model_.graph.FindInitializer(p.use.tensor);

@@ -51,6 +51,12 @@ struct QuantizeRequest {
   std::function<void(const std::string&)> log;
   // Long stages: calibration runs, GPTQ layer groups (support/progress.h).
   support::ProgressSink progress;
+  // GPTQ keeps the values between decoder layers (the residual stream) of
+  // every calibration run so each layer runs from them; past this many
+  // bytes it drops them and runs each later layer from the model inputs
+  // (same numbers, more time). 128 windows x 2048 tokens x 4096 features
+  // in f32 is 4 GiB.
+  uint64_t gptq_cache_bytes = uint64_t{1} << 30;
 };
 
 // What happened to one tensor; recorded in the manifest and printed by -v.
