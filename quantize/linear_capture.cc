@@ -1,5 +1,6 @@
 #include "quantize/linear_capture.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -11,9 +12,12 @@
 namespace slimpack::quantize {
 namespace {
 
+// One per distinct input: q/k/v (and gate/up) read the same normed
+// activations, whose X^T X is accumulated once and copied to each.
 struct Collector {
   calibration::LinearStatsAccumulator stats;
-  CapturedInput* out;
+  CapturedInput* out;                   // the first layer reading the input
+  std::vector<CapturedInput*> sharers;  // the others
   int64_t keep_rows;
 };
 
@@ -49,10 +53,19 @@ absl::StatusOr<std::map<std::string, CapturedInput>> CaptureLinearInputs(
     if (!wanted.count(l.weight) || out.count(l.weight)) continue;
     CapturedInput& ci = out[l.weight];
     ci.layer = l;
+    std::vector<Collector*>& readers = by_input[l.input];
+    auto same = std::find_if(readers.begin(), readers.end(), [&](const Collector* c) {
+      return c->stats.layer().trans_a == l.trans_a &&
+             c->stats.layer().in_features == l.in_features;
+    });
+    if (same != readers.end()) {
+      (*same)->sharers.push_back(&ci);
+      continue;
+    }
     collectors.push_back(std::make_unique<Collector>(
-        Collector{calibration::LinearStatsAccumulator(l, request.hessian), &ci,
+        Collector{calibration::LinearStatsAccumulator(l, request.hessian), &ci, {},
                   request.keep_rows}));
-    by_input[l.input].push_back(collectors.back().get());
+    readers.push_back(collectors.back().get());
   }
   for (const std::string& w : weights) {
     if (!out.count(w)) {
@@ -133,6 +146,11 @@ absl::StatusOr<std::map<std::string, CapturedInput>> CaptureLinearInputs(
     ci.mean_abs = c->stats.MeanAbs();
     ci.mean_sq = c->stats.MeanSquare();
     ci.xtx = c->stats.XtX();
+    for (CapturedInput* s : c->sharers) {
+      calibration::LinearLayer own = s->layer;
+      *s = ci;
+      s->layer = std::move(own);
+    }
   }
   return out;
 }

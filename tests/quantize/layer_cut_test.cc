@@ -15,6 +15,8 @@
 #include "gtest/gtest.h"
 #include "hf/llama_graph_builder.h"
 #include "ir/graph_slice.h"
+#include "quantize/importance_matrix.h"
+#include "quantize/linear_capture.h"
 #include "quantize/quantize_weights.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/tiny_llama_eval.h"
@@ -90,6 +92,36 @@ TEST(LayerCutTest, AWeightNoNodeReadsIsNamed) {
   EXPECT_THAT(CachedValuesPerGroup(d.graph.graph, {d.groups[0], {"no.such.weight"}}),
               ::slimpack::testing::StatusIs(absl::StatusCode::kInvalidArgument,
                                             HasSubstr("'no.such.weight'")));
+}
+
+TEST(LinearCaptureTest, LayersSharingAnInputGetWhatCapturingEachAloneGives) {
+  const Decoder d = TinyDecoder();
+  auto data = OpenCalibrationData(
+      d.graph, {std::string(SLIMPACK_TINY_LLAMA_DIR) + "/calib_tokens.npy"});
+  ASSERT_THAT(data, IsOk());
+  CaptureRequest req;
+  req.hessian = true;
+  req.keep_rows = 5;
+  const std::vector<std::string> qkv = {"model.layers.1.self_attn.q_proj.weight",
+                                        "model.layers.1.self_attn.k_proj.weight",
+                                        "model.layers.1.self_attn.v_proj.weight"};
+  auto together = CaptureLinearInputs(d.graph, qkv, *data, 1, req, 2);
+  ASSERT_THAT(together, IsOk());
+  for (const std::string& w : qkv) {
+    auto alone = CaptureLinearInputs(d.graph, {w}, *data, 1, req, 1);
+    ASSERT_THAT(alone, IsOk());
+    const CapturedInput& a = alone->at(w);
+    const CapturedInput& t = together->at(w);
+    EXPECT_EQ(t.layer.weight, w);
+    EXPECT_EQ(t.layer.node, a.layer.node);
+    EXPECT_GT(t.rows, 0u);
+    EXPECT_EQ(t.rows, a.rows) << w;
+    EXPECT_EQ(t.xtx, a.xtx) << w;
+    EXPECT_EQ(t.mean_abs, a.mean_abs) << w;
+    EXPECT_EQ(t.mean_sq, a.mean_sq) << w;
+    EXPECT_EQ(t.kept, 5);
+    EXPECT_EQ(t.samples, a.samples) << w;
+  }
 }
 
 QuantizeRequest Gptq(uint64_t cache_bytes, std::vector<std::string>* log) {

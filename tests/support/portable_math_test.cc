@@ -172,6 +172,26 @@ TEST(PortableMathTest, PowMatchesLibmAndItsSpecialCases) {
   EXPECT_EQ(Pow(-1.0, inf), 1.0);
 }
 
+// Exp scales by 2^n built from its exponent bits while 2^n and the result
+// are normal and by ldexp at the ends; across both hand-overs (n = -1021 /
+// -1022 near x = -708, n = 1023 / 1024 near x = 709.1) it stays within a
+// few double ulp of libm and monotone.
+TEST(PortableMathTest, ExpAcrossItsScalingHandOvers) {
+  for (double centre : {-708.0, -707.7, 709.1, 709.4}) {
+    double prev = 0;
+    for (int i = -2000; i <= 2000; ++i) {
+      const double x = centre + i * 1e-4;
+      if (x > 709.78) break;
+      const double got = Exp(x);
+      EXPECT_LE(UlpError(got, std::exp(x)), 4.0) << "x = " << x;
+      EXPECT_GE(got, prev) << "x = " << x;
+      prev = got;
+    }
+  }
+  // Subnormal results still come out right (the ldexp end).
+  EXPECT_LE(UlpError(Exp(-740.0), std::exp(-740.0)), 1.0);
+}
+
 TEST(PortableMathTest, SpecialValues) {
   const double inf = std::numeric_limits<double>::infinity();
   EXPECT_EQ(Exp(inf), inf);
