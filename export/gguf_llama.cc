@@ -43,8 +43,25 @@ int OrderKey(const std::string& name) {
   return 0;
 }
 
-void AddArchitecture(const ir::ArchitectureInfo& a, const std::string& arch, const Preset& preset,
-                     const std::string& name, gguf::GgufWriter& w) {
+// Layer widths as llama.cpp's "deci" architecture reads them (an i32 per
+// layer; llama-model-loader's get_key_or_arr), for layers pruned to
+// different widths. llama.cpp's llama architecture has one width for all.
+void AddPerLayerSizes(const std::vector<hf::LayerSizes>& sizes, const std::string& arch,
+                      gguf::GgufWriter& w) {
+  std::vector<int32_t> ff, heads, kv;
+  for (const hf::LayerSizes& s : sizes) {
+    ff.push_back(static_cast<int32_t>(s.intermediate_size));
+    heads.push_back(static_cast<int32_t>(s.num_heads));
+    kv.push_back(static_cast<int32_t>(s.num_kv_heads));
+  }
+  w.AddI32Array(arch + ".feed_forward_length", ff);
+  w.AddI32Array(arch + ".attention.head_count", heads);
+  w.AddI32Array(arch + ".attention.head_count_kv", kv);
+}
+
+void AddArchitecture(const ir::ArchitectureInfo& a, const std::vector<hf::LayerSizes>& sizes,
+                     const std::string& arch, const Preset& preset, const std::string& name,
+                     gguf::GgufWriter& w) {
   w.AddString("general.architecture", arch);
   w.AddString("general.name", name);
   w.AddU32("general.file_type", preset.file_type);
@@ -54,11 +71,17 @@ void AddArchitecture(const ir::ArchitectureInfo& a, const std::string& arch, con
   w.AddU32(arch + ".context_length", static_cast<uint32_t>(a.max_position_embeddings));
   w.AddU32(arch + ".embedding_length", static_cast<uint32_t>(a.hidden_size));
   w.AddU32(arch + ".block_count", static_cast<uint32_t>(a.num_layers));
-  w.AddU32(arch + ".feed_forward_length", static_cast<uint32_t>(a.intermediate_size));
-  w.AddU32(arch + ".attention.head_count", static_cast<uint32_t>(a.num_heads));
-  w.AddU32(arch + ".attention.head_count_kv", static_cast<uint32_t>(a.num_kv_heads));
+  if (arch == "deci") {
+    AddPerLayerSizes(sizes, arch, w);
+  } else {
+    w.AddU32(arch + ".feed_forward_length", static_cast<uint32_t>(a.intermediate_size));
+    w.AddU32(arch + ".attention.head_count", static_cast<uint32_t>(a.num_heads));
+    w.AddU32(arch + ".attention.head_count_kv", static_cast<uint32_t>(a.num_kv_heads));
+  }
   w.AddU32(arch + ".rope.dimension_count", static_cast<uint32_t>(a.head_dim));
-  if (a.head_dim * a.num_heads != a.hidden_size) {
+  // llama.cpp derives the head size from the (first layer's) head count
+  // unless told; per-layer head counts make that wrong.
+  if (a.head_dim * a.num_heads != a.hidden_size || arch == "deci") {
     w.AddU32(arch + ".attention.key_length", static_cast<uint32_t>(a.head_dim));
     w.AddU32(arch + ".attention.value_length", static_cast<uint32_t>(a.head_dim));
   }
@@ -134,16 +157,25 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
                            "(config.json with a known model_type)"));
   }
   const ir::ArchitectureInfo& a = *model.architecture;
-  const std::string arch = a.model_type == "qwen2" ? "qwen2" : "llama";
   ASSIGN_OR_RETURN(std::vector<hf::LayerSizes> sizes, hf::ReadLayerSizes(a, model.source_path));
-  for (const hf::LayerSizes& s : sizes) {
-    if (s.intermediate_size != a.intermediate_size || s.num_heads != a.num_heads ||
-        s.num_kv_heads != a.num_kv_heads) {
-      return absl::UnimplementedError(absl::StrCat(
-          model.source_path, ": layers pruned to different widths are not exported to GGUF yet "
-                             "(llama.cpp reads per-layer head counts, slimpack does not write them)"));
-    }
+  if (sizes.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(model.source_path,
+                                                   ": config.json declares no decoder layers"));
   }
+  const bool per_layer =
+      std::any_of(sizes.begin(), sizes.end(), [&a](const hf::LayerSizes& s) {
+        return s.intermediate_size != a.intermediate_size || s.num_heads != a.num_heads ||
+               s.num_kv_heads != a.num_kv_heads;
+      });
+  if (per_layer && a.model_type == "qwen2") {
+    return absl::UnimplementedError(absl::StrCat(
+        model.source_path, ": a qwen2 model whose layers were pruned to different widths has no "
+                           "llama.cpp architecture (its qwen2 reads one width; deci, which reads "
+                           "one per layer, has no q/k/v biases in every build)"));
+  }
+  // A llama/mistral pruned per layer is llama.cpp's "deci" (Nemotron-NAS):
+  // the llama graph with a width per layer.
+  const std::string arch = a.model_type == "qwen2" ? "qwen2" : per_layer ? "deci" : "llama";
   ASSIGN_OR_RETURN(const Preset preset, ParsePreset(options.preset));
   // The checks the decoder graph builder makes: options llama.cpp would need
   // extra tensors or keys for (rope_scaling, other activations, o_proj/MLP
@@ -182,10 +214,12 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     Planned p;
     p.gguf_name = name;
     p.source = &t;
-    // llama/mistral use llama.cpp's interleaved rope (rows permuted); qwen2
-    // uses the NEOX layout, the same as HF.
-    if (arch == "llama" && gguf::IsRopeQ(name)) p.rope_heads = a.num_heads;
-    if (arch == "llama" && gguf::IsRopeK(name)) p.rope_heads = a.num_kv_heads;
+    // llama/mistral use llama.cpp's interleaved rope (rows permuted, per
+    // head of the tensor's layer); qwen2 uses the NEOX layout, HF's own.
+    const hf::LayerSizes& own =
+        t.layer >= 0 && t.layer < static_cast<int>(sizes.size()) ? sizes[t.layer] : sizes[0];
+    if (arch != "qwen2" && gguf::IsRopeQ(name)) p.rope_heads = own.num_heads;
+    if (arch != "qwen2" && gguf::IsRopeK(name)) p.rope_heads = own.num_kv_heads;
     if (p.rope_heads > 0) {
       const int64_t rows = RopeRows(t);
       if (rows % p.rope_heads != 0 || (rows / p.rope_heads) % 2 != 0) {
@@ -226,7 +260,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
 
   gguf::GgufWriter writer;
   const std::string model_name = std::filesystem::path(model.source_path).filename().string();
-  AddArchitecture(a, arch, preset, model_name, writer);
+  AddArchitecture(a, sizes, arch, preset, model_name, writer);
   TokenizerSources tok_src;
   for (const std::string& f : model.carried_files) {
     const std::string base = std::filesystem::path(f).filename().string();
@@ -275,8 +309,10 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
                   static_cast<int64_t>(importance->columns.size()));
     writer.AddI64("quantize.imatrix.chunks_count", importance->chunks);
   }
-  TypeChooser chooser(preset, static_cast<int>(a.num_layers), a.num_heads, a.num_kv_heads,
-                      importance != nullptr);
+  // llama-quantize's rules read the first layer's head counts (hparams
+  // n_head() / n_head_kv() without a layer).
+  TypeChooser chooser(preset, static_cast<int>(a.num_layers), sizes[0].num_heads,
+                      sizes[0].num_kv_heads, importance != nullptr);
   GgufExportResult result;
   double matrix_bits = 0, matrix_weights = 0;
   for (const Planned& p : planned) {

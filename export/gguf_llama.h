@@ -53,11 +53,14 @@ struct GgufExportResult {
 };
 
 // Writes `model` (an imported HF decoder with float weights) to `path`
-// atomically. Errors: InvalidArgument naming the tensor, file or field (an
-// unknown family, per-layer sizes, a missing weight, a tokenizer llama.cpp
-// would read differently, an importance entry of the wrong length or naming
-// no matrix); Unimplemented for weights already quantized in a slimpack
-// layout.
+// atomically. A llama/mistral whose layers were pruned to different widths
+// (hf/layer_sizes.h) is written as llama.cpp's "deci" architecture, which
+// reads a feed-forward length and head counts per layer. Errors:
+// InvalidArgument naming the tensor, file or field (an unknown family,
+// per-layer size lists config.json gets wrong, a missing weight, a
+// tokenizer llama.cpp would read differently, an importance entry of the
+// wrong length or naming no matrix); Unimplemented for weights already
+// quantized in a slimpack layout, or a qwen2 pruned per layer.
 absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
                                                      const GgufExportOptions& options,
                                                      const std::string& path);

@@ -7,7 +7,9 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "hf/layer_sizes.h"
 #include "ir/shape.h"
+#include "nlohmann/json.hpp"
 #include "support/status_macros.h"
 
 namespace slimpack::hf {
@@ -82,18 +84,47 @@ const std::vector<Pattern>& GlobalPatterns() {
   return *kPatterns;
 }
 
-int64_t SymValue(Sym s, const ir::ArchitectureInfo& a) {
+// The widths one layer has: config.json's single values, or the layer's
+// entry of its per-layer lists (hf/layer_sizes.h) when one is there.
+struct Widths {
+  int64_t inter, heads, kv_heads;
+};
+
+// A valid entry of list `field` for `layer`, else `single`: a malformed
+// list is reported with its field by ReadLayerSizes when the graph is built,
+// and the shape check then names the single value.
+int64_t ListedOr(const nlohmann::json& cfg, const char* field, int64_t layer, int64_t single) {
+  if (layer < 0 || !cfg.is_object()) return single;
+  auto it = cfg.find(field);
+  if (it == cfg.end() || !it->is_array() || layer >= static_cast<int64_t>(it->size())) {
+    return single;
+  }
+  const nlohmann::json& v = (*it)[static_cast<size_t>(layer)];
+  if (!v.is_number_unsigned() || v.get<uint64_t>() == 0 ||
+      v.get<uint64_t>() > static_cast<uint64_t>(single)) {
+    return single;
+  }
+  return v.get<int64_t>();
+}
+
+Widths LayerWidths(const ir::ArchitectureInfo& a, const nlohmann::json& cfg, int64_t layer) {
+  return {ListedOr(cfg, kIntermediateSizePerLayer, layer, a.intermediate_size),
+          ListedOr(cfg, kNumAttentionHeadsPerLayer, layer, a.num_heads),
+          ListedOr(cfg, kNumKeyValueHeadsPerLayer, layer, a.num_kv_heads)};
+}
+
+int64_t SymValue(Sym s, const ir::ArchitectureInfo& a, const Widths& w) {
   switch (s) {
     case Sym::kHidden:
       return a.hidden_size;
     case Sym::kInter:
-      return a.intermediate_size;
+      return w.inter;
     case Sym::kVocab:
       return a.vocab_size;
     case Sym::kQ:
-      return a.num_heads * a.head_dim;
+      return w.heads * a.head_dim;
     case Sym::kKv:
-      return a.num_kv_heads * a.head_dim;
+      return w.kv_heads * a.head_dim;
   }
   return -1;
 }
@@ -120,12 +151,12 @@ std::string TensorContext(const ir::Tensor& t) {
 }
 
 absl::Status CheckShape(const ir::Tensor& t, const Pattern& p,
-                        const ir::ArchitectureInfo& arch,
+                        const ir::ArchitectureInfo& arch, const Widths& widths,
                         const std::string& config_path) {
   std::vector<int64_t> want;
   std::string names;
   for (Sym s : p.dims) {
-    want.push_back(SymValue(s, arch));
+    want.push_back(SymValue(s, arch, widths));
     names += std::string(names.empty() ? "" : ", ") + SymName(s);
   }
   if (t.dims == want) return absl::OkStatus();
@@ -214,6 +245,11 @@ absl::Status TagWeightRoles(const ir::ArchitectureInfo& arch,
   std::map<std::string, bool> global_seen;
   std::vector<std::string> unrecognised;
   const auto& patterns = LayerPatterns();
+  // Layers pruned to different widths list them per layer.
+  const nlohmann::json cfg = arch.config_json.empty()
+                                 ? nlohmann::json()
+                                 : nlohmann::json::parse(arch.config_json, nullptr,
+                                                         /*allow_exceptions=*/false);
   std::set<std::string> companions;  // scales, zero points, input perms
   for (const ir::Tensor& t : tensors) {
     if (!t.quant.quantized()) continue;
@@ -252,7 +288,7 @@ absl::Status TagWeightRoles(const ir::ArchitectureInfo& arch,
       continue;
     }
     t.role = match->role;
-    RETURN_IF_ERROR(CheckShape(t, *match, arch, config_path));
+    RETURN_IF_ERROR(CheckShape(t, *match, arch, LayerWidths(arch, cfg, t.layer), config_path));
   }
   if (!unrecognised.empty()) {
     warnings.push_back(

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,7 @@
 #include "formats/gguf/gguf_reader.h"
 #include "formats/gguf/llama_names.h"
 #include "hf/hf_config.h"
+#include "hf/layer_sizes.h"
 #include "hf/weight_roles.h"
 #include "nlohmann/json.hpp"
 #include "support/checked_math.h"
@@ -37,19 +39,58 @@ std::optional<double> OptionalFloat(const GgufFile& f, const std::string& key) {
   return v == nullptr || v->is_array() ? std::nullopt : v->GetFloat();
 }
 
+// A per-layer width: llama.cpp's get_key_or_arr reads one value for every
+// layer or an array of `layers` values. Sets config.json's single field to
+// the largest and, when the layers differ, its per-layer list
+// (hf/layer_sizes.h), as slimpack's pruning writes them.
+absl::Status PerLayerField(const GgufFile& f, const std::string& key, uint64_t layers,
+                           const std::string& field, const std::string& list_field, json& c) {
+  const Value* v = f.FindValue(key);
+  if (v == nullptr || !v->is_array()) {
+    ASSIGN_OR_RETURN(c[field], RequiredUInt(f, key));
+    return absl::OkStatus();
+  }
+  if (v->size() != layers) {
+    return Bad(f.label, absl::StrCat("metadata '", key, "' has ", v->size(),
+                                     " values; block_count is ", layers));
+  }
+  std::vector<uint64_t> values;
+  for (uint64_t i = 0; i < layers; ++i) {
+    const std::optional<uint64_t> u = v->GetUInt(i);
+    if (!u) return Bad(f.label, absl::StrCat("metadata '", key, "'[", i, "] is not a "
+                                             "non-negative integer (", v->Describe(), ")"));
+    values.push_back(*u);
+  }
+  c[field] = *std::max_element(values.begin(), values.end());
+  if (std::adjacent_find(values.begin(), values.end(), std::not_equal_to<>()) != values.end()) {
+    c[list_field] = values;
+  }
+  return absl::OkStatus();
+}
+
 // config.json as a Hugging Face checkpoint of this model would have it, so
 // the one config parser (hf/hf_config.h) checks and fills the architecture.
+// A "deci" file (a llama pruned per layer) becomes a llama with per-layer
+// lists.
 absl::StatusOr<std::string> ConfigFromMetadata(const GgufFile& f, const std::string& arch) {
   json c;
-  c["model_type"] = arch;
+  c["model_type"] = arch == "qwen2" ? "qwen2" : "llama";
   c["architectures"] = json::array({arch == "qwen2" ? "Qwen2ForCausalLM" : "LlamaForCausalLM"});
   ASSIGN_OR_RETURN(c["hidden_size"], RequiredUInt(f, arch + ".embedding_length"));
-  ASSIGN_OR_RETURN(c["intermediate_size"], RequiredUInt(f, arch + ".feed_forward_length"));
-  ASSIGN_OR_RETURN(c["num_hidden_layers"], RequiredUInt(f, arch + ".block_count"));
-  ASSIGN_OR_RETURN(c["num_attention_heads"], RequiredUInt(f, arch + ".attention.head_count"));
+  ASSIGN_OR_RETURN(const uint64_t layers, RequiredUInt(f, arch + ".block_count"));
+  c["num_hidden_layers"] = layers;
+  RETURN_IF_ERROR(PerLayerField(f, arch + ".feed_forward_length", layers, "intermediate_size",
+                                hf::kIntermediateSizePerLayer, c));
+  RETURN_IF_ERROR(PerLayerField(f, arch + ".attention.head_count", layers, "num_attention_heads",
+                                hf::kNumAttentionHeadsPerLayer, c));
   c["num_key_value_heads"] = c["num_attention_heads"];
+  if (c.contains(hf::kNumAttentionHeadsPerLayer)) {
+    c[hf::kNumKeyValueHeadsPerLayer] = c[hf::kNumAttentionHeadsPerLayer];
+  }
   if (f.FindValue(arch + ".attention.head_count_kv") != nullptr) {
-    ASSIGN_OR_RETURN(c["num_key_value_heads"], RequiredUInt(f, arch + ".attention.head_count_kv"));
+    c.erase(hf::kNumKeyValueHeadsPerLayer);
+    RETURN_IF_ERROR(PerLayerField(f, arch + ".attention.head_count_kv", layers,
+                                  "num_key_value_heads", hf::kNumKeyValueHeadsPerLayer, c));
   }
   if (f.FindValue(arch + ".attention.key_length") != nullptr) {
     ASSIGN_OR_RETURN(c["head_dim"], RequiredUInt(f, arch + ".attention.key_length"));
@@ -135,9 +176,9 @@ absl::StatusOr<ir::Model> ImportGguf(const std::string& path) {
     return Bad(path, "metadata 'general.architecture' is missing or not a string");
   }
   const std::string arch(*arch_value->GetString());
-  if (arch != "llama" && arch != "qwen2") {
+  if (arch != "llama" && arch != "qwen2" && arch != "deci") {
     return absl::UnimplementedError(absl::StrCat(
-        path, ": general.architecture '", arch, "' is not imported (llama, qwen2)"));
+        path, ": general.architecture '", arch, "' is not imported (llama, deci, qwen2)"));
   }
   ASSIGN_OR_RETURN(const std::string config, ConfigFromMetadata(f, arch));
   ASSIGN_OR_RETURN(ir::ArchitectureInfo info,
@@ -170,11 +211,18 @@ absl::StatusOr<ir::Model> ImportGguf(const std::string& path) {
   std::vector<ir::Tensor> tensors;
   for (const auto& [hf_name, t] : order) tensors.push_back(Shell(*t, hf_name));
   RETURN_IF_ERROR(hf::TagWeightRoles(info, path, tensors, model.warnings));
+  ASSIGN_OR_RETURN(const std::vector<hf::LayerSizes> sizes, hf::ReadLayerSizes(info, path));
   for (size_t i = 0; i < order.size(); ++i) {
     const std::string name(order[i].second->name);
+    // Rotary rows are permuted per head of the tensor's own layer.
+    const int layer = tensors[i].layer;
+    const hf::LayerSizes own = layer >= 0 && layer < static_cast<int>(sizes.size())
+                                   ? sizes[layer]
+                                   : hf::LayerSizes{info.intermediate_size, info.num_heads,
+                                                    info.num_kv_heads};
     int64_t rope_heads = 0;
-    if (arch == "llama" && IsRopeQ(name)) rope_heads = info.num_heads;
-    if (arch == "llama" && IsRopeK(name)) rope_heads = info.num_kv_heads;
+    if (arch != "qwen2" && IsRopeQ(name)) rope_heads = own.num_heads;
+    if (arch != "qwen2" && IsRopeK(name)) rope_heads = own.num_kv_heads;
     RETURN_IF_ERROR(DecodeInto(f, *order[i].second, rope_heads, tensors[i]));
   }
   model.carried_overrides["config.json"] = config;

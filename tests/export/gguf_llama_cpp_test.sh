@@ -6,7 +6,10 @@
 #    llama-quantize fallbacks) in f32, f16, bf16, q8_0, q4_0, q4_1, q5_0,
 #    q5_1, q4_k_m;
 #  - a random llama with 256-divisible rows (make_random_llama.py), so every
-#    K-quant block type (q2_K..q6_K) is written and read for real.
+#    K-quant block type (q2_K..q6_K) is written and read for real;
+#  - the same with its second layer pruned to half the heads, KV heads and
+#    MLP channels (config.json's per-layer lists), which slimpack writes as
+#    llama.cpp's "deci" architecture with a width per layer.
 # llama.cpp runs with an f32 KV cache and one thread. It still differs from
 # us where ggml multiplies quantized weights by activations rounded to q8
 # (or f16 for f16 weights), so the bounds are per type, measured and set
@@ -33,8 +36,9 @@ ids = np.load(sys.argv[1]).reshape(-1)[:4 * 32].astype(np.int64).reshape(4, 32)
 np.savez(sys.argv[2] + "/tokens.npz", input_ids=ids)
 json.dump(ids.tolist(), open(sys.argv[2] + "/tokens.json", "w"))
 PYEOF
-mkdir "$work/rl"
+mkdir "$work/rl" "$work/pl"
 "$PY" "$SRC/tests/export/make_random_llama.py" "$work/rl" "$SRC/examples/tiny-llama/tokenizer.json" || fail=1
+"$PY" "$SRC/tests/export/make_random_llama.py" "$work/pl" "$SRC/examples/tiny-llama/tokenizer.json" pruned || fail=1
 
 # check MODEL_DIR NAME PRESET MAX_REL_RMS MIN_TOP1
 check() {
@@ -73,6 +77,27 @@ check "$work/rl" random f32 1e-5 1.0
 for preset in q8_0 q2_k q3_k_m q4_k_s q4_k_m q5_k_m q6_k; do
   check "$work/rl" random "$preset" 2e-2 0.93
 done
+# Layers of different widths (measured: f32 4.6e-7 relative RMS).
+check "$work/pl" pruned f32 1e-5 1.0
+check "$work/pl" pruned q8_0 2e-2 0.93
+check "$work/pl" pruned q4_k_m 2e-2 0.93
+"$PY" - "$work/pruned-f32.gguf" <<'PYEOF' || { echo "FAIL: pruned GGUF metadata"; fail=1; }
+import struct, sys
+# The architecture and the per-layer i32 arrays, read straight from the file.
+data = open(sys.argv[1], "rb").read()
+assert data[:4] == b"GGUF", data[:4]
+def find_array(key):
+    k = key.encode()
+    at = data.index(struct.pack("<Q", len(k)) + k) + 8 + len(k)
+    vtype, etype, n = struct.unpack_from("<IIQ", data, at)
+    assert vtype == 9 and etype == 5, (key, vtype, etype)  # array of int32
+    return list(struct.unpack_from("<%di" % n, data, at + 16))
+assert b"deci" in data[:4096]
+assert find_array("deci.feed_forward_length") == [512, 256], find_array("deci.feed_forward_length")
+assert find_array("deci.attention.head_count") == [4, 2]
+assert find_array("deci.attention.head_count_kv") == [2, 1]
+print("ok: pruned GGUF is deci with per-layer widths [512, 256] / [4, 2] / [2, 1]")
+PYEOF
 
 # The f32 GGUF of the tiny-llama is the checkpoint: slimpack on the
 # original safetensors and on the GGUF give the same logits to the bit.
@@ -82,4 +107,11 @@ done
 import sys, numpy as np
 a = np.load('$work/orig.npz')['logits']; b = np.load('$work/f32.npz')['logits']
 sys.exit(0 if np.array_equal(a, b) else 1)" && echo "ok: f32 GGUF == checkpoint, bit for bit" || { echo "FAIL: f32 GGUF logits differ from the checkpoint's"; fail=1; }
+# Likewise for the per-layer model read back from its deci GGUF.
+"$SLIMPACK" run "$work/pl" --inputs "$work/tokens.npz" -o "$work/pl-orig.npz" --force >"$work/log" 2>&1 || { cat "$work/log"; fail=1; }
+"$SLIMPACK" run "$work/pruned-f32.gguf" --inputs "$work/tokens.npz" -o "$work/pl-f32.npz" --force >"$work/log" 2>&1 || { cat "$work/log"; fail=1; }
+"$PY" -c "
+import sys, numpy as np
+a = np.load('$work/pl-orig.npz')['logits']; b = np.load('$work/pl-f32.npz')['logits']
+sys.exit(0 if np.array_equal(a, b) else 1)" && echo "ok: pruned f32 GGUF == checkpoint, bit for bit" || { echo "FAIL: pruned f32 GGUF logits differ from the checkpoint's"; fail=1; }
 exit $fail

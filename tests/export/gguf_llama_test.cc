@@ -20,6 +20,7 @@
 #include "formats/gguf/ggml_blocks.h"
 #include "formats/gguf/gguf_import.h"
 #include "formats/gguf/gguf_reader.h"
+#include "formats/gguf/gguf_writer.h"
 #include "formats/safetensors/checkpoint_importer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -248,6 +249,33 @@ TEST_F(GgufLlamaTest, MissingTokenizerOrOutputIsRefusedByName) {
   EXPECT_THAT(ExportDecoderToGguf(no_head, {}, dir_ + "/b.gguf").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lm_head.weight is missing")));
   EXPECT_NE(::access((dir_ + "/b.gguf").c_str(), F_OK), 0);
+}
+
+// Per-layer widths go out as llama.cpp's "deci"; tests/export/
+// gguf_llama_cpp_test.sh runs such a file in llama.cpp. Here: what is
+// refused, on the way out and on the way in.
+TEST_F(GgufLlamaTest, PerLayerWidthsOfAQwen2AreRefusedNamingTheArchitecture) {
+  ir::Model m = model_;
+  m.architecture->model_type = "qwen2";
+  std::string& config = m.architecture->config_json;
+  config.insert(config.rfind('}'), ",\n  \"intermediate_size_per_layer\": [344, 300, 344, 344]\n");
+  EXPECT_THAT(ExportDecoderToGguf(m, {}, dir_ + "/q.gguf").status(),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("qwen2 model whose layers were pruned to different widths")));
+  EXPECT_NE(::access((dir_ + "/q.gguf").c_str(), F_OK), 0);
+}
+
+TEST_F(GgufLlamaTest, ADeciWidthListOfTheWrongLengthIsNamed) {
+  gguf::GgufWriter w;
+  w.AddString("general.architecture", "deci");
+  w.AddU32("deci.embedding_length", 128);
+  w.AddU32("deci.block_count", 2);
+  w.AddI32Array("deci.feed_forward_length", {344, 200, 100});
+  const std::string path = dir_ + "/deci.gguf";
+  ASSERT_THAT(w.Write(path).status(), IsOk());
+  EXPECT_THAT(gguf::ImportGguf(path).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'deci.feed_forward_length' has 3 values; block_count is 2")));
 }
 
 }  // namespace

@@ -4,12 +4,14 @@ super-blocks (hidden 256, intermediate 512), so every K-quant type is used
 for real when it is exported to GGUF. The bundled tiny-llama (hidden 128,
 intermediate 344) exercises only the 32-weight types and the fallbacks.
 
-usage: make_random_llama.py OUT_DIR TOKENIZER_JSON [llama|qwen2|mistral]
+usage: make_random_llama.py OUT_DIR TOKENIZER_JSON [llama|qwen2|mistral|pruned]
 Deterministic (seed 7); ~5 MB of f32 weights, made at test time so nothing
 large is committed. qwen2 adds q/k/v biases (Qwen2's attention) and its
 rope_theta; mistral takes head_dim 32, not hidden/heads (q/k/v/o narrower
 than hidden), and a sliding_window of null. llama (the default) is the file
-the GGUF test has always used."""
+the GGUF test has always used. pruned is a llama whose second layer keeps
+half its heads, KV heads and MLP channels, with the per-layer lists
+slimpack's pruning writes into config.json (hf/layer_sizes.h)."""
 import json
 import shutil
 import struct
@@ -24,9 +26,14 @@ HEAD_DIM = HIDDEN // HEADS
 def main():
     out, tokenizer = sys.argv[1], sys.argv[2]
     model_type = sys.argv[3] if len(sys.argv) > 3 else "llama"
-    if model_type not in ("llama", "qwen2", "mistral"):
-        sys.exit(f"make_random_llama.py: model type '{model_type}' is not llama, qwen2 or mistral")
+    if model_type not in ("llama", "qwen2", "mistral", "pruned"):
+        sys.exit(f"make_random_llama.py: model type '{model_type}' is not llama, qwen2, mistral "
+                 "or pruned")
     head_dim = 32 if model_type == "mistral" else HEAD_DIM
+    pruned = model_type == "pruned"
+    inter = [INTER, INTER // 2] if pruned else [INTER] * LAYERS
+    heads = [HEADS, HEADS // 2] if pruned else [HEADS] * LAYERS
+    kv_heads = [KV_HEADS, KV_HEADS // 2] if pruned else [KV_HEADS] * LAYERS
     rng = np.random.default_rng(7)
 
     def matrix(rows, cols):
@@ -46,13 +53,13 @@ def main():
         p = f"model.layers.{i}."
         tensors[p + "input_layernorm.weight"] = (1.0 + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float32)
         tensors[p + "post_attention_layernorm.weight"] = (1.0 + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float32)
-        tensors[p + "self_attn.q_proj.weight"] = matrix(HEADS * head_dim, HIDDEN)
-        tensors[p + "self_attn.k_proj.weight"] = matrix(KV_HEADS * head_dim, HIDDEN)
-        tensors[p + "self_attn.v_proj.weight"] = matrix(KV_HEADS * head_dim, HIDDEN)
-        tensors[p + "self_attn.o_proj.weight"] = matrix(HIDDEN, HEADS * head_dim) * 0.5
-        tensors[p + "mlp.gate_proj.weight"] = matrix(INTER, HIDDEN)
-        tensors[p + "mlp.up_proj.weight"] = matrix(INTER, HIDDEN)
-        tensors[p + "mlp.down_proj.weight"] = matrix(HIDDEN, INTER) * 0.5
+        tensors[p + "self_attn.q_proj.weight"] = matrix(heads[i] * head_dim, HIDDEN)
+        tensors[p + "self_attn.k_proj.weight"] = matrix(kv_heads[i] * head_dim, HIDDEN)
+        tensors[p + "self_attn.v_proj.weight"] = matrix(kv_heads[i] * head_dim, HIDDEN)
+        tensors[p + "self_attn.o_proj.weight"] = matrix(HIDDEN, heads[i] * head_dim) * 0.5
+        tensors[p + "mlp.gate_proj.weight"] = matrix(inter[i], HIDDEN)
+        tensors[p + "mlp.up_proj.weight"] = matrix(inter[i], HIDDEN)
+        tensors[p + "mlp.down_proj.weight"] = matrix(HIDDEN, inter[i]) * 0.5
         if model_type == "qwen2":
             for m, rows in (("q_proj", HEADS), ("k_proj", KV_HEADS), ("v_proj", KV_HEADS)):
                 tensors[p + f"self_attn.{m}.bias"] = \
@@ -70,8 +77,8 @@ def main():
     with open(f"{out}/model.safetensors", "wb") as f:
         f.write(struct.pack("<Q", len(head)) + head + b"".join(blobs))
     arch = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM",
-            "mistral": "MistralForCausalLM"}[model_type]
-    config = {"architectures": [arch], "model_type": model_type,
+            "mistral": "MistralForCausalLM", "pruned": "LlamaForCausalLM"}[model_type]
+    config = {"architectures": [arch], "model_type": "llama" if pruned else model_type,
               "hidden_size": HIDDEN, "intermediate_size": INTER, "num_hidden_layers": LAYERS,
               "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS,
               "head_dim": head_dim, "hidden_act": "silu", "rms_norm_eps": 1e-5,
@@ -81,6 +88,10 @@ def main():
               "torch_dtype": "float32"}
     if model_type == "mistral":
         config["sliding_window"] = None
+    if pruned:
+        config["intermediate_size_per_layer"] = inter
+        config["num_attention_heads_per_layer"] = heads
+        config["num_key_value_heads_per_layer"] = kv_heads
     with open(f"{out}/config.json", "w") as f:
         json.dump(config, f, indent=1)
     shutil.copy(tokenizer, f"{out}/tokenizer.json")
