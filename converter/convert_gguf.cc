@@ -9,6 +9,7 @@
 #include "formats/gguf/imatrix_file.h"
 #include "formats/gguf/llama_names.h"
 #include "formats/import.h"
+#include "formats/shard/reader/artifact_reader.h"
 #include "hf/weight_roles.h"
 #include "quantize/importance_matrix.h"
 #include "quantize/quant_rules.h"
@@ -143,7 +144,14 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertReq
   const support::OutputKind kind{"a file to replace without --force",
                                  [](const std::string&) { return false; }};
   RETURN_IF_ERROR(support::PreflightOutputFile(request.output, request.force, kind).status());
-  ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(request.input));
+  // An artifact is exported as converted (pruned, cast); its float weights
+  // are encoded in the requested type like a checkpoint's.
+  ir::Model model;
+  if (shard_reader::LooksLikeArtifact(request.input)) {
+    ASSIGN_OR_RETURN(model, shard_reader::ReadArtifactModel(request.input));
+  } else {
+    ASSIGN_OR_RETURN(model, formats::ImportModel(request.input));
+  }
   std::vector<std::string> inputs = model.input_files;
   inputs.insert(inputs.end(), model.carried_files.begin(), model.carried_files.end());
   inputs.push_back(request.input);

@@ -1,8 +1,8 @@
 // `slimpack convert INPUT -o model.gguf --format gguf`: an HF decoder
 // checkpoint (safetensors, single or sharded, with config.json and
-// tokenizer.json) written as a GGUF
-// file that llama.cpp runs, its matrices encoded in the ggml types a
-// llama-quantize preset chooses (export/gguf_types.h).
+// tokenizer.json), or a slimpack artifact of one with float weights (e.g.
+// pruned), written as a GGUF file that llama.cpp runs, its matrices encoded
+// in the ggml types a llama-quantize preset chooses (export/gguf_types.h).
 #ifndef SLIMPACK_CONVERTER_CONVERT_GGUF_H_
 #define SLIMPACK_CONVERTER_CONVERT_GGUF_H_
 

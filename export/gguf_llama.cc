@@ -203,7 +203,8 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
       return absl::UnimplementedError(absl::StrCat(
           model.source_path, ": tensor '", t.name,
           "' is stored in a slimpack quantized layout; GGUF export reads float weights (convert "
-          "the original checkpoint)"));
+          "the original checkpoint, or an artifact made without --quant, with --format gguf "
+          "--quant TYPE)"));
     }
     if (!ir::IsConvertibleFloat(t.dtype)) {
       return absl::InvalidArgumentError(absl::StrCat(model.source_path, ": tensor '", t.name,

@@ -9,7 +9,9 @@
 #    K-quant block type (q2_K..q6_K) is written and read for real;
 #  - the same with its second layer pruned to half the heads, KV heads and
 #    MLP channels (config.json's per-layer lists), which slimpack writes as
-#    llama.cpp's "deci" architecture with a width per layer.
+#    llama.cpp's "deci" architecture with a width per layer;
+#  - the tiny-llama pruned per layer by `slimpack convert --prune-rules`
+#    and exported from that artifact.
 # llama.cpp runs with an f32 KV cache and one thread. It still differs from
 # us where ggml multiplies quantized weights by activations rounded to q8
 # (or f16 for f16 weights), so the bounds are per type, measured and set
@@ -81,6 +83,30 @@ done
 check "$work/pl" pruned f32 1e-5 1.0
 check "$work/pl" pruned q8_0 2e-2 0.93
 check "$work/pl" pruned q4_k_m 2e-2 0.93
+# From an artifact: the tiny-llama with layers 1 and 2 pruned to half their
+# heads and layer 1 to 70 % of its MLP channels.
+cat > "$work/rules.json" <<'JSON'
+[{"match": "layers\\.(0|3)\\.", "target": "both", "ratio": 0},
+ {"match": "layers\\.", "target": "heads", "keep": 0.5},
+ {"match": "layers\\.1\\.", "target": "mlp", "ratio": 0.3}]
+JSON
+if "$SLIMPACK" convert "$tiny" -o "$work/tp" --prune-rules "$work/rules.json" --prune 0.1 \
+    --prune-target mlp >"$work/log" 2>&1; then
+  check "$work/tp" tiny-pruned f32 1e-5 1.0
+  check "$work/tp" tiny-pruned q8_0 1e-2 0.99
+else
+  echo "FAIL: prune the tiny-llama per layer"; cat "$work/log"; fail=1
+fi
+# An artifact whose weights are already in a slimpack integer layout is
+# refused, naming a tensor and what to convert instead; nothing is written.
+"$SLIMPACK" convert "$tiny" -o "$work/tq" --quant int4 >"$work/log" 2>&1 || { cat "$work/log"; fail=1; }
+if "$SLIMPACK" convert "$work/tq" -o "$work/tq.gguf" --format gguf --quant q4_0 >"$work/log" 2>&1; then
+  echo "FAIL: a quantized artifact was exported to GGUF"; fail=1
+elif ! grep -q "slimpack quantized layout" "$work/log" || [ -e "$work/tq.gguf" ]; then
+  echo "FAIL: quantized artifact refusal"; cat "$work/log"; fail=1
+else
+  echo "ok: a quantized artifact is refused: $(cat "$work/log")"
+fi
 "$PY" - "$work/pruned-f32.gguf" <<'PYEOF' || { echo "FAIL: pruned GGUF metadata"; fail=1; }
 import struct, sys
 # The architecture and the per-layer i32 arrays, read straight from the file.
