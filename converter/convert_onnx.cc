@@ -1,13 +1,19 @@
 #include "converter/convert_onnx.h"
 
+#include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "formats/import.h"
+#include "formats/onnx/onnx_importer.h"
 #include "formats/onnx/onnx_writer.h"
 #include "formats/shard/reader/artifact_reader.h"
 #include "hf/llama_graph_builder.h"
@@ -259,6 +265,37 @@ absl::StatusOr<OnnxConvertRequest> BuildOnnxConvertRequest(const ConvertFlags& f
   return r;
 }
 
+// onnx_export::OnnxExportOptions::raise_opset: the lowered model written to
+// a scratch file and read back with the importer's minimum opset at
+// `opset`, so ONNX's version converter rewrites every node whose signature
+// changed on the way (formats/onnx/opset_upgrade.h). The model keeps its
+// own metadata; its graph and opset are the converted ones.
+absl::Status RaiseOpsetThroughOnnx(ir::Model& model, int64_t opset) {
+  std::string tmpl = (std::filesystem::temp_directory_path() / "slimpack-opset-XXXXXX").string();
+  if (::mkdtemp(tmpl.data()) == nullptr) {
+    return absl::InternalError("cannot create a scratch directory in " +
+                               std::filesystem::temp_directory_path().string() + ": " +
+                               std::strerror(errno));
+  }
+  struct Cleanup {
+    std::string dir;
+    ~Cleanup() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } cleanup{tmpl};
+  const std::string path = tmpl + "/model.onnx";
+  RETURN_IF_ERROR(onnx_format::ExportOnnx(model, path));
+  onnx_format::OnnxImportOptions options;
+  options.min_opset = opset;
+  ASSIGN_OR_RETURN(ir::Model raised, onnx_format::ImportOnnx(path, options));
+  model.graph = std::move(raised.graph);
+  model.opset_imports = std::move(raised.opset_imports);
+  model.ir_version = std::max(model.ir_version, raised.ir_version);
+  for (std::string& w : raised.warnings) model.warnings.push_back(std::move(w));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<OnnxConvertResult> ConvertToOnnx(const OnnxConvertRequest& request) {
   // Preflight before the import: a bad output fails in milliseconds.
   RETURN_IF_ERROR(CheckOutputs(request, {request.convert.input}));
@@ -276,8 +313,15 @@ absl::StatusOr<OnnxConvertResult> ConvertToOnnx(const OnnxConvertRequest& reques
   onnx_export::OnnxExportOptions options = request.options;
   // Decoder graphs compute in f32 over f16/bf16 checkpoint weights.
   options.widen_half_initializers = model.architecture.has_value();
+  options.raise_opset = RaiseOpsetThroughOnnx;
   OnnxConvertResult result;
   ASSIGN_OR_RETURN(result.report, onnx_export::PrepareForOnnxRuntime(model, options));
+  if (result.report.opset_raised_from > 0 && request.convert.stages.log) {
+    request.convert.stages.log(
+        "onnx: QDQ needs opset " + std::to_string(onnx_export::kQdqPerAxisOpset) +
+        " (per-axis DequantizeLinear); raised the model from opset " +
+        std::to_string(result.report.opset_raised_from) + " with ONNX's version converter");
+  }
   model.producer_name = "slimpack";
   model.producer_version.clear();
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "export/onnx_graph_edit.h"
+#include "export/onnx_qdq.h"
 #include "ir/float_convert.h"
 #include "support/status_macros.h"
 
@@ -51,6 +52,15 @@ absl::StatusOr<int64_t> WidenHalfInitializers(ir::Graph& graph) {
   return static_cast<int64_t>(names.size());
 }
 
+bool HasQOperatorNodes(const ir::Model& model) {
+  for (const ir::Node& n : model.graph.nodes) {
+    if (n.domain.empty() && (n.op_type == "QLinearConv" || n.op_type == "MatMulInteger")) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 absl::StatusOr<OnnxProfile> ParseOnnxProfile(const std::string& name) {
@@ -70,6 +80,16 @@ absl::StatusOr<OnnxExportReport> PrepareForOnnxRuntime(ir::Model& model,
   OnnxExportReport report;
   ASSIGN_OR_RETURN(report.lower, LowerSlimpackOps(model, options.profile));
   ASSIGN_OR_RETURN(report.weights, ExportQuantizedWeights(model, options.profile));
+  if (options.quant_format == QuantFormat::kQdq && options.raise_opset && HasQOperatorNodes(model)) {
+    const auto it = model.opset_imports.find("");
+    const int64_t opset = it == model.opset_imports.end() ? 0 : it->second;
+    if (opset > 0 && opset < kQdqPerAxisOpset) {
+      RETURN_IF_ERROR(Annotate(options.raise_opset(model, kQdqPerAxisOpset),
+                               "raising opset " + std::to_string(opset) + " to " +
+                                   std::to_string(kQdqPerAxisOpset) + " for QDQ"));
+      report.opset_raised_from = opset;
+    }
+  }
   if (options.quant_format == QuantFormat::kQdq) {
     ASSIGN_OR_RETURN(report.qdq, ConvertToQdq(model));
   }

@@ -10,6 +10,7 @@
 #define SLIMPACK_EXPORT_ONNX_EXPORT_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -32,6 +33,12 @@ struct OnnxExportOptions {
   // with): set for graphs built from decoder checkpoints, whose ops run
   // in f32.
   bool widen_half_initializers = false;
+  // QDQ writes per-channel weights as per-axis DequantizeLinear (opset 13).
+  // For a W8A8 model below that, this raises the model to `opset` with
+  // ONNX's version converter (the converter supplies it: it round-trips the
+  // lowered model through formats/onnx, which this room does not include).
+  // Null: such a model is refused, naming the opset.
+  std::function<absl::Status(ir::Model& model, int64_t opset)> raise_opset;
 };
 
 struct OnnxExportReport {
@@ -39,6 +46,7 @@ struct OnnxExportReport {
   QdqReport qdq;
   WeightReport weights;
   int64_t widened = 0;  // f16/bf16 initializers written as f32
+  int64_t opset_raised_from = 0;  // > 0: the opset raise_opset raised
   int64_t nodes = 0;
   int64_t initializers = 0;
 };

@@ -272,6 +272,16 @@ absl::Status Convert(const onnx::ModelProto& stripped, int64_t target,
         return s;
       }
     }
+    // Adapters that depend on a rank (Softmax 12 -> 13 flattens at `axis`)
+    // read it from value_info; lenient inference fills what it reaches.
+    try {
+      onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode_val=*/0,
+                                          /*data_prop_val=*/false);
+      onnx::shape_inference::InferShapes(rewritten, onnx::OpSchemaRegistry::Instance(), options);
+    } catch (const std::exception&) {
+      // A rank inference did not reach stays unknown; an adapter needing it
+      // reports so below.
+    }
     stage = "ONNX version converter";
     *converted = onnx::version_conversion::ConvertVersion(rewritten, static_cast<int>(target));
   } catch (const std::exception& e) {
