@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "export/genai_config.h"
 #include "formats/import.h"
 #include "formats/onnx/onnx_importer.h"
 #include "formats/onnx/onnx_writer.h"
@@ -161,7 +162,27 @@ struct CarriedOutput {
   std::string dest;
   std::string source;        // "" for in-memory bytes
   const std::string* bytes;  // nullptr to copy `source`
+  std::string generated;     // written instead when not empty (genai_config.json)
 };
+
+// genai_config.json for the KV-cache decoder `model` exported as
+// `model_file`, with the checkpoint's generation_config.json when it carries
+// one; "" when GenAI cannot size its cache (layers of different widths).
+absl::StatusOr<std::string> GenaiConfigFor(const ir::Model& model, const std::string& model_file) {
+  std::string generation;
+  if (auto over = model.carried_overrides.find("generation_config.json");
+      over != model.carried_overrides.end()) {
+    generation = over->second;
+  } else {
+    for (const std::string& path : model.carried_files) {
+      if (support::BaseName(path) != "generation_config.json") continue;
+      ASSIGN_OR_RETURN(generation, support::ReadSmallFile(path, support::kMaxSideFileBytes));
+    }
+  }
+  auto text = onnx_export::GenaiConfigJson(*model.architecture, model_file, generation);
+  if (absl::IsFailedPrecondition(text.status())) return std::string();
+  return text;
+}
 
 absl::StatusOr<std::vector<CarriedOutput>> PlanCarriedOutputs(const ir::Model& model,
                                                               const std::string& output) {
@@ -172,10 +193,16 @@ absl::StatusOr<std::vector<CarriedOutput>> PlanCarriedOutputs(const ir::Model& m
     const std::string name = path.substr(path.rfind('/') + 1);
     auto over = model.carried_overrides.find(name);
     by_name[name] = {dir + "/" + name, path,
-                     over == model.carried_overrides.end() ? nullptr : &over->second};
+                     over == model.carried_overrides.end() ? nullptr : &over->second, ""};
   }
   for (const auto& [name, bytes] : model.carried_overrides) {
-    if (by_name.count(name) == 0) by_name[name] = {dir + "/" + name, "", &bytes};
+    if (by_name.count(name) == 0) by_name[name] = {dir + "/" + name, "", &bytes, ""};
+  }
+  // What ONNX Runtime GenAI reads to drive the decoder; ours describes this
+  // export, so it replaces one the checkpoint may carry.
+  ASSIGN_OR_RETURN(std::string genai, GenaiConfigFor(model, support::BaseName(normalized)));
+  if (!genai.empty()) {
+    by_name["genai_config.json"] = {dir + "/genai_config.json", "", nullptr, std::move(genai)};
   }
   std::vector<CarriedOutput> out;
   for (auto& [name, c] : by_name) {
@@ -211,7 +238,7 @@ absl::Status CheckCarriedOutputs(const std::vector<CarriedOutput>& carried, bool
 absl::Status WriteCarriedOutputs(const std::vector<CarriedOutput>& carried) {
   for (const CarriedOutput& c : carried) {
     std::string copied;
-    const std::string* bytes = c.bytes;
+    const std::string* bytes = c.generated.empty() ? c.bytes : &c.generated;
     if (bytes == nullptr) {
       ASSIGN_OR_RETURN(copied, support::ReadSmallFile(c.source, support::kMaxSideFileBytes));
       bytes = &copied;

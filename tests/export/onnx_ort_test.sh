@@ -245,6 +245,7 @@ kvcache_part() {
   mkdir -p "$work/kv" "$work/kv-int8" "$work/kv-int4" "$work/nocache"
   convert "$work/tiny" -o "$work/kv/model.onnx" --format onnx --onnx-kv-cache || return
   local f
+  grep -q "^wrote $work/kv/genai_config.json\$" "$OUT" || { bad "convert did not report genai_config.json"; cat "$OUT"; }
   for f in config.json tokenizer.json; do
     grep -q "^wrote $work/kv/$f\$" "$OUT" || { bad "convert did not report writing $f"; cat "$OUT"; }
     cmp -s "$tiny/$f" "$work/kv/$f" || bad "$work/kv/$f is not the model's $f byte for byte"
@@ -267,6 +268,32 @@ assert sig(g.input) == want_in, f"inputs {sig(g.input)}"
 assert sig(g.output) == want_out, f"outputs {sig(g.output)}"
 print("inputs and outputs as ONNX Runtime GenAI names and lays them out")
 PYEOF
+  # genai_config.json: what GenAI reads, consistent with the file and the
+  # checkpoint's config.json (the driver below takes every name and size
+  # from it).
+  "$PY" - "$work/kv" "$tiny/config.json" >"$OUT" 2>&1 <<'PYEOF' || { bad "genai_config.json"; cat "$OUT"; }
+import json, sys, onnx
+kv, hf = sys.argv[1], json.load(open(sys.argv[2]))
+c = json.load(open(kv + "/genai_config.json"))
+m, d = c["model"], c["model"]["decoder"]
+g = onnx.load(kv + "/" + d["filename"]).graph
+ins, outs = [v.name for v in g.input], [v.name for v in g.output]
+for key in ("input_ids", "attention_mask", "position_ids"):
+    assert d["inputs"][key] in ins, (key, ins)
+assert d["outputs"]["logits"] in outs
+for l in range(d["num_hidden_layers"]):
+    assert d["inputs"]["past_key_names"] % l in ins and d["inputs"]["past_value_names"] % l in ins
+    assert d["outputs"]["present_key_names"] % l in outs and d["outputs"]["present_value_names"] % l in outs
+assert len(ins) == 3 + 2 * d["num_hidden_layers"], ins
+assert (d["num_hidden_layers"], d["num_attention_heads"], d["num_key_value_heads"], d["head_size"],
+        d["hidden_size"]) == (hf["num_hidden_layers"], hf["num_attention_heads"],
+                              hf["num_key_value_heads"], hf["head_dim"], hf["hidden_size"]), d
+assert (m["type"], m["vocab_size"], m["context_length"], m["bos_token_id"], m["eos_token_id"]) == \
+    ("llama", hf["vocab_size"], hf["max_position_embeddings"], hf["bos_token_id"], hf["eos_token_id"]), m
+assert m["pad_token_id"] == hf["eos_token_id"]  # config.json's pad is null
+assert c["search"]["past_present_share_buffer"] is False  # present = concat(past, new)
+print("genai_config.json matches the model and config.json")
+PYEOF
   generate kv-fp32 "$work/tiny" "$work/kv/model.onnx" 4 || fail=1
   # A broken driver (every cached step at position 0) must be caught.
   if generate kv-control "$work/tiny" "$work/kv/model.onnx" 4 --control zero-positions >"$work/control.log" 2>&1; then
@@ -279,10 +306,12 @@ PYEOF
   fi
   # The driver names what is missing: config.json beside the model, cache inputs.
   convert "$work/tiny" -o "$work/nocache/model.onnx" --format onnx
+  [ -e "$work/nocache/genai_config.json" ] && bad "genai_config.json written without --onnx-kv-cache"
   node "$work/ort/ort_kv_generate.mjs" "$work/nocache/model.onnx" --prompt "$work/kv_prompt.npy" \
-    --out-dir "$work/nocache.ort" >"$OUT" 2>&1 && bad "the driver ran without config.json"
-  says "$work/nocache/config.json: missing (the export writes it beside the model)" "driver without config.json"
-  cp "$tiny/config.json" "$work/nocache/"
+    --out-dir "$work/nocache.ort" >"$OUT" 2>&1 && bad "the driver ran without genai_config.json"
+  says "$work/nocache/genai_config.json: missing (the export writes it beside the model)" \
+    "driver without genai_config.json"
+  cp "$work/kv/genai_config.json" "$work/nocache/"
   node "$work/ort/ort_kv_generate.mjs" "$work/nocache/model.onnx" --prompt "$work/kv_prompt.npy" \
     --out-dir "$work/nocache.ort" >"$OUT" 2>&1 && bad "the driver ran a model without a cache"
   says "$work/nocache/model.onnx: inputs [input_ids], expected [input_ids,attention_mask,position_ids,past_key_values.0.key" \

@@ -3,8 +3,10 @@
 // with an empty past, then one token per run, each run's present.* fed back
 // as the next run's past_key_values.*, greedy (arg-max) choice. Then the
 // whole sequence again in one run with an empty past (ORT's own no-cache
-// recomputation). The sizes of the cache come from the config.json the
-// export wrote beside the model.
+// recomputation). Everything about the model comes from the
+// genai_config.json the export wrote beside it, as GenAI reads it: the
+// file name, the input/output names (past/present as %d patterns), the
+// layer count, KV heads and head size that size the cache.
 //
 // Writes to OUT_DIR:
 //   tokens.npy          i64 [1, P + STEPS]: the prompt and the STEPS greedy tokens
@@ -44,20 +46,27 @@ function fail(message) {
   process.exit(1);
 }
 
-const configPath = path.join(path.dirname(opts.model), 'config.json');
+const configPath = path.join(path.dirname(opts.model), 'genai_config.json');
 if (!fs.existsSync(configPath)) fail(`${configPath}: missing (the export writes it beside the model)`);
-const config = JSON.parse(fs.readFileSync(configPath, 'utf8'));
-const layers = config.num_hidden_layers;
-const kvHeads = config.num_key_value_heads ?? config.num_attention_heads;
-const headDim = config.head_dim ?? config.hidden_size / config.num_attention_heads;
+const decoder = JSON.parse(fs.readFileSync(configPath, 'utf8')).model.decoder;
+if (decoder.filename !== path.basename(opts.model)) {
+  fail(`${configPath}: decoder.filename '${decoder.filename}' is not ${path.basename(opts.model)}`);
+}
+const layers = decoder.num_hidden_layers;
+const kvHeads = decoder.num_key_value_heads;
+const headDim = decoder.head_size;
+const { inputs: inNames, outputs: outNames } = decoder;
+const nth = (pattern, l) => pattern.replace('%d', String(l));
 
 const session = await createSession(opts.model, 1);
 const pastNames = [];
 for (let l = 0; l < layers; ++l) {
-  for (const kind of ['key', 'value']) pastNames.push([`past_key_values.${l}.${kind}`, `present.${l}.${kind}`]);
+  pastNames.push([nth(inNames.past_key_names, l), nth(outNames.present_key_names, l)]);
+  pastNames.push([nth(inNames.past_value_names, l), nth(outNames.present_value_names, l)]);
 }
-const expectedInputs = ['input_ids', 'attention_mask', 'position_ids', ...pastNames.map((p) => p[0])];
-const expectedOutputs = ['logits', ...pastNames.map((p) => p[1])];
+const expectedInputs = [inNames.input_ids, inNames.attention_mask, inNames.position_ids,
+  ...pastNames.map((p) => p[0])];
+const expectedOutputs = [outNames.logits, ...pastNames.map((p) => p[1])];
 if (JSON.stringify(session.inputNames) !== JSON.stringify(expectedInputs)) {
   fail(`${opts.model}: inputs [${session.inputNames}], expected [${expectedInputs}]`);
 }
