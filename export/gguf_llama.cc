@@ -1,6 +1,10 @@
 #include "export/gguf_llama.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <optional>
+#include <set>
 #include <atomic>
 #include <filesystem>
 #include <map>
@@ -8,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "export/gguf_carried_codes.h"
 #include "export/gguf_tokenizer.h"
 #include "export/gguf_types.h"
 #include "formats/gguf/ggml_blocks.h"
@@ -15,7 +20,9 @@
 #include "formats/gguf/llama_names.h"
 #include "hf/config_checks.h"
 #include "hf/layer_sizes.h"
+#include "hf/weight_roles.h"
 #include "ir/float_convert.h"
+#include "ir/quant.h"
 #include "support/status_macros.h"
 #include "support/threads.h"
 
@@ -28,6 +35,11 @@ using gguf::TensorType;
 struct Planned {
   std::string gguf_name;
   const ir::Tensor* source = nullptr;
+  // A quantized source: its scale and zero point (null: none), and the ggml
+  // type that holds its codes as they are (gguf_carried_codes.h), if any.
+  const ir::Tensor* scale = nullptr;
+  const ir::Tensor* zero_point = nullptr;
+  std::optional<TensorType> carried;
   int64_t rope_heads = 0;  // > 0: rows permuted to llama.cpp's rope order
   TensorSlot slot;
 };
@@ -103,8 +115,12 @@ int64_t RopeCols(const ir::Tensor& t) {
 absl::Status ReadValuesF32(const Planned& p, uint64_t numel, std::vector<float>& out) {
   const ir::Tensor& t = *p.source;
   std::vector<float> plain(numel);
-  RETURN_IF_ERROR(ir::ConvertFloats(t.dtype, t.data.data(), ir::DType::kF32,
-                                    reinterpret_cast<uint8_t*>(plain.data()), numel));
+  if (t.quant.quantized()) {
+    ASSIGN_OR_RETURN(plain, ir::DequantizeToF32(t, *p.scale, p.zero_point));
+  } else {
+    RETURN_IF_ERROR(ir::ConvertFloats(t.dtype, t.data.data(), ir::DType::kF32,
+                                      reinterpret_cast<uint8_t*>(plain.data()), numel));
+  }
   if (p.rope_heads == 0) {
     out = std::move(plain);
     return absl::OkStatus();
@@ -190,29 +206,45 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
 
   // Plan every tensor.
   std::vector<Planned> planned;
+  // Scales and zero points of quantized weights go into their blocks.
+  std::set<std::string> companions;
+  for (const ir::Tensor& t : model.graph.initializers()) {
+    if (!t.quant.quantized()) continue;
+    companions.insert(t.quant.scale);
+    if (!t.quant.zero_point.empty()) companions.insert(t.quant.zero_point);
+  }
   for (const ir::Tensor& t : model.graph.initializers()) {
     // Rotary frequency buffers some checkpoints carry are derived from
     // rope_theta; llama.cpp recomputes them (its converter skips them too).
     if (t.name.find("rotary_emb.inv_freq") != std::string::npos) continue;
+    if (companions.count(t.name)) continue;
+    if (t.name.size() > std::strlen(hf::kInputPermSuffix) &&
+        t.name.compare(t.name.size() - std::strlen(hf::kInputPermSuffix), std::string::npos,
+                       hf::kInputPermSuffix) == 0) {
+      return absl::UnimplementedError(absl::StrCat(
+          model.source_path, ": tensor '", t.name,
+          "' reorders its weight's input columns (act-order GPTQ); GGUF has no such "
+          "permutation, and exporting the weight without it is not done yet"));
+    }
     const std::string name = gguf::GgufNameFromHf(t.name);
     if (name.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(
           model.source_path, ": tensor '", t.name, "' has no llama.cpp counterpart"));
     }
+    Planned p;
     if (t.quant.quantized()) {
-      return absl::UnimplementedError(absl::StrCat(
-          model.source_path, ": tensor '", t.name,
-          "' is stored in a slimpack quantized layout; GGUF export reads float weights (convert "
-          "the original checkpoint, or an artifact made without --quant, with --format gguf "
-          "--quant TYPE)"));
-    }
-    if (!ir::IsConvertibleFloat(t.dtype)) {
+      p.scale = model.graph.FindInitializer(t.quant.scale);
+      p.zero_point =
+          t.quant.zero_point.empty() ? nullptr : model.graph.FindInitializer(t.quant.zero_point);
+      RETURN_IF_ERROR(Annotate(ir::ValidateQuantLayout(t, p.scale, p.zero_point),
+                               model.source_path));
+      p.carried = CarriedGgmlType(t);
+    } else if (!ir::IsConvertibleFloat(t.dtype)) {
       return absl::InvalidArgumentError(absl::StrCat(model.source_path, ": tensor '", t.name,
                                                      "' has dtype ",
                                                      std::string(ir::DTypeName(t.dtype)),
                                                      "; GGUF export reads f32/f16/bf16"));
     }
-    Planned p;
     p.gguf_name = name;
     p.source = &t;
     // llama/mistral use llama.cpp's interleaved rope (rows permuted, per
@@ -316,8 +348,21 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
                       sizes[0].num_kv_heads, importance != nullptr);
   GgufExportResult result;
   double matrix_bits = 0, matrix_weights = 0;
+  // Re-encoded quantized weights: the error the second quantization added,
+  // filled while the writer encodes them.
+  std::vector<std::pair<std::string, double>> requantized;
+  std::mutex requantized_mu;
   for (const Planned& p : planned) {
-    const TypeChoice choice = chooser.Choose(p.slot);
+    // Asked even for carried codes: llama-quantize's rules count tensors
+    // of a kind (attn_v, ffn_down) as they go.
+    TypeChoice choice = chooser.Choose(p.slot);
+    if (p.carried) {
+      choice = TypeChoice{};
+      choice.type = *p.carried;
+      ++result.carried;
+    } else if (p.source->quant.quantized()) {
+      ++result.requantized;
+    }
     const int64_t cols = p.slot.row_length;
     const int64_t rows = p.slot.rank >= 2 ? p.source->dims[0] : 1;
     std::vector<int64_t> ne = {cols};
@@ -330,15 +375,22 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     }
     if (!choice.fallback_note.empty()) ++result.fallbacks;
     if (options.log) {
+      std::string note = choice.fallback_note;
+      if (p.source->quant.quantized()) {
+        note = p.carried ? absl::StrCat("the artifact's ", p.source->quant.algorithm, " codes as they are")
+                         : absl::StrCat("no ggml type holds the artifact's layout: dequantized and "
+                                        "quantized again", note.empty() ? "" : "; " + note);
+      }
       options.log(absl::StrCat(p.gguf_name, " [", absl::StrJoin(ne, ", "), "] ",
                                std::string(gguf::TypeName(choice.type)),
-                               choice.fallback_note.empty() ? "" : " (" + choice.fallback_note + ")"));
+                               note.empty() ? "" : " (" + note + ")"));
     }
     const int threads = std::max(1, options.threads);
     const float* columns = nullptr;
     // Float types store weights exactly and ggml's q8_0 has no weighted
     // search: the imatrix reaches the other quantized types.
-    if (importance && gguf::BlockSize(choice.type) > 1 && choice.type != TensorType::kQ8_0) {
+    if (importance && !p.carried && gguf::BlockSize(choice.type) > 1 &&
+        choice.type != TensorType::kQ8_0) {
       auto it = importance->columns.find(p.gguf_name);
       if (it != importance->columns.end()) {
         columns = it->second.data();
@@ -347,17 +399,54 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
         options.log(absl::StrCat(p.gguf_name, ": no imatrix entry, quantized without one"));
       }
     }
+    if (p.carried) {
+      RETURN_IF_ERROR(writer.AddTensor(
+          p.gguf_name, ne, choice.type,
+          [p, rows, type = choice.type](uint8_t* dst, uint64_t size) -> absl::Status {
+            return EncodeCarriedRows(
+                type, *p.source, *p.scale, p.zero_point,
+                [&p, rows](int64_t r) {
+                  return p.rope_heads > 0 ? gguf::RopePermutedSourceRow(r, rows, p.rope_heads) : r;
+                },
+                dst, size);
+          }));
+      ++result.tensors;
+      continue;
+    }
+    const bool requantize = p.source->quant.quantized();
     RETURN_IF_ERROR(writer.AddTensor(
         p.gguf_name, ne, choice.type,
-        [p, rows, cols, type = choice.type, columns, threads](uint8_t* dst,
-                                                             uint64_t size) -> absl::Status {
+        [p, rows, cols, type = choice.type, columns, threads, requantize, &requantized,
+         &requantized_mu](uint8_t* dst, uint64_t size) -> absl::Status {
           std::vector<float> values;
           RETURN_IF_ERROR(ReadValuesF32(p, static_cast<uint64_t>(rows) * cols, values));
-          return EncodeRows(type, values, rows, cols, columns, threads, dst, size);
+          RETURN_IF_ERROR(EncodeRows(type, values, rows, cols, columns, threads, dst, size));
+          if (requantize) {
+            // Relative L2 of what ggml decodes against the artifact's values.
+            std::vector<float> back(values.size());
+            RETURN_IF_ERROR(gguf::DequantizeRow(type, dst, static_cast<int64_t>(values.size()),
+                                                back.data()));
+            double num = 0, den = 0;
+            for (size_t i = 0; i < values.size(); ++i) {
+              const double d = static_cast<double>(back[i]) - values[i];
+              num += d * d;
+              den += static_cast<double>(values[i]) * values[i];
+            }
+            std::lock_guard<std::mutex> lock(requantized_mu);
+            requantized.emplace_back(p.gguf_name, den > 0 ? std::sqrt(num / den) : 0.0);
+          }
+          return absl::OkStatus();
         }));
     ++result.tensors;
   }
   ASSIGN_OR_RETURN(const gguf::WrittenFile written, writer.Write(path));
+  for (const auto& [name, rel] : requantized) {
+    result.max_requantized_rel_l2 = std::max(result.max_requantized_rel_l2, rel);
+    if (options.log) {
+      options.log(absl::StrCat(name, ": quantized again, relative L2 ", rel,
+                               " against the artifact's dequantized values"));
+    }
+  }
   result.file_bytes = written.file_bytes;
   result.matrix_bits_per_weight = matrix_weights > 0 ? matrix_bits / matrix_weights : 0;
   return result;

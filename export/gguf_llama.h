@@ -48,6 +48,12 @@ struct GgufExportResult {
   int64_t tensors = 0;
   int64_t fallbacks = 0;  // tensors that could not take the preset's type
   int64_t with_importance = 0;  // quantized matrices weighted by the imatrix
+  // Weights of an artifact already quantized: written with their codes as
+  // they are (gguf_carried_codes.h), or dequantized and quantized again
+  // into the preset's type with the largest relative L2 error that added.
+  int64_t carried = 0;
+  int64_t requantized = 0;
+  double max_requantized_rel_l2 = 0;
   // Average bits per weight over the 2-D matrices.
   double matrix_bits_per_weight = 0;
 };
@@ -59,8 +65,11 @@ struct GgufExportResult {
 // InvalidArgument naming the tensor, file or field (an unknown family,
 // per-layer size lists config.json gets wrong, a missing weight, a
 // tokenizer llama.cpp would read differently, an importance entry of the
-// wrong length or naming no matrix); Unimplemented for weights already
-// quantized in a slimpack layout, or a qwen2 pruned per layer.
+// wrong length or naming no matrix); Unimplemented for a qwen2 pruned per
+// layer or an act-order input permutation. Weights already in a slimpack
+// integer layout keep their codes where a ggml type holds the layout
+// (gguf_carried_codes.h) and are otherwise dequantized and encoded in the
+// preset's type, the error that adds logged per tensor.
 absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
                                                      const GgufExportOptions& options,
                                                      const std::string& path);

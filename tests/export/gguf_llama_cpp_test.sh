@@ -97,16 +97,22 @@ if "$SLIMPACK" convert "$tiny" -o "$work/tp" --prune-rules "$work/rules.json" --
 else
   echo "FAIL: prune the tiny-llama per layer"; cat "$work/log"; fail=1
 fi
-# An artifact whose weights are already in a slimpack integer layout is
-# refused, naming a tensor and what to convert instead; nothing is written.
-"$SLIMPACK" convert "$tiny" -o "$work/tq" --quant int4 >"$work/log" 2>&1 || { cat "$work/log"; fail=1; }
-if "$SLIMPACK" convert "$work/tq" -o "$work/tq.gguf" --format gguf --quant q4_0 >"$work/log" 2>&1; then
-  echo "FAIL: a quantized artifact was exported to GGUF"; fail=1
-elif ! grep -q "slimpack quantized layout" "$work/log" || [ -e "$work/tq.gguf" ]; then
-  echo "FAIL: quantized artifact refusal"; cat "$work/log"; fail=1
-else
-  echo "ok: a quantized artifact is refused: $(cat "$work/log")"
-fi
+# Artifacts already quantized: int4 group 32 codes go in as Q4_0 (symmetric)
+# and Q4_1 (zero points) blocks as they are, int8 per row as Q8_0; the
+# ffn_down rows of 344 fit no block and are dequantized into f16. llama.cpp
+# is compared with slimpack running the artifact itself.
+for scheme in "int4 --group 32" "int4 --group 32 --asym" "int8"; do
+  name="tiny-art-$(echo "$scheme" | tr -d ' -')"
+  # shellcheck disable=SC2086
+  if "$SLIMPACK" convert "$tiny" -o "$work/$name" --quant $scheme >"$work/log" 2>&1; then
+    check "$work/$name" "$name" f16 1e-2 0.99
+    "$SLIMPACK" run "$work/$name" --inputs "$work/tokens.npz" -o "$work/$name-art.npz" --force >"$work/log" 2>&1 &&
+      "$PY" "$SRC/tests/export/compare_logits.py" "$work/$name-art.npz" "$work/theirs.f32" \
+        --label "$name: llama.cpp vs the artifact in slimpack" --max-rel-rms 1e-2 --min-top1 0.99 || fail=1
+  else
+    echo "FAIL: convert --quant $scheme"; cat "$work/log"; fail=1
+  fi
+done
 "$PY" - "$work/pruned-f32.gguf" <<'PYEOF' || { echo "FAIL: pruned GGUF metadata"; fail=1; }
 import struct, sys
 # The architecture and the per-layer i32 arrays, read straight from the file.

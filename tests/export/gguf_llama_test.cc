@@ -25,6 +25,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "ir/float_convert.h"
+#include "ir/quant.h"
+#include "quantize/quantize_weights.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::gguf_export {
@@ -249,6 +251,89 @@ TEST_F(GgufLlamaTest, MissingTokenizerOrOutputIsRefusedByName) {
   EXPECT_THAT(ExportDecoderToGguf(no_head, {}, dir_ + "/b.gguf").status(),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("lm_head.weight is missing")));
   EXPECT_NE(::access((dir_ + "/b.gguf").c_str(), F_OK), 0);
+}
+
+// An artifact's integer codes go to GGUF as they are where a ggml type
+// holds the layout: each element ggml decodes is the artifact's code times
+// the f16-rounded scale (plus the f16 min for Q4_1), the codes untouched;
+// the layouts no ggml type holds (rows of 344 are not blocks of 32) are
+// dequantized and quantized again, and counted. tests/export/
+// gguf_llama_cpp_test.sh runs such files in llama.cpp.
+TEST_F(GgufLlamaTest, QuantizedArtifactCodesAreCarriedIntoGgmlBlocks) {
+  struct Case {
+    const char* scheme;
+    gguf::TensorType type;
+  };
+  for (const Case& c : {Case{"int4-g32", gguf::TensorType::kQ4_0},
+                        Case{"int4-g32-asym", gguf::TensorType::kQ4_1},
+                        Case{"int8", gguf::TensorType::kQ8_0}}) {
+    SCOPED_TRACE(c.scheme);
+    ir::Model m = model_;
+    quantize::QuantizeRequest req;
+    req.config.scheme = *quantize::ParseWeightScheme(c.scheme);
+    ASSERT_THAT(quantize::QuantizeWeights(m, req), IsOk());
+    GgufExportOptions options;
+    options.preset = "f16";
+    const std::string path = dir_ + "/" + c.scheme + ".gguf";
+    auto done = ExportDecoderToGguf(m, options, path);
+    ASSERT_THAT(done, IsOk());
+    // Every matrix but the 4 ffn_down, whose rows of 344 are not blocks of 32.
+    EXPECT_EQ(done->carried, 26);
+    EXPECT_EQ(done->requantized, 4);
+    EXPECT_LT(done->max_requantized_rel_l2, 1e-3);  // into f16
+    auto file = gguf::OpenGgufFile(path);
+    ASSERT_THAT(file, IsOk());
+    const ir::Tensor& q = *m.graph.FindInitializer("model.layers.1.self_attn.v_proj.weight");
+    const ir::Tensor& s = *m.graph.FindInitializer(q.quant.scale);
+    const ir::Tensor* z = q.quant.zero_point.empty() ? nullptr : m.graph.FindInitializer(q.quant.zero_point);
+    const gguf::TensorInfo* t = file->FindTensor("blk.1.attn_v.weight");
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(static_cast<gguf::TensorType>(t->type), c.type);
+    const std::vector<float> got = Decoded(*t);
+    const int64_t cols = q.dims[1];
+    ASSERT_EQ(got.size(), static_cast<size_t>(q.dims[0] * cols));
+    auto scale_at = [&](int64_t i) {
+      float v;
+      std::memcpy(&v, s.data.data() + 4 * i, 4);
+      return v;
+    };
+    auto f16 = [](float v) { return ir::F16ToF32(ir::F32ToF16(v)); };
+    int64_t mismatches = 0;
+    for (int64_t i = 0; i < static_cast<int64_t>(got.size()); ++i) {
+      const int64_t row = i / cols, group = row * (cols / 32) + (i % cols) / 32;
+      float want;
+      if (c.type == gguf::TensorType::kQ8_0) {
+        want = static_cast<float>(ir::IntAt<ir::DType::kI8>(q.data.data(), i)) * f16(scale_at(row));
+      } else if (c.type == gguf::TensorType::kQ4_0) {
+        want = static_cast<float>(ir::IntAt<ir::DType::kI4>(q.data.data(), i)) * f16(scale_at(group));
+      } else {
+        const int32_t zp = ir::IntAt<ir::DType::kU4>(z->data.data(), group);
+        want = static_cast<float>(ir::IntAt<ir::DType::kU4>(q.data.data(), i)) * f16(scale_at(group)) +
+               f16(-static_cast<float>(zp) * scale_at(group));
+      }
+      mismatches += got[i] != want;
+    }
+    EXPECT_EQ(mismatches, 0);
+  }
+}
+
+TEST_F(GgufLlamaTest, AnActOrderPermutationIsRefusedByName) {
+  ir::Model m = model_;
+  quantize::QuantizeRequest req;
+  req.config.scheme = *quantize::ParseWeightScheme("int4-g32");
+  ASSERT_THAT(quantize::QuantizeWeights(m, req), IsOk());
+  ir::Tensor perm;
+  perm.name = "model.layers.0.mlp.up_proj.weight.input_perm";
+  perm.dtype = ir::DType::kI64;
+  perm.dims = {128};
+  std::vector<uint8_t> bytes(128 * 8);
+  for (int64_t i = 0; i < 128; ++i) std::memcpy(bytes.data() + 8 * i, &i, 8);
+  perm.data = ir::TensorData::Owned(std::move(bytes));
+  ASSERT_THAT(m.graph.AddInitializer(std::move(perm)), IsOk());
+  EXPECT_THAT(ExportDecoderToGguf(m, {}, dir_ + "/perm.gguf").status(),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("'model.layers.0.mlp.up_proj.weight.input_perm' reorders")));
+  EXPECT_NE(::access((dir_ + "/perm.gguf").c_str(), F_OK), 0);
 }
 
 // Per-layer widths go out as llama.cpp's "deci"; tests/export/
