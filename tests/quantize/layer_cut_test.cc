@@ -16,6 +16,7 @@
 #include "hf/llama_graph_builder.h"
 #include "ir/graph_slice.h"
 #include "quantize/importance_matrix.h"
+#include "quantize/layer_cache.h"
 #include "quantize/linear_capture.h"
 #include "quantize/quantize_weights.h"
 #include "tests/testing/status_matchers.h"
@@ -122,6 +123,63 @@ TEST(LinearCaptureTest, LayersSharingAnInputGetWhatCapturingEachAloneGives) {
     EXPECT_EQ(t.kept, 5);
     EXPECT_EQ(t.samples, a.samples) << w;
   }
+}
+
+// The mechanism against the plain way: layer 2's inputs captured on the
+// whole model vs captured on its slice fed with values advanced from layer
+// 0 through layers 0 and 1 — with layers 0 and 1 changed (as quantization
+// changes them), so a stale or mis-cut cache would show.
+TEST(LayerCacheTest, CapturingFromAdvancedValuesEqualsCapturingOnTheWholeModel) {
+  Decoder d = TinyDecoder();
+  ir::Graph& g = d.graph.graph;
+  for (size_t grp = 0; grp < 2; ++grp) {
+    for (const std::string& w : d.groups[grp]) {
+      ir::Tensor t = *g.FindInitializer(w);
+      ASSERT_EQ(t.dtype, ir::DType::kF32);
+      std::vector<uint8_t> bytes(t.data.data(), t.data.data() + t.data.size());
+      float* v = reinterpret_cast<float*>(bytes.data());
+      for (size_t i = 0; i < bytes.size() / 4; ++i) v[i] = v[i] * 0.9f + (i % 7 == 0 ? 0.01f : 0.0f);
+      t.data = ir::TensorData::Owned(std::move(bytes));
+      ASSERT_TRUE(g.RemoveInitializer(w));
+      ASSERT_THAT(g.AddInitializer(std::move(t)), IsOk());
+    }
+  }
+  auto data = OpenCalibrationData(
+      d.graph, {std::string(SLIMPACK_TINY_LLAMA_DIR) + "/calib_tokens.npy"});
+  ASSERT_THAT(data, IsOk());
+  auto cut = CachedValuesPerGroup(g, d.groups);
+  ASSERT_THAT(cut, IsOk());
+  CaptureRequest req;
+  req.hessian = true;
+  auto whole = CaptureLinearInputs(d.graph, d.groups[2], *data, 2, req, 2);
+  ASSERT_THAT(whole, IsOk());
+
+  RunValues cache(2);
+  for (size_t grp = 1; grp <= 2; ++grp) {
+    auto next = AdvanceCachedValues(d.graph, cache, (*cut)[grp - 1], (*cut)[grp], *data, 2,
+                                    uint64_t{1} << 30);
+    ASSERT_THAT(next, IsOk());
+    ASSERT_TRUE(next->has_value());
+    cache = **next;
+  }
+  ir::Model sliced = d.graph;
+  auto slice = ir::SliceGraph(g, OutputsOfNodesReading(g, d.groups[2]),
+                              std::set<std::string>((*cut)[2].begin(), (*cut)[2].end()));
+  ASSERT_THAT(slice, IsOk());
+  sliced.graph = *std::move(slice);
+  req.fed = &cache;
+  auto from_cache = CaptureLinearInputs(sliced, d.groups[2], *data, 2, req, 2);
+  ASSERT_THAT(from_cache, IsOk());
+  for (const std::string& w : d.groups[2]) {
+    EXPECT_GT(whole->at(w).rows, 0u);
+    EXPECT_EQ(from_cache->at(w).rows, whole->at(w).rows) << w;
+    EXPECT_EQ(from_cache->at(w).xtx, whole->at(w).xtx) << w;
+    EXPECT_EQ(from_cache->at(w).mean_sq, whole->at(w).mean_sq) << w;
+  }
+  // A budget the values exceed gives no cache.
+  auto over = AdvanceCachedValues(d.graph, RunValues(2), {}, (*cut)[1], *data, 2, 1);
+  ASSERT_THAT(over, IsOk());
+  EXPECT_FALSE(over->has_value());
 }
 
 QuantizeRequest Gptq(uint64_t cache_bytes, std::vector<std::string>* log) {
