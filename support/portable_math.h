@@ -22,6 +22,8 @@
 #ifndef SLIMPACK_SUPPORT_PORTABLE_MATH_H_
 #define SLIMPACK_SUPPORT_PORTABLE_MATH_H_
 
+#include <cstdint>
+
 namespace slimpack::pmath {
 
 double Exp(double x);
@@ -44,6 +46,12 @@ double Acosh(double x);
 double Atanh(double x);
 
 inline float Exp(float x) { return static_cast<float>(Exp(static_cast<double>(x))); }
+// out[i] = Exp(x[i]) (the float overload) for i in [0, n), with the bits of
+// the scalar call on every CPU: four lanes at a time on the same double
+// operations where |x| <= 708 (2^n stays normal), the scalar call for a
+// group holding anything else (NaN, the subnormal and overflowing ends).
+// out may equal x.
+void ExpArray(const float* x, float* out, int64_t n);
 inline float Expm1(float x) { return static_cast<float>(Expm1(static_cast<double>(x))); }
 inline float Log(float x) { return static_cast<float>(Log(static_cast<double>(x))); }
 inline float Log1p(float x) { return static_cast<float>(Log1p(static_cast<double>(x))); }

@@ -38,12 +38,6 @@ absl::Status SignedUnary(KernelContext& ctx, bool abs) {
   }
 }
 
-float SigmoidF(float x) {
-  // Split by sign so exp never overflows.
-  if (x >= 0) return 1.0f / (1.0f + pmath::Exp(-x));
-  const float e = pmath::Exp(x);
-  return e / (1.0f + e);
-}
 
 // f32 -> f32 element by element with the count hoisted and f inlined, so
 // the loop vectorises when f has no calls or branches the vectoriser cannot
@@ -165,7 +159,12 @@ absl::Status Sqrt(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float x) { return std::sqrt(x); });
 }
 absl::Status Exp(KernelContext& ctx) {
-  return UnaryFloat(ctx, [](float x) { return pmath::Exp(x); });
+  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
+  if (x->dtype() != DType::kF32) return UnsupportedDType(ctx, x->dtype(), "f32");
+  ASSIGN_OR_RETURN(RtTensor out, ctx.AllocateUninitialized(DType::kF32, x->dims()));
+  pmath::ExpArray(x->data<float>(), out.mutable_data<float>(), x->num_elements());
+  ctx.SetOutput(0, std::move(out));
+  return absl::OkStatus();
 }
 absl::Status Log(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float x) { return pmath::Log(x); });
@@ -191,7 +190,32 @@ absl::Status Erf(KernelContext& ctx) {
 absl::Status Tanh(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float x) { return pmath::Tanh(x); });
 }
-absl::Status Sigmoid(KernelContext& ctx) { return UnaryFloat(ctx, SigmoidF); }
+// 1 / (1 + exp(-x)) for x >= 0 and e / (1 + e), e = exp(x), below: split by
+// sign so exp never overflows. The exps of a block go four at a time
+// (pmath::ExpArray, the scalar pmath::Exp's bits).
+absl::Status Sigmoid(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
+  if (x->dtype() != DType::kF32) return UnsupportedDType(ctx, x->dtype(), "f32");
+  ASSIGN_OR_RETURN(RtTensor out, ctx.AllocateUninitialized(DType::kF32, x->dims()));
+  const float* px = x->data<float>();
+  float* po = out.mutable_data<float>();
+  const int64_t n = x->num_elements();
+  constexpr int64_t kBlock = 256;
+  float e[kBlock];
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const int64_t m = std::min(kBlock, n - i0);
+    for (int64_t j = 0; j < m; ++j) {
+      const float v = px[i0 + j];
+      e[j] = v >= 0 ? -v : v;  // NaN stays NaN
+    }
+    pmath::ExpArray(e, e, m);
+    for (int64_t j = 0; j < m; ++j) {
+      po[i0 + j] = px[i0 + j] >= 0 ? 1.0f / (1.0f + e[j]) : e[j] / (1.0f + e[j]);
+    }
+  }
+  ctx.SetOutput(0, std::move(out));
+  return absl::OkStatus();
+}
 absl::Status Relu(KernelContext& ctx) {
   return UnaryF32Contiguous(
       ctx, [](float x) { return x > 0.0f ? x : (x == x ? 0.0f : x); });

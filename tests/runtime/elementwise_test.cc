@@ -1,10 +1,12 @@
 // Element-wise kernels: numpy broadcasting against a naive index loop,
 // integer semantics, comparisons, Where, unary functions and Clip forms.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/portable_math.h"
 #include "tests/runtime/op_test_util.h"
 #include "tests/testing/status_matchers.h"
 
@@ -270,6 +272,39 @@ TEST(ElementwiseTest, ActivationsWithAttributes) {
                {4}, want, 1e-6f, 1e-6f);
   EXPECT_THAT((OpTest{"Gelu", {{"x", x}}, {{"approximate", ir::Attribute::String("erf")}}}.Run()),
               StatusIs(absl::StatusCode::kUnimplemented, HasSubstr("supported: none, tanh")));
+}
+
+// Sigmoid and Exp take their exps four at a time (pmath::ExpArray); every
+// element still has the bits of the scalar formulas, specials included, at
+// a length that leaves a partial block and a partial lane group.
+TEST(ElementwiseTest, SigmoidAndExpHaveTheScalarFormulasBits) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v = {0.0f, -0.0f, inf, -inf, std::nanf(""), 708.5f, -708.5f, 88.0f, -88.0f,
+                          1e-39f, -1e-39f, 3e38f, -3e38f};
+  for (int i = 0; v.size() < 1031; ++i) v.push_back(-30.0f + 0.0587f * static_cast<float>(i));
+  const RtTensor x = F32({static_cast<int64_t>(v.size())}, v);
+  const std::vector<float> sig = RunOne({"Sigmoid", {{"x", x}}}).ToVector<float>();
+  const std::vector<float> ex = RunOne({"Exp", {{"x", x}}}).ToVector<float>();
+  ASSERT_EQ(sig.size(), v.size());
+  ASSERT_EQ(ex.size(), v.size());
+  auto same = [](float a, float b) { return std::memcmp(&a, &b, 4) == 0; };
+  for (size_t i = 0; i < v.size(); ++i) {
+    const float a = v[i];
+    float want;
+    if (a >= 0) {
+      want = 1.0f / (1.0f + pmath::Exp(-a));
+    } else {
+      const float e = pmath::Exp(a);
+      want = e / (1.0f + e);
+    }
+    if (std::isnan(a)) {
+      EXPECT_TRUE(std::isnan(sig[i]));
+      EXPECT_TRUE(std::isnan(ex[i]));
+      continue;
+    }
+    EXPECT_TRUE(same(sig[i], want)) << "Sigmoid(" << a << ") = " << sig[i] << ", want " << want;
+    EXPECT_TRUE(same(ex[i], pmath::Exp(a))) << "Exp(" << a << ") = " << ex[i];
+  }
 }
 
 TEST(ElementwiseTest, ClipAttributeAndInputForms) {

@@ -192,6 +192,42 @@ TEST(PortableMathTest, ExpAcrossItsScalingHandOvers) {
   EXPECT_LE(UlpError(Exp(-740.0), std::exp(-740.0)), 1.0);
 }
 
+// ExpArray has the scalar call's bits for every element: a sweep over the
+// whole float range plus the special values and the lane-group boundaries
+// (|x| = 708), at lengths that are not multiples of four, in place too.
+TEST(PortableMathTest, ExpArrayHasTheBitsOfTheScalarCall) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> xs = {0.0f, -0.0f, inf, -inf, std::nanf(""), 708.0f, -708.0f,
+                           std::nextafter(708.0f, inf), std::nextafter(-708.0f, -inf), 88.7f,
+                           -103.9f, 1e-40f, -1e-40f, 1e-30f, 3.4e38f, -3.4e38f};
+  for (float x : Inputs(-800.0f, 800.0f)) xs.push_back(x);
+  for (float x : Inputs(-20.0f, 20.0f)) xs.push_back(x);
+  for (size_t len : {xs.size(), xs.size() - 1, xs.size() - 2, xs.size() - 3}) {
+    std::vector<float> out(len, 123.0f);
+    ExpArray(xs.data(), out.data(), static_cast<int64_t>(len));
+    int64_t differ = 0;
+    for (size_t i = 0; i < len; ++i) {
+      const float want = Exp(xs[i]);
+      uint32_t a, b;
+      std::memcpy(&a, &out[i], 4);
+      std::memcpy(&b, &want, 4);
+      if (a != b) {
+        if (++differ < 5) ADD_FAILURE() << "x = " << xs[i] << ": " << out[i] << " vs " << want;
+      }
+    }
+    EXPECT_EQ(differ, 0) << "length " << len;
+  }
+  std::vector<float> inplace(xs.begin(), xs.begin() + 1001);
+  ExpArray(inplace.data(), inplace.data(), 1001);
+  for (int i = 0; i < 1001; ++i) {
+    if (std::isnan(xs[i])) {
+      EXPECT_TRUE(std::isnan(inplace[i]));
+    } else {
+      EXPECT_EQ(inplace[i], Exp(xs[i])) << xs[i];
+    }
+  }
+}
+
 TEST(PortableMathTest, SpecialValues) {
   const double inf = std::numeric_limits<double>::infinity();
   EXPECT_EQ(Exp(inf), inf);
