@@ -113,30 +113,48 @@ void ErfArray(const float* px, float* po, int64_t n) {
   }
 }
 
-absl::Status ErfF32(KernelContext& ctx) {
+// An f32 -> f32 op whose whole array goes through `array(px, po, n)` (a
+// fresh output, so po never aliases px).
+template <typename ArrayFn>
+absl::Status UnaryF32Array(KernelContext& ctx, ArrayFn array) {
   ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
   if (x->dtype() != DType::kF32) return UnsupportedDType(ctx, x->dtype(), "f32");
   ASSIGN_OR_RETURN(RtTensor out, ctx.AllocateUninitialized(DType::kF32, x->dims()));
-  ErfArray(x->data<float>(), out.mutable_data<float>(), x->num_elements());
+  array(x->data<float>(), out.mutable_data<float>(), x->num_elements());
   ctx.SetOutput(0, std::move(out));
   return absl::OkStatus();
 }
 
+absl::Status ErfF32(KernelContext& ctx) { return UnaryF32Array(ctx, ErfArray); }
+
 // Gelu(x) = 0.5 x (1 + erf(x / sqrt 2)) with the erf above, in three
 // vectorisable passes over the output.
 absl::Status GeluErfF32(KernelContext& ctx) {
-  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
-  if (x->dtype() != DType::kF32) return UnsupportedDType(ctx, x->dtype(), "f32");
-  ASSIGN_OR_RETURN(RtTensor out, ctx.AllocateUninitialized(DType::kF32, x->dims()));
-  const float* px = x->data<float>();
-  float* po = out.mutable_data<float>();
-  const int64_t n = x->num_elements();
-  const float k = static_cast<float>(M_SQRT1_2);
-  for (int64_t i = 0; i < n; ++i) po[i] = px[i] * k;
-  ErfArray(po, po, n);
-  for (int64_t i = 0; i < n; ++i) po[i] = 0.5f * px[i] * (1.0f + po[i]);
-  ctx.SetOutput(0, std::move(out));
-  return absl::OkStatus();
+  return UnaryF32Array(ctx, [](const float* px, float* po, int64_t n) {
+    const float k = static_cast<float>(M_SQRT1_2);
+    for (int64_t i = 0; i < n; ++i) po[i] = px[i] * k;
+    ErfArray(po, po, n);
+    for (int64_t i = 0; i < n; ++i) po[i] = 0.5f * px[i] * (1.0f + po[i]);
+  });
+}
+
+// 1 / (1 + exp(-x)) for x >= 0 and e / (1 + e), e = exp(x), below: split by
+// sign so exp never overflows. The exps of a block go four at a time
+// (pmath::ExpArray, the scalar pmath::Exp's bits).
+void SigmoidArray(const float* px, float* po, int64_t n) {
+  constexpr int64_t kBlock = 256;
+  float e[kBlock];
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const int64_t m = std::min(kBlock, n - i0);
+    for (int64_t j = 0; j < m; ++j) {
+      const float v = px[i0 + j];
+      e[j] = v >= 0 ? -v : v;  // NaN stays NaN
+    }
+    pmath::ExpArray(e, e, m);
+    for (int64_t j = 0; j < m; ++j) {
+      po[i0 + j] = px[i0 + j] >= 0 ? 1.0f / (1.0f + e[j]) : e[j] / (1.0f + e[j]);
+    }
+  }
 }
 
 template <typename T>
@@ -158,14 +176,7 @@ absl::Status Abs(KernelContext& ctx) { return SignedUnary(ctx, true); }
 absl::Status Sqrt(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float x) { return std::sqrt(x); });
 }
-absl::Status Exp(KernelContext& ctx) {
-  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
-  if (x->dtype() != DType::kF32) return UnsupportedDType(ctx, x->dtype(), "f32");
-  ASSIGN_OR_RETURN(RtTensor out, ctx.AllocateUninitialized(DType::kF32, x->dims()));
-  pmath::ExpArray(x->data<float>(), out.mutable_data<float>(), x->num_elements());
-  ctx.SetOutput(0, std::move(out));
-  return absl::OkStatus();
-}
+absl::Status Exp(KernelContext& ctx) { return UnaryF32Array(ctx, pmath::ExpArray); }
 absl::Status Log(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float x) { return pmath::Log(x); });
 }
@@ -190,32 +201,7 @@ absl::Status Erf(KernelContext& ctx) {
 absl::Status Tanh(KernelContext& ctx) {
   return UnaryFloat(ctx, [](float x) { return pmath::Tanh(x); });
 }
-// 1 / (1 + exp(-x)) for x >= 0 and e / (1 + e), e = exp(x), below: split by
-// sign so exp never overflows. The exps of a block go four at a time
-// (pmath::ExpArray, the scalar pmath::Exp's bits).
-absl::Status Sigmoid(KernelContext& ctx) {
-  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
-  if (x->dtype() != DType::kF32) return UnsupportedDType(ctx, x->dtype(), "f32");
-  ASSIGN_OR_RETURN(RtTensor out, ctx.AllocateUninitialized(DType::kF32, x->dims()));
-  const float* px = x->data<float>();
-  float* po = out.mutable_data<float>();
-  const int64_t n = x->num_elements();
-  constexpr int64_t kBlock = 256;
-  float e[kBlock];
-  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
-    const int64_t m = std::min(kBlock, n - i0);
-    for (int64_t j = 0; j < m; ++j) {
-      const float v = px[i0 + j];
-      e[j] = v >= 0 ? -v : v;  // NaN stays NaN
-    }
-    pmath::ExpArray(e, e, m);
-    for (int64_t j = 0; j < m; ++j) {
-      po[i0 + j] = px[i0 + j] >= 0 ? 1.0f / (1.0f + e[j]) : e[j] / (1.0f + e[j]);
-    }
-  }
-  ctx.SetOutput(0, std::move(out));
-  return absl::OkStatus();
-}
+absl::Status Sigmoid(KernelContext& ctx) { return UnaryF32Array(ctx, SigmoidArray); }
 absl::Status Relu(KernelContext& ctx) {
   return UnaryF32Contiguous(
       ctx, [](float x) { return x > 0.0f ? x : (x == x ? 0.0f : x); });
