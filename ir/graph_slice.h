@@ -28,6 +28,12 @@ namespace slimpack::ir {
 absl::StatusOr<Graph> SliceGraph(const Graph& graph, const std::vector<std::string>& targets,
                                  const std::set<std::string>& given);
 
+// Which nodes of `graph` `targets` need (by node index): the walk back
+// through producers stops at the values in `stop`, and at graph inputs,
+// initializers and values nothing defines (SliceGraph reports those).
+std::vector<bool> NodesNeeded(const Graph& graph, const std::vector<std::string>& targets,
+                              const std::set<std::string>& stop);
+
 // Whether each value of `graph` depends on any of `sources` (values or
 // initializers): a node's outputs do when any value it reads does. The
 // result holds exactly the dependent value names, `sources` included.

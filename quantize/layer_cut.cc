@@ -34,25 +34,6 @@ struct Producers {
   }
 };
 
-// Nodes the values in `from` need, walking back through producers and
-// stopping at the values in `stop` (inputs and initializers have none).
-std::vector<bool> NodesNeeded(const ir::Graph& g, const Producers& p,
-                              const std::vector<std::string>& from,
-                              const std::set<std::string>& stop) {
-  std::vector<bool> need(g.nodes.size(), false);
-  std::vector<std::string> stack(from.begin(), from.end());
-  while (!stack.empty()) {
-    const std::string v = std::move(stack.back());
-    stack.pop_back();
-    if (stop.count(v)) continue;
-    const std::optional<size_t> n = p.Find(v);
-    if (!n || need[*n]) continue;
-    need[*n] = true;
-    for (std::string& r : ir::NodeReads(g.nodes[*n])) stack.push_back(std::move(r));
-  }
-  return need;
-}
-
 }  // namespace
 
 std::vector<std::string> OutputsOfNodesReading(const ir::Graph& graph,
@@ -82,7 +63,7 @@ absl::StatusOr<std::vector<std::vector<std::string>>> CachedValuesPerGroup(
                                         "' is read by no node of graph '" + graph.name + "'");
     }
     if (g > 0) {
-      const std::vector<bool> needed = NodesNeeded(graph, producers, targets, {});
+      const std::vector<bool> needed = ir::NodesNeeded(graph, targets, {});
       const std::set<std::string> own(groups[g].begin(), groups[g].end());
       const std::set<std::string> after_own = ir::ValuesDependingOn(graph, own);
       const std::set<std::string> tainted = ir::ValuesDependingOn(graph, earlier);
@@ -110,7 +91,7 @@ absl::StatusOr<std::vector<std::vector<std::string>>> CachedValuesPerGroup(
       for (const std::string& v : order) {
         std::set<std::string> others = keep;
         others.erase(v);
-        const std::vector<bool> redo = NodesNeeded(graph, producers, {v}, others);
+        const std::vector<bool> redo = ir::NodesNeeded(graph, {v}, others);
         bool reads_weight = false;
         for (size_t i = 0; i < graph.nodes.size() && !reads_weight; ++i) {
           reads_weight = redo[i] && ReadsAny(graph.nodes[i], all_weights);
