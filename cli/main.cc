@@ -126,7 +126,8 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   convert_cmd->add_flag("--asym", o.asym, "Asymmetric quantization (zero points)");
   convert_cmd->add_option("--algo", o.algo,
-                          "Weight algorithm: rtn, rtn-mse, imatrix, gptq, awq (the last three need --calib)")
+                          "Weight algorithm: rtn, rtn-mse, imatrix, gptq, awq (the last three need --calib; "
+                          "with --format gguf: rtn, imatrix, gptq on ggml's grids)")
       ->check(CLI::IsMember({"rtn", "rtn-mse", "imatrix", "gptq", "awq"}));
   convert_cmd->add_option("--calib", o.calib,
                           "Calibration data: token windows (.npy int32/int64 [rows, seq]) or input "

@@ -29,6 +29,8 @@ struct GgufConvertRequest {
   std::string imatrix_path;
   std::vector<std::string> calib;
   int64_t calib_samples = 0;
+  // --algo gptq: GPTQ on ggml's grids from `calib` (converter/gguf_gptq.h).
+  bool gptq = false;
   std::function<void(const std::string&)> log;
   // Calibration runs of --algo imatrix; null: none.
   support::ProgressSink progress;

@@ -162,18 +162,27 @@ absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64
   return first_error;
 }
 
-}  // namespace
+// Everything the export decides before writing: the architecture, the
+// layer sizes, the preset and every tensor in file order.
+struct ExportPlan {
+  const ir::ArchitectureInfo* a = nullptr;
+  std::vector<hf::LayerSizes> sizes;
+  std::string arch;
+  Preset preset;
+  std::vector<Planned> planned;
+};
 
-absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
-                                                     const GgufExportOptions& options,
-                                                     const std::string& path) {
+absl::StatusOr<ExportPlan> PlanExport(const ir::Model& model, const GgufExportOptions& options) {
   if (!model.architecture || !model.architecture->known) {
     return absl::InvalidArgumentError(absl::StrCat(
         model.source_path, ": GGUF export needs a Hugging Face llama, mistral or qwen2 checkpoint "
                            "(config.json with a known model_type)"));
   }
-  const ir::ArchitectureInfo& a = *model.architecture;
-  ASSIGN_OR_RETURN(std::vector<hf::LayerSizes> sizes, hf::ReadLayerSizes(a, model.source_path));
+  ExportPlan plan;
+  plan.a = &*model.architecture;
+  const ir::ArchitectureInfo& a = *plan.a;
+  ASSIGN_OR_RETURN(plan.sizes, hf::ReadLayerSizes(a, model.source_path));
+  std::vector<hf::LayerSizes>& sizes = plan.sizes;
   if (sizes.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(model.source_path,
                                                    ": config.json declares no decoder layers"));
@@ -191,8 +200,9 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
   }
   // A llama/mistral pruned per layer is llama.cpp's "deci" (Nemotron-NAS):
   // the llama graph with a width per layer.
-  const std::string arch = a.model_type == "qwen2" ? "qwen2" : per_layer ? "deci" : "llama";
-  ASSIGN_OR_RETURN(const Preset preset, ParsePreset(options.preset));
+  plan.arch = a.model_type == "qwen2" ? "qwen2" : per_layer ? "deci" : "llama";
+  const std::string& arch = plan.arch;
+  ASSIGN_OR_RETURN(plan.preset, ParsePreset(options.preset));
   // The checks the decoder graph builder makes: options llama.cpp would need
   // extra tensors or keys for (rope_scaling, other activations, o_proj/MLP
   // biases) are refused rather than exported as a different model, and no
@@ -205,7 +215,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
   }
 
   // Plan every tensor.
-  std::vector<Planned> planned;
+  std::vector<Planned>& planned = plan.planned;
   // Scales and zero points of quantized weights go into their blocks.
   std::set<std::string> companions;
   for (const ir::Tensor& t : model.graph.initializers()) {
@@ -291,6 +301,35 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     return rank(x) < rank(y);
   });
 
+  return plan;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<MatrixTarget>> PlanMatrixTypes(const ir::Model& model,
+                                                          const GgufExportOptions& options,
+                                                          bool with_importance) {
+  ASSIGN_OR_RETURN(ExportPlan plan, PlanExport(model, options));
+  TypeChooser chooser(plan.preset, static_cast<int>(plan.a->num_layers), plan.sizes[0].num_heads,
+                      plan.sizes[0].num_kv_heads, with_importance);
+  std::vector<MatrixTarget> out;
+  for (const Planned& p : plan.planned) {
+    const TypeChoice choice = chooser.Choose(p.slot);  // every tensor: the rules count them
+    if (p.slot.rank < 2 || p.carried || p.source->quant.quantized()) continue;
+    out.push_back(MatrixTarget{p.source->name, p.gguf_name, choice.type});
+  }
+  return out;
+}
+
+absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
+                                                     const GgufExportOptions& options,
+                                                     const std::string& path) {
+  ASSIGN_OR_RETURN(ExportPlan plan, PlanExport(model, options));
+  const ir::ArchitectureInfo& a = *plan.a;
+  const std::vector<hf::LayerSizes>& sizes = plan.sizes;
+  const std::string& arch = plan.arch;
+  const Preset& preset = plan.preset;
+  const std::vector<Planned>& planned = plan.planned;
   gguf::GgufWriter writer;
   const std::string model_name = std::filesystem::path(model.source_path).filename().string();
   AddArchitecture(a, sizes, arch, preset, model_name, writer);
@@ -376,7 +415,9 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     if (!choice.fallback_note.empty()) ++result.fallbacks;
     if (options.log) {
       std::string note = choice.fallback_note;
-      if (p.source->quant.quantized()) {
+      if (options.encoded.count(p.source->name)) {
+        note = options.encoded_by + (note.empty() ? "" : "; " + note);
+      } else if (p.source->quant.quantized()) {
         note = p.carried ? absl::StrCat("the artifact's ", p.source->quant.algorithm, " codes as they are")
                          : absl::StrCat("no ggml type holds the artifact's layout: dequantized and "
                                         "quantized again", note.empty() ? "" : "; " + note);
@@ -413,6 +454,31 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
       ++result.tensors;
       continue;
     }
+    if (auto enc = options.encoded.find(p.source->name); enc != options.encoded.end()) {
+      const int64_t row_bytes = gguf::RowBytes(choice.type, cols);
+      if (enc->second.type != choice.type ||
+          static_cast<int64_t>(enc->second.rows.size()) != rows * row_bytes) {
+        return absl::InternalError(absl::StrCat(
+            p.gguf_name, ": pre-encoded as ", std::string(gguf::TypeName(enc->second.type)),
+            " in ", enc->second.rows.size(), " bytes; the preset gives ",
+            std::string(gguf::TypeName(choice.type)), " in ", rows * row_bytes));
+      }
+      RETURN_IF_ERROR(writer.AddTensor(
+          p.gguf_name, ne, choice.type,
+          [p, rows, row_bytes, src = enc->second.rows.data()](uint8_t* dst,
+                                                               uint64_t) -> absl::Status {
+            for (int64_t r = 0; r < rows; ++r) {
+              const int64_t from =
+                  p.rope_heads > 0 ? gguf::RopePermutedSourceRow(r, rows, p.rope_heads) : r;
+              std::memcpy(dst + r * row_bytes, src + from * row_bytes,
+                          static_cast<size_t>(row_bytes));
+            }
+            return absl::OkStatus();
+          }));
+      ++result.tensors;
+      ++result.pre_encoded;
+      continue;
+    }
     const bool requantize = p.source->quant.quantized();
     RETURN_IF_ERROR(writer.AddTensor(
         p.gguf_name, ne, choice.type,
@@ -438,6 +504,10 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
           return absl::OkStatus();
         }));
     ++result.tensors;
+  }
+  if (result.pre_encoded != static_cast<int64_t>(options.encoded.size())) {
+    return absl::InternalError(absl::StrCat(options.encoded.size(), " matrices pre-encoded, ",
+                                            result.pre_encoded, " of them tensors of the file"));
   }
   ASSIGN_OR_RETURN(const gguf::WrittenFile written, writer.Write(path));
   for (const auto& [name, rel] : requantized) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "formats/gguf/gguf_format.h"
 #include "ir/graph.h"
 
 namespace slimpack::gguf_export {
@@ -30,6 +31,14 @@ struct GgufImportance {
   int64_t chunks = 0;
 };
 
+// A matrix its caller encoded (GPTQ on ggml's grids: converter/gguf_gptq.h):
+// the ggml type and the rows in the checkpoint's row order (the export
+// permutes rotary rows as it permutes float ones).
+struct PreEncodedMatrix {
+  gguf::TensorType type = gguf::TensorType::kF32;
+  std::vector<uint8_t> rows;  // rows * gguf::RowBytes(type, cols) bytes
+};
+
 struct GgufExportOptions {
   std::string preset = "f16";  // export/gguf_types.h ParsePreset
   int threads = 1;
@@ -38,6 +47,11 @@ struct GgufExportOptions {
   // covers it) without, as llama-quantize does; an entry whose length is not
   // the matrix's row length is an error.
   std::optional<GgufImportance> importance;
+  // By checkpoint tensor name: written as they are. Each must have the type
+  // the preset chooses (PlanMatrixTypes) and name a float matrix of the model
+  // (Internal otherwise); `encoded_by` says how, for -v ("gptq").
+  std::map<std::string, PreEncodedMatrix> encoded;
+  std::string encoded_by;
   // Per-tensor lines ("blk.0.ffn_down.weight [344, 128] f16 (row length 344
   // ...)") for -v; fallbacks are also counted in the result.
   std::function<void(const std::string&)> log;
@@ -52,11 +66,28 @@ struct GgufExportResult {
   // they are (gguf_carried_codes.h), or dequantized and quantized again
   // into the preset's type with the largest relative L2 error that added.
   int64_t carried = 0;
+  int64_t pre_encoded = 0;  // from GgufExportOptions::encoded
   int64_t requantized = 0;
   double max_requantized_rel_l2 = 0;
   // Average bits per weight over the 2-D matrices.
   double matrix_bits_per_weight = 0;
 };
+
+// A float matrix of the export and the ggml type the preset gives it.
+struct MatrixTarget {
+  std::string tensor;     // checkpoint name: "model.layers.0.mlp.down_proj.weight"
+  std::string gguf_name;  // "blk.0.ffn_down.weight"
+  gguf::TensorType type;
+};
+
+// The type ExportDecoderToGguf will give every 2-D float weight of `model`
+// with these options (with_importance: as if options.importance were set,
+// which changes one of llama-quantize's rules), in file order. Errors as
+// ExportDecoderToGguf's planning (an unknown family, bad sizes, a tensor
+// with no llama.cpp name).
+absl::StatusOr<std::vector<MatrixTarget>> PlanMatrixTypes(const ir::Model& model,
+                                                          const GgufExportOptions& options,
+                                                          bool with_importance);
 
 // Writes `model` (an imported HF decoder with float weights) to `path`
 // atomically. A llama/mistral whose layers were pruned to different widths

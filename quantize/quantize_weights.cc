@@ -6,17 +6,14 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
-#include "ir/graph_slice.h"
 #include "calibration/dataset.h"
 #include "calibration/token_ids.h"
 #include "runtime/interpreter.h"
 #include "ir/float_convert.h"
 #include "hf/llama_graph_builder.h"
 #include "quantize/awq_fold.h"
+#include "quantize/gptq_layers.h"
 #include "quantize/importance_matrix.h"
-#include "quantize/layer_cache.h"
-#include "quantize/layer_cut.h"
 #include "runtime/kernels/fused_kernels.h"
 #include "quantize/linear_capture.h"
 #include "quantize/numerics/error_stats.h"
@@ -254,94 +251,37 @@ class Quantizer {
     return absl::OkStatus();
   }
 
-  // GPTQ group by group: an HF decoder layer's linears see the outputs of
-  // the layers before it as quantized. Each group runs from values cached
-  // by the run before (quantize/layer_cut.h), not from the model inputs.
+  // GPTQ group by group (quantize/gptq_layers.h): an HF decoder layer's
+  // linears see the outputs of the layers before it as quantized.
   absl::Status RunGptq(calibration::Dataset& data, const std::vector<size_t>& idx) {
-    std::map<int, std::vector<size_t>> groups;  // layer -> plans; -1 last
-    for (size_t i : idx) {
-      const ir::Tensor* t = model_.graph.FindInitializer(plans_[i].use.tensor);
-      const int layer = model_.graph.nodes.empty() && t->layer >= 0 ? t->layer : INT32_MAX;
-      groups[layer].push_back(i);
-    }
-    std::vector<std::vector<std::string>> weight_groups;
-    for (const auto& [layer, members] : groups) weight_groups.push_back(WeightsOf(members));
-    std::vector<std::vector<std::string>> cut;
-    {
-      ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
-      ASSIGN_OR_RETURN(cut, CachedValuesPerGroup(runnable.graph, weight_groups));
-    }
-    ASSIGN_OR_RETURN(const int64_t runs, CountRuns(data, req_.config.calib_samples));
-    RunValues cache(runs);  // cut[g] per run; empty maps: run from the inputs
-    bool caching = true;
-    // Dequantized stand-ins for already-quantized weights, by name.
-    std::map<std::string, ir::Tensor> stand_ins;
-    support::ProgressEvent layers{"gptq", 0, static_cast<int64_t>(groups.size()), "layers", ""};
-    if (req_.progress) req_.progress(layers);
-    size_t g = 0;
-    for (const auto& [layer, members] : groups) {
-      ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
-      for (const auto& [name, t] : stand_ins) {
-        if (runnable.graph.FindInitializer(name)) {
-          RETURN_IF_ERROR(ReplaceInitializer(runnable.graph, t));
-        }
-      }
-      if (g > 0 && caching) {
-        ASSIGN_OR_RETURN(std::optional<RunValues> next,
-                         AdvanceCachedValues(runnable, cache, cut[g - 1], cut[g], data,
-                                             req_.threads, req_.gptq_cache_bytes));
-        caching = next.has_value();
-        cache = caching ? *std::move(next) : RunValues(runs);
-        if (!caching) {
-          Log(absl::StrCat("quantize: gptq: values between layers exceed ", req_.gptq_cache_bytes,
-                           " bytes; each later layer runs from the model inputs"));
-        }
-      }
-      const std::vector<std::string> fed_names = caching ? cut[g] : std::vector<std::string>();
-      ASSIGN_OR_RETURN(runnable.graph,
-                       ir::SliceGraph(runnable.graph,
-                                      OutputsOfNodesReading(runnable.graph, weight_groups[g]),
-                                      std::set<std::string>(fed_names.begin(), fed_names.end())));
-      Log(absl::StrCat("quantize: gptq: capturing X^T X for ", members.size(),
-                       " linear layers", layer == INT32_MAX ? "" : absl::StrCat(" of layer ", layer),
-                       " (", runnable.graph.nodes.size(), " nodes from ",
-                       fed_names.empty() ? std::string("the model inputs")
-                                         : absl::StrJoin(fed_names, ", "),
-                       ")"));
-      CaptureRequest cr;
-      cr.hessian = true;
-      cr.progress = req_.progress;
-      cr.context = layer == INT32_MAX ? "gptq" : absl::StrCat("gptq layer ", layer);
-      cr.fed = &cache;
-      ASSIGN_OR_RETURN(auto captured, CaptureLinearInputs(runnable, weight_groups[g], data,
-                                                          req_.config.calib_samples, cr,
-                                                          req_.threads));
-      ++g;
-      for (size_t i : members) {
-        const TensorPlan& p = plans_[i];
-        const ir::Tensor& t = *model_.graph.FindInitializer(p.use.tensor);
-        const CapturedInput& c = captured.at(p.use.tensor);
-        ASSIGN_OR_RETURN(Matrix m, AsMatrix(t, p.use.transposed));
-        quant::GptqOptions go;
-        go.percdamp = req_.config.gptq_damp;
-        go.block_size = req_.config.gptq_block;
-        go.act_order = req_.config.gptq_act_order;
-        go.static_groups = go.act_order;  // stored layout needs no permutation
-        go.threads = req_.threads;
-        auto q = quant::QuantizeGptq(m.w.data(), m.rows, m.cols, ToQuantScheme(p.scheme), c.xtx,
-                                     c.rows, go);
-        if (!q.ok()) return Annotate(q.status(), "gptq of tensor '" + p.use.tensor + "'");
-        std::vector<float> deq(m.w.size());
-        quant::Dequantize(*q, deq.data());
-        stand_ins[p.use.tensor] =
-            F32Like(t, InTensorOrder(deq, m.rows, m.cols, p.use.transposed));
-        gptq_.emplace(p.use.tensor, *std::move(q));
-      }
-      ++layers.done;
-      layers.context = cr.context;
-      if (req_.progress) req_.progress(layers);
-    }
-    return absl::OkStatus();
+    std::map<std::string, size_t> plan_of;
+    for (size_t i : idx) plan_of[plans_[i].use.tensor] = i;
+    LayerwiseGptqOptions lo;
+    lo.max_runs = req_.config.calib_samples;
+    lo.threads = req_.threads;
+    lo.cache_bytes = req_.gptq_cache_bytes;
+    lo.progress = req_.progress;
+    lo.log = req_.log;
+    return RunLayerwiseGptq(
+        model_, WeightsOf(idx), data, lo,
+        [&](const std::string& name, const CapturedInput& c) -> absl::StatusOr<ir::Tensor> {
+          const TensorPlan& p = plans_[plan_of.at(name)];
+          const ir::Tensor& t = *model_.graph.FindInitializer(p.use.tensor);
+          ASSIGN_OR_RETURN(Matrix m, AsMatrix(t, p.use.transposed));
+          quant::GptqOptions go;
+          go.percdamp = req_.config.gptq_damp;
+          go.block_size = req_.config.gptq_block;
+          go.act_order = req_.config.gptq_act_order;
+          go.static_groups = go.act_order;  // stored layout needs no permutation
+          go.threads = req_.threads;
+          auto q = quant::QuantizeGptq(m.w.data(), m.rows, m.cols, ToQuantScheme(p.scheme), c.xtx,
+                                       c.rows, go);
+          if (!q.ok()) return Annotate(q.status(), "gptq of tensor '" + p.use.tensor + "'");
+          std::vector<float> deq(m.w.size());
+          quant::Dequantize(*q, deq.data());
+          gptq_.emplace(p.use.tensor, *std::move(q));
+          return F32Like(t, InTensorOrder(deq, m.rows, m.cols, p.use.transposed));
+        });
   }
 
   absl::Status Store(size_t i) {

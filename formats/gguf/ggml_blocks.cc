@@ -23,20 +23,13 @@ using internal::MakeQxQuants;
 using internal::PutF16;
 using internal::TruncateToInt8;
 
-// Block layouts (ggml-common.h), byte offsets within a block:
-//   q4_0: f16 d @0, 16 B nibbles @2           q4_1: d @0, f16 m @2, nibbles @4
-//   q5_0: d @0, u32 high bits @2, nibbles @6  q5_1: d @0, m @2, high @4, nibbles @8
-//   q8_0: d @0, 32 x i8 @2
-// Nibble byte j holds weight j (low) and weight j + 16 (high); high-bit word
-// bit j is weight j's fifth bit. Values: q4_0/q5_0 d*(q - 8|16),
-// q4_1/q5_1 d*q + m, q8_0 d*q.
-struct LegacyLayout {
-  int bits;        // 4, 5 or 8
-  bool has_min;    // q4_1, q5_1
-  int qh_offset;   // -1 without a high-bit word
-  int qs_offset;
-  int block_bytes;
-};
+bool IsFloatType(TensorType type) {
+  return type == TensorType::kF32 || type == TensorType::kF16 || type == TensorType::kBF16;
+}
+
+}  // namespace
+
+namespace internal {
 
 LegacyLayout LayoutOf(TensorType type) {
   switch (type) {
@@ -54,11 +47,6 @@ bool IsLegacy(TensorType type) {
          type == TensorType::kQ8_0;
 }
 
-bool IsFloatType(TensorType type) {
-  return type == TensorType::kF32 || type == TensorType::kF16 || type == TensorType::kBF16;
-}
-
-// Stores 32 codes (0..15 or 0..31) in a block's nibbles and high-bit word.
 void PackCodes(const LegacyLayout& layout, const uint8_t* codes, uint8_t* block) {
   uint32_t qh = 0;
   for (int j = 0; j < 16; ++j) {
@@ -70,6 +58,15 @@ void PackCodes(const LegacyLayout& layout, const uint8_t* codes, uint8_t* block)
   if (layout.qh_offset < 0) return;
   for (int b = 0; b < 4; ++b) block[layout.qh_offset + b] = static_cast<uint8_t>(qh >> (8 * b));
 }
+
+}  // namespace internal
+
+namespace {
+
+using internal::IsLegacy;
+using internal::LayoutOf;
+using internal::LegacyLayout;
+using internal::PackCodes;
 
 // quantize_row_q8_0_ref: d = amax/127, codes round(x/d) half away from zero.
 void QuantizeQ8_0Block(const float* x, uint8_t* block) {

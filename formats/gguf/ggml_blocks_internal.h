@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "formats/gguf/ggml_grid.h"
 #include "formats/gguf/gguf_format.h"
 #include "ir/float_convert.h"
 
@@ -79,6 +80,29 @@ float MakeQpQuants(int n, int nmax, const float* x, uint8_t* L, const float* wei
 void QuantizeKRow(TensorType type, const float* x, int64_t n, const float* importance,
                   uint8_t* dst);
 void DequantizeKRow(TensorType type, const uint8_t* src, int64_t n, float* dst);
+// ggml_grid.h's BlockGrids and SetBlockCodes for one K-quant super-block.
+void KBlockGrids(TensorType type, const uint8_t* block, WeightGrid* grids);
+void SetKBlockCodes(TensorType type, const uint8_t* codes, uint8_t* block);
+
+// The 32-weight block types' layouts (ggml_blocks.cc), byte offsets within
+// a block:
+//   q4_0: f16 d @0, 16 B nibbles @2           q4_1: d @0, f16 m @2, nibbles @4
+//   q5_0: d @0, u32 high bits @2, nibbles @6  q5_1: d @0, m @2, high @4, nibbles @8
+//   q8_0: d @0, 32 x i8 @2
+// Nibble byte j holds weight j (low) and weight j + 16 (high); high-bit word
+// bit j is weight j's fifth bit. Values: q4_0/q5_0 d*(q - 8|16),
+// q4_1/q5_1 d*q + m, q8_0 d*q.
+struct LegacyLayout {
+  int bits;        // 4, 5 or 8
+  bool has_min;    // q4_1, q5_1
+  int qh_offset;   // -1 without a high-bit word
+  int qs_offset;
+  int block_bytes;
+};
+LegacyLayout LayoutOf(TensorType type);  // a 32-weight type
+bool IsLegacy(TensorType type);
+// Stores 32 codes (0..15 or 0..31) in a block's nibbles and high-bit word.
+void PackCodes(const LegacyLayout& layout, const uint8_t* codes, uint8_t* block);
 
 }  // namespace slimpack::gguf::internal
 

@@ -56,6 +56,53 @@ void Pack2Bit(const uint8_t* L, uint8_t* qs) {
   }
 }
 
+// Bit 2 of weight e goes to mask byte e % 32, bit e / 32; the low two bits
+// are packed like q2_K's.
+void PackQ3KCodes(const uint8_t* L, uint8_t* y) {
+  uint8_t* hmask = y;
+  std::fill(hmask, hmask + 32, 0);
+  uint8_t low[kN];
+  for (int e = 0; e < kN; ++e) {
+    if (L[e] > 3) hmask[e % 32] = static_cast<uint8_t>(hmask[e % 32] | (1 << (e / 32)));
+    low[e] = static_cast<uint8_t>(L[e] > 3 ? L[e] - 4 : L[e]);
+  }
+  Pack2Bit(low, y + 32);
+}
+
+// Nibble byte 32*k + l: weight 64*k + l (low), 64*k + 32 + l (high); q5_K
+// puts their fifth bits in high-bit byte l at bits 2k and 2k + 1.
+void PackQ45KCodes(int bits, const uint8_t* L, uint8_t* y) {
+  uint8_t* qs = y + (bits == 4 ? 16 : 48);
+  uint8_t* qh = y + 16;
+  if (bits == 5) std::fill(qh, qh + 32, 0);
+  for (int k = 0; k < 4; ++k) {
+    for (int l = 0; l < 32; ++l) {
+      const int lo = L[64 * k + l], hi = L[64 * k + 32 + l];
+      qs[32 * k + l] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+      if (bits == 5) {
+        qh[l] = static_cast<uint8_t>(qh[l] | ((lo >> 4) << (2 * k)) | ((hi >> 4) << (2 * k + 1)));
+      }
+    }
+  }
+}
+
+// Per 128 weights (h): low nibbles of weights l and l + 64 in byte l, of
+// l + 32 and l + 96 in byte l + 32; their top two bits in qh byte l at
+// bits 0, 2, 4, 6 for l, l + 32, l + 64, l + 96.
+void PackQ6KCodes(const uint8_t* L, uint8_t* y) {
+  for (int h = 0; h < 2; ++h) {
+    const uint8_t* Lh = L + 128 * h;
+    uint8_t* ql = y + 64 * h;
+    uint8_t* qh = y + 128 + 32 * h;
+    for (int l = 0; l < 32; ++l) {
+      ql[l] = static_cast<uint8_t>((Lh[l] & 0xF) | ((Lh[l + 64] & 0xF) << 4));
+      ql[l + 32] = static_cast<uint8_t>((Lh[l + 32] & 0xF) | ((Lh[l + 96] & 0xF) << 4));
+      qh[l] = static_cast<uint8_t>((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) |
+                                   ((Lh[l + 64] >> 4) << 4) | ((Lh[l + 96] >> 4) << 6));
+    }
+  }
+}
+
 // --- q2_K: x = d*s*q - dmin*m, s and m 4-bit per 16 weights, q 2-bit.
 
 void QuantizeQ2K(const float* x, const float* qw, uint8_t* y) {
@@ -189,16 +236,7 @@ void QuantizeQ3K(const float* x, const float* qw, uint8_t* y) {
       L[16 * j + i] = static_cast<int8_t>(Clamp(NearestInt(x[16 * j + i] / d), -4, 3) + 4);
     }
   }
-  // Bit 2 of weight e goes to mask byte e % 32, bit e / 32; the low two bits
-  // are packed like q2_K's.
-  uint8_t* hmask = y;
-  std::fill(hmask, hmask + 32, 0);
-  uint8_t low[kN];
-  for (int e = 0; e < kN; ++e) {
-    if (L[e] > 3) hmask[e % 32] = static_cast<uint8_t>(hmask[e % 32] | (1 << (e / 32)));
-    low[e] = static_cast<uint8_t>(L[e] > 3 ? L[e] - 4 : L[e]);
-  }
-  Pack2Bit(low, y + 32);
+  PackQ3KCodes(reinterpret_cast<const uint8_t*>(L), y);
 }
 
 void DequantizeQ3K(const uint8_t* __restrict b, float* __restrict y) {
@@ -302,20 +340,7 @@ void QuantizeQ45K(int bits, const float* x, const float* qw, uint8_t* y) {
       L[32 * j + i] = static_cast<uint8_t>(Clamp(NearestInt((x[32 * j + i] + dm) / d), 0, nmax));
     }
   }
-  // Nibble byte 32*k + l: weight 64*k + l (low), 64*k + 32 + l (high); q5_K
-  // puts their fifth bits in high-bit byte l at bits 2k and 2k + 1.
-  uint8_t* qs = y + (bits == 4 ? 16 : 48);
-  uint8_t* qh = y + 16;
-  if (bits == 5) std::fill(qh, qh + 32, 0);
-  for (int k = 0; k < 4; ++k) {
-    for (int l = 0; l < 32; ++l) {
-      const int lo = L[64 * k + l], hi = L[64 * k + 32 + l];
-      qs[32 * k + l] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
-      if (bits == 5) {
-        qh[l] = static_cast<uint8_t>(qh[l] | ((lo >> 4) << (2 * k)) | ((hi >> 4) << (2 * k + 1)));
-      }
-    }
-  }
+  PackQ45KCodes(bits, L, y);
 }
 
 template <int kBits>
@@ -368,20 +393,7 @@ void QuantizeQ6K(const float* x, const float* qw, uint8_t* y) {
       L[16 * j + i] = static_cast<int8_t>(Clamp(NearestInt(x[16 * j + i] / d), -32, 31) + 32);
     }
   }
-  // Per 128 weights (h): low nibbles of weights l and l + 64 in byte l, of
-  // l + 32 and l + 96 in byte l + 32; their top two bits in qh byte l at
-  // bits 0, 2, 4, 6 for l, l + 32, l + 64, l + 96.
-  for (int h = 0; h < 2; ++h) {
-    const int8_t* Lh = L + 128 * h;
-    uint8_t* ql = y + 64 * h;
-    uint8_t* qh = y + 128 + 32 * h;
-    for (int l = 0; l < 32; ++l) {
-      ql[l] = static_cast<uint8_t>((Lh[l] & 0xF) | ((Lh[l + 64] & 0xF) << 4));
-      ql[l + 32] = static_cast<uint8_t>((Lh[l + 32] & 0xF) | ((Lh[l + 96] & 0xF) << 4));
-      qh[l] = static_cast<uint8_t>((Lh[l] >> 4) | ((Lh[l + 32] >> 4) << 2) |
-                                   ((Lh[l + 64] >> 4) << 4) | ((Lh[l + 96] >> 4) << 6));
-    }
-  }
+  PackQ6KCodes(reinterpret_cast<const uint8_t*>(L), y);
 }
 
 void DequantizeQ6K(const uint8_t* __restrict b, float* __restrict y) {
@@ -426,6 +438,51 @@ void DequantizeKRow(TensorType type, const uint8_t* src, int64_t n, float* dst) 
       case TensorType::kQ5_K: DequantizeQ45K<5>(src + i * kQ5KBytes, y); break;
       default: DequantizeQ6K(src + i * kQ6KBytes, y); break;
     }
+  }
+}
+
+void KBlockGrids(TensorType type, const uint8_t* b, WeightGrid* g) {
+  switch (type) {
+    case TensorType::kQ2_K: {
+      const float d = GetF16(b + 80), min = GetF16(b + 82);
+      for (int e = 0; e < kN; ++e) {
+        const int s = e / 16;
+        g[e] = {d * (b[s] & 0xF), -(min * (b[s] >> 4)), 0, 0, 3};
+      }
+      return;
+    }
+    case TensorType::kQ3_K: {
+      const float d = GetF16(b + 108);
+      for (int e = 0; e < kN; ++e) g[e] = {d * Q3Scale(b + 96, e / 16), 0.f, 4, 0, 7};
+      return;
+    }
+    case TensorType::kQ4_K:
+    case TensorType::kQ5_K: {
+      const float d = GetF16(b), min = GetF16(b + 2);
+      const int qmax = type == TensorType::kQ4_K ? 15 : 31;
+      for (int e = 0; e < kN; ++e) {
+        int sc, m;
+        ScaleMinK4(b + 4, e / 32, &sc, &m);
+        g[e] = {d * sc, -(min * m), 0, 0, qmax};
+      }
+      return;
+    }
+    default: {  // kQ6_K
+      const float d = GetF16(b + 208);
+      const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
+      for (int e = 0; e < kN; ++e) g[e] = {d * sc[e / 16], 0.f, 32, 0, 63};
+      return;
+    }
+  }
+}
+
+void SetKBlockCodes(TensorType type, const uint8_t* L, uint8_t* b) {
+  switch (type) {
+    case TensorType::kQ2_K: Pack2Bit(L, b + 16); return;
+    case TensorType::kQ3_K: PackQ3KCodes(L, b); return;
+    case TensorType::kQ4_K: PackQ45KCodes(4, L, b); return;
+    case TensorType::kQ5_K: PackQ45KCodes(5, L, b); return;
+    default: PackQ6KCodes(L, b); return;  // kQ6_K
   }
 }
 

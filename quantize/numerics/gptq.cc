@@ -14,14 +14,13 @@ namespace slimpack::quant {
 namespace {
 
 absl::Status Validate(const float* w, int64_t rows, int64_t cols,
-                      const Scheme& scheme, const std::vector<double>& xtx,
-                      uint64_t n, const GptqOptions& o) {
+                      const std::vector<double>& xtx, uint64_t n,
+                      const GptqOptions& o) {
   if (rows < 1 || cols < 1 || w == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "GPTQ: weights must be a non-null matrix of at least 1x1, got ",
         rows, "x", cols));
   }
-  if (absl::Status s = ValidateScheme(scheme, cols); !s.ok()) return s;
   if (xtx.size() != static_cast<size_t>(cols * cols)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "GPTQ: X^T X has ", xtx.size(), " entries, expected ", cols, "^2 = ",
@@ -113,27 +112,110 @@ void SplitU(const std::vector<double>& u, Plan* p) {
 
 constexpr int64_t kTileRows = 32;  // rows sharing one pass over U
 
+// Rounds onto Scheme's grids (quant_types.h) and records codes and grids in
+// a QuantizedMatrix. Grids of a group are fixed when it starts, from `row`
+// (updated by earlier blocks only), as the reference does.
+class SchemeRounder {
+ public:
+  SchemeRounder(const Plan& p, int64_t r0, int64_t nr, QuantizedMatrix* m)
+      : p_(p), r0_(r0), m_(m), grids_(static_cast<size_t>(nr * p.ngroups)) {}
+
+  void Begin(int64_t t, const double* orig) {
+    if (!p_.static_grids) return;
+    for (int64_t g = 0; g < p_.ngroups; ++g) {
+      const int64_t c0 = g * p_.group;
+      grids_[t * p_.ngroups + g] = GridOf(orig + c0, std::min(p_.group, p_.cols - c0), p_.scheme);
+    }
+  }
+
+  // w: the weight at processing position col, as updated in this block;
+  // row: the row as updated by earlier blocks. Returns the decoded value.
+  double Round(int64_t t, int64_t col, double w, const double* row, const double*, int64_t) {
+    GroupGrid* tg = grids_.data() + t * p_.ngroups;
+    GroupGrid grid;
+    if (p_.static_grids) {
+      grid = tg[p_.perm[col] / p_.group];
+    } else if (col % p_.group == 0) {
+      grid = GridOf(row + col, std::min(p_.group, p_.cols - col), p_.scheme);
+      tg[col / p_.group] = grid;
+    } else {
+      grid = tg[col / p_.group];
+    }
+    const int32_t code = QuantizeValue(static_cast<float>(w), grid);
+    m_->q[(r0_ + t) * p_.cols + p_.perm[col]] = static_cast<int8_t>(code);
+    return DequantizeCode(code, grid);
+  }
+
+  void Finish(int64_t t) {
+    for (int64_t g = 0; g < p_.ngroups; ++g) {
+      const GroupGrid& gr = grids_[t * p_.ngroups + g];
+      m_->scale[(r0_ + t) * p_.ngroups + g] = gr.scale;
+      if (!m_->zero.empty()) m_->zero[(r0_ + t) * p_.ngroups + g] = static_cast<int8_t>(gr.zero);
+    }
+  }
+
+  absl::Status status() const { return absl::OkStatus(); }
+
+ private:
+  const Plan& p_;
+  int64_t r0_;
+  QuantizedMatrix* m_;
+  std::vector<GroupGrid> grids_;
+};
+
+// Rounds onto a caller's GptqGrid. A grid block is fixed when GPTQ reaches
+// its first column, from the weights as they stand then: the ones inside
+// the current lazy block with its updates so far (`w1`), the rest as
+// earlier blocks left them.
+class CallerGridRounder {
+ public:
+  CallerGridRounder(const Plan& p, int64_t r0, GptqGrid& grid)
+      : p_(p), r0_(r0), grid_(grid), values_(static_cast<size_t>(grid.block())) {}
+
+  void Begin(int64_t, const double*) {}
+
+  double Round(int64_t t, int64_t col, double w, const double* row, const double* w1,
+               int64_t i1) {
+    const int64_t block = grid_.block();
+    if (col % block == 0 && status_.ok()) {
+      const int64_t len = std::min(block, p_.cols - col);
+      const int64_t i2 = std::min(p_.cols, i1 + p_.block);
+      for (int64_t k = 0; k < len; ++k) {
+        const int64_t c = col + k;
+        values_[k] = static_cast<float>(c < i2 ? w1[c - i1] : row[c]);
+      }
+      status_ = grid_.Fix(r0_ + t, col, values_.data(), len);
+    }
+    if (!status_.ok()) return w;
+    return grid_.Round(r0_ + t, col, static_cast<float>(w));
+  }
+
+  void Finish(int64_t) {}
+  absl::Status status() const { return status_; }
+
+ private:
+  const Plan& p_;
+  int64_t r0_;
+  GptqGrid& grid_;
+  std::vector<float> values_;
+  absl::Status status_;
+};
+
 // Quantizes rows [r0, r0 + nr) of w. Rows are independent; a tile shares
 // each pass over U between its rows. Every weight sees the same operations
 // in the same order whatever the tile, so results do not depend on it.
-void QuantizeTile(const Plan& p, const float* w, int64_t r0, int64_t nr,
-                  QuantizedMatrix* m, double* losses) {
+template <typename Rounder>
+void QuantizeTile(const Plan& p, const float* w, int64_t r0, int64_t nr, Rounder& rounder,
+                  double* losses) {
   const int64_t cols = p.cols;
   std::vector<double> orig(static_cast<size_t>(cols));
   std::vector<double> rows(static_cast<size_t>(nr * cols));
-  std::vector<GroupGrid> grids(static_cast<size_t>(nr * p.ngroups));
   std::vector<double> err(static_cast<size_t>(nr * p.block));
   std::vector<double> w1(static_cast<size_t>(p.block));
   for (int64_t t = 0; t < nr; ++t) {
     const float* wr = w + (r0 + t) * cols;
     for (int64_t c = 0; c < cols; ++c) orig[c] = p.dead[c] ? 0.0 : wr[c];
-    if (p.static_grids) {
-      for (int64_t g = 0; g < p.ngroups; ++g) {
-        const int64_t c0 = g * p.group;
-        grids[t * p.ngroups + g] = GridOf(
-            orig.data() + c0, std::min(p.group, cols - c0), p.scheme);
-      }
-    }
+    rounder.Begin(t, orig.data());
     for (int64_t i = 0; i < cols; ++i) rows[t * cols + i] = orig[p.perm[i]];
     losses[t] = 0;
   }
@@ -143,25 +225,11 @@ void QuantizeTile(const Plan& p, const float* w, int64_t r0, int64_t nr,
     const double* ublock = p.diag.data() + bi * p.block * p.block;
     for (int64_t t = 0; t < nr; ++t) {
       double* row = rows.data() + t * cols;
-      GroupGrid* tg = grids.data() + t * p.ngroups;
-      int8_t* q = m->q.data() + (r0 + t) * cols;
       double* e_out = err.data() + t * p.block;
       std::copy(row + i1, row + i2, w1.begin());
-      GroupGrid grid;
       for (int64_t i = 0; i < count; ++i) {
         const int64_t col = i1 + i;
-        if (p.static_grids) {
-          grid = tg[p.perm[col] / p.group];
-        } else if (col % p.group == 0) {
-          // From `row` (updated by earlier blocks only), as the reference.
-          grid = GridOf(row + col, std::min(p.group, cols - col), p.scheme);
-          tg[col / p.group] = grid;
-        } else {
-          grid = tg[col / p.group];
-        }
-        const int32_t code = QuantizeValue(static_cast<float>(w1[i]), grid);
-        q[p.perm[col]] = static_cast<int8_t>(code);
-        const double deq = DequantizeCode(code, grid);
+        const double deq = rounder.Round(t, col, w1[i], row, w1.data(), i1);
         const double* urow = ublock + i * p.block;  // U[col][i1 + j]
         const double d = urow[i];
         const double e = (w1[i] - deq) / d;
@@ -177,15 +245,87 @@ void QuantizeTile(const Plan& p, const float* w, int64_t r0, int64_t nr,
                                count * support::kStripWidth, nr, count,
                                cols - i2);
   }
-  for (int64_t t = 0; t < nr; ++t) {
-    for (int64_t g = 0; g < p.ngroups; ++g) {
-      const GroupGrid& gr = grids[t * p.ngroups + g];
-      m->scale[(r0 + t) * p.ngroups + g] = gr.scale;
-      if (!m->zero.empty()) {
-        m->zero[(r0 + t) * p.ngroups + g] = static_cast<int8_t>(gr.zero);
-      }
+  for (int64_t t = 0; t < nr; ++t) rounder.Finish(t);
+}
+
+// H = 2 X^T X / n with dead columns, the act-order permutation and
+// damping; then U. Fills every Plan field but scheme/group/static_grids.
+absl::Status BuildPlan(int64_t cols, const std::vector<double>& xtx, uint64_t n,
+                       const GptqOptions& options, Plan* p, GptqStats* stats) {
+  p->cols = cols;
+  p->block = options.block_size;
+  std::vector<double> h(xtx.size());
+  const double f = 2.0 / static_cast<double>(n);
+  for (size_t i = 0; i < xtx.size(); ++i) h[i] = xtx[i] * f;
+  p->dead.assign(static_cast<size_t>(cols), 0);
+  for (int64_t i = 0; i < cols; ++i) {
+    if (h[i * cols + i] == 0) {
+      p->dead[i] = 1;
+      h[i * cols + i] = 1;
+      ++stats->dead_columns;
     }
   }
+  p->perm.resize(static_cast<size_t>(cols));
+  std::iota(p->perm.begin(), p->perm.end(), 0);
+  if (options.act_order) {
+    std::stable_sort(p->perm.begin(), p->perm.end(), [&](int64_t a, int64_t b) {
+      return h[a * cols + a] > h[b * cols + b];
+    });
+    std::vector<double> hp(h.size());
+    for (int64_t i = 0; i < cols; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        hp[i * cols + j] = h[p->perm[i] * cols + p->perm[j]];
+      }
+    }
+    h.swap(hp);
+  }
+  double mean_diag = 0;
+  for (int64_t i = 0; i < cols; ++i) mean_diag += h[i * cols + i];
+  mean_diag /= static_cast<double>(cols);
+  stats->damp = options.percdamp * mean_diag;
+  for (int64_t i = 0; i < cols; ++i) h[i * cols + i] += stats->damp;
+  std::vector<double> u;
+  const int64_t bad = internal::UpperCholeskyOfInverse(h, cols, &u);
+  if (bad >= 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "GPTQ: Hessian (", cols, "x", cols, ", ", n, " calibration rows) is "
+        "not positive definite after damping ", options.percdamp,
+        " x mean diagonal (= ", stats->damp, "); pivot at processing position ",
+        bad, " (column ", p->perm[bad], ") failed; raise percdamp or "
+        "calibrate on more data"));
+  }
+  h.clear();
+  h.shrink_to_fit();
+  SplitU(u, p);
+  return absl::OkStatus();
+}
+
+// Runs every tile of `rows` rows; make_rounder(r0, nr) gives a tile's
+// Rounder. Tiles are handed out round-robin; each row's result is
+// independent of which thread or tile computes it. The first failing
+// tile's status (in tile order) is returned.
+template <typename MakeRounder>
+absl::Status RunTiles(const Plan& p, const float* w, int64_t rows, int threads,
+                      MakeRounder make_rounder, GptqStats* stats) {
+  std::vector<double> losses(static_cast<size_t>(rows));
+  const int64_t ntiles = (rows + kTileRows - 1) / kTileRows;
+  const int64_t nthreads = std::max<int64_t>(1, std::min<int64_t>(threads, ntiles));
+  std::vector<absl::Status> tile_status(static_cast<size_t>(ntiles));
+  auto work = [&](int64_t t) {
+    for (int64_t tile = t; tile < ntiles; tile += nthreads) {
+      const int64_t r0 = tile * kTileRows, nr = std::min(kTileRows, rows - r0);
+      auto rounder = make_rounder(r0, nr);
+      QuantizeTile(p, w, r0, nr, rounder, losses.data() + r0);
+      tile_status[tile] = rounder.status();
+    }
+  };
+  // Tiles of a thread the system refuses run on this one: same results.
+  support::RunOnThreads(nthreads, work);
+  for (const absl::Status& s : tile_status) {
+    if (!s.ok()) return s;
+  }
+  for (double l : losses) stats->proxy_loss += l;  // row order: deterministic
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -195,66 +335,15 @@ absl::StatusOr<QuantizedMatrix> QuantizeGptq(const float* w, int64_t rows,
                                              const std::vector<double>& xtx,
                                              uint64_t n,
                                              const GptqOptions& options) {
-  if (absl::Status s = Validate(w, rows, cols, scheme, xtx, n, options);
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = Validate(w, rows, cols, xtx, n, options); !s.ok()) return s;
+  if (absl::Status s = ValidateScheme(scheme, cols); !s.ok()) return s;
   Plan p;
-  p.cols = cols;
   p.scheme = scheme;
   p.group = EffectiveGroupSize(scheme, cols);
   p.ngroups = NumGroups(scheme, cols);
-  p.block = options.block_size;
-  p.static_grids = options.static_groups || options.act_order ||
-                   p.ngroups == 1;
-
-  // H = 2 X^T X / n; dead columns; act-order permutation; damping.
-  std::vector<double> h(xtx.size());
-  const double f = 2.0 / static_cast<double>(n);
-  for (size_t i = 0; i < xtx.size(); ++i) h[i] = xtx[i] * f;
+  p.static_grids = options.static_groups || options.act_order || p.ngroups == 1;
   GptqStats stats;
-  p.dead.assign(static_cast<size_t>(cols), 0);
-  for (int64_t i = 0; i < cols; ++i) {
-    if (h[i * cols + i] == 0) {
-      p.dead[i] = 1;
-      h[i * cols + i] = 1;
-      ++stats.dead_columns;
-    }
-  }
-  p.perm.resize(static_cast<size_t>(cols));
-  std::iota(p.perm.begin(), p.perm.end(), 0);
-  if (options.act_order) {
-    std::stable_sort(p.perm.begin(), p.perm.end(), [&](int64_t a, int64_t b) {
-      return h[a * cols + a] > h[b * cols + b];
-    });
-    std::vector<double> hp(h.size());
-    for (int64_t i = 0; i < cols; ++i) {
-      for (int64_t j = 0; j < cols; ++j) {
-        hp[i * cols + j] = h[p.perm[i] * cols + p.perm[j]];
-      }
-    }
-    h.swap(hp);
-  }
-  double mean_diag = 0;
-  for (int64_t i = 0; i < cols; ++i) mean_diag += h[i * cols + i];
-  mean_diag /= static_cast<double>(cols);
-  stats.damp = options.percdamp * mean_diag;
-  for (int64_t i = 0; i < cols; ++i) h[i * cols + i] += stats.damp;
-  std::vector<double> u;
-  const int64_t bad = internal::UpperCholeskyOfInverse(h, cols, &u);
-  if (bad >= 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "GPTQ: Hessian (", cols, "x", cols, ", ", n, " calibration rows) is "
-        "not positive definite after damping ", options.percdamp,
-        " x mean diagonal (= ", stats.damp, "); pivot at processing position ",
-        bad, " (column ", p.perm[bad], ") failed; raise percdamp or "
-        "calibrate on more data"));
-  }
-  h.clear();
-  h.shrink_to_fit();
-  SplitU(u, &p);
-  u.clear();
-  u.shrink_to_fit();
+  if (absl::Status s = BuildPlan(cols, xtx, n, options, &p, &stats); !s.ok()) return s;
 
   QuantizedMatrix m;
   m.rows = rows;
@@ -263,24 +352,40 @@ absl::StatusOr<QuantizedMatrix> QuantizeGptq(const float* w, int64_t rows,
   m.q.resize(static_cast<size_t>(rows * cols));
   m.scale.resize(static_cast<size_t>(rows * p.ngroups));
   if (!scheme.symmetric) m.zero.resize(m.scale.size());
-  std::vector<double> losses(static_cast<size_t>(rows));
-  // Tiles are handed out round-robin; each row's result is independent of
-  // which thread or tile computes it.
-  const int64_t ntiles = (rows + kTileRows - 1) / kTileRows;
-  const int64_t nthreads =
-      std::max<int64_t>(1, std::min<int64_t>(options.threads, ntiles));
-  auto work = [&](int64_t t) {
-    for (int64_t tile = t; tile < ntiles; tile += nthreads) {
-      const int64_t r0 = tile * kTileRows;
-      QuantizeTile(p, w, r0, std::min(kTileRows, rows - r0), &m,
-                   losses.data() + r0);
-    }
-  };
-  // Tiles of a thread the system refuses run on this one: same results.
-  support::RunOnThreads(nthreads, work);
-  for (double l : losses) stats.proxy_loss += l;  // row order: deterministic
+  if (absl::Status s = RunTiles(
+          p, w, rows, options.threads,
+          [&](int64_t r0, int64_t nr) { return SchemeRounder(p, r0, nr, &m); }, &stats);
+      !s.ok()) {
+    return s;
+  }
   if (options.stats) *options.stats = stats;
   return m;
+}
+
+absl::Status QuantizeGptqOnGrid(const float* w, int64_t rows, int64_t cols,
+                                const std::vector<double>& xtx, uint64_t n,
+                                const GptqOptions& options, GptqGrid& grid) {
+  if (absl::Status s = Validate(w, rows, cols, xtx, n, options); !s.ok()) return s;
+  if (options.act_order || options.static_groups) {
+    return absl::InvalidArgumentError(
+        "GPTQ on a caller's grid: act-order and static groups are not supported (the grid "
+        "fixes each block from the weights GPTQ has updated, in column order)");
+  }
+  if (grid.block() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GPTQ on a caller's grid: block of ", grid.block(), " columns"));
+  }
+  Plan p;
+  GptqStats stats;
+  if (absl::Status s = BuildPlan(cols, xtx, n, options, &p, &stats); !s.ok()) return s;
+  if (absl::Status s = RunTiles(
+          p, w, rows, options.threads,
+          [&](int64_t r0, int64_t) { return CallerGridRounder(p, r0, grid); }, &stats);
+      !s.ok()) {
+    return s;
+  }
+  if (options.stats) *options.stats = stats;
+  return absl::OkStatus();
 }
 
 double OutputError(const float* w, const float* w_hat, int64_t rows,

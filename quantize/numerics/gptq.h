@@ -30,6 +30,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "quantize/numerics/quant_types.h"
 
@@ -64,6 +65,32 @@ absl::StatusOr<QuantizedMatrix> QuantizeGptq(const float* w, int64_t rows,
                                              const std::vector<double>& xtx,
                                              uint64_t n,
                                              const GptqOptions& options);
+
+// A grid GPTQ rounds onto that Scheme does not describe, such as ggml's
+// block types, whose scales an encoder searches per block (the converter's
+// GGUF GPTQ). Columns come in blocks of block(); when GPTQ reaches a block's
+// first column in a row it calls Fix with the row's weights there as
+// updated so far, then Round for each of the block's columns in order.
+// Rows run on several threads at once (never one row on two), so an
+// implementation keeps per-row state.
+class GptqGrid {
+ public:
+  virtual ~GptqGrid() = default;
+  virtual int64_t block() const = 0;
+  // values[0 .. len): columns [c0, c0 + len) of `row`; len < block() only
+  // for a last partial block.
+  virtual absl::Status Fix(int64_t row, int64_t c0, const float* values, int64_t len) = 0;
+  // Records the code for v at (row, col) and returns the value it decodes to.
+  virtual float Round(int64_t row, int64_t col, float v) = 0;
+};
+
+// GPTQ as QuantizeGptq, rounding onto `grid`; the codes are the grid's to
+// keep. Errors as QuantizeGptq's, InvalidArgument for act_order or
+// static_groups (a grid fixed from updated weights has no static form), and
+// the first error a Fix returned (in row-tile order).
+absl::Status QuantizeGptqOnGrid(const float* w, int64_t rows, int64_t cols,
+                                const std::vector<double>& xtx, uint64_t n,
+                                const GptqOptions& options, GptqGrid& grid);
 
 // sum over rows of (w - w_hat) H' (w - w_hat)^T with H' = X^T X (xtx): the
 // squared output error ||X W^T - X W_hat^T||_F^2 without X. In double.

@@ -11,7 +11,9 @@
 #    MLP channels (config.json's per-layer lists), which slimpack writes as
 #    llama.cpp's "deci" architecture with a width per layer;
 #  - the tiny-llama pruned per layer by `slimpack convert --prune-rules`
-#    and exported from that artifact.
+#    and exported from that artifact;
+#  - GPTQ on ggml's grids (--algo gptq): the tiny-llama in q4_0/q4_k_m and
+#    the random llama in every K type.
 # llama.cpp runs with an f32 KV cache and one thread. It still differs from
 # us where ggml multiplies quantized weights by activations rounded to q8
 # (or f16 for f16 weights), so the bounds are per type, measured and set
@@ -42,11 +44,12 @@ mkdir "$work/rl" "$work/pl"
 "$PY" "$SRC/tests/export/make_random_llama.py" "$work/rl" "$SRC/examples/tiny-llama/tokenizer.json" || fail=1
 "$PY" "$SRC/tests/export/make_random_llama.py" "$work/pl" "$SRC/examples/tiny-llama/tokenizer.json" pruned || fail=1
 
-# check MODEL_DIR NAME PRESET MAX_REL_RMS MIN_TOP1
+# check MODEL_DIR NAME PRESET MAX_REL_RMS MIN_TOP1 [CONVERT_FLAGS]
 check() {
-  local model="$1" name="$2" preset="$3" rel="$4" top1="$5"
+  local model="$1" name="$2" preset="$3" rel="$4" top1="$5" flags="${6:-}"
   local gguf="$work/$name-$preset.gguf"
-  if ! "$SLIMPACK" convert "$model" -o "$gguf" --format gguf --quant "$preset" >"$work/log" 2>&1; then
+  # shellcheck disable=SC2086
+  if ! "$SLIMPACK" convert "$model" -o "$gguf" --format gguf --quant "$preset" $flags >"$work/log" 2>&1; then
     echo "FAIL: convert $name --quant $preset"; cat "$work/log"; fail=1; return
   fi
   if ! node "$SRC/tests/gguf/oracle/llama_logits.mjs" "$gguf" "$work/tokens.json" "$work/theirs.f32" \
@@ -70,6 +73,11 @@ check "$tiny" tiny q4_1   1e-2  0.99
 check "$tiny" tiny q5_0   1e-2  0.99
 check "$tiny" tiny q5_1   1e-2  0.99
 check "$tiny" tiny q4_k_m 1e-2  0.99
+# GPTQ on ggml's grids (--algo gptq): codes chosen with error feedback, the
+# block scales ggml's encoder's; llama.cpp must decode them as we do.
+gptq="--algo gptq --calib $tiny/calib_tokens.npy --calib-samples 2"
+check "$tiny" tiny-gptq q4_0   1e-2  0.99 "$gptq"
+check "$tiny" tiny-gptq q4_k_m 1e-2  0.99 "$gptq"
 # The random model has no trained structure: ggml's q8 rounding of the
 # activations (q8_K for the K types) moves its logits by ~1.2% RMS whatever
 # the weight type (q6_K as much as q2_K; f32 weights agree to 5e-7), and
@@ -78,6 +86,11 @@ check "$tiny" tiny q4_k_m 1e-2  0.99
 check "$work/rl" random f32 1e-5 1.0
 for preset in q8_0 q2_k q3_k_m q4_k_s q4_k_m q5_k_m q6_k; do
   check "$work/rl" random "$preset" 2e-2 0.93
+done
+# Every K block type through GPTQ's code writer (the tiny-llama's rows of
+# 128 take none): q2_k/q3_k_m/q4_k_m/q5_k_m/q6_k write q2_K..q6_K.
+for preset in q2_k q3_k_m q4_k_m q5_k_m q6_k; do
+  check "$work/rl" random-gptq "$preset" 2e-2 0.93 "$gptq"
 done
 # Layers of different widths (measured: f32 4.6e-7 relative RMS).
 check "$work/pl" pruned f32 1e-5 1.0

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "formats/numpy/numpy_io.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -208,6 +209,72 @@ TEST_F(GptqFixture, ResultIndependentOfThreadCount) {
     EXPECT_TRUE(std::equal(part->zero.begin(), part->zero.end(),
                            a->zero.begin() + 70 * ng));
   }
+}
+
+// Scheme's own group grid behind the GptqGrid interface, per-row state as
+// the interface asks; `fail_row` makes Fix fail there.
+class SchemeAsCallerGrid : public GptqGrid {
+ public:
+  SchemeAsCallerGrid(int64_t rows, int64_t cols, Scheme s, int64_t fail_row = -1)
+      : s_(s), cols_(cols), group_(s.group_size), fail_row_(fail_row),
+        grids_(static_cast<size_t>(rows * (cols / s.group_size))),
+        q(static_cast<size_t>(rows * cols)) {}
+  int64_t block() const override { return group_; }
+  absl::Status Fix(int64_t row, int64_t c0, const float* v, int64_t len) override {
+    if (row == fail_row_) return absl::InternalError(absl::StrCat("no grid for row ", row));
+    const auto [mn, mx] = std::minmax_element(v, v + len);
+    grids_[row * (cols_ / group_) + c0 / group_] = MakeGrid(*mn, *mx, 1.0f, s_.bits, s_.symmetric);
+    return absl::OkStatus();
+  }
+  float Round(int64_t row, int64_t col, float v) override {
+    const GroupGrid& g = grids_[row * (cols_ / group_) + col / group_];
+    const int32_t code = QuantizeValue(v, g);
+    q[row * cols_ + col] = static_cast<int8_t>(code);
+    return DequantizeCode(code, g);
+  }
+
+ private:
+  Scheme s_;
+  int64_t cols_, group_, fail_row_;
+  std::vector<GroupGrid> grids_;
+
+ public:
+  std::vector<int8_t> q;
+};
+
+// With lazy blocks one group wide, a group's grid is fixed at a block start
+// where both paths see the same weights: GPTQ on a caller's grid is then
+// GPTQ, code for code, whatever the thread count.
+TEST_F(GptqFixture, CallerGridMatchesSchemeGridCodeForCode) {
+  for (bool sym : {true, false}) {
+    SCOPED_TRACE(sym ? "sym" : "asym");
+    const Scheme scheme{4, group_, sym};
+    GptqOptions o;
+    o.block_size = group_;
+    GptqStats want_stats, got_stats;
+    o.stats = &want_stats;
+    auto want = QuantizeGptq(w_.data(), rows_, cols_, scheme, xtx_, n_, o);
+    ASSERT_THAT(want, IsOk());
+    for (int threads : {1, 3}) {
+      o.threads = threads;
+      o.stats = &got_stats;
+      SchemeAsCallerGrid grid(rows_, cols_, scheme);
+      ASSERT_THAT(QuantizeGptqOnGrid(w_.data(), rows_, cols_, xtx_, n_, o, grid), IsOk());
+      EXPECT_EQ(grid.q, want->q);
+      EXPECT_EQ(got_stats.proxy_loss, want_stats.proxy_loss);
+    }
+  }
+}
+
+TEST_F(GptqFixture, CallerGridErrorsAreReturned) {
+  SchemeAsCallerGrid failing(rows_, cols_, Scheme{4, group_, true}, /*fail_row=*/rows_ - 1);
+  EXPECT_THAT(QuantizeGptqOnGrid(w_.data(), rows_, cols_, xtx_, n_, GptqOptions{}, failing),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr(absl::StrCat("row ", rows_ - 1))));
+  GptqOptions act;
+  act.act_order = true;
+  SchemeAsCallerGrid grid(rows_, cols_, Scheme{4, group_, true});
+  EXPECT_THAT(QuantizeGptqOnGrid(w_.data(), rows_, cols_, xtx_, n_, act, grid),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("act-order")));
 }
 
 TEST(GptqTest, RejectsBadInputs) {

@@ -1,0 +1,169 @@
+#include "converter/gguf_gptq.h"
+
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "calibration/linear_stats.h"
+#include "formats/gguf/ggml_blocks.h"
+#include "formats/gguf/ggml_grid.h"
+#include "hf/llama_graph_builder.h"
+#include "ir/float_convert.h"
+#include "quantize/gptq_layers.h"
+#include "quantize/importance_matrix.h"
+#include "quantize/numerics/gptq.h"
+#include "quantize/weight_matrix.h"
+#include "support/status_macros.h"
+
+namespace slimpack::converter {
+namespace {
+
+using gguf::TensorType;
+
+// ggml's blocks as GPTQ's grid: Fix runs ggml's encoder on one block of the
+// updated weights (with the importance of its columns) and reads back the
+// grid every weight of it is on; Round picks the nearest code there. Codes
+// go into the block once its last column is rounded. Per-row state only, so
+// rows on different threads never share a byte.
+class GgmlGptqGrid : public quant::GptqGrid {
+ public:
+  GgmlGptqGrid(TensorType type, int64_t rows, int64_t cols, const float* importance)
+      : type_(type),
+        cols_(cols),
+        block_(gguf::BlockSize(type)),
+        block_bytes_(gguf::RowBytes(type, block_)),
+        row_bytes_(gguf::RowBytes(type, cols)),
+        importance_(importance),
+        bytes_(static_cast<size_t>(rows * row_bytes_)),
+        grids_(static_cast<size_t>(rows * block_)),
+        codes_(static_cast<size_t>(rows * block_)) {}
+
+  int64_t block() const override { return block_; }
+
+  absl::Status Fix(int64_t row, int64_t c0, const float* values, int64_t len) override {
+    if (len != block_) {
+      return absl::InternalError(absl::StrCat("row length ", cols_, " is not a multiple of ",
+                                              block_));
+    }
+    uint8_t* dst = BlockAt(row, c0);
+    RETURN_IF_ERROR(gguf::QuantizeRow(type_, values, block_,
+                                      importance_ ? importance_ + c0 : nullptr, dst));
+    return gguf::BlockGrids(type_, dst, grids_.data() + row * block_);
+  }
+
+  float Round(int64_t row, int64_t col, float v) override {
+    const int64_t j = col % block_;
+    const gguf::WeightGrid& g = grids_[row * block_ + j];
+    const int code = gguf::NearestCode(g, v);
+    codes_[row * block_ + j] = static_cast<uint8_t>(code);
+    if (j == block_ - 1) {
+      // In range by construction (NearestCode clamps to the grid's codes).
+      gguf::SetBlockCodes(type_, codes_.data() + row * block_, BlockAt(row, col - j)).IgnoreError();
+    }
+    return g.scale * static_cast<float>(code - g.zero) + g.offset;
+  }
+
+  std::vector<uint8_t> TakeBytes() { return std::move(bytes_); }
+
+ private:
+  uint8_t* BlockAt(int64_t row, int64_t c0) {
+    return bytes_.data() + row * row_bytes_ + (c0 / block_) * block_bytes_;
+  }
+
+  TensorType type_;
+  int64_t cols_, block_, block_bytes_, row_bytes_;
+  const float* importance_;
+  std::vector<uint8_t> bytes_;
+  std::vector<gguf::WeightGrid> grids_;  // per row: the current block's
+  std::vector<uint8_t> codes_;           // per row: the current block's
+};
+
+absl::StatusOr<std::vector<float>> ValuesF32(const ir::Tensor& t) {
+  const uint64_t numel = static_cast<uint64_t>(t.dims[0] * t.dims[1]);
+  std::vector<float> out(numel);
+  RETURN_IF_ERROR(ir::ConvertFloats(t.dtype, t.data.data(), ir::DType::kF32,
+                                    reinterpret_cast<uint8_t*>(out.data()), numel));
+  return out;
+}
+
+}  // namespace
+
+absl::Status EncodeMatricesWithGptq(const ir::Model& model, const GgufGptqRequest& request,
+                                    gguf_export::GgufExportOptions* options) {
+  ASSIGN_OR_RETURN(const std::vector<gguf_export::MatrixTarget> targets,
+                   gguf_export::PlanMatrixTypes(model, *options, /*with_importance=*/true));
+  ASSIGN_OR_RETURN(ir::Model decoder, hf::BuildDecoderGraph(model));
+  std::set<std::string> linears;
+  for (const calibration::LinearLayer& l : calibration::FindLinearLayers(decoder.graph)) {
+    linears.insert(l.weight);
+  }
+  std::map<std::string, const gguf_export::MatrixTarget*> by_tensor;
+  std::vector<std::string> weights;
+  for (const gguf_export::MatrixTarget& t : targets) {
+    const ir::Tensor* src = model.graph.FindInitializer(t.tensor);
+    // A block type and a matmul reading it: the tied embedding is both a
+    // lookup and the output, and keeps ggml's encoder.
+    if (gguf::BlockSize(t.type) <= 1 || !linears.count(t.tensor) || src == nullptr ||
+        src->role == ir::WeightRole::kEmbedding) {
+      continue;
+    }
+    by_tensor[t.tensor] = &t;
+    weights.push_back(t.tensor);
+  }
+  gguf_export::GgufImportance importance;
+  importance.file = "slimpack --algo gptq --calib";
+  importance.dataset = absl::StrJoin(request.calib, ",");
+  ASSIGN_OR_RETURN(calibration::Dataset data,
+                   quantize::OpenCalibrationData(decoder, request.calib));
+  quantize::LayerwiseGptqOptions lo;
+  lo.max_runs = request.calib_samples;
+  lo.threads = request.threads;
+  lo.progress = request.progress;
+  lo.log = request.log;
+  RETURN_IF_ERROR(quantize::RunLayerwiseGptq(
+      model, weights, data, lo,
+      [&](const std::string& name,
+          const quantize::CapturedInput& c) -> absl::StatusOr<ir::Tensor> {
+        const gguf_export::MatrixTarget& target = *by_tensor.at(name);
+        const ir::Tensor& t = *model.graph.FindInitializer(name);
+        if (t.dims.size() != 2 || t.dims[1] != c.layer.in_features) {
+          return absl::InternalError(absl::StrCat(name, ": ", t.dims.size(),
+                                                  "-D weight, linear input of ",
+                                                  c.layer.in_features));
+        }
+        const int64_t rows = t.dims[0], cols = t.dims[1];
+        ASSIGN_OR_RETURN(std::vector<float> w, ValuesF32(t));
+        std::vector<float>& columns = importance.columns[target.gguf_name];
+        columns.assign(c.mean_sq.begin(), c.mean_sq.end());
+        GgmlGptqGrid grid(target.type, rows, cols, columns.data());
+        quant::GptqOptions go;
+        go.percdamp = request.percdamp;
+        go.block_size = request.block_size;
+        go.threads = request.threads;
+        RETURN_IF_ERROR(Annotate(quant::QuantizeGptqOnGrid(w.data(), rows, cols, c.xtx, c.rows,
+                                                           go, grid),
+                                 absl::StrCat("gptq of tensor '", name, "' as ",
+                                              std::string(gguf::TypeName(target.type)))));
+        gguf_export::PreEncodedMatrix& enc = options->encoded[name];
+        enc.type = target.type;
+        enc.rows = grid.TakeBytes();
+        // What later layers see: the weights as llama.cpp will decode them.
+        RETURN_IF_ERROR(gguf::DequantizeRow(target.type, enc.rows.data(), rows * cols, w.data()));
+        return quantize::F32Like(t, w);
+      }));
+  // llama-quantize's chunks_count: the calibration windows that ran.
+  data.Rewind();
+  for (int64_t run = 0; run < request.calib_samples; ++run) {
+    ASSIGN_OR_RETURN(std::optional<calibration::Sample> sample, data.Next());
+    if (!sample) break;
+    importance.chunks += sample->rows;
+  }
+  options->importance = std::move(importance);
+  options->encoded_by = "gptq on the ggml grid";
+  return absl::OkStatus();
+}
+
+}  // namespace slimpack::converter

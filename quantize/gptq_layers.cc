@@ -1,0 +1,105 @@
+#include "quantize/gptq_layers.h"
+
+#include <climits>
+#include <map>
+#include <optional>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "hf/llama_graph_builder.h"
+#include "ir/graph_slice.h"
+#include "quantize/layer_cache.h"
+#include "quantize/layer_cut.h"
+#include "quantize/weight_matrix.h"
+#include "support/status_macros.h"
+
+namespace slimpack::quantize {
+namespace {
+
+// The graph calibration runs: the ONNX graph itself, or the decoder graph
+// built over the checkpoint tensors.
+absl::StatusOr<ir::Model> Runnable(const ir::Model& model) {
+  if (!model.graph.nodes.empty()) return model;
+  return hf::BuildDecoderGraph(model);
+}
+
+}  // namespace
+
+absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::string>& weights,
+                              calibration::Dataset& data, const LayerwiseGptqOptions& options,
+                              const QuantizeLinearFn& quantize) {
+  auto log = [&options](const std::string& line) {
+    if (options.log) options.log(line);
+  };
+  std::map<int, std::vector<std::string>> groups;  // layer -> weights; INT_MAX: no layer
+  for (const std::string& w : weights) {
+    const ir::Tensor* t = model.graph.FindInitializer(w);
+    const int layer = model.graph.nodes.empty() && t != nullptr && t->layer >= 0 ? t->layer
+                                                                                  : INT_MAX;
+    groups[layer].push_back(w);
+  }
+  std::vector<std::vector<std::string>> weight_groups;
+  for (const auto& entry : groups) weight_groups.push_back(entry.second);
+  std::vector<std::vector<std::string>> cut;
+  {
+    ASSIGN_OR_RETURN(ir::Model runnable, Runnable(model));
+    ASSIGN_OR_RETURN(cut, CachedValuesPerGroup(runnable.graph, weight_groups));
+  }
+  ASSIGN_OR_RETURN(const int64_t runs, CountRuns(data, options.max_runs));
+  RunValues cache(runs);  // cut[g] per run; empty maps: run from the inputs
+  bool caching = true;
+  // Dequantized stand-ins for already-quantized weights, by name.
+  std::map<std::string, ir::Tensor> stand_ins;
+  support::ProgressEvent layers{"gptq", 0, static_cast<int64_t>(groups.size()), "layers", ""};
+  if (options.progress) options.progress(layers);
+  size_t g = 0;
+  for (const auto& [layer, members] : groups) {
+    ASSIGN_OR_RETURN(ir::Model runnable, Runnable(model));
+    for (const auto& entry : stand_ins) {
+      if (runnable.graph.FindInitializer(entry.first)) {
+        RETURN_IF_ERROR(ReplaceInitializer(runnable.graph, entry.second));
+      }
+    }
+    if (g > 0 && caching) {
+      ASSIGN_OR_RETURN(std::optional<RunValues> next,
+                       AdvanceCachedValues(runnable, cache, cut[g - 1], cut[g], data,
+                                           options.threads, options.cache_bytes));
+      caching = next.has_value();
+      cache = caching ? *std::move(next) : RunValues(runs);
+      if (!caching) {
+        log(absl::StrCat("quantize: gptq: values between layers exceed ", options.cache_bytes,
+                         " bytes; each later layer runs from the model inputs"));
+      }
+    }
+    const std::vector<std::string> fed_names = caching ? cut[g] : std::vector<std::string>();
+    ASSIGN_OR_RETURN(runnable.graph,
+                     ir::SliceGraph(runnable.graph,
+                                    OutputsOfNodesReading(runnable.graph, weight_groups[g]),
+                                    std::set<std::string>(fed_names.begin(), fed_names.end())));
+    log(absl::StrCat("quantize: gptq: capturing X^T X for ", members.size(), " linear layers",
+                     layer == INT_MAX ? "" : absl::StrCat(" of layer ", layer), " (",
+                     runnable.graph.nodes.size(), " nodes from ",
+                     fed_names.empty() ? std::string("the model inputs")
+                                       : absl::StrJoin(fed_names, ", "),
+                     ")"));
+    CaptureRequest cr;
+    cr.hessian = true;
+    cr.progress = options.progress;
+    cr.context = layer == INT_MAX ? "gptq" : absl::StrCat("gptq layer ", layer);
+    cr.fed = &cache;
+    ASSIGN_OR_RETURN(auto captured, CaptureLinearInputs(runnable, weight_groups[g], data,
+                                                        options.max_runs, cr, options.threads));
+    ++g;
+    for (const std::string& name : members) {
+      ASSIGN_OR_RETURN(ir::Tensor stand_in, quantize(name, captured.at(name)));
+      stand_ins[name] = std::move(stand_in);
+    }
+    ++layers.done;
+    layers.context = cr.context;
+    if (options.progress) options.progress(layers);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace slimpack::quantize
