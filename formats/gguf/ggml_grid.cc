@@ -37,7 +37,8 @@ constexpr int kQ8Zero = 128;
 int NearestCode(const WeightGrid& g, float v) {
   if (g.scale == 0) return g.qmin;
   const double q = std::nearbyint((static_cast<double>(v) - g.offset) / g.scale) + g.zero;
-  return static_cast<int>(q < g.qmin ? g.qmin : q > g.qmax ? g.qmax : q);
+  if (!(q > g.qmin)) return g.qmin;  // also NaN: never cast it
+  return q > g.qmax ? g.qmax : static_cast<int>(q);
 }
 
 absl::Status BlockGrids(TensorType type, const uint8_t* block, WeightGrid* grids) {
