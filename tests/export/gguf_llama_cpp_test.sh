@@ -126,6 +126,36 @@ for scheme in "int4 --group 32" "int4 --group 32 --asym" "int8"; do
     echo "FAIL: convert --quant $scheme"; cat "$work/log"; fail=1
   fi
 done
+# The tokenizer survives conversion: a byte-level BPE trained on mixed-script
+# text (tests/testdata/tokenizer_bpe, scripts/fixtures/make_bpe_tokenizer.py:
+# 856 tokens, 600 merges, three special tokens) on a random llama of its
+# vocabulary, exported to GGUF; llama.cpp tokenizes a 5.6 KB mixed-script text
+# (18 scripts, emoji, code, odd whitespace, special tokens inline) to exactly
+# the ids @huggingface/tokenizers gives from the original tokenizer.json.
+bpe="$SRC/tests/testdata/tokenizer_bpe"
+mkdir "$work/bpe"
+if "$PY" "$SRC/tests/export/make_random_llama.py" "$work/bpe" "$bpe/tokenizer.json" >"$work/log" 2>&1 &&
+   cp "$bpe/tokenizer_config.json" "$work/bpe/" &&
+   "$SLIMPACK" convert "$work/bpe" -o "$work/bpe.gguf" --format gguf --quant f16 >"$work/log" 2>&1 &&
+   node "$SRC/tests/gguf/oracle/llama_logits.mjs" "$work/bpe.gguf" --tokenize "$bpe/text.txt" --special \
+     >"$work/bpe-llama.json" 2>"$work/log" &&
+   node "$SRC/tests/gguf/oracle/tokenize_hf.mjs" "$bpe" "$bpe/text.txt" >"$work/bpe-hf.json" 2>"$work/log"; then
+  "$PY" - "$work/bpe-llama.json" "$work/bpe-hf.json" "$bpe/tokenizer.json" <<'PYEOF' || fail=1
+import json, sys
+theirs, ref = (json.load(open(p)) for p in sys.argv[1:3])
+vocab = {i: t for t, i in json.load(open(sys.argv[3], encoding="utf-8"))["model"]["vocab"].items()}
+if theirs == ref:
+    print(f"ok: llama.cpp tokenizes the mixed-script text to the reference's {len(ref)} ids")
+    sys.exit(0)
+i = next((k for k, (a, b) in enumerate(zip(theirs, ref)) if a != b), min(len(theirs), len(ref)))
+show = lambda ids: [vocab.get(t, t) for t in ids[max(0, i - 3):i + 4]]
+print(f"FAIL: tokenizations differ at {i} of {len(ref)} (llama.cpp {len(theirs)} ids): "
+      f"llama.cpp {show(theirs)} vs reference {show(ref)}")
+sys.exit(1)
+PYEOF
+else
+  echo "FAIL: BPE tokenizer round trip"; cat "$work/log"; fail=1
+fi
 "$PY" - "$work/pruned-f32.gguf" <<'PYEOF' || { echo "FAIL: pruned GGUF metadata"; fail=1; }
 import struct, sys
 # The architecture and the per-layer i32 arrays, read straight from the file.

@@ -5,6 +5,7 @@ for real when it is exported to GGUF. The bundled tiny-llama (hidden 128,
 intermediate 344) exercises only the 32-weight types and the fallbacks.
 
 usage: make_random_llama.py OUT_DIR TOKENIZER_JSON [llama|qwen2|mistral|pruned]
+The vocabulary size is the tokenizer's (its largest token id + 1).
 Deterministic (seed 7); ~5 MB of f32 weights, made at test time so nothing
 large is committed. qwen2 adds q/k/v biases (Qwen2's attention) and its
 rope_theta; mistral takes head_dim 32, not hidden/heads (q/k/v/o narrower
@@ -19,12 +20,21 @@ import sys
 
 import numpy as np
 
-HIDDEN, INTER, LAYERS, HEADS, KV_HEADS, VOCAB = 256, 512, 2, 4, 2, 258
+HIDDEN, INTER, LAYERS, HEADS, KV_HEADS = 256, 512, 2, 4, 2
 HEAD_DIM = HIDDEN // HEADS
 
 
 def main():
     out, tokenizer = sys.argv[1], sys.argv[2]
+    # One embedding row per token id of the tokenizer (258 for the
+    # tiny-llama's byte tokenizer).
+    with open(tokenizer, encoding="utf-8") as f:
+        tok = json.load(f)
+    vocab = 1 + max(list(tok["model"]["vocab"].values()) +
+                    [t["id"] for t in tok.get("added_tokens", [])])
+    # bos / eos: the first and last special added tokens (the tiny-llama's
+    # <s> 256 and </s> 257).
+    specials = [t["id"] for t in tok.get("added_tokens", []) if t.get("special")] or [0]
     model_type = sys.argv[3] if len(sys.argv) > 3 else "llama"
     if model_type not in ("llama", "qwen2", "mistral", "pruned"):
         sys.exit(f"make_random_llama.py: model type '{model_type}' is not llama, qwen2, mistral "
@@ -45,9 +55,9 @@ def main():
         return w
 
     tensors = {
-        "model.embed_tokens.weight": rng.standard_normal((VOCAB, HIDDEN)).astype(np.float32),
+        "model.embed_tokens.weight": rng.standard_normal((vocab, HIDDEN)).astype(np.float32),
         "model.norm.weight": (1.0 + 0.1 * rng.standard_normal(HIDDEN)).astype(np.float32),
-        "lm_head.weight": matrix(VOCAB, HIDDEN) * 4.0,
+        "lm_head.weight": matrix(vocab, HIDDEN) * 4.0,
     }
     for i in range(LAYERS):
         p = f"model.layers.{i}."
@@ -83,8 +93,8 @@ def main():
               "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS,
               "head_dim": head_dim, "hidden_act": "silu", "rms_norm_eps": 1e-5,
               "rope_theta": 1000000.0 if model_type == "qwen2" else 10000.0,
-              "max_position_embeddings": 256, "vocab_size": VOCAB,
-              "bos_token_id": 256, "eos_token_id": 257, "tie_word_embeddings": False,
+              "max_position_embeddings": 256, "vocab_size": vocab,
+              "bos_token_id": specials[0], "eos_token_id": specials[-1], "tie_word_embeddings": False,
               "torch_dtype": "float32"}
     if model_type == "mistral":
         config["sliding_window"] = None
