@@ -130,7 +130,7 @@ done
 # text (tests/testdata/tokenizer_bpe, scripts/fixtures/make_bpe_tokenizer.py:
 # 856 tokens, 600 merges, three special tokens) on a random llama of its
 # vocabulary, exported to GGUF; llama.cpp tokenizes a 5.6 KB mixed-script text
-# (18 scripts, emoji, code, odd whitespace, special tokens inline) to exactly
+# (ten scripts, emoji, code, odd whitespace, special tokens inline) to exactly
 # the ids @huggingface/tokenizers gives from the original tokenizer.json.
 bpe="$SRC/tests/testdata/tokenizer_bpe"
 mkdir "$work/bpe"
