@@ -6,6 +6,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/ir/ir_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::ir {
@@ -15,25 +16,8 @@ using ::slimpack::testing::IsOk;
 using ::slimpack::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-
-Node MakeNode(std::string name, std::string op, std::vector<std::string> in,
-              std::vector<std::string> out) {
-  Node n;
-  n.name = std::move(name);
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
-
-Tensor F32(std::string name, std::vector<int64_t> dims) {
-  Tensor t;
-  t.name = std::move(name);
-  t.dtype = DType::kF32;
-  t.dims = std::move(dims);
-  t.data = TensorData::Owned(std::vector<uint8_t>(16, 0));
-  return t;
-}
+using testing::F32;
+using testing::MakeNode;
 
 // x -> relu -> h0 -> [mm0 w0] -> m0 -> add0(h0, m0) -> h1 -> [mm1 w1] -> m1
 //   -> add1(h1, m1) -> h2 -> [head wh] -> logits;   pos -> neg -> p (read by add1)

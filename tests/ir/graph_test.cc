@@ -5,6 +5,7 @@
 #include "ir/printer.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/ir/ir_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::ir {
@@ -14,28 +15,14 @@ using ::slimpack::testing::IsOk;
 using ::slimpack::testing::StatusIs;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using testing::F32;
 
+// Nodes here carry their provenance, which the printer shows.
 Node MakeNode(std::string name, std::string op, std::vector<std::string> in,
               std::vector<std::string> out) {
-  Node n;
-  n.name = std::move(name);
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
+  Node n = testing::MakeNode(std::move(name), std::move(op), std::move(in), std::move(out));
   n.provenance = Provenance::FromNode(n.name);
   return n;
-}
-
-Tensor F32(std::string name, std::vector<int64_t> dims,
-           std::vector<float> values) {
-  Tensor t;
-  t.name = std::move(name);
-  t.dtype = DType::kF32;
-  t.dims = std::move(dims);
-  std::vector<uint8_t> bytes(values.size() * 4);
-  std::memcpy(bytes.data(), values.data(), bytes.size());
-  t.data = TensorData::Owned(std::move(bytes));
-  return t;
 }
 
 TEST(GraphTest, TopologicalOrderIsStableAndSortsOutOfOrderNodes) {

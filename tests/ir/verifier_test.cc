@@ -4,6 +4,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/ir/ir_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::ir {
@@ -12,16 +13,7 @@ namespace {
 using ::slimpack::testing::IsOk;
 using ::slimpack::testing::StatusIs;
 using ::testing::HasSubstr;
-
-Node MakeNode(std::string name, std::string op, std::vector<std::string> in,
-              std::vector<std::string> out) {
-  Node n;
-  n.name = std::move(name);
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
+using testing::MakeNode;
 
 Tensor Bytes(std::string name, DType dt, std::vector<int64_t> dims,
              size_t nbytes) {

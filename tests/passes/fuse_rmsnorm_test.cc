@@ -86,6 +86,17 @@ TEST(FuseRmsNormTest, FusesDivFormBitExact) {
   EXPECT_EQ(MaxAbsDiff(Evaluate(before.graph, inputs), Evaluate(after, inputs)), 0.0);
 }
 
+// A Variant with every field named (aggregate initialisation of a prefix
+// leaves -Wmissing-field-initializers warnings).
+Variant Form(bool cast, bool mul_square, bool reciprocal, bool rsqrt_div) {
+  Variant v;
+  v.cast = cast;
+  v.mul_square = mul_square;
+  v.reciprocal = reciprocal;
+  v.rsqrt_div = rsqrt_div;
+  return v;
+}
+
 class FuseRmsNormVariantTest : public ::testing::TestWithParam<Variant> {};
 
 TEST_P(FuseRmsNormVariantTest, FusesAndKeepsOutputs) {
@@ -103,10 +114,11 @@ TEST_P(FuseRmsNormVariantTest, FusesAndKeepsOutputs) {
 
 INSTANTIATE_TEST_SUITE_P(
     Forms, FuseRmsNormVariantTest,
-    ::testing::Values(Variant{/*cast=*/true}, Variant{false, /*mul_square=*/true},
-                      Variant{false, false, /*reciprocal=*/true},
-                      Variant{true, true, true},
-                      Variant{true, false, false, /*rsqrt_div=*/true}));
+    ::testing::Values(Form(/*cast=*/true, false, false, false),
+                      Form(false, /*mul_square=*/true, false, false),
+                      Form(false, false, /*reciprocal=*/true, false),
+                      Form(true, true, true, false),
+                      Form(true, false, false, /*rsqrt_div=*/true)));
 
 TEST(FuseRmsNormTest, DoesNotFuseWhenExponentIsNotTwo) {
   Variant v;
