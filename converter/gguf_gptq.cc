@@ -38,7 +38,7 @@ class GgmlGptqGrid : public quant::GptqGrid {
         row_bytes_(gguf::RowBytes(type, cols)),
         importance_(importance),
         bytes_(static_cast<size_t>(rows * row_bytes_)),
-        grids_(static_cast<size_t>(rows * block_)),
+        grids_(static_cast<size_t>(rows * (block_ / kSub))),
         codes_(static_cast<size_t>(rows * block_)) {}
 
   int64_t block() const override { return block_; }
@@ -51,12 +51,24 @@ class GgmlGptqGrid : public quant::GptqGrid {
     uint8_t* dst = BlockAt(row, c0);
     RETURN_IF_ERROR(gguf::QuantizeRow(type_, values, block_,
                                       importance_ ? importance_ + c0 : nullptr, dst));
-    return gguf::BlockGrids(type_, dst, grids_.data() + row * block_);
+    gguf::WeightGrid grids[gguf::kQK_K];
+    RETURN_IF_ERROR(gguf::BlockGrids(type_, dst, grids));
+    for (int64_t e = 0; e < block_; ++e) {
+      const gguf::WeightGrid& a = grids[e];
+      const gguf::WeightGrid& b = grids[e - e % kSub];
+      if (a.scale != b.scale || a.offset != b.offset || a.zero != b.zero || a.qmin != b.qmin ||
+          a.qmax != b.qmax) {
+        return absl::InternalError(absl::StrCat(std::string(gguf::TypeName(type_)), ": weights ", e - e % kSub,
+                                                " and ", e, " of a block have different grids"));
+      }
+    }
+    for (int64_t s = 0; s < block_ / kSub; ++s) grids_[row * (block_ / kSub) + s] = grids[s * kSub];
+    return absl::OkStatus();
   }
 
   float Round(int64_t row, int64_t col, float v) override {
     const int64_t j = col % block_;
-    const gguf::WeightGrid& g = grids_[row * block_ + j];
+    const gguf::WeightGrid& g = grids_[row * (block_ / kSub) + j / kSub];
     const int code = gguf::NearestCode(g, v);
     codes_[row * block_ + j] = static_cast<uint8_t>(code);
     if (j == block_ - 1) {
@@ -77,6 +89,11 @@ class GgmlGptqGrid : public quant::GptqGrid {
   int64_t cols_, block_, block_bytes_, row_bytes_;
   const float* importance_;
   std::vector<uint8_t> bytes_;
+  // Every ggml type shares one grid per 16 weights (q2_K/q3_K/q6_K's
+  // sub-blocks; the others' are 32 or the whole block), so a row keeps one
+  // per 16 of its current block: a 128k-row output matrix needs 40 MB, not
+  // the 650 MB of one per weight.
+  static constexpr int64_t kSub = 16;
   std::vector<gguf::WeightGrid> grids_;  // per row: the current block's
   std::vector<uint8_t> codes_;           // per row: the current block's
 };

@@ -161,7 +161,9 @@ TEST(PlanWeightsTest, FirstMatchingRuleWinsAndConvFallsBackToInt8) {
   EXPECT_EQ(got["table"], "f16/0");
   EXPECT_EQ(got["conv"], "int8/-1");
   for (const TensorPlan& p : *plans) {
-    if (p.use.tensor == "conv") EXPECT_THAT(p.note, HasSubstr("spatial kernel"));
+    if (p.use.tensor == "conv") {  // braces: gtest's macros end in a bare `else`
+      EXPECT_THAT(p.note, HasSubstr("spatial kernel"));
+    }
   }
 }
 
