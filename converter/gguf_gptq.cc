@@ -25,7 +25,9 @@ using gguf::TensorType;
 
 // ggml's blocks as GPTQ's grid: Fix runs ggml's encoder on one block of the
 // updated weights (with the importance of its columns) and reads back the
-// grid every weight of it is on; Round picks the nearest code there. Codes
+// grid every weight of it is on (the 32-weight types' imatrix search scales
+// its weights by a mean square, which ggml takes over the whole row and this
+// over the block: the rest of the row is not final yet); Round picks the nearest code there. Codes
 // go into the block once its last column is rounded. Per-row state only, so
 // rows on different threads never share a byte.
 class GgmlGptqGrid : public quant::GptqGrid {
@@ -58,8 +60,9 @@ class GgmlGptqGrid : public quant::GptqGrid {
       const gguf::WeightGrid& b = grids[e - e % kSub];
       if (a.scale != b.scale || a.offset != b.offset || a.zero != b.zero || a.qmin != b.qmin ||
           a.qmax != b.qmax) {
-        return absl::InternalError(absl::StrCat(std::string(gguf::TypeName(type_)), ": weights ", e - e % kSub,
-                                                " and ", e, " of a block have different grids"));
+        return absl::InternalError(absl::StrCat(std::string(gguf::TypeName(type_)),
+                                                ": weights ", e - e % kSub, " and ", e,
+                                                " of a block have different grids"));
       }
     }
     for (int64_t s = 0; s < block_ / kSub; ++s) grids_[row * (block_ / kSub) + s] = grids[s * kSub];
