@@ -3,12 +3,7 @@
 // writes) at the same types, tensor for tensor, from the same calibration
 // windows; the file is byte-identical for any thread count; misuse is a
 // usage error. (llama.cpp itself runs these files in gguf_llama_cpp_logits.)
-#include <stdlib.h>
-
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
@@ -22,6 +17,7 @@
 #include "runtime/interpreter.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/safetensors/test_files.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/tiny_llama_eval.h"
 
@@ -31,21 +27,10 @@ namespace {
 using ::slimpack::testing::IsOk;
 using ::slimpack::testing::StatusIs;
 using ::testing::HasSubstr;
+using safetensors::testing::ReadWholeFile;
+using safetensors::testing::TempDir;
 
 constexpr int64_t kEvalWindows = 16;
-
-class TempDir {
- public:
-  TempDir() {
-    char tmpl[] = "/tmp/gguf_gptq_XXXXXX";
-    path_ = ::mkdtemp(tmpl) ? tmpl : "";
-  }
-  ~TempDir() { std::system(("rm -rf " + path_).c_str()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 absl::StatusOr<gguf_export::GgufExportResult> Export(const std::string& preset, bool gptq,
                                                      int threads, const std::string& out) {
@@ -146,13 +131,9 @@ TEST(GgufGptqTest, SameBytesForAnyThreadCount) {
   TempDir dir;
   ASSERT_THAT(Export("q4_k_m", true, 1, dir.path() + "/one.gguf"), IsOk());
   ASSERT_THAT(Export("q4_k_m", true, 3, dir.path() + "/three.gguf"), IsOk());
-  auto read = [](const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(in), {});
-  };
-  const std::string one = read(dir.path() + "/one.gguf");
+  const std::string one = ReadWholeFile(dir.File("one.gguf"));
   EXPECT_GT(one.size(), 700000u);
-  EXPECT_TRUE(one == read(dir.path() + "/three.gguf"));
+  EXPECT_TRUE(one == ReadWholeFile(dir.File("three.gguf")));
 }
 
 TEST(GgufGptqTest, MisuseIsAUsageError) {
