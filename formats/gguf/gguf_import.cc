@@ -4,6 +4,7 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "formats/gguf/ggml_blocks.h"
@@ -211,6 +212,18 @@ absl::StatusOr<ir::Model> ImportGguf(const std::string& path) {
   std::vector<ir::Tensor> tensors;
   for (const auto& [hf_name, t] : order) tensors.push_back(Shell(*t, hf_name));
   RETURN_IF_ERROR(hf::TagWeightRoles(info, path, tensors, model.warnings));
+  // block_count sizes per-layer tables below: tie it to the blk.N tensors
+  // first, stopping at the first absent layer, so a hostile count costs no
+  // more than the layers the file holds (llama.cpp fails on the same file
+  // with "missing tensor").
+  std::set<int64_t> present;
+  for (const ir::Tensor& t : tensors) present.insert(t.layer);
+  for (int64_t l = 0; l < info.num_layers; ++l) {
+    if (!present.count(l)) {
+      return Bad(path, absl::StrCat("metadata '", arch, ".block_count' is ", info.num_layers,
+                                    " but no tensor is named 'blk.", l, ".*'"));
+    }
+  }
   ASSIGN_OR_RETURN(const std::vector<hf::LayerSizes> sizes, hf::ReadLayerSizes(info, path));
   for (size_t i = 0; i < order.size(); ++i) {
     const std::string name(order[i].second->name);

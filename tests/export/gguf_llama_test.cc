@@ -228,6 +228,33 @@ TEST_F(GgufLlamaTest, ImportRefusesAnEmptyTensorByName) {
                        HasSubstr("tensor 'output.weight' has no elements")));
 }
 
+// Found by fuzz_gguf (fuzz/regressions/gguf/block_count_huge.gguf): a
+// block_count of 2^26 over four layers sized a per-layer table of 1.6 GB.
+TEST_F(GgufLlamaTest, ABlockCountBeyondTheFilesLayersIsRefusedBeforeAllocating) {
+  GgufExportOptions options;
+  options.preset = "f32";
+  const std::string path = dir_ + "/layers.gguf";
+  ASSERT_THAT(ExportDecoderToGguf(model_, options, path), IsOk());
+  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string key = "llama.block_count";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  uint32_t type = 0, value = 0;
+  std::memcpy(&type, &bytes[at + key.size()], 4);
+  std::memcpy(&value, &bytes[at + key.size() + 4], 4);
+  ASSERT_EQ(type, 4u);  // GGUF_TYPE_UINT32
+  ASSERT_EQ(value, 4u);
+  const uint32_t huge = 1u << 26;
+  file.seekp(static_cast<std::streamoff>(at + key.size() + 4));
+  file.write(reinterpret_cast<const char*>(&huge), 4);
+  file.close();
+  EXPECT_THAT(gguf::ImportGguf(path).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("metadata 'llama.block_count' is 67108864 but no tensor is "
+                                 "named 'blk.4.*'")));
+}
+
 TEST_F(GgufLlamaTest, ReExportingAGgufIsRefusedWithAReason) {
   GgufExportOptions options;
   options.preset = "f32";
