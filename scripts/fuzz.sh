@@ -39,6 +39,7 @@ for h in $HARNESSES; do
   [ -x "$BUILD/fuzz/fuzz_$h" ] || { echo "fuzz.sh: fuzz_$h did not build" >&2; exit 1; }
 done
 built=$(date +%s)
+rm -f "$BUILD/failure.txt"
 echo "fuzz.sh: built ${#targets[@]} harnesses ($OPT) in $((built - start))s; ${SECONDS_EACH}s each, $PARALLEL at a time"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/slimpack-fuzz.XXXXXX")"
@@ -73,6 +74,7 @@ done
 wait
 
 failed=0
+all_kept=""
 printf '%-12s %14s %10s %8s  %s\n' harness executions exec/s corpus result
 for h in $HARNESSES; do
   dir="$WORK/$h"
@@ -92,14 +94,29 @@ for h in $HARNESSES; do
       cp "$f" "$BUILD/crashes/$h/"
       kept="$kept $BUILD/crashes/$h/$(basename "$f")"
     done
+    all_kept="$all_kept$kept"
     result="FAILED (exit $rc):${kept:- no crash file} (log: $BUILD/crashes/$h/log.txt)"
   fi
   printf '%-12s %14s %10s %8s  %s\n' "$h" "${execs:-?}" "${rate:-?}" "$corpus" "$result"
 done
 echo "fuzz.sh: done in $(( $(date +%s) - start ))s"
 if [ "$failed" != 0 ]; then
-  echo "fuzz.sh: a harness failed; add its input to fuzz/regressions/<parser>/ with the fix" >&2
-  grep -h -m3 -E 'ERROR: (AddressSanitizer|libFuzzer|LeakSanitizer)|runtime error|SUMMARY' \
-    "$BUILD"/crashes/*/log.txt >&2 || true
+  # Also kept in $BUILD/failure.txt: scripts/test.sh prints it last, where a
+  # CI log's tail shows it, with each input xz+base64 on one line so a
+  # finding of a CI run can be replayed after its machine is gone:
+  #   echo '<line>' | base64 -d | xz -d > input; build-fuzz/fuzz/fuzz_<h> input
+  {
+    echo "fuzz.sh: a harness failed; add its input to fuzz/regressions/<parser>/ with the fix"
+    for h in $HARNESSES; do
+      [ "$(cat "$WORK/$h/rc")" = 0 ] && continue
+      grep -H -m3 -E 'ERROR: (AddressSanitizer|libFuzzer|LeakSanitizer)|runtime error|SUMMARY' \
+        "$BUILD/crashes/$h/log.txt" || true
+    done
+    for f in $all_kept; do
+      echo "fuzz.sh: input $f ($(stat -c %s "$f") bytes), xz | base64:"
+      xz -9 -c "$f" | base64 -w0
+      echo
+    done
+  } | tee "$BUILD/failure.txt" >&2
   exit 1
 fi

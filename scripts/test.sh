@@ -116,6 +116,10 @@ aarch64_rc=0
 wait "$aarch64_pid" || aarch64_rc=$?
 echo "== loader tests on aarch64 (qemu-user), output ($AARCH64_LOG):"
 cat "$AARCH64_LOG"
-if [ "$fuzz_rc" != 0 ]; then echo "test.sh: fuzzing failed (exit $fuzz_rc)"; exit 1; fi
+if [ "$fuzz_rc" != 0 ]; then
+  cat "$ROOT/build-fuzz/failure.txt" 2>/dev/null || true
+  echo "test.sh: fuzzing failed (exit $fuzz_rc)"
+  exit 1
+fi
 if [ "$aarch64_rc" != 0 ]; then echo "test.sh: the aarch64 loader tests failed (exit $aarch64_rc)"; exit 1; fi
 echo "test.sh: all suites passed in $(( $(date +%s) - start ))s"
