@@ -20,6 +20,9 @@ endif()
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/loader -B ${WORK_DIR}/build
     -G ${CMAKE_GENERATOR} -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix
     -DCMAKE_BUILD_TYPE=Release
+    # The compiler that built the library: a sanitizer runtime is the
+    # compiler's own (clang's and gcc's ASan do not mix).
+    -DCMAKE_C_COMPILER=${C_COMPILER} -DCMAKE_CXX_COMPILER=${CXX_COMPILER}
     # A sanitizer build installs an instrumented library: link the runtime.
     "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
