@@ -67,6 +67,21 @@ class GgufLlamaTest : public ::testing::Test {
     return out;
   }
 
+  // Exports the model as f32 GGUF to `path` and returns the file's bytes,
+  // for tests that patch one field in place (Patch) and import it back.
+  std::string ExportF32(const std::string& path) {
+    GgufExportOptions options;
+    options.preset = "f32";
+    EXPECT_THAT(ExportDecoderToGguf(model_, options, path), IsOk());
+    std::ifstream file(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  }
+  static void Patch(const std::string& path, size_t at, const void* data, size_t size) {
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekp(static_cast<std::streamoff>(at));
+    file.write(static_cast<const char*>(data), static_cast<std::streamsize>(size));
+  }
+
   std::string dir_;
   ir::Model model_;
   std::map<std::string, const ir::Tensor*> by_name_;
@@ -208,21 +223,15 @@ TEST_F(GgufLlamaTest, F32ExportImportsBackToTheCheckpointExactly) {
 }
 
 TEST_F(GgufLlamaTest, ImportRefusesAnEmptyTensorByName) {
-  GgufExportOptions options;
-  options.preset = "f32";
   const std::string path = dir_ + "/empty.gguf";
-  ASSERT_THAT(ExportDecoderToGguf(model_, options, path), IsOk());
+  const std::string bytes = ExportF32(path);
   // output.weight is the last tensor: zeroing its ne[0] keeps every offset
   // valid (the reader accepts empty tensors, as llama.cpp's does).
-  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
   const std::string name = "output.weight";
   const size_t at = bytes.rfind(name);
   ASSERT_NE(at, std::string::npos);
   const uint64_t zero = 0;
-  file.seekp(static_cast<std::streamoff>(at + name.size() + 4));  // after n_dims
-  file.write(reinterpret_cast<const char*>(&zero), 8);
-  file.close();
+  Patch(path, at + name.size() + 4, &zero, 8);  // after n_dims
   EXPECT_THAT(gguf::ImportGguf(path).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("tensor 'output.weight' has no elements")));
@@ -231,12 +240,8 @@ TEST_F(GgufLlamaTest, ImportRefusesAnEmptyTensorByName) {
 // Found by fuzz_gguf (fuzz/regressions/gguf/block_count_huge.gguf): a
 // block_count of 2^26 over four layers sized a per-layer table of 1.6 GB.
 TEST_F(GgufLlamaTest, ABlockCountBeyondTheFilesLayersIsRefusedBeforeAllocating) {
-  GgufExportOptions options;
-  options.preset = "f32";
   const std::string path = dir_ + "/layers.gguf";
-  ASSERT_THAT(ExportDecoderToGguf(model_, options, path), IsOk());
-  std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const std::string bytes = ExportF32(path);
   const std::string key = "llama.block_count";
   const size_t at = bytes.find(key);
   ASSERT_NE(at, std::string::npos);
@@ -246,9 +251,7 @@ TEST_F(GgufLlamaTest, ABlockCountBeyondTheFilesLayersIsRefusedBeforeAllocating) 
   ASSERT_EQ(type, 4u);  // GGUF_TYPE_UINT32
   ASSERT_EQ(value, 4u);
   const uint32_t huge = 1u << 26;
-  file.seekp(static_cast<std::streamoff>(at + key.size() + 4));
-  file.write(reinterpret_cast<const char*>(&huge), 4);
-  file.close();
+  Patch(path, at + key.size() + 4, &huge, 4);
   EXPECT_THAT(gguf::ImportGguf(path).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("metadata 'llama.block_count' is 67108864 but no tensor is "
