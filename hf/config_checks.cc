@@ -75,12 +75,15 @@ class FieldNamer {
   const std::string prefix_;
 };
 
-// Layer indices that have at least one "model.layers.<i>." weight.
-std::set<int64_t> LayersWithWeights(const ir::Graph& g) {
+std::string ShapeOf(const ir::Tensor& t) { return ir::Shape::FromDims(t.dims).ToString(); }
+
+}  // namespace
+
+int64_t FirstLayerWithoutWeights(const std::vector<ir::Tensor>& tensors, int64_t num_layers) {
   static constexpr char kPrefix[] = "model.layers.";
   constexpr size_t kLen = sizeof(kPrefix) - 1;
-  std::set<int64_t> layers;
-  for (const ir::Tensor& t : g.initializers()) {
+  std::set<int64_t> present;
+  for (const ir::Tensor& t : tensors) {
     if (t.name.compare(0, kLen, kPrefix) != 0) continue;
     const size_t dot = t.name.find('.', kLen);
     // At most 9 digits: no overflow, and more than any layer count allowed.
@@ -91,14 +94,14 @@ std::set<int64_t> LayersWithWeights(const ir::Graph& g) {
       digits = t.name[i] >= '0' && t.name[i] <= '9';
       layer = layer * 10 + (t.name[i] - '0');
     }
-    if (digits) layers.insert(layer);
+    if (digits) present.insert(layer);
   }
-  return layers;
+  // Stop at the first absent layer, so a huge count costs no more than
+  // the layers that exist.
+  int64_t l = 0;
+  while (l < num_layers && present.count(l)) ++l;
+  return l;
 }
-
-std::string ShapeOf(const ir::Tensor& t) { return ir::Shape::FromDims(t.dims).ToString(); }
-
-}  // namespace
 
 std::string ArchitectureSourceLabel(const ir::ArchitectureInfo& a) {
   return a.source == Arch::Source::kManifest ? "manifest.json architecture" : "config.json";
@@ -135,15 +138,11 @@ absl::Status CheckDecoderSizes(const ir::Model& checkpoint) {
       }
     }
   }
-  // Stop at the first layer with no weights, so a huge num_layers costs
-  // no more than the layers that exist.
-  const std::set<int64_t> present = LayersWithWeights(g);
-  for (int64_t l = 0; l < a.num_layers; ++l) {
-    if (!present.count(l)) {
-      return f.Error("field " + f.Quote(&Arch::num_layers) + " exceeds the layers of the "
-                     "checkpoint: no weight is named 'model.layers." + std::to_string(l) +
-                     ".*'");
-    }
+  const int64_t absent = FirstLayerWithoutWeights(g.initializers(), a.num_layers);
+  if (absent < a.num_layers) {
+    return f.Error("field " + f.Quote(&Arch::num_layers) + " exceeds the layers of the "
+                   "checkpoint: no weight is named 'model.layers." + std::to_string(absent) +
+                   ".*'");
   }
   ASSIGN_OR_RETURN(std::vector<LayerSizes> sizes, ReadLayerSizes(a, checkpoint.source_path));
   // head_dim sizes the RoPE tables before any layer weight is checked, so

@@ -24,6 +24,12 @@ namespace slimpack::hf {
 absl::Status CheckUnsupportedOptions(const ir::Model& checkpoint,
                                      std::vector<std::string>& warnings);
 
+// The lowest layer index below num_layers that no tensor named
+// "model.layers.<i>.*" belongs to, or num_layers when every layer has one.
+// Both importers call it before sizing per-layer tables from a count read
+// from a file (config.json's num_hidden_layers, GGUF's block_count).
+int64_t FirstLayerWithoutWeights(const std::vector<ir::Tensor>& tensors, int64_t num_layers);
+
 // Where `a`'s numbers were read, as errors name it: "config.json" or
 // "manifest.json architecture".
 std::string ArchitectureSourceLabel(const ir::ArchitectureInfo& a);

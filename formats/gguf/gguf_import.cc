@@ -4,12 +4,12 @@
 #include <cstring>
 #include <functional>
 #include <optional>
-#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "formats/gguf/ggml_blocks.h"
 #include "formats/gguf/gguf_reader.h"
 #include "formats/gguf/llama_names.h"
+#include "hf/config_checks.h"
 #include "hf/hf_config.h"
 #include "hf/layer_sizes.h"
 #include "hf/weight_roles.h"
@@ -213,16 +213,11 @@ absl::StatusOr<ir::Model> ImportGguf(const std::string& path) {
   for (const auto& [hf_name, t] : order) tensors.push_back(Shell(*t, hf_name));
   RETURN_IF_ERROR(hf::TagWeightRoles(info, path, tensors, model.warnings));
   // block_count sizes per-layer tables below: tie it to the blk.N tensors
-  // first, stopping at the first absent layer, so a hostile count costs no
-  // more than the layers the file holds (llama.cpp fails on the same file
-  // with "missing tensor").
-  std::set<int64_t> present;
-  for (const ir::Tensor& t : tensors) present.insert(t.layer);
-  for (int64_t l = 0; l < info.num_layers; ++l) {
-    if (!present.count(l)) {
-      return Bad(path, absl::StrCat("metadata '", arch, ".block_count' is ", info.num_layers,
-                                    " but no tensor is named 'blk.", l, ".*'"));
-    }
+  // first (llama.cpp fails on the same file with "missing tensor").
+  const int64_t absent = hf::FirstLayerWithoutWeights(tensors, info.num_layers);
+  if (absent < info.num_layers) {
+    return Bad(path, absl::StrCat("metadata '", arch, ".block_count' is ", info.num_layers,
+                                  " but no tensor is named 'blk.", absent, ".*'"));
   }
   ASSIGN_OR_RETURN(const std::vector<hf::LayerSizes> sizes, hf::ReadLayerSizes(info, path));
   for (size_t i = 0; i < order.size(); ++i) {
