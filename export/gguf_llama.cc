@@ -337,6 +337,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
   for (const std::string& f : model.carried_files) {
     const std::string base = std::filesystem::path(f).filename().string();
     if (base == "tokenizer.json") tok_src.tokenizer_json = f;
+    if (base == "tokenizer.model") tok_src.tokenizer_model = f;
     if (base == "tokenizer_config.json") tok_src.tokenizer_config_json = f;
   }
   if (model.source_format == ir::SourceFormat::kGguf) {
@@ -344,10 +345,10 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
         model.source_path, ": re-encoding a GGUF file as GGUF is not supported yet (its tokenizer "
                            "is not carried); convert the original Hugging Face checkpoint"));
   }
-  if (tok_src.tokenizer_json.empty()) {
+  if (tok_src.tokenizer_json.empty() && tok_src.tokenizer_model.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        model.source_path, ": no tokenizer.json beside the checkpoint; llama.cpp needs the "
-                           "tokenizer inside the GGUF"));
+        model.source_path, ": no tokenizer.json or tokenizer.model beside the checkpoint; "
+                           "llama.cpp needs the tokenizer inside the GGUF"));
   }
   tok_src.config_json_text = a.config_json;
   tok_src.vocab_size = a.vocab_size;

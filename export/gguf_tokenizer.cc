@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "export/gguf_tokenizer_spm.h"
 #include "support/small_file.h"
 #include "support/status_macros.h"
 #include "support/strict_json.h"
@@ -88,9 +89,9 @@ int64_t IdField(const json& config, const char* key) {
   return -1;
 }
 
-}  // namespace
-
-absl::StatusOr<TokenizerMetadata> ReadTokenizer(const TokenizerSources& src) {
+// tokenizer.json's byte-level BPE: tokens (padded to the model's rows),
+// their types, merges, the pre-tokenizer.
+absl::StatusOr<TokenizerMetadata> ReadBpeVocab(const TokenizerSources& src) {
   const std::string& path = src.tokenizer_json;
   ASSIGN_OR_RETURN(json tok, ReadJson(path));
   if (!tok.is_object() || !tok.contains("model") || !tok["model"].is_object()) {
@@ -166,14 +167,37 @@ absl::StatusOr<TokenizerMetadata> ReadTokenizer(const TokenizerSources& src) {
       out.token_types.push_back(it->second.second);
     }
   }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<TokenizerMetadata> ReadTokenizer(const TokenizerSources& src) {
+  json tc;  // tokenizer_config.json, or null
+  if (!src.tokenizer_config_json.empty()) {
+    ASSIGN_OR_RETURN(tc, ReadJson(src.tokenizer_config_json));
+  }
+  TokenizerMetadata out;
+  if (!src.tokenizer_model.empty()) {
+    ASSIGN_OR_RETURN(out, ReadSentencePieceVocab(src.tokenizer_model, src.tokenizer_config_json,
+                                                 tc, src.vocab_size));
+  } else if (!src.tokenizer_json.empty()) {
+    ASSIGN_OR_RETURN(out, ReadBpeVocab(src));
+  } else {
+    return absl::InvalidArgumentError("no tokenizer.json or tokenizer.model to export");
+  }
 
   ASSIGN_OR_RETURN(json config, support::ParseStrictJson(src.config_json_text, "config.json",
                                                          kMaxJsonDepth));
-  out.bos_id = IdField(config, "bos_token_id");
-  out.eos_id = IdField(config, "eos_token_id");
-  out.pad_id = IdField(config, "pad_token_id");
-  if (!src.tokenizer_config_json.empty()) {
-    ASSIGN_OR_RETURN(json tc, ReadJson(src.tokenizer_config_json));
+  // config.json's ids win over the SentencePiece model's own, as in
+  // llama.cpp's converter (SpecialVocab).
+  for (const auto& [key, id] : {std::pair<const char*, int64_t*>{"bos_token_id", &out.bos_id},
+                                {"eos_token_id", &out.eos_id},
+                                {"pad_token_id", &out.pad_id}}) {
+    const int64_t from_config = IdField(config, key);
+    if (from_config >= 0) *id = from_config;
+  }
+  if (!tc.is_null()) {
     if (tc.is_object() && tc.contains("add_bos_token") && tc["add_bos_token"].is_boolean()) {
       out.add_bos = tc["add_bos_token"].get<bool>() ? 1 : 0;
     }
@@ -192,7 +216,7 @@ absl::StatusOr<TokenizerMetadata> ReadTokenizer(const TokenizerSources& src) {
       }
     }
   }
-  for (int64_t* id : {&out.bos_id, &out.eos_id, &out.pad_id}) {
+  for (int64_t* id : {&out.bos_id, &out.eos_id, &out.pad_id, &out.unk_id}) {
     if (*id >= src.vocab_size) {
       return Bad("config.json", absl::StrCat("special token id ", *id,
                                              " is outside the vocabulary of ", src.vocab_size));
@@ -205,12 +229,17 @@ void AddTokenizerMetadata(const TokenizerMetadata& t, gguf::GgufWriter& w) {
   w.AddString("tokenizer.ggml.model", t.model);
   w.AddString("tokenizer.ggml.pre", t.pre);
   w.AddStringArray("tokenizer.ggml.tokens", t.tokens);
+  if (!t.scores.empty()) w.AddF32Array("tokenizer.ggml.scores", t.scores);
   w.AddI32Array("tokenizer.ggml.token_type", t.token_types);
-  w.AddStringArray("tokenizer.ggml.merges", t.merges);
+  if (!t.merges.empty() || t.model == "gpt2") w.AddStringArray("tokenizer.ggml.merges", t.merges);
   if (t.bos_id >= 0) w.AddU32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(t.bos_id));
   if (t.eos_id >= 0) w.AddU32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(t.eos_id));
+  if (t.unk_id >= 0) w.AddU32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(t.unk_id));
   if (t.pad_id >= 0) w.AddU32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(t.pad_id));
   if (t.add_bos >= 0) w.AddBool("tokenizer.ggml.add_bos_token", t.add_bos == 1);
+  if (t.add_space_prefix >= 0) {
+    w.AddBool("tokenizer.ggml.add_space_prefix", t.add_space_prefix == 1);
+  }
   if (!t.chat_template.empty()) w.AddString("tokenizer.chat_template", t.chat_template);
 }
 

@@ -168,6 +168,32 @@ PYEOF
 else
   echo "FAIL: BPE tokenizer round trip"; cat "$work/log"; fail=1
 fi
+# The same for a SentencePiece tokenizer.model laid out like Llama 2's
+# (tests/testdata/tokenizer_spm, scripts/fixtures/make_spm_tokenizer.py: BPE,
+# 700 pieces, byte fallback): llama.cpp tokenizes the same text to exactly
+# the ids SentencePiece gave (expected_ids.json; 4,194 ids, many of them
+# byte pieces for the scripts the training text lacked).
+spm="$SRC/tests/testdata/tokenizer_spm"
+mkdir "$work/spm"
+if "$PY" "$SRC/tests/export/make_random_llama.py" "$work/spm" "$spm/tokenizer.model" >"$work/log" 2>&1 &&
+   cp "$spm/tokenizer_config.json" "$work/spm/" &&
+   "$SLIMPACK" convert "$work/spm" -o "$work/spm.gguf" --format gguf --quant f16 >"$work/log" 2>&1 &&
+   node "$SRC/tests/gguf/oracle/llama_logits.mjs" "$work/spm.gguf" --tokenize "$bpe/text.txt" \
+     >"$work/spm-llama.json" 2>"$work/log"; then
+  "$PY" - "$work/spm-llama.json" "$spm/expected_ids.json" <<'PYEOF' || fail=1
+import json, sys
+theirs, ref = (json.load(open(p)) for p in sys.argv[1:3])
+if theirs == ref:
+    print(f"ok: llama.cpp tokenizes the mixed-script text to SentencePiece's {len(ref)} ids")
+    sys.exit(0)
+i = next((k for k, (a, b) in enumerate(zip(theirs, ref)) if a != b), min(len(theirs), len(ref)))
+print(f"FAIL: tokenizations differ at {i} of {len(ref)} (llama.cpp {len(theirs)} ids): "
+      f"llama.cpp {theirs[max(0, i - 3):i + 4]} vs SentencePiece {ref[max(0, i - 3):i + 4]}")
+sys.exit(1)
+PYEOF
+else
+  echo "FAIL: SentencePiece tokenizer round trip"; cat "$work/log"; fail=1
+fi
 fi
 if part random; then
 "$PY" - "$work/pruned-f32.gguf" <<'PYEOF' || { echo "FAIL: pruned GGUF metadata"; fail=1; }

@@ -4,8 +4,10 @@ super-blocks (hidden 256, intermediate 512), so every K-quant type is used
 for real when it is exported to GGUF. The bundled tiny-llama (hidden 128,
 intermediate 344) exercises only the 32-weight types and the fallbacks.
 
-usage: make_random_llama.py OUT_DIR TOKENIZER_JSON [llama|qwen2|mistral|pruned]
-The vocabulary size is the tokenizer's (its largest token id + 1).
+usage: make_random_llama.py OUT_DIR TOKENIZER [llama|qwen2|mistral|pruned]
+TOKENIZER is a tokenizer.json or a SentencePiece .model (copied beside the
+weights as tokenizer.model). The vocabulary size is the tokenizer's (its
+largest token id + 1, or its number of pieces).
 Deterministic (seed 7); ~5 MB of f32 weights, made at test time so nothing
 large is committed. qwen2 adds q/k/v biases (Qwen2's attention) and its
 rope_theta; mistral takes head_dim 32, not hidden/heads (q/k/v/o narrower
@@ -28,13 +30,17 @@ def main():
     out, tokenizer = sys.argv[1], sys.argv[2]
     # One embedding row per token id of the tokenizer (258 for the
     # tiny-llama's byte tokenizer).
-    with open(tokenizer, encoding="utf-8") as f:
-        tok = json.load(f)
-    vocab = 1 + max(list(tok["model"]["vocab"].values()) +
-                    [t["id"] for t in tok.get("added_tokens", [])])
-    # bos / eos: the first and last special added tokens (the tiny-llama's
-    # <s> 256 and </s> 257).
-    specials = [t["id"] for t in tok.get("added_tokens", []) if t.get("special")] or [0]
+    if tokenizer.endswith(".model"):
+        # SentencePiece: one row per piece, <s> 1 and </s> 2 (its defaults).
+        vocab, specials = count_pieces(tokenizer), [1, 2]
+    else:
+        with open(tokenizer, encoding="utf-8") as f:
+            tok = json.load(f)
+        vocab = 1 + max(list(tok["model"]["vocab"].values()) +
+                        [t["id"] for t in tok.get("added_tokens", [])])
+        # bos / eos: the first and last special added tokens (the tiny-llama's
+        # <s> 256 and </s> 257).
+        specials = [t["id"] for t in tok.get("added_tokens", []) if t.get("special")] or [0]
     model_type = sys.argv[3] if len(sys.argv) > 3 else "llama"
     if model_type not in ("llama", "qwen2", "mistral", "pruned"):
         sys.exit(f"make_random_llama.py: model type '{model_type}' is not llama, qwen2, mistral "
@@ -104,7 +110,41 @@ def main():
         config["num_key_value_heads_per_layer"] = kv_heads
     with open(f"{out}/config.json", "w") as f:
         json.dump(config, f, indent=1)
-    shutil.copy(tokenizer, f"{out}/tokenizer.json")
+    shutil.copy(tokenizer, f"{out}/tokenizer.model" if tokenizer.endswith(".model")
+                else f"{out}/tokenizer.json")
+
+
+def count_pieces(path):
+    """The number of `pieces` (field 1) of a sentencepiece.ModelProto, read
+    from the protobuf wire format (no sentencepiece needed at test time)."""
+    data, at, n = open(path, "rb").read(), 0, 0
+
+    def varint():
+        nonlocal at
+        v, shift = 0, 0
+        while True:
+            b = data[at]
+            at += 1
+            v |= (b & 0x7F) << shift
+            shift += 7
+            if b < 0x80:
+                return v
+    while at < len(data):
+        key = varint()
+        wire = key & 7
+        if wire == 0:
+            varint()
+        elif wire == 2:
+            length = varint()  # before `at +=` reads at
+            at += length
+        elif wire == 5:
+            at += 4
+        elif wire == 1:
+            at += 8
+        else:
+            sys.exit(f"{path}: wire type {wire} at byte {at}")
+        n += key >> 3 == 1
+    return n
 
 
 if __name__ == "__main__":
