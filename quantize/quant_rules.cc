@@ -227,7 +227,10 @@ absl::StatusOr<QuantConfig> ParseQuantConfig(const json& j, const std::string& f
   QuantConfig c;
   for (const auto& [k, v] : j.items()) {
     const std::string kp = "quant." + k;
-    auto integer = [&](int64_t lo, int64_t hi) -> absl::StatusOr<int64_t> {
+    // (A lambda may not capture a structured binding before C++20.)
+    const json& value = v;
+    auto integer = [&file, &kp, &value](int64_t lo, int64_t hi) -> absl::StatusOr<int64_t> {
+      const json& v = value;
       if (!v.is_number_integer()) return KeyError(file, kp, "expected an integer, found " + v.dump());
       const int64_t x = v.get<int64_t>();
       if (x < lo || x > hi) return KeyError(file, kp, absl::StrCat(x, " is outside [", lo, ", ", hi, "]"));

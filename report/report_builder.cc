@@ -454,7 +454,7 @@ absl::StatusOr<Report> BuildReport(const ir::Model& reference, const ir::Model& 
 
   MainPass pass{
       reference, candidate, options, report, MatchLayers(reference.graph, candidate.graph),
-      {},        {},        {}};
+      {},        {},        {},     {}};
   report.unmatched_layers = pass.matches.unmatched;
   for (size_t i = 0; i < pass.matches.layers.size(); ++i) {
     const LayerMatch& m = pass.matches.layers[i];

@@ -48,8 +48,13 @@ if ! cmp -s "$ROOT/bench/ort/package-lock.json" "$ORT_ORACLE/package-lock.json" 
   cp "$ROOT"/bench/ort/package.json "$ROOT"/bench/ort/package-lock.json "$ORT_ORACLE/"
   (cd "$ORT_ORACLE" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 fi
-echo "== build (ASan+UBSan, -O1)"
+# clang-14 (installed for the fuzzers anyway) compiles this tree about twice
+# as fast as GCC 12 at the same flags (README, "Test-suite timing"); the
+# optimised tree below stays GCC, the compiler scripts/build.sh ships with,
+# so both compilers build every line.
+echo "== build (ASan+UBSan, -O1, clang-14)"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DSLIMPACK_SANITIZE=ON \
+  -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
   -DSLIMPACK_FAST_LINK=ON -DSLIMPACK_TEST_PCH=ON -DSLIMPACK_JSON_PCH=ON -DSLIMPACK_BUILD_BENCH=OFF \
   -DSLIMPACK_O0_DIRS="tests;cli;converter;export;hf;report;passes;fuzz;formats/onnx;formats/safetensors;formats/numpy;formats/shard/writer;formats/shard/reader" \

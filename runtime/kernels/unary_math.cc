@@ -44,6 +44,7 @@ absl::StatusOr<RtTensor> ModTyped(KernelContext& ctx, const RtTensor& a, const R
         // Python-style: the result takes the divisor's sign unless fmod.
         return (!fmod && r != 0 && ((r < 0) != (y < 0))) ? static_cast<T>(r + y) : r;
       } else {
+        (void)fmod;  // unsigned: C++'s % is already the floor remainder
         return static_cast<T>(x % y);
       }
     });

@@ -23,7 +23,6 @@ namespace {
 using ::slimpack::testing::IsOk;
 
 const std::string kDir = SLIMPACK_TINY_LLAMA_DIR;
-constexpr int64_t kWindow = ::slimpack::testing::kTinyLlamaWindow;
 constexpr int64_t kEvalWindows = 64;
 
 double Perplexity(const ir::Model& checkpoint) {
