@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "export/gguf_carried_codes.h"
+#include "export/gguf_source.h"
 #include "export/gguf_tokenizer.h"
 #include "export/gguf_types.h"
 #include "formats/gguf/ggml_blocks.h"
@@ -171,6 +172,41 @@ struct ExportPlan {
   Preset preset;
   std::vector<Planned> planned;
 };
+
+// general.*, the architecture keys and the tokenizer: from the GGUF the
+// model was imported from (its name and tokenizer keys as they were), or
+// from the checkpoint's tokenizer files.
+absl::Status AddNameAndTokenizer(const ir::Model& model, const ir::ArchitectureInfo& a,
+                                 const std::vector<hf::LayerSizes>& sizes,
+                                 const std::string& arch, const Preset& preset,
+                                 gguf::GgufWriter& writer) {
+  std::string model_name = std::filesystem::path(model.source_path).filename().string();
+  if (model.source_format == ir::SourceFormat::kGguf) {
+    ASSIGN_OR_RETURN(GgufSourceMetadata source, ReadGgufSourceMetadata(model.source_path));
+    if (!source.name.empty()) model_name = source.name;
+    AddArchitecture(a, sizes, arch, preset, model_name, writer);
+    AddGgufSourceTokenizer(source, writer);
+    return absl::OkStatus();
+  }
+  AddArchitecture(a, sizes, arch, preset, model_name, writer);
+  TokenizerSources tok_src;
+  for (const std::string& f : model.carried_files) {
+    const std::string base = std::filesystem::path(f).filename().string();
+    if (base == "tokenizer.json") tok_src.tokenizer_json = f;
+    if (base == "tokenizer.model") tok_src.tokenizer_model = f;
+    if (base == "tokenizer_config.json") tok_src.tokenizer_config_json = f;
+  }
+  if (tok_src.tokenizer_json.empty() && tok_src.tokenizer_model.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        model.source_path, ": no tokenizer.json or tokenizer.model beside the checkpoint; "
+                           "llama.cpp needs the tokenizer inside the GGUF"));
+  }
+  tok_src.config_json_text = a.config_json;
+  tok_src.vocab_size = a.vocab_size;
+  ASSIGN_OR_RETURN(TokenizerMetadata tokenizer, ReadTokenizer(tok_src));
+  AddTokenizerMetadata(tokenizer, writer);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<ExportPlan> PlanExport(const ir::Model& model, const GgufExportOptions& options) {
   if (!model.architecture || !model.architecture->known) {
@@ -331,29 +367,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
   const Preset& preset = plan.preset;
   const std::vector<Planned>& planned = plan.planned;
   gguf::GgufWriter writer;
-  const std::string model_name = std::filesystem::path(model.source_path).filename().string();
-  AddArchitecture(a, sizes, arch, preset, model_name, writer);
-  TokenizerSources tok_src;
-  for (const std::string& f : model.carried_files) {
-    const std::string base = std::filesystem::path(f).filename().string();
-    if (base == "tokenizer.json") tok_src.tokenizer_json = f;
-    if (base == "tokenizer.model") tok_src.tokenizer_model = f;
-    if (base == "tokenizer_config.json") tok_src.tokenizer_config_json = f;
-  }
-  if (model.source_format == ir::SourceFormat::kGguf) {
-    return absl::UnimplementedError(absl::StrCat(
-        model.source_path, ": re-encoding a GGUF file as GGUF is not supported yet (its tokenizer "
-                           "is not carried); convert the original Hugging Face checkpoint"));
-  }
-  if (tok_src.tokenizer_json.empty() && tok_src.tokenizer_model.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        model.source_path, ": no tokenizer.json or tokenizer.model beside the checkpoint; "
-                           "llama.cpp needs the tokenizer inside the GGUF"));
-  }
-  tok_src.config_json_text = a.config_json;
-  tok_src.vocab_size = a.vocab_size;
-  ASSIGN_OR_RETURN(TokenizerMetadata tokenizer, ReadTokenizer(tok_src));
-  AddTokenizerMetadata(tokenizer, writer);
+  RETURN_IF_ERROR(AddNameAndTokenizer(model, a, sizes, arch, preset, writer));
 
   const GgufImportance* importance = options.importance ? &*options.importance : nullptr;
   if (importance) {

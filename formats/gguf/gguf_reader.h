@@ -80,6 +80,12 @@ class Value {
   // "u32 64", "str 'llama'", "arr[str] of 258": for messages.
   std::string Describe() const;
 
+  // The value as GGUF stores it after its type field (a scalar's bytes; a
+  // string's u64 length and bytes; an array's element type, u64 count and
+  // elements), for GgufWriter::AddEncoded to copy it into another file byte
+  // for byte.
+  std::string Encoded() const;
+
  private:
   friend class Parser;
   ValueType type_ = ValueType::kU8;

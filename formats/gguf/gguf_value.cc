@@ -136,6 +136,28 @@ std::optional<std::string_view> Value::GetString(uint64_t i) const {
   return strings_[i];
 }
 
+std::string Value::Encoded() const {
+  auto append_u64 = [](std::string& out, uint64_t v) {
+    for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  };
+  std::string out;
+  if (is_array()) {
+    const uint32_t elem = static_cast<uint32_t>(element_type_);
+    for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((elem >> (8 * i)) & 0xff));
+    append_u64(out, count_);
+  }
+  if (element_type_ == ValueType::kString) {
+    for (std::string_view s : strings_) {
+      append_u64(out, s.size());
+      out.append(s);
+    }
+  } else {
+    // Numbers and bools stay in the file's little-endian bytes.
+    out.append(reinterpret_cast<const char*>(raw_), count_ * ScalarBytes(element_type_));
+  }
+  return out;
+}
+
 std::string Value::Describe() const {
   const std::string elem(ValueTypeName(static_cast<uint32_t>(element_type_)));
   if (is_array()) return "arr[" + elem + "] of " + std::to_string(count_);

@@ -82,6 +82,12 @@ void GgufWriter::AddF32Array(const std::string& key, const std::vector<float>& v
   for (float x : v) AppendPod(kv_bytes_, x);
 }
 
+void GgufWriter::AddEncoded(const std::string& key, ValueType type,
+                            const std::string& value_bytes) {
+  AddKey(key, type);
+  kv_bytes_.append(value_bytes);
+}
+
 absl::StatusOr<uint64_t> GgufWriter::TensorBytes(const std::string& name,
                                                  const std::vector<int64_t>& ne,
                                                  TensorType type) {

@@ -43,6 +43,9 @@ class GgufWriter {
   void AddStringArray(const std::string& key, const std::vector<std::string>& v);
   void AddI32Array(const std::string& key, const std::vector<int32_t>& v);
   void AddF32Array(const std::string& key, const std::vector<float>& v);
+  // A value already in GGUF's encoding (gguf::Value::Encoded of a value of
+  // `type` read from another file), copied as it is.
+  void AddEncoded(const std::string& key, ValueType type, const std::string& value_bytes);
 
   // `ne` innermost first (ne[0] = row length). The row length must be a
   // multiple of the type's block size. Errors name the tensor.

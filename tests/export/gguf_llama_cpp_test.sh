@@ -83,6 +83,21 @@ check "$tiny" tiny q5_1   1e-2  0.99
 check "$tiny" tiny q4_k_m 1e-2  0.99
 check "$tiny" tiny-gptq q4_0   1e-2  0.99 "$gptq"
 check "$tiny" tiny-gptq q4_k_m 1e-2  0.99 "$gptq"
+# llama-quantize's own job through the CLI: the f32 GGUF in, q4_k_m out. The
+# file equals the checkpoint's q4_k_m byte for byte (weights decoded exactly,
+# tokenizer keys and general.name copied), so llama.cpp's check above holds
+# for it; a quantized GGUF is not quantized again, and nothing is written.
+if "$SLIMPACK" convert "$work/tiny-f32.gguf" -o "$work/again-q4_k_m.gguf" --format gguf \
+     --quant q4_k_m >"$work/log" 2>&1 && cmp "$work/tiny-q4_k_m.gguf" "$work/again-q4_k_m.gguf"; then
+  echo "ok: f32 GGUF -> q4_k_m GGUF is the checkpoint's q4_k_m file, byte for byte"
+else
+  echo "FAIL: re-encoding the f32 GGUF"; cat "$work/log"; fail=1
+fi
+if "$SLIMPACK" convert "$work/tiny-q8_0.gguf" -o "$work/twice.gguf" --format gguf --quant q4_0 \
+     >"$work/log" 2>&1 || ! grep -q "is stored as q8_0; re-encoding a quantized GGUF" "$work/log" ||
+   [ -e "$work/twice.gguf" ]; then
+  echo "FAIL: a q8_0 GGUF re-quantized, or refused without the reason"; cat "$work/log"; fail=1
+fi
 fi
 if part random; then
 # The random model has no trained structure: ggml's q8 rounding of the

@@ -258,16 +258,58 @@ TEST_F(GgufLlamaTest, ABlockCountBeyondTheFilesLayersIsRefusedBeforeAllocating) 
                                  "named 'blk.4.*'")));
 }
 
-TEST_F(GgufLlamaTest, ReExportingAGgufIsRefusedWithAReason) {
-  GgufExportOptions options;
-  options.preset = "f32";
-  const std::string path = dir_ + "/a.gguf";
-  ASSERT_THAT(ExportDecoderToGguf(model_, options, path), IsOk());
-  auto back = gguf::ImportGguf(path);
-  ASSERT_THAT(back, IsOk());
-  EXPECT_THAT(ExportDecoderToGguf(*back, options, dir_ + "/b.gguf").status(),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("re-encoding a GGUF file as GGUF is not supported yet")));
+// llama-quantize's own job, a float GGUF in and a quantized one out: the
+// f32 GGUF of the checkpoint re-encoded gives the very file the checkpoint
+// gives (weights decoded exactly, the tokenizer keys and general.name
+// copied as they were, the architecture keys written anew).
+TEST_F(GgufLlamaTest, AFloatGgufReEncodesToTheFileTheCheckpointGives) {
+  const std::string f32 = dir_ + "/f32.gguf";
+  ExportF32(f32);
+  auto imported = gguf::ImportGguf(f32);
+  ASSERT_THAT(imported, IsOk());
+  for (const char* preset : {"f16", "q8_0", "q4_k_m"}) {
+    GgufExportOptions options;
+    options.preset = preset;
+    const std::string direct = dir_ + "/direct.gguf", again = dir_ + "/again.gguf";
+    ASSERT_THAT(ExportDecoderToGguf(model_, options, direct), IsOk());
+    ASSERT_THAT(ExportDecoderToGguf(*imported, options, again), IsOk());
+    auto read = [](const std::string& path) {
+      std::ifstream file(path, std::ios::binary);
+      return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    };
+    const std::string a = read(direct), b = read(again);
+    EXPECT_GT(a.size(), 100000u) << preset;
+    EXPECT_TRUE(a == b) << preset << ": " << a.size() << " vs " << b.size() << " bytes";
+  }
+}
+
+TEST_F(GgufLlamaTest, AQuantizedOrTokenizerlessGgufIsNotReEncoded) {
+  GgufExportOptions q8;
+  q8.preset = "q8_0";
+  const std::string q8_path = dir_ + "/q8.gguf";
+  ASSERT_THAT(ExportDecoderToGguf(model_, q8, q8_path), IsOk());
+  auto q8_model = gguf::ImportGguf(q8_path);
+  ASSERT_THAT(q8_model, IsOk());
+  GgufExportOptions q4;
+  q4.preset = "q4_0";
+  EXPECT_THAT(ExportDecoderToGguf(*q8_model, q4, dir_ + "/q4.gguf").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("' is stored as q8_0; re-encoding a quantized GGUF would round "
+                                 "its weights twice")));
+  EXPECT_NE(::access((dir_ + "/q4.gguf").c_str(), F_OK), 0);
+
+  // The tokenizer's model key renamed in place: nothing to copy.
+  const std::string path = dir_ + "/f32.gguf";
+  const std::string bytes = ExportF32(path);
+  const std::string key = "tokenizer.ggml.model";
+  const size_t at = bytes.find(key);
+  ASSERT_NE(at, std::string::npos);
+  Patch(path, at + key.size() - 1, "X", 1);
+  auto no_tokenizer = gguf::ImportGguf(path);
+  ASSERT_THAT(no_tokenizer, IsOk());
+  EXPECT_THAT(ExportDecoderToGguf(*no_tokenizer, q4, dir_ + "/q4.gguf").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("no tokenizer.ggml.model: the GGUF carries no tokenizer")));
 }
 
 TEST_F(GgufLlamaTest, MissingTokenizerOrOutputIsRefusedByName) {
