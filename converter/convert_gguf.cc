@@ -11,6 +11,7 @@
 #include "formats/gguf/llama_names.h"
 #include "formats/import.h"
 #include "formats/shard/reader/artifact_reader.h"
+#include "hf/input_perm.h"
 #include "hf/weight_roles.h"
 #include "quantize/importance_matrix.h"
 #include "quantize/quant_rules.h"
@@ -79,6 +80,13 @@ absl::StatusOr<gguf_export::GgufImportance> ImportanceFromCalibration(
     if (name.empty()) {
       return absl::InternalError("linear layer weight '" + hf_name + "' has no GGUF name");
     }
+    // An act-order weight's input was read in its stored (permuted) column
+    // order; the GGUF holds checkpoint order.
+    ASSIGN_OR_RETURN(const std::vector<int64_t> perm,
+                     hf::ReadInputPermutation(model.graph, hf_name,
+                                              static_cast<int64_t>(columns.size()),
+                                              model.source_path));
+    if (!perm.empty()) hf::UnpermuteColumns(perm, 1, columns.data());
     out.columns[name] = std::move(columns);
   }
   out.file = "slimpack --calib";

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,7 @@
 #include "formats/gguf/gguf_writer.h"
 #include "formats/gguf/llama_names.h"
 #include "hf/config_checks.h"
+#include "hf/input_perm.h"
 #include "hf/layer_sizes.h"
 #include "hf/weight_roles.h"
 #include "ir/float_convert.h"
@@ -42,6 +44,9 @@ struct Planned {
   const ir::Tensor* zero_point = nullptr;
   std::optional<TensorType> carried;
   int64_t rope_heads = 0;  // > 0: rows permuted to llama.cpp's rope order
+  // An act-order weight's input permutation (hf/input_perm.h), undone on
+  // the dequantized values: GGUF stores columns in checkpoint order.
+  std::shared_ptr<const std::vector<int64_t>> input_perm;
   TensorSlot slot;
 };
 
@@ -118,6 +123,10 @@ absl::Status ReadValuesF32(const Planned& p, uint64_t numel, std::vector<float>&
   std::vector<float> plain(numel);
   if (t.quant.quantized()) {
     ASSIGN_OR_RETURN(plain, ir::DequantizeToF32(t, *p.scale, p.zero_point));
+    if (p.input_perm) {
+      hf::UnpermuteColumns(*p.input_perm, static_cast<int64_t>(numel / p.input_perm->size()),
+                           plain.data());
+    }
   } else {
     RETURN_IF_ERROR(ir::ConvertFloats(t.dtype, t.data.data(), ir::DType::kF32,
                                       reinterpret_cast<uint8_t*>(plain.data()), numel));
@@ -264,13 +273,18 @@ absl::StatusOr<ExportPlan> PlanExport(const ir::Model& model, const GgufExportOp
     // rope_theta; llama.cpp recomputes them (its converter skips them too).
     if (t.name.find("rotary_emb.inv_freq") != std::string::npos) continue;
     if (companions.count(t.name)) continue;
+    // Act-order permutations are undone on their weights (below).
     if (t.name.size() > std::strlen(hf::kInputPermSuffix) &&
         t.name.compare(t.name.size() - std::strlen(hf::kInputPermSuffix), std::string::npos,
                        hf::kInputPermSuffix) == 0) {
-      return absl::UnimplementedError(absl::StrCat(
-          model.source_path, ": tensor '", t.name,
-          "' reorders its weight's input columns (act-order GPTQ); GGUF has no such "
-          "permutation, and exporting the weight without it is not done yet"));
+      const std::string weight = t.name.substr(0, t.name.size() - std::strlen(hf::kInputPermSuffix));
+      const ir::Tensor* w = model.graph.FindInitializer(weight);
+      if (w == nullptr || !w->quant.quantized()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            model.source_path, ": input permutation '", t.name, "' belongs to no quantized "
+            "weight"));
+      }
+      continue;
     }
     const std::string name = gguf::GgufNameFromHf(t.name);
     if (name.empty()) {
@@ -285,6 +299,15 @@ absl::StatusOr<ExportPlan> PlanExport(const ir::Model& model, const GgufExportOp
       RETURN_IF_ERROR(Annotate(ir::ValidateQuantLayout(t, p.scale, p.zero_point),
                                model.source_path));
       p.carried = CarriedGgmlType(t);
+      ASSIGN_OR_RETURN(std::vector<int64_t> perm,
+                       hf::ReadInputPermutation(model.graph, t.name, t.dims.back(),
+                                                model.source_path));
+      if (!perm.empty()) {
+        // Groups of permuted columns are not blocks of checkpoint columns:
+        // the codes cannot be carried, the weight is quantized again.
+        p.carried.reset();
+        p.input_perm = std::make_shared<const std::vector<int64_t>>(std::move(perm));
+      }
     } else if (!ir::IsConvertibleFloat(t.dtype)) {
       return absl::InvalidArgumentError(absl::StrCat(model.source_path, ": tensor '", t.name,
                                                      "' has dtype ",
@@ -434,8 +457,11 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
         note = options.encoded_by + (note.empty() ? "" : "; " + note);
       } else if (p.source->quant.quantized()) {
         note = p.carried ? absl::StrCat("the artifact's ", p.source->quant.algorithm, " codes as they are")
-                         : absl::StrCat("no ggml type holds the artifact's layout: dequantized and "
-                                        "quantized again", note.empty() ? "" : "; " + note);
+               : p.input_perm
+                   ? absl::StrCat("act-order codes: columns put back in checkpoint order, "
+                                  "dequantized and quantized again", note.empty() ? "" : "; " + note)
+                   : absl::StrCat("no ggml type holds the artifact's layout: dequantized and "
+                                  "quantized again", note.empty() ? "" : "; " + note);
       }
       options.log(absl::StrCat(p.gguf_name, " [", absl::StrJoin(ne, ", "), "] ",
                                std::string(gguf::TypeName(choice.type)),

@@ -96,11 +96,14 @@ absl::StatusOr<std::vector<MatrixTarget>> PlanMatrixTypes(const ir::Model& model
 // InvalidArgument naming the tensor, file or field (an unknown family,
 // per-layer size lists config.json gets wrong, a missing weight, a
 // tokenizer llama.cpp would read differently, an importance entry of the
-// wrong length or naming no matrix); Unimplemented for a qwen2 pruned per
-// layer or an act-order input permutation. Weights already in a slimpack
+// wrong length or naming no matrix, an input permutation that is not one);
+// Unimplemented for a qwen2 pruned per layer. Weights already in a slimpack
 // integer layout keep their codes where a ggml type holds the layout
 // (gguf_carried_codes.h) and are otherwise dequantized and encoded in the
-// preset's type, the error that adds logged per tensor.
+// preset's type, the error that adds logged per tensor; an act-order
+// weight (hf/input_perm.h) is always dequantized, its columns put back in
+// checkpoint order first (GGUF has no permutation). Importance entries are
+// in checkpoint column order, as llama.cpp's imatrix is.
 absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
                                                      const GgufExportOptions& options,
                                                      const std::string& path);

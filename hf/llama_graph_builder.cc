@@ -18,6 +18,7 @@
 #include "ir/quant.h"
 #include "hf/config_checks.h"
 #include "hf/graph_emitter.h"
+#include "hf/input_perm.h"
 #include "hf/layer_sizes.h"
 #include "hf/weight_roles.h"
 #include "support/status_macros.h"
@@ -334,27 +335,10 @@ class DecoderBuilder {
   absl::StatusOr<std::string> InputPerm(const std::string& weight, int64_t in) {
     const std::string name = weight + kInputPermSuffix;
     if (g_.FindInitializer(name) != nullptr) return name;
-    const ir::Tensor* t = ckpt_.graph.FindInitializer(name);
-    if (t == nullptr) return std::string();
-    const std::string where = ckpt_.source_path + ": input permutation '" + name + "'";
-    if (t->dtype != ir::DType::kI64 || t->dims != std::vector<int64_t>{in} ||
-        t->data.size() != static_cast<uint64_t>(in) * 8 || t->quant.quantized()) {
-      return absl::InvalidArgumentError(where + " is " + std::string(ir::DTypeName(t->dtype)) +
-                                        ir::Shape::FromDims(t->dims).ToString() +
-                                        ", expected i64[" + std::to_string(in) + "]");
-    }
-    std::vector<bool> seen(static_cast<size_t>(in), false);
-    for (int64_t j = 0; j < in; ++j) {
-      int64_t v;
-      std::memcpy(&v, t->data.data() + 8 * j, 8);
-      if (v < 0 || v >= in || seen[static_cast<size_t>(v)]) {
-        return absl::InvalidArgumentError(where + ": element " + std::to_string(j) + " = " +
-                                          std::to_string(v) + " repeats or is outside [0, " +
-                                          std::to_string(in) + "): not a permutation");
-      }
-      seen[static_cast<size_t>(v)] = true;
-    }
-    RETURN_IF_ERROR(g_.AddInitializer(*t));
+    ASSIGN_OR_RETURN(std::vector<int64_t> perm,
+                     ReadInputPermutation(ckpt_.graph, weight, in, ckpt_.source_path));
+    if (perm.empty()) return std::string();
+    RETURN_IF_ERROR(g_.AddInitializer(*ckpt_.graph.FindInitializer(name)));
     return name;
   }
 

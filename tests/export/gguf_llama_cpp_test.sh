@@ -151,6 +151,19 @@ for scheme in "int4 --group 32" "int4 --group 32 --asym" "int8"; do
     echo "FAIL: convert --quant $scheme"; cat "$work/log"; fail=1
   fi
 done
+# An act-order GPTQ checkpoint (tests/testdata/prequant, g_idx permuted; the
+# tiny-llama's tokenizer beside it): its weights go out with their columns
+# back in checkpoint order, dequantized into f16 and q8_0; llama.cpp is
+# compared with slimpack running the GPTQ checkpoint itself.
+cp -r "$SRC/tests/testdata/prequant/gptq-4bit-g32-actorder" "$work/actorder"
+cp "$tiny/tokenizer.json" "$work/actorder/"
+for preset in f16 q8_0; do
+  check "$work/actorder" actorder "$preset" 1e-2 0.99
+  "$SLIMPACK" run "$work/actorder" --inputs "$work/tokens.npz" -o "$work/actorder-ckpt.npz" --force >"$work/log" 2>&1 &&
+    "$PY" "$SRC/tests/export/compare_logits.py" "$work/actorder-ckpt.npz" "$work/theirs.f32" \
+      --label "actorder $preset: llama.cpp vs the GPTQ checkpoint in slimpack" --max-rel-rms 1e-2 \
+      --min-top1 0.99 || { cat "$work/log"; fail=1; }
+done
 fi
 # The tokenizer survives conversion: a byte-level BPE trained on mixed-script
 # text (tests/testdata/tokenizer_bpe, scripts/fixtures/make_bpe_tokenizer.py:

@@ -389,23 +389,68 @@ TEST_F(GgufLlamaTest, QuantizedArtifactCodesAreCarriedIntoGgmlBlocks) {
   }
 }
 
-TEST_F(GgufLlamaTest, AnActOrderPermutationIsRefusedByName) {
+// An act-order weight (codes stored with permuted input columns, read
+// through Gather(x, perm)) goes to GGUF with its columns back in checkpoint
+// order: f32 holds exactly the dequantized codes, column perm[j] of the
+// GGUF row equal to stored column j. tests/export/gguf_llama_cpp_test.sh
+// runs an act-order GPTQ checkpoint's GGUF in llama.cpp.
+TEST_F(GgufLlamaTest, AnActOrderWeightGoesOutInCheckpointColumnOrder) {
   ir::Model m = model_;
   quantize::QuantizeRequest req;
   req.config.scheme = *quantize::ParseWeightScheme("int4-g32");
   ASSERT_THAT(quantize::QuantizeWeights(m, req), IsOk());
-  ir::Tensor perm;
-  perm.name = "model.layers.0.mlp.up_proj.weight.input_perm";
-  perm.dtype = ir::DType::kI64;
-  perm.dims = {128};
-  std::vector<uint8_t> bytes(128 * 8);
-  for (int64_t i = 0; i < 128; ++i) std::memcpy(bytes.data() + 8 * i, &i, 8);
-  perm.data = ir::TensorData::Owned(std::move(bytes));
-  ASSERT_THAT(m.graph.AddInitializer(std::move(perm)), IsOk());
-  EXPECT_THAT(ExportDecoderToGguf(m, {}, dir_ + "/perm.gguf").status(),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       HasSubstr("'model.layers.0.mlp.up_proj.weight.input_perm' reorders")));
-  EXPECT_NE(::access((dir_ + "/perm.gguf").c_str(), F_OK), 0);
+  const std::string weight = "model.layers.0.mlp.up_proj.weight";
+  auto add_perm = [&m, &weight](const std::vector<int64_t>& perm) {
+    ir::Tensor t;
+    t.name = weight + ".input_perm";
+    t.dtype = ir::DType::kI64;
+    t.dims = {static_cast<int64_t>(perm.size())};
+    std::vector<uint8_t> bytes(perm.size() * 8);
+    std::memcpy(bytes.data(), perm.data(), bytes.size());
+    t.data = ir::TensorData::Owned(std::move(bytes));
+    m.graph.RemoveInitializer(t.name);
+    return m.graph.AddInitializer(std::move(t));
+  };
+  // A permutation that moves every column: j -> (37 j + 5) mod 128.
+  std::vector<int64_t> perm(128);
+  for (int64_t j = 0; j < 128; ++j) perm[j] = (37 * j + 5) % 128;
+  ASSERT_THAT(add_perm(perm), IsOk());
+  GgufExportOptions options;
+  options.preset = "f32";
+  std::vector<std::string> log;
+  options.log = [&log](const std::string& line) { log.push_back(line); };
+  const std::string path = dir_ + "/perm.gguf";
+  ASSERT_THAT(ExportDecoderToGguf(m, options, path), IsOk());
+  auto file = gguf::OpenGgufFile(path);
+  ASSERT_THAT(file, IsOk());
+  const gguf::TensorInfo* up = file->FindTensor("blk.0.ffn_up.weight");
+  ASSERT_NE(up, nullptr);
+  const std::vector<float> got = Decoded(*up);
+  const ir::Tensor& w = *m.graph.FindInitializer(weight);
+  auto stored = ir::DequantizeToF32(w, *m.graph.FindInitializer(w.quant.scale),
+                                    w.quant.zero_point.empty()
+                                        ? nullptr
+                                        : m.graph.FindInitializer(w.quant.zero_point));
+  ASSERT_THAT(stored, IsOk());
+  ASSERT_EQ(got.size(), stored->size());
+  int64_t moved = 0;
+  for (int64_t r = 0; r < 344; ++r) {
+    for (int64_t j = 0; j < 128; ++j) {
+      ASSERT_EQ(got[r * 128 + perm[j]], (*stored)[r * 128 + j]) << r << "," << j;
+      moved += got[r * 128 + j] != (*stored)[r * 128 + j];
+    }
+  }
+  EXPECT_GT(moved, 344 * 100);  // the order really changed
+  EXPECT_THAT(log, ::testing::Contains(HasSubstr(
+                       "blk.0.ffn_up.weight [128, 344] f32 (act-order codes: columns put back")));
+
+  perm[7] = perm[8];
+  ASSERT_THAT(add_perm(perm), IsOk());
+  EXPECT_THAT(ExportDecoderToGguf(m, options, dir_ + "/bad.gguf").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("input permutation 'model.layers.0.mlp.up_proj.weight.input_perm'"
+                                 ": element 8 = ")));
+  EXPECT_NE(::access((dir_ + "/bad.gguf").c_str(), F_OK), 0);
 }
 
 // Per-layer widths go out as llama.cpp's "deci"; tests/export/
