@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "converter/gguf_awq.h"
 #include "converter/gguf_gptq.h"
 #include "export/gguf_types.h"
 #include "formats/gguf/imatrix_file.h"
@@ -101,22 +102,28 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   for (const auto& [flag, given] : UnusedFlags(f)) {
     if (given) {
       return UsageError(flag, "not supported with --format gguf yet (GGUF export takes --quant "
-                              "with a llama-quantize type, --dtype, --algo rtn/imatrix/gptq, --calib, "
+                              "with a llama-quantize type, --dtype, --algo rtn/imatrix/gptq/awq, --calib, "
                               "--calib-samples, --imatrix, --threads, --force, -v)");
     }
   }
   // Weighting by importance: llama.cpp's file, or ours computed from --calib.
-  if (!f.algo.empty() && f.algo != "rtn" && f.algo != "imatrix" && f.algo != "gptq") {
+  if (!f.algo.empty() && f.algo != "rtn" && f.algo != "imatrix" && f.algo != "gptq" &&
+      f.algo != "awq") {
     return UsageError("--algo", "'" + f.algo + "' is not supported with --format gguf yet "
                                 "(rtn: ggml's own search; imatrix: weighted by --calib or "
-                                "--imatrix; gptq: error feedback on ggml's grids, --calib)");
+                                "--imatrix; gptq: error feedback on ggml's grids, --calib; awq: "
+                                "activation-aware scales searched on ggml's grids, --calib)");
   }
-  if (f.algo == "gptq" && f.calib.empty()) {
-    return UsageError("--algo", "gptq needs --calib FILES (token windows)");
+  if ((f.algo == "gptq" || f.algo == "awq") && f.calib.empty()) {
+    return UsageError("--algo", f.algo + " needs --calib FILES (token windows)");
   }
   if (f.algo == "gptq" && !f.imatrix.empty()) {
     return UsageError("--imatrix", "--algo gptq computes its importance from --calib; drop "
                                    "--imatrix");
+  }
+  if (f.algo == "awq" && !f.imatrix.empty()) {
+    return UsageError("--imatrix", "--algo awq rescales the weights an imatrix was measured "
+                                   "for; drop --imatrix");
   }
   if (!f.imatrix.empty() && !f.calib.empty()) {
     return UsageError("--imatrix", "give --imatrix (llama.cpp's file) or --calib (computed here), "
@@ -125,9 +132,9 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   if (f.algo == "imatrix" && f.imatrix.empty() && f.calib.empty()) {
     return UsageError("--algo", "imatrix needs --calib FILES (token windows) or --imatrix FILE");
   }
-  if (!f.calib.empty() && f.algo != "imatrix" && f.algo != "gptq") {
-    return UsageError("--calib", "with --format gguf, calibration data feeds --algo imatrix or "
-                                 "gptq only");
+  if (!f.calib.empty() && f.algo != "imatrix" && f.algo != "gptq" && f.algo != "awq") {
+    return UsageError("--calib", "with --format gguf, calibration data feeds --algo imatrix, "
+                                 "gptq or awq only");
   }
   if (f.calib_samples != 0 && f.calib.empty()) {
     return UsageError("--calib-samples", "needs --calib");
@@ -144,6 +151,7 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   r.imatrix_path = f.imatrix;
   r.calib = f.calib;
   r.gptq = f.algo == "gptq";
+  r.awq = f.algo == "awq";
   r.calib_samples = f.calib_samples > 0 ? f.calib_samples : quantize::QuantConfig{}.calib_samples;
   if (!f.quant.empty() && !f.dtype.empty()) {
     return UsageError("--quant/--dtype", "give one: --quant names the GGUF type (" +
@@ -200,6 +208,14 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertReq
     g.progress = request.progress;
     if (request.verbose) g.log = request.log;
     RETURN_IF_ERROR(EncodeMatricesWithGptq(model, g, &options));
+  } else if (request.awq) {
+    GgufAwqRequest w;
+    w.calib = request.calib;
+    w.calib_samples = request.calib_samples;
+    w.threads = request.threads;
+    w.progress = request.progress;
+    if (request.verbose) w.log = request.log;
+    RETURN_IF_ERROR(ApplyAwqOnGgmlGrids(model, w, options));
   } else if (!request.calib.empty()) {
     ASSIGN_OR_RETURN(options.importance, ImportanceFromCalibration(model, request));
   }

@@ -31,6 +31,9 @@ struct GgufConvertRequest {
   int64_t calib_samples = 0;
   // --algo gptq: GPTQ on ggml's grids from `calib` (converter/gguf_gptq.h).
   bool gptq = false;
+  // --algo awq: AWQ scales searched on ggml's grids from `calib`, folded
+  // into the model before the export encodes it (converter/gguf_awq.h).
+  bool awq = false;
   std::function<void(const std::string&)> log;
   // Calibration runs of --algo imatrix; null: none.
   support::ProgressSink progress;

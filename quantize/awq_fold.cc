@@ -1,5 +1,6 @@
 #include "quantize/awq_fold.h"
 
+#include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -12,6 +13,12 @@ namespace slimpack::quantize {
 namespace {
 
 using ir::WeightRole;
+
+// A member stored as it is (a float type): no rounding to measure.
+absl::Status Unrounded(const float* w, int64_t rows, int64_t cols, float* decoded) {
+  std::copy(w, w + rows * cols, decoded);
+  return absl::OkStatus();
+}
 
 struct Group {
   std::string label;                   // "layer 3 attn"
@@ -72,8 +79,9 @@ class Folder {
     return out;
   }
 
+  // `scheme` is read only without round trips.
   absl::StatusOr<std::string> Apply(const Group& g, const CapturedInput& x,
-                                    const WeightScheme& scheme) {
+                                    const std::optional<WeightScheme>& scheme) {
     std::vector<Matrix> ws;
     for (const std::string& name : g.members) {
       const ir::Tensor* t = ckpt_.graph.FindInitializer(name);
@@ -90,16 +98,37 @@ class Folder {
       views.push_back({m.w.data(), m.rows});
     }
     std::vector<float> mean_abs(x.mean_abs.begin(), x.mean_abs.end());
-    quant::Scheme qs;
-    qs.bits = scheme.bits;
-    qs.group_size = scheme.group_size;
-    qs.symmetric = scheme.symmetric;
     quant::AwqOptions ao;
     ao.grid = opts_.grid;
     ao.threads = opts_.threads;
-    auto found = quant::SearchAwqScales(views, cols, x.samples.data(), x.kept, mean_abs, qs, ao);
-    if (!found.ok()) return Annotate(found.status(), "AWQ group " + g.label);
-    const std::vector<float>& s = found->scales;
+    std::vector<float> s;
+    float alpha = 0;
+    double before = 0, after = 0;
+    if (!opts_.round_trips.empty()) {
+      std::vector<quant::AwqRoundTrip> trips;
+      for (const std::string& name : g.members) {
+        auto it = opts_.round_trips.find(name);
+        trips.push_back(it != opts_.round_trips.end() ? it->second : Unrounded);
+      }
+      auto found = quant::SearchAwqScalesOnGrids(views, cols, x.samples.data(), x.kept, mean_abs,
+                                                 trips, ao);
+      if (!found.ok()) return Annotate(found.status(), "AWQ group " + g.label);
+      s = found->scales;
+      alpha = found->alpha;
+      before = found->error_before;
+      after = found->error_after;
+    } else {
+      quant::Scheme qs;
+      qs.bits = scheme->bits;
+      qs.group_size = scheme->group_size;
+      qs.symmetric = scheme->symmetric;
+      auto found = quant::SearchAwqScales(views, cols, x.samples.data(), x.kept, mean_abs, qs, ao);
+      if (!found.ok()) return Annotate(found.status(), "AWQ group " + g.label);
+      s = found->scales;
+      alpha = found->alpha;
+      before = found->error_before;
+      after = found->error_after;
+    }
     // Members: W[:, c] *= s[c].
     for (size_t i = 0; i < ws.size(); ++i) {
       Matrix& m = ws[i];
@@ -136,8 +165,8 @@ class Folder {
       for (int64_t r = 0; r < cols && r < static_cast<int64_t>(bv.size()); ++r) bv[r] /= s[r];
       RETURN_IF_ERROR(ReplaceInitializer(ckpt_.graph, F32Like(*b, bv)));
     }
-    return absl::StrCat(g.label, ": alpha ", found->alpha, ", output error ", found->error_before,
-                        " -> ", found->error_after, " on ", x.kept, " rows");
+    return absl::StrCat(g.label, ": alpha ", alpha, ", output error ", before, " -> ", after,
+                        " on ", x.kept, " rows");
   }
 
  private:
@@ -174,7 +203,10 @@ absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint, const ir::Mo
       auto it = schemes.find(m);
       if (it != schemes.end() && !scheme) scheme = it->second;
     }
-    ASSIGN_OR_RETURN(std::string line, folder.Apply(g, captured.at(g.input_of), *scheme));
+    if (!scheme && options.round_trips.empty()) {
+      return absl::InternalError("AWQ group " + g.label + ": no member has a scheme");
+    }
+    ASSIGN_OR_RETURN(std::string line, folder.Apply(g, captured.at(g.input_of), scheme));
     result.log.push_back(std::move(line));
     ++result.groups;
   }

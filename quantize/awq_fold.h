@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "calibration/dataset.h"
 #include "ir/graph.h"
+#include "quantize/numerics/awq.h"
 #include "quantize/quant_rules.h"
 #include "support/progress.h"
 
@@ -35,6 +36,11 @@ struct AwqFoldOptions {
   int64_t keep_rows = 512;   // input rows the search measures error on
   int threads = 1;
   support::ProgressSink progress;  // calibration runs (context "awq")
+  // When not empty, the grid each weight is stored on (a GGUF export's
+  // ggml types): every group's search rounds each member with its own
+  // round trip (a member without one is stored unrounded, e.g. f16) and
+  // `schemes` is not read.
+  std::map<std::string, quant::AwqRoundTrip> round_trips;
 };
 
 struct AwqFoldResult {
@@ -47,8 +53,8 @@ struct AwqFoldResult {
 // inputs. A group is scaled when any member is in `awq_weights`; every
 // member of a scaled group is rewritten (the fold touches their shared
 // input). `schemes` gives each AWQ weight's target scheme (the first
-// member's scheme drives the search). FailedPrecondition for a model
-// without a known architecture.
+// member's scheme drives the search), unless options.round_trips gives the
+// grids. FailedPrecondition for a model without a known architecture.
 absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint, const ir::Model& runnable,
                                              const std::set<std::string>& awq_weights,
                                              const std::map<std::string, WeightScheme>& schemes,

@@ -7,8 +7,14 @@
 # checkpoint on the eval windows: mean KLD (nats/token), top-1 agreement,
 # perplexity. Same types tensor for tensor, so the same file size.
 #
-# Usage: bench/quant/gguf_kld.sh BUILD_DIR [OUT_DIR] [PRESETS...]
+# With A=rtn B=awq in the environment it compares ggml's plain encoder
+# (no importance) with AWQ's scales searched on the same grids (--algo awq)
+# instead; A and B take rtn, imatrix, gptq or awq.
+#
+# Usage: [A=imatrix B=gptq] bench/quant/gguf_kld.sh BUILD_DIR [OUT_DIR] [PRESETS...]
 set -eu
+A=${A:-imatrix}
+B=${B:-gptq}
 BUILD=${1:?usage: gguf_kld.sh BUILD_DIR [OUT_DIR] [PRESETS...]}
 OUT=${2:-$(mktemp -d)}
 [ $# -ge 2 ] && shift 2 || shift $#
@@ -26,15 +32,20 @@ import json, sys
 lm = json.load(sys.stdin)["end_to_end"]["lm"]
 print("%.5f %.4f %.4f" % (lm["mean_kld"], lm["top1_agreement"], lm["ppl_candidate"]))'
 }
-echo "| preset | bytes | imatrix KLD | gptq KLD | gptq / imatrix | imatrix top-1 | gptq top-1 | imatrix ppl | gptq ppl |"
+flags() {  # ALGO -> convert flags
+  if [ "$1" = rtn ]; then echo ""; else echo "--algo $1 --calib $CALIB"; fi
+}
+echo "| preset | bytes | $A KLD | $B KLD | $B / $A | $A top-1 | $B top-1 | $A ppl | $B ppl |"
 echo "|---|---|---|---|---|---|---|---|---|"
 for p in $PRESETS; do
-  "$SP" convert "$EX" -o "$OUT/$p-imatrix.gguf" --format gguf --quant "$p" --algo imatrix \
-    --calib "$CALIB" --force > /dev/null 2>&1
-  "$SP" convert "$EX" -o "$OUT/$p-gptq.gguf" --format gguf --quant "$p" --algo gptq \
-    --calib "$CALIB" --force > /dev/null 2>&1
-  set -- $(score "$OUT/$p-imatrix.gguf") $(score "$OUT/$p-gptq.gguf")
-  bytes=$(stat -c %s "$OUT/$p-gptq.gguf")
+  # shellcheck disable=SC2046
+  "$SP" convert "$EX" -o "$OUT/$p-$A.gguf" --format gguf --quant "$p" $(flags "$A") \
+    --force > /dev/null 2>&1
+  # shellcheck disable=SC2046
+  "$SP" convert "$EX" -o "$OUT/$p-$B.gguf" --format gguf --quant "$p" $(flags "$B") \
+    --force > /dev/null 2>&1
+  set -- $(score "$OUT/$p-$A.gguf") $(score "$OUT/$p-$B.gguf")
+  bytes=$(stat -c %s "$OUT/$p-$B.gguf")
   ratio=$(/usr/bin/python3 -c "print('%.2f' % ($4 / $1))")
   echo "| $p | $bytes | $1 | $4 | $ratio | $2 | $5 | $3 | $6 |"
 done

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "quantize/numerics/rtn.h"
+#include "support/status_macros.h"
 #include "support/threads.h"
 #include "support/portable_math.h"
 
@@ -42,15 +43,26 @@ absl::StatusOr<std::vector<QuantizedMatrix>> QuantizeScaled(
   return out;
 }
 
+// The linears' weights as their grid decodes them, per linear, row-major.
+using Decoded = std::vector<std::vector<float>>;
+
+Decoded DequantizeAll(const std::vector<QuantizedMatrix>& q) {
+  Decoded out(q.size());
+  for (size_t l = 0; l < q.size(); ++l) {
+    out[l].resize(static_cast<size_t>(q[l].rows * q[l].cols));
+    Dequantize(q[l], out[l].data());
+  }
+  return out;
+}
+
 // sum over linears, sample rows and outputs of (x . (w - deq/s))^2.
 double OutputError(const std::vector<AwqLinear>& linears, int64_t cols,
                    const float* x, int64_t n, const std::vector<float>& s,
-                   const std::vector<QuantizedMatrix>& q, int threads) {
+                   const Decoded& decoded, int threads) {
   double total = 0;
   for (size_t l = 0; l < linears.size(); ++l) {
     const int64_t rows = linears[l].rows;
-    std::vector<float> deq(static_cast<size_t>(rows * cols));
-    Dequantize(q[l], deq.data());
+    const std::vector<float>& deq = decoded[l];
     std::vector<double> delta(deq.size());
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t c = 0; c < cols; ++c) {
@@ -82,29 +94,9 @@ double OutputError(const std::vector<AwqLinear>& linears, int64_t cols,
   return total;
 }
 
-}  // namespace
-
-std::vector<float> AwqScales(const std::vector<float>& mean_abs_x,
-                             double alpha) {
-  std::vector<double> t(mean_abs_x.size());
-  double lo = 0, hi = 0;
-  for (size_t c = 0; c < t.size(); ++c) {
-    t[c] = std::max(pmath::Pow(static_cast<double>(mean_abs_x[c]), alpha), 1e-4);
-    lo = c == 0 ? t[c] : std::min(lo, t[c]);
-    hi = c == 0 ? t[c] : std::max(hi, t[c]);
-  }
-  const double norm = std::sqrt(hi * lo);
-  std::vector<float> s(t.size());
-  for (size_t c = 0; c < t.size(); ++c) s[c] = static_cast<float>(t[c] / norm);
-  return s;
-}
-
-absl::StatusOr<AwqResult> SearchAwqScales(const std::vector<AwqLinear>& linears,
-                                          int64_t cols, const float* x,
-                                          int64_t n,
-                                          const std::vector<float>& mean_abs_x,
-                                          const Scheme& scheme,
-                                          const AwqOptions& options) {
+absl::Status CheckSearchInputs(const std::vector<AwqLinear>& linears, int64_t cols,
+                               const float* x, int64_t n, const std::vector<float>& mean_abs_x,
+                               const AwqOptions& options) {
   if (linears.empty() || cols < 1 || n < 1 || x == nullptr) {
     return absl::InvalidArgumentError(absl::StrCat(
         "AWQ: need >= 1 linear, cols >= 1 and a non-empty input sample; got ",
@@ -137,7 +129,33 @@ absl::StatusOr<AwqResult> SearchAwqScales(const std::vector<AwqLinear>& linears,
           absl::StrCat("AWQ: linear ", l, " is empty"));
     }
   }
+  return absl::OkStatus();
+}
 
+}  // namespace
+
+std::vector<float> AwqScales(const std::vector<float>& mean_abs_x,
+                             double alpha) {
+  std::vector<double> t(mean_abs_x.size());
+  double lo = 0, hi = 0;
+  for (size_t c = 0; c < t.size(); ++c) {
+    t[c] = std::max(pmath::Pow(static_cast<double>(mean_abs_x[c]), alpha), 1e-4);
+    lo = c == 0 ? t[c] : std::min(lo, t[c]);
+    hi = c == 0 ? t[c] : std::max(hi, t[c]);
+  }
+  const double norm = std::sqrt(hi * lo);
+  std::vector<float> s(t.size());
+  for (size_t c = 0; c < t.size(); ++c) s[c] = static_cast<float>(t[c] / norm);
+  return s;
+}
+
+absl::StatusOr<AwqResult> SearchAwqScales(const std::vector<AwqLinear>& linears,
+                                          int64_t cols, const float* x,
+                                          int64_t n,
+                                          const std::vector<float>& mean_abs_x,
+                                          const Scheme& scheme,
+                                          const AwqOptions& options) {
+  RETURN_IF_ERROR(CheckSearchInputs(linears, cols, x, n, mean_abs_x, options));
   AwqResult res;
   res.errors.resize(static_cast<size_t>(options.grid));
   int best = 0;
@@ -146,7 +164,7 @@ absl::StatusOr<AwqResult> SearchAwqScales(const std::vector<AwqLinear>& linears,
     const std::vector<float> s = AwqScales(mean_abs_x, alpha);
     auto q = QuantizeScaled(linears, cols, s, scheme, nullptr, options.threads);
     if (!q.ok()) return q.status();
-    res.errors[k] = OutputError(linears, cols, x, n, s, *q, options.threads);
+    res.errors[k] = OutputError(linears, cols, x, n, s, DequantizeAll(*q), options.threads);
     if (res.errors[k] < res.errors[best]) best = k;
   }
   res.alpha = static_cast<float>(static_cast<double>(best) / options.grid);
@@ -171,7 +189,7 @@ absl::StatusOr<AwqResult> SearchAwqScales(const std::vector<AwqLinear>& linears,
     auto qc = QuantizeScaled(linears, cols, res.scales, scheme, imp.data(),
                              options.threads);
     if (!qc.ok()) return qc.status();
-    const double e = OutputError(linears, cols, x, n, res.scales, *qc,
+    const double e = OutputError(linears, cols, x, n, res.scales, DequantizeAll(*qc),
                                  options.threads);
     if (e < res.error_after) {
       res.error_after = e;
@@ -179,6 +197,43 @@ absl::StatusOr<AwqResult> SearchAwqScales(const std::vector<AwqLinear>& linears,
       res.quantized = *std::move(qc);
     }
   }
+  return res;
+}
+
+absl::StatusOr<AwqGridResult> SearchAwqScalesOnGrids(const std::vector<AwqLinear>& linears,
+                                                     int64_t cols, const float* x, int64_t n,
+                                                     const std::vector<float>& mean_abs_x,
+                                                     const std::vector<AwqRoundTrip>& round_trips,
+                                                     const AwqOptions& options) {
+  RETURN_IF_ERROR(CheckSearchInputs(linears, cols, x, n, mean_abs_x, options));
+  if (round_trips.size() != linears.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("AWQ: ", linears.size(), " linears, ",
+                                                   round_trips.size(), " round trips"));
+  }
+  AwqGridResult res;
+  res.errors.resize(static_cast<size_t>(options.grid));
+  int best = 0;
+  Decoded decoded(linears.size());
+  std::vector<float> ws;
+  for (int k = 0; k < options.grid; ++k) {
+    const std::vector<float> s = AwqScales(mean_abs_x, static_cast<double>(k) / options.grid);
+    for (size_t l = 0; l < linears.size(); ++l) {
+      const AwqLinear& lin = linears[l];
+      ws.resize(static_cast<size_t>(lin.rows * cols));
+      for (int64_t r = 0; r < lin.rows; ++r) {
+        for (int64_t c = 0; c < cols; ++c) ws[r * cols + c] = lin.w[r * cols + c] * s[c];
+      }
+      decoded[l].resize(ws.size());
+      absl::Status st = round_trips[l](ws.data(), lin.rows, cols, decoded[l].data());
+      if (!st.ok()) return Annotate(st, absl::StrCat("AWQ linear ", l));
+    }
+    res.errors[k] = OutputError(linears, cols, x, n, s, decoded, options.threads);
+    if (res.errors[k] < res.errors[best]) best = k;
+  }
+  res.alpha = static_cast<float>(static_cast<double>(best) / options.grid);
+  res.scales = AwqScales(mean_abs_x, static_cast<double>(best) / options.grid);
+  res.error_before = res.errors[0];
+  res.error_after = res.errors[best];
   return res;
 }
 

@@ -17,6 +17,7 @@
 #define SLIMPACK_QUANTIZE_NUMERICS_AWQ_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -57,6 +58,32 @@ absl::StatusOr<AwqResult> SearchAwqScales(const std::vector<AwqLinear>& linears,
                                           const std::vector<float>& mean_abs_x,
                                           const Scheme& scheme,
                                           const AwqOptions& options);
+
+// Rounds a linear's weights [rows, cols] (row-major) onto the grid they will
+// be stored on and writes what that grid decodes them to: ggml's blocks for
+// a GGUF export (converter/gguf_awq.h). Called from one thread at a time.
+using AwqRoundTrip =
+    std::function<absl::Status(const float* w, int64_t rows, int64_t cols, float* decoded)>;
+
+struct AwqGridResult {
+  std::vector<float> scales;   // cols; multiply W's columns, divide X's
+  float alpha = 0;
+  std::vector<double> errors;  // per grid point (alpha = k / grid)
+  double error_before = 0;     // alpha = 0: the grid's own rounding
+  double error_after = 0;
+};
+
+// The same search with each linear rounded by its own round trip (linears
+// of one group may be stored in different types) instead of our RTN. The
+// error sum is SearchAwqScales's, so an RTN round trip gives its errors and
+// alpha exactly. Errors as SearchAwqScales, plus a round trip's, annotated
+// with the linear; InvalidArgument when the counts of linears and round
+// trips differ. (No clip search: the grid's encoder clips as it does.)
+absl::StatusOr<AwqGridResult> SearchAwqScalesOnGrids(const std::vector<AwqLinear>& linears,
+                                                     int64_t cols, const float* x, int64_t n,
+                                                     const std::vector<float>& mean_abs_x,
+                                                     const std::vector<AwqRoundTrip>& round_trips,
+                                                     const AwqOptions& options);
 
 // AWQ's scale vector for one alpha (normalised as above).
 std::vector<float> AwqScales(const std::vector<float>& mean_abs_x,

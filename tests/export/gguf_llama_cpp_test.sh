@@ -83,6 +83,9 @@ check "$tiny" tiny q5_1   1e-2  0.99
 check "$tiny" tiny q4_k_m 1e-2  0.99
 check "$tiny" tiny-gptq q4_0   1e-2  0.99 "$gptq"
 check "$tiny" tiny-gptq q4_k_m 1e-2  0.99 "$gptq"
+# AWQ's scales folded into the norms (and up/v rows): llama.cpp runs the
+# scaled model as slimpack does.
+check "$tiny" tiny-awq q4_0 1e-2 0.99 "--algo awq --calib $tiny/calib_tokens.npy --calib-samples 2"
 # llama-quantize's own job through the CLI: the f32 GGUF in, q4_k_m out. The
 # file equals the checkpoint's q4_k_m byte for byte (weights decoded exactly,
 # tokenizer keys and general.name copied), so llama.cpp's check above holds

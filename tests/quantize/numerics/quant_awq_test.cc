@@ -117,6 +117,55 @@ TEST(QuantAwqTest, AlphaZeroReproducesRtn) {
   EXPECT_EQ(only0->quantized[0].scale, rtn->scale);
 }
 
+// The grid-generic search with RTN as the round trip is the RTN search: the
+// same error at every alpha, the same choice. Each linear gets its own
+// round trip (here two schemes), and a failing one names its linear.
+TEST(QuantAwqTest, OnGridsWithRtnRoundTripsIsTheRtnSearch) {
+  const Data d = MakeData();
+  auto rtn_trip = [](Scheme scheme) -> AwqRoundTrip {
+    return [scheme](const float* w, int64_t rows, int64_t cols, float* out) -> absl::Status {
+      auto q = QuantizeRtn(w, rows, cols, scheme, RtnOptions{});
+      if (!q.ok()) return q.status();
+      Dequantize(*q, out);
+      return absl::OkStatus();
+    };
+  };
+  const Scheme scheme{4, 32, true};
+  auto grid = SearchAwqScalesOnGrids({{d.w1.data(), 48}, {d.w2.data(), 32}}, d.cols,
+                                     d.x.data(), d.n, d.mean_abs,
+                                     {rtn_trip(scheme), rtn_trip(scheme)}, AwqOptions{});
+  auto rtn = SearchAwqScales({{d.w1.data(), 48}, {d.w2.data(), 32}}, d.cols, d.x.data(), d.n,
+                             d.mean_abs, scheme, AwqOptions{});
+  ASSERT_THAT(grid, IsOk());
+  ASSERT_THAT(rtn, IsOk());
+  EXPECT_EQ(grid->errors, rtn->errors);
+  EXPECT_EQ(grid->alpha, rtn->alpha);
+  EXPECT_EQ(grid->scales, rtn->scales);
+  EXPECT_GT(grid->alpha, 0.0f);  // the outlier channels make scaling pay
+  EXPECT_LT(grid->error_after, grid->error_before);
+
+  // Different grids per linear change the errors.
+  auto mixed = SearchAwqScalesOnGrids({{d.w1.data(), 48}, {d.w2.data(), 32}}, d.cols,
+                                      d.x.data(), d.n, d.mean_abs,
+                                      {rtn_trip(scheme), rtn_trip(Scheme{8, 0, true})},
+                                      AwqOptions{});
+  ASSERT_THAT(mixed, IsOk());
+  EXPECT_LT(mixed->errors[0], grid->errors[0]);
+
+  AwqRoundTrip failing = [](const float*, int64_t, int64_t, float*) {
+    return absl::InvalidArgumentError("no block type fits");
+  };
+  EXPECT_THAT(SearchAwqScalesOnGrids({{d.w1.data(), 48}, {d.w2.data(), 32}}, d.cols, d.x.data(),
+                                     d.n, d.mean_abs, {rtn_trip(scheme), failing}, AwqOptions{})
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("AWQ linear 1: no block type fits")));
+  EXPECT_THAT(SearchAwqScalesOnGrids({{d.w1.data(), 48}}, d.cols, d.x.data(), d.n, d.mean_abs, {},
+                                     AwqOptions{})
+                  .status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1 linears, 0 round trips")));
+}
+
 // The clip search result is only kept when it lowers the measured error,
 // and it is deterministic across thread counts.
 TEST(QuantAwqTest, ClipSearchNeverWorseAndThreadIndependent) {

@@ -1,0 +1,44 @@
+// `slimpack convert ... --format gguf --algo awq --calib DATA`: AWQ whose
+// quantizer is ggml's. For every group of linears sharing an input (q/k/v,
+// gate/up, down, and o when every query head has its own KV head), the
+// activation-aware scale search (quantize/numerics/awq.h) measures each
+// candidate's output error with the weights rounded by ggml's encoder in the
+// very type the preset gives each member (q4_K for q and k and q6_K for v
+// under q4_k_m, say), then the chosen scales are multiplied into the
+// members' columns and divided out of the norm or linear that produces
+// their input (quantize/awq_fold.h). The model computes the same function
+// in float; the export then encodes the scaled weights as usual.
+#ifndef SLIMPACK_CONVERTER_GGUF_AWQ_H_
+#define SLIMPACK_CONVERTER_GGUF_AWQ_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "export/gguf_llama.h"
+#include "ir/graph.h"
+#include "support/progress.h"
+
+namespace slimpack::converter {
+
+struct GgufAwqRequest {
+  std::vector<std::string> calib;  // token windows (.npy)
+  int64_t calib_samples = 0;
+  int grid = 20;
+  int threads = 1;
+  support::ProgressSink progress;
+  std::function<void(const std::string&)> log;  // one line per group
+};
+
+// Rewrites `model` (an HF llama-family checkpoint with float weights) in
+// place: the matrices `options`' preset puts in a block type and a linear
+// reads are scaled, their input producers folded. Errors name the
+// calibration file or tensor.
+absl::Status ApplyAwqOnGgmlGrids(ir::Model& model, const GgufAwqRequest& request,
+                                 const gguf_export::GgufExportOptions& options);
+
+}  // namespace slimpack::converter
+
+#endif  // SLIMPACK_CONVERTER_GGUF_AWQ_H_
