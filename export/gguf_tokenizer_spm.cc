@@ -60,12 +60,10 @@ absl::StatusOr<TokenizerMetadata> ReadSentencePieceVocab(const std::string& mode
                                                          const std::string& config_path,
                                                          const json& tokenizer_config,
                                                          int64_t vocab_size) {
-  ASSIGN_OR_RETURN(SentencePieceModel m, ReadSentencePieceModel(model_path));
+  if (vocab_size < 1) return Bad(model_path, absl::StrCat("vocabulary of ", vocab_size));
+  ASSIGN_OR_RETURN(SentencePieceModel m,
+                   ReadSentencePieceModel(model_path, static_cast<size_t>(vocab_size)));
   RETURN_IF_ERROR(CheckReproducible(m, model_path));
-  if (static_cast<int64_t>(m.pieces.size()) > vocab_size) {
-    return Bad(model_path, absl::StrCat(m.pieces.size(), " pieces do not fit the model's ",
-                                        vocab_size, " embedding rows (config.json vocab_size)"));
-  }
   TokenizerMetadata out;
   out.model = "llama";
   out.pre = "default";

@@ -1,5 +1,6 @@
 #include "export/sentencepiece_model.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 
@@ -221,7 +222,9 @@ absl::Status ParseNormalizerSpec(std::string_view bytes, uint64_t base, const st
 }  // namespace
 
 absl::StatusOr<SentencePieceModel> ParseSentencePieceModel(std::string_view bytes,
-                                                           const std::string& path) {
+                                                           const std::string& path,
+                                                           size_t max_pieces) {
+  max_pieces = std::min(max_pieces, kMaxPieces);
   SentencePieceModel m;
   WireReader r(bytes, 0, path);
   RETURN_IF_ERROR(ForEachField(r, [&](WireReader& r, uint32_t field, uint32_t wire) -> absl::Status {
@@ -233,7 +236,12 @@ absl::StatusOr<SentencePieceModel> ParseSentencePieceModel(std::string_view byte
     RETURN_IF_ERROR(r.Bytes(sub, offset));
     if (field == 2) return ParseTrainerSpec(sub, offset, path, m);
     if (field == 3) return ParseNormalizerSpec(sub, offset, path, m);
-    if (m.pieces.size() == kMaxPieces) return r.Bad(offset, "more pieces than int32 ids");
+    if (m.pieces.size() == max_pieces) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, ": more pieces than the model's ", max_pieces,
+                       " embedding rows (config.json vocab_size); piece ", max_pieces,
+                       " starts at byte ", offset));
+    }
     m.pieces.emplace_back();
     return ParsePiece(sub, offset, path, m.pieces.size() - 1, m.pieces.back());
   }));
@@ -243,9 +251,10 @@ absl::StatusOr<SentencePieceModel> ParseSentencePieceModel(std::string_view byte
   return m;
 }
 
-absl::StatusOr<SentencePieceModel> ReadSentencePieceModel(const std::string& path) {
+absl::StatusOr<SentencePieceModel> ReadSentencePieceModel(const std::string& path,
+                                                          size_t max_pieces) {
   ASSIGN_OR_RETURN(std::string bytes, support::ReadSmallFile(path, kMaxModelBytes));
-  return ParseSentencePieceModel(bytes, path);
+  return ParseSentencePieceModel(bytes, path, max_pieces);
 }
 
 }  // namespace slimpack::gguf_export

@@ -41,12 +41,17 @@ struct SentencePieceModel {
 
 // Parses `bytes`, the contents of `path` (named in errors, with the byte
 // offset of the fault). InvalidArgument for a truncated or malformed
-// message, a piece type outside 1..6, or no pieces.
+// message, a piece type outside 1..6, no pieces, or more than `max_pieces`
+// (the model's embedding rows; checked as they are read, so a file of
+// millions of tiny pieces costs no more memory than the vocabulary it is
+// exported with).
 absl::StatusOr<SentencePieceModel> ParseSentencePieceModel(std::string_view bytes,
-                                                           const std::string& path);
+                                                           const std::string& path,
+                                                           size_t max_pieces = size_t{1} << 30);
 
 // Reads and parses the file (at most 64 MiB).
-absl::StatusOr<SentencePieceModel> ReadSentencePieceModel(const std::string& path);
+absl::StatusOr<SentencePieceModel> ReadSentencePieceModel(const std::string& path,
+                                                          size_t max_pieces = size_t{1} << 30);
 
 }  // namespace slimpack::gguf_export
 

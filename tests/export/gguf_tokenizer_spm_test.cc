@@ -191,7 +191,12 @@ TEST_F(GgufTokenizerSpmTest, ModelsLlamaCppWouldSplitDifferentlyAreRefusedByFiel
                        HasSubstr("normalizer_spec.remove_extra_whitespaces is true")));
   EXPECT_THAT(ReadTokenizer(Sources(Write("tokenizer.model", Model({})), 5)).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("6 pieces do not fit the model's 5 embedding rows")));
+                       HasSubstr("more pieces than the model's 5 embedding rows")));
+  // The bound is applied while reading: the sixth piece is refused by offset.
+  EXPECT_THAT(ParseSentencePieceModel(Model({}), "m", 5).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("m: more pieces than the model's 5 embedding rows (config.json "
+                                 "vocab_size); piece 5 starts at byte ")));
 }
 
 TEST_F(GgufTokenizerSpmTest, MalformedProtobufIsRefusedWithTheOffset) {
