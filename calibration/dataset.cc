@@ -487,6 +487,18 @@ void Dataset::Rewind() {
   impl_->tokens.reset();
 }
 
+absl::StatusOr<int64_t> Dataset::CountSamples(int64_t max_runs) {
+  Rewind();
+  int64_t samples = 0;
+  for (int64_t run = 0; run < max_runs; ++run) {
+    ASSIGN_OR_RETURN(std::optional<Sample> sample, Next());
+    if (!sample) break;
+    samples += sample->rows;
+  }
+  Rewind();
+  return samples;
+}
+
 bool Dataset::is_random() const { return impl_->random; }
 uint64_t Dataset::seed() const { return impl_->seed; }
 const std::vector<DataFileDigest>& Dataset::files() const { return impl_->digests; }

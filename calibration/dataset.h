@@ -95,6 +95,10 @@ class Dataset {
   absl::StatusOr<std::optional<Sample>> Next();
   // Starts over from the first sample.
   void Rewind();
+  // Rewinds, then counts the samples (Sample::rows) the first `max_runs`
+  // runs hold (a run batches several), as llama.cpp's chunks_count and our
+  // imatrix report them; leaves the dataset rewound. Next's errors.
+  absl::StatusOr<int64_t> CountSamples(int64_t max_runs);
 
   bool is_random() const;
   uint64_t seed() const;

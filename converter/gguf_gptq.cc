@@ -175,12 +175,7 @@ absl::Status EncodeMatricesWithGptq(const ir::Model& model, const GgufGptqReques
         return quantize::F32Like(t, w);
       }));
   // llama-quantize's chunks_count: the calibration windows that ran.
-  data.Rewind();
-  for (int64_t run = 0; run < request.calib_samples; ++run) {
-    ASSIGN_OR_RETURN(std::optional<calibration::Sample> sample, data.Next());
-    if (!sample) break;
-    importance.chunks += sample->rows;
-  }
+  ASSIGN_OR_RETURN(importance.chunks, data.CountSamples(request.calib_samples));
   options->importance = std::move(importance);
   options->encoded_by = "gptq on the ggml grid";
   return absl::OkStatus();

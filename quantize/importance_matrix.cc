@@ -44,12 +44,7 @@ absl::StatusOr<ImportanceMatrix> ComputeImportanceMatrix(
     out.rows = c.rows;
   }
   // The samples those runs held (a run batches up to 8).
-  data.Rewind();
-  for (int64_t run = 0; run < max_runs; ++run) {
-    ASSIGN_OR_RETURN(std::optional<calibration::Sample> sample, data.Next());
-    if (!sample) break;
-    out.samples += sample->rows;
-  }
+  ASSIGN_OR_RETURN(out.samples, data.CountSamples(max_runs));
   return out;
 }
 
