@@ -73,8 +73,13 @@ expect_says 1 "missing imatrix" "nope.imatrix" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --imatrix "$TMP/nope.imatrix"
 
 # Flags that do not go together.
-expect_says 2 "awq into gguf" "--algo: 'awq' is not supported with --format gguf yet" -- \
-  convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --algo awq --calib "$DATA/windows.npy"
+expect_says 2 "rtn-mse into gguf" "--algo: 'rtn-mse' is not supported with --format gguf yet" -- \
+  convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --algo rtn-mse
+expect_says 2 "awq without data" "--algo: awq needs --calib FILES (token windows)" -- \
+  convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --algo awq
+expect_says 2 "awq with an imatrix" "--imatrix: --algo awq rescales the weights an imatrix was measured for" -- \
+  convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --algo awq --calib "$DATA/windows.npy" \
+  --imatrix "$DATA/tiny_llama.imatrix"
 expect_says 2 "gptq without data" "--algo: gptq needs --calib FILES (token windows)" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --algo gptq
 expect_says 2 "gptq with an imatrix" "--imatrix: --algo gptq computes its importance from --calib" -- \
@@ -82,7 +87,7 @@ expect_says 2 "gptq with an imatrix" "--imatrix: --algo gptq computes its import
   --imatrix "$DATA/tiny_llama.imatrix"
 expect_says 2 "imatrix without data" "--algo: imatrix needs --calib FILES (token windows) or --imatrix FILE" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --algo imatrix
-expect_says 2 "calib without imatrix" "--calib: with --format gguf, calibration data feeds --algo imatrix or gptq only" -- \
+expect_says 2 "calib without imatrix" "--calib: with --format gguf, calibration data feeds --algo imatrix, gptq or awq only" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --calib "$DATA/windows.npy"
 expect_says 2 "both sources" "give --imatrix (llama.cpp's file) or --calib (computed here), not both" -- \
   convert "$LLAMA" -o "$TMP/x.gguf" --format gguf --quant q4_k_m --algo imatrix \
