@@ -194,6 +194,19 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertReq
     return absl::InvalidArgumentError(request.input + ": " + incomplete +
                                       " (llama.cpp could not load the GGUF)");
   }
+  if (request.gptq || request.awq) {
+    // Their codes are carried or re-encoded as they are; GPTQ and AWQ would
+    // silently skip them.
+    for (const ir::Tensor& t : model.graph.initializers()) {
+      if (t.quant.quantized()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            request.input, ": tensor '", t.name, "' is already quantized (",
+            t.quant.algorithm.empty() ? std::string("codes") : t.quant.algorithm,
+            "); --algo ", request.gptq ? "gptq" : "awq",
+            " works on float weights: drop --algo to carry or re-encode the codes"));
+      }
+    }
+  }
   gguf_export::GgufExportOptions options;
   options.preset = request.preset;
   options.threads = request.threads;

@@ -6,6 +6,7 @@
 // misuse is a usage error. (llama.cpp itself runs these files in
 // gguf_llama_cpp_logits.)
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -185,6 +186,26 @@ INSTANTIATE_TEST_SUITE_P(Presets, GgufAwqTest,
                          [](const ::testing::TestParamInfo<AwqCase>& info) {
                            return std::string(info.param.preset);
                          });
+
+// A checkpoint already quantized (a Hub GPTQ one) keeps its codes or is
+// re-encoded; GPTQ/AWQ would skip its weights, so asking for them is refused.
+TEST(GgufGptqTest, GptqOrAwqOfAQuantizedCheckpointIsRefusedByTensor) {
+  TempDir dir;
+  for (Algo algo : {Algo::kGptq, Algo::kAwq}) {
+    converter::GgufConvertRequest req;
+    req.input = std::string(SLIMPACK_SOURCE_DIR) + "/tests/testdata/prequant/gptq-4bit-g32-actorder";
+    req.output = dir.path() + "/x.gguf";
+    req.preset = "q4_0";
+    req.calib = {::slimpack::testing::TinyLlamaDir() + "/calib_tokens.npy"};
+    req.gptq = algo == Algo::kGptq;
+    req.awq = algo == Algo::kAwq;
+    EXPECT_THAT(converter::ConvertToGguf(req).status(),
+                StatusIs(absl::StatusCode::kInvalidArgument,
+                         HasSubstr(std::string("' is already quantized (gptq-checkpoint); --algo ") +
+                                   (req.gptq ? "gptq" : "awq") + " works on float weights")));
+    EXPECT_FALSE(std::ifstream(req.output).good());
+  }
+}
 
 TEST(GgufGptqTest, MisuseIsAUsageError) {
   converter::ConvertFlags f;
