@@ -5,8 +5,6 @@
 
 #include "ir/float_convert.h"
 
-#include <dirent.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -16,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "calibration/data_files_internal.h"
 #include "calibration/finite_inputs.h"
 #include "calibration/token_ids.h"
 #include "formats/numpy/numpy_io.h"
@@ -26,49 +25,9 @@
 namespace slimpack::calibration {
 namespace {
 
-enum class FileKind { kNpy, kNpz, kSafetensors, kTokens, kUnsupported };
-
-FileKind KindOf(const std::string& path) {
-  if (absl::EndsWith(path, ".npy")) return FileKind::kNpy;
-  if (absl::EndsWith(path, ".npz")) return FileKind::kNpz;
-  if (absl::EndsWith(path, ".safetensors")) return FileKind::kSafetensors;
-  if (absl::EndsWith(path, ".txt")) return FileKind::kTokens;
-  return FileKind::kUnsupported;
-}
-
-constexpr char kSupported[] = ".npz, .npy, .safetensors, .txt (token ids)";
-
-std::string BaseName(const std::string& path) {
-  const size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
-
-absl::StatusOr<std::vector<std::string>> ListDirectory(const std::string& dir) {
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) {
-    return absl::InvalidArgumentError(dir + ": cannot list directory: " +
-                                      std::strerror(errno));
-  }
-  std::vector<std::string> names;
-  while (dirent* e = readdir(d)) {
-    const std::string name = e->d_name;
-    if (name.empty() || name[0] == '.') continue;
-    if (KindOf(name) == FileKind::kUnsupported) continue;
-    struct stat st;
-    const std::string full = dir + "/" + name;
-    if (stat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) names.push_back(name);
-  }
-  closedir(d);
-  std::sort(names.begin(), names.end());  // byte-wise: locale-independent
-  if (names.empty()) {
-    return absl::InvalidArgumentError(
-        dir + ": dataset directory has no data files (supported: " +
-        std::string(kSupported) + ")");
-  }
-  std::vector<std::string> out;
-  for (const auto& n : names) out.push_back(dir + "/" + n);
-  return out;
-}
+using internal::BaseName;
+using internal::FileKind;
+using internal::KindOf;
 
 uint64_t SplitMix64(uint64_t& state) {
   uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
@@ -389,36 +348,6 @@ absl::StatusOr<Dataset> Dataset::Open(const std::vector<std::string>& paths,
   }
   ASSIGN_OR_RETURN(impl->digests, DigestDataFiles(impl->paths));
   return Dataset(std::move(impl));
-}
-
-absl::StatusOr<std::vector<std::string>> ExpandDataPaths(const std::vector<std::string>& paths) {
-  if (paths.empty()) return absl::InvalidArgumentError("no dataset paths given");
-  std::vector<std::string> out;
-  for (const std::string& p : paths) {
-    struct stat st;
-    if (stat(p.c_str(), &st) != 0) {
-      return absl::NotFoundError(p + ": dataset path does not exist");
-    }
-    if (S_ISDIR(st.st_mode)) {
-      ASSIGN_OR_RETURN(auto files, ListDirectory(p));
-      out.insert(out.end(), files.begin(), files.end());
-    } else if (KindOf(p) == FileKind::kUnsupported) {
-      return absl::UnimplementedError(p + ": unsupported dataset file (supported: " +
-                                      std::string(kSupported) + ")");
-    } else {
-      out.push_back(p);
-    }
-  }
-  return out;
-}
-
-absl::StatusOr<std::vector<DataFileDigest>> DigestDataFiles(const std::vector<std::string>& files) {
-  std::vector<DataFileDigest> out;
-  for (const std::string& p : files) {
-    ASSIGN_OR_RETURN(shard_writer::FileDigest d, shard_writer::HashFile(p));
-    out.push_back({BaseName(p), d.size, d.sha256});
-  }
-  return out;
 }
 
 absl::StatusOr<Dataset> Dataset::Random(int64_t samples, uint64_t seed,
