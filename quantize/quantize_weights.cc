@@ -22,6 +22,7 @@
 #include "quantize/numerics/rtn.h"
 #include "quantize/size_planner.h"
 #include "quantize/weight_matrix.h"
+#include "support/input_pages.h"
 #include "support/status_macros.h"
 
 namespace slimpack::quantize {
@@ -53,7 +54,18 @@ class Quantizer {
     ASSIGN_OR_RETURN(plans_, PlanWeights(model_, req_.config));
     if (req_.config.has_target()) RETURN_IF_ERROR(PlanSizes());
     RETURN_IF_ERROR(PrepareCalibration());
-    for (size_t i = 0; i < plans_.size(); ++i) RETURN_IF_ERROR(Store(i));
+    // Each source weight is read once more below and then replaced: its
+    // pages of the mapped checkpoint are dropped right after, so resident
+    // memory holds the quantized tensors, not the whole input as well.
+    const support::InputPages pages = support::InputPages::Snapshot(model_.input_files);
+    for (size_t i = 0; i < plans_.size(); ++i) {
+      const ir::Tensor* source = model_.graph.FindInitializer(plans_[i].use.tensor);
+      const ir::TensorData source_data = source ? source->data : ir::TensorData();
+      RETURN_IF_ERROR(Store(i));
+      if (plans_[i].scheme.kind != WeightScheme::Kind::kKeep) {
+        pages.Release(source_data.data(), source_data.size());
+      }
+    }
     return std::move(result_);
   }
 

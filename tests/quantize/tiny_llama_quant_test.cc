@@ -7,6 +7,7 @@
 // Perplexity here uses the first 64 of the 256 eval windows (seq 64) to keep
 // the sanitizer run short; the README's figures use all of them.
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <map>
 
@@ -181,6 +182,56 @@ TEST(QuantizeDeterminismTest, SameBytesForAnyThreadCount) {
     EXPECT_EQ(std::memcmp(x.data.data(), y.data.data(), x.data.size()), 0) << x.name;
     EXPECT_TRUE(x.quant == y.quant) << x.name;
   }
+}
+
+// Resident bytes of this process's mappings of files named `file_name`
+// (/proc/self/smaps: each mapping's header line, then its "Rss:" line).
+uint64_t MappedRss(const std::string& file_name) {
+  std::FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (!f) return 0;
+  const std::string suffix = "/" + file_name;
+  uint64_t total = 0;
+  bool in_file = false;
+  char line[4096];
+  while (std::fgets(line, sizeof line, f)) {
+    std::string s(line);
+    if (!s.empty() && s.back() == '\n') s.pop_back();
+    unsigned long long kb = 0;
+    const size_t first_space = s.find(' ');
+    const std::string first = s.substr(0, first_space);
+    if (first.find('-') != std::string::npos &&
+        first.find_first_not_of("0123456789abcdef-") == std::string::npos) {
+      // A mapping's header: "begin-end perms offset dev inode path".
+      in_file = s.size() >= suffix.size() &&
+                s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+    } else if (in_file && std::sscanf(line, "Rss: %llu kB", &kb) == 1) {
+      total += kb * 1024;
+    }
+  }
+  std::fclose(f);
+  return total;
+}
+
+// The checkpoint is read once more while each weight is quantized; its
+// mapped pages are given back right after, so resident memory holds the
+// quantized model instead of the input as well (issue 17).
+TEST(QuantizeMemoryTest, SourcePagesAreReleasedAfterQuantizing) {
+  ir::Model m = Checkpoint();
+  uint64_t sum = 0;  // fault every weight in
+  for (const ir::Tensor& t : m.graph.initializers()) {
+    for (uint64_t i = 0; i < t.data.size(); i += 1024) sum += t.data.data()[i];
+  }
+  const uint64_t before = MappedRss("model.safetensors");
+  const size_t source_tensors = m.graph.initializers().size();
+  ASSERT_GT(before, uint64_t{5} << 19) << sum;  // most of the 3.2 MB file is resident
+  QuantizeRequest req = Request("int4-g128", Algorithm::kRtn);
+  ASSERT_THAT(QuantizeWeights(m, req), IsOk());
+  const uint64_t after = MappedRss("model.safetensors");
+  // What stays: the norm weights (8 KB, kept), the header's page and the
+  // pages a quantized tensor shares with its neighbours (only pages wholly
+  // inside a tensor are dropped): at most two 4 KiB pages per tensor.
+  EXPECT_LT(after, (source_tensors * 2 + 1) * 4096)
+      << "resident before " << before << ", after " << after;
 }
 
 TEST(QuantizeErrorsTest, CalibratedAlgorithmWithoutDataNamesTheFlag) {

@@ -15,26 +15,6 @@
 
 namespace slimpack::safetensors::testing {
 
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl =
-      std::string(base && *base ? base : "/tmp") + "/slimpack_st_XXXXXX";
-  std::vector<char> buf(tmpl.begin(), tmpl.end());
-  buf.push_back('\0');
-  char* p = ::mkdtemp(buf.data());
-  EXPECT_NE(p, nullptr) << "mkdtemp " << tmpl << ": " << std::strerror(errno);
-  path_ = p ? p : tmpl;
-}
-
-TempDir::~TempDir() {
-  ::nftw(
-      path_.c_str(),
-      [](const char* fpath, const struct stat*, int, struct FTW*) {
-        return ::remove(fpath);
-      },
-      16, FTW_DEPTH | FTW_PHYS);
-}
-
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -3,6 +3,7 @@
 #ifndef SLIMPACK_TESTS_SAFETENSORS_TEST_FILES_H_
 #define SLIMPACK_TESTS_SAFETENSORS_TEST_FILES_H_
 
+#include "tests/testing/temp_dir.h"
 #include <cstdint>
 #include <map>
 #include <string>
@@ -12,19 +13,7 @@
 
 namespace slimpack::safetensors::testing {
 
-// mkdtemp under $TMPDIR (or /tmp); removed recursively on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::slimpack::testing::TempDir;  // tests/testing/temp_dir.h
 
 // Writes `bytes` to `path` (test failure if it cannot).
 void WriteFile(const std::string& path, const std::string& bytes);

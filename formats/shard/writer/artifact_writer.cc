@@ -15,7 +15,7 @@
 #include "formats/shard/writer/artifact_tensors.h"
 #include "formats/shard/writer/checked_io.h"
 #include "formats/shard/writer/file_digest.h"
-#include "formats/shard/writer/input_pages.h"
+#include "support/input_pages.h"
 #include "formats/shard/writer/manifest_json.h"
 #include "formats/shard/writer/model_json.h"
 #include "formats/shard/writer/output_preflight.h"
@@ -285,7 +285,7 @@ class ArtifactJob {
 
   // Shards, carried files and input digests on the thread pool.
   absl::Status WriteFiles(const StagingDir& staging) {
-    const InputPages pages = InputPages::Snapshot(model_.input_files);
+    const support::InputPages pages = support::InputPages::Snapshot(model_.input_files);
     ProgressTracker tracker(
         options_, summary_.shard_bytes + summary_.carried_bytes,
         static_cast<uint32_t>(plan_.shards.size() + carried_.size()));

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/tensor.h"
-#include "formats/shard/writer/input_pages.h"
+#include "support/input_pages.h"
 #include "formats/shard/writer/tensor_encoder.h"
 
 namespace slimpack::shard_writer {
@@ -39,7 +39,7 @@ struct ShardWriteContext {
   int dir_fd = -1;             // the staging directory
   std::string dir_for_errors;  // its path, for messages
   const TensorEncoder* encoder = nullptr;
-  const InputPages* pages = nullptr;
+  const support::InputPages* pages = nullptr;
   // Called after each write with the bytes just written (progress and the
   // tests' fault injection). May be called from several threads at once.
   std::function<void(uint64_t bytes)> on_bytes;

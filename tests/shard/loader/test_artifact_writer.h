@@ -5,6 +5,7 @@
 #ifndef SLIMPACK_TESTS_SHARD_LOADER_TEST_ARTIFACT_WRITER_H_
 #define SLIMPACK_TESTS_SHARD_LOADER_TEST_ARTIFACT_WRITER_H_
 
+#include "tests/testing/temp_dir.h"
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -110,20 +111,7 @@ class TestArtifact {
 // self-hash (spec.md section 8); returns text unchanged if it has none.
 std::string SealManifestText(std::string text);
 
-// A fresh directory under $TMPDIR (or /tmp), removed with its contents when
-// this object dies.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::slimpack::testing::TempDir;  // tests/testing/temp_dir.h
 
 // Whole-file helpers for tests.
 std::string ReadFileOrDie(const std::string& path);

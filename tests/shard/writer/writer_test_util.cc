@@ -65,20 +65,6 @@ onnx::NodeProto* AddNode(onnx::GraphProto* g, const std::string& op,
 
 }  // namespace
 
-TempDir::TempDir() {
-  const char* base = std::getenv("TMPDIR");
-  std::string tmpl = std::string(base && *base ? base : "/tmp") +
-                     "/slimpack_writer_test.XXXXXX";
-  char* p = ::mkdtemp(tmpl.data());
-  EXPECT_NE(p, nullptr) << "mkdtemp " << tmpl;
-  path_ = tmpl;
-}
-
-TempDir::~TempDir() {
-  std::error_code ec;
-  std::filesystem::remove_all(path_, ec);
-}
-
 void WriteFile(const std::string& path, const std::string& bytes) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
   f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));

@@ -4,6 +4,7 @@
 #ifndef SLIMPACK_TESTS_SHARD_WRITER_WRITER_TEST_UTIL_H_
 #define SLIMPACK_TESTS_SHARD_WRITER_WRITER_TEST_UTIL_H_
 
+#include "tests/testing/temp_dir.h"
 #include <cstdint>
 #include <map>
 #include <string>
@@ -14,19 +15,7 @@
 
 namespace slimpack::shard_writer::testing {
 
-// mkdtemp under $TMPDIR (or /tmp); removed recursively on destruction.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return path_ + "/" + name; }
-
- private:
-  std::string path_;
-};
+using ::slimpack::testing::TempDir;  // tests/testing/temp_dir.h
 
 void WriteFile(const std::string& path, const std::string& bytes);
 std::string ReadFile(const std::string& path);

@@ -1,4 +1,4 @@
-#include "formats/shard/writer/input_pages.h"
+#include "support/input_pages.h"
 
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <set>
 
-namespace slimpack::shard_writer {
+namespace slimpack::support {
 
 InputPages InputPages::Snapshot(const std::vector<std::string>& input_files) {
   InputPages pages;
@@ -78,4 +78,4 @@ void InputPages::Release(const uint8_t* data, uint64_t size) const {
   ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
 }
 
-}  // namespace slimpack::shard_writer
+}  // namespace slimpack::support

@@ -1,6 +1,6 @@
 // InputPages drops pages of mapped input files only: the data stays
 // readable (re-faulted from the file) and other memory is never touched.
-#include "formats/shard/writer/input_pages.h"
+#include "support/input_pages.h"
 
 #include <unistd.h>
 
@@ -9,15 +9,22 @@
 #include <string>
 #include <vector>
 
+#include <fstream>
+
 #include "gtest/gtest.h"
 #include "support/mapped_file.h"
-#include "tests/shard/writer/writer_test_util.h"
+#include "tests/testing/temp_dir.h"
 
-namespace slimpack::shard_writer {
+namespace slimpack::support {
 namespace {
 
-using ::slimpack::shard_writer::testing::TempDir;
-using ::slimpack::shard_writer::testing::WriteFile;
+using ::slimpack::testing::TempDir;
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(f.good()) << "writing " << path;
+}
 
 std::string Pattern(size_t n) {
   std::string s(n, '\0');
@@ -74,4 +81,4 @@ TEST(InputPagesTest, NeverTouchesHeapOrOtherFiles) {
 }
 
 }  // namespace
-}  // namespace slimpack::shard_writer
+}  // namespace slimpack::support

@@ -1,15 +1,15 @@
 // Drops pages of memory-mapped input files from the writer's address space
 // once a tensor chunk has been written, so peak RSS does not grow with the
 // model (file pages stay in the page cache; a later access re-reads them).
-#ifndef SLIMPACK_FORMATS_SHARD_WRITER_INPUT_PAGES_H_
-#define SLIMPACK_FORMATS_SHARD_WRITER_INPUT_PAGES_H_
+#ifndef SLIMPACK_SUPPORT_INPUT_PAGES_H_
+#define SLIMPACK_SUPPORT_INPUT_PAGES_H_
 
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-namespace slimpack::shard_writer {
+namespace slimpack::support {
 
 class InputPages {
  public:
@@ -31,6 +31,6 @@ class InputPages {
   uintptr_t page_size_ = 4096;
 };
 
-}  // namespace slimpack::shard_writer
+}  // namespace slimpack::support
 
-#endif  // SLIMPACK_FORMATS_SHARD_WRITER_INPUT_PAGES_H_
+#endif  // SLIMPACK_SUPPORT_INPUT_PAGES_H_
