@@ -64,6 +64,10 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
         request.input + ": " + incomplete +
         " (the artifact could not run; pass --allow-incomplete to convert it anyway)");
   }
+  // The model goes straight to the writer: RTN-family weights are
+  // quantized as their shards are written, so no quantized tensor waits in
+  // memory for the others (quantize/deferred_weights.h).
+  request.stages.defer_weight_quant = request.quantize_while_writing;
   ASSIGN_OR_RETURN(StageResult staged, RunConvertStages(model, request.stages));
   request.recipe.passes = staged.passes_run;
 
@@ -72,6 +76,7 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
   write.threads = request.threads;
   write.force = request.force;
   write.encoder = Encoder(model, request.recipe);
+  write.encoder.produce = staged.produce;
   write.recipe = RecipeToJson(request.recipe);
   if (request.stages.prune.active()) {
     write.recipe["prune"] = prune::PruneOptionsToJson(request.stages.prune);
@@ -80,7 +85,10 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
   write.calibration = std::move(calibration);
   write.progress = callbacks.progress;
   write.fault_hook = callbacks.fault_hook;
-  return shard_writer::WriteArtifact(model, request.output, write);
+  ASSIGN_OR_RETURN(shard_writer::ArtifactSummary summary,
+                   shard_writer::WriteArtifact(model, request.output, write));
+  if (staged.finish_deferred) RETURN_IF_ERROR(staged.finish_deferred());
+  return summary;
 }
 
 }  // namespace slimpack::converter

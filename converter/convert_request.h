@@ -107,6 +107,10 @@ struct ConvertRequest {
   // against this run's --calib before anything is imported.
   std::optional<ArtifactRecipe> recipe_from;
   StageOptions stages;
+  // Artifact output: RTN-family weights are quantized as their shards are
+  // written (bounded memory; StageOptions::defer_weight_quant). false:
+  // every weight is quantized before the writer starts. Same bytes.
+  bool quantize_while_writing = true;
   std::string report_dir;
   std::vector<std::string> report_data;
   std::string gate;

@@ -15,6 +15,7 @@
 #include "runtime/widen_f16.h"
 #include "prune/graph/prune_onnx.h"
 #include "quantize/quantize_static.h"
+#include "quantize/deferred_weights.h"
 #include "quantize/quantize_weights.h"
 #include "support/status_macros.h"
 
@@ -237,13 +238,24 @@ absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, con
   q.threads = options.threads;
   if (log.verbose()) q.log = log.sink();
   q.progress = options.progress;
+  q.defer_rtn = options.defer_weight_quant;
   auto done = quantize::QuantizeWeights(model, q);
   if (!done.ok()) return Annotate(done.status(), "quantize");
   result.records.push_back({{"name", "quantize-weights"},
                             {"options", quantize::QuantConfigToJson(options.quant)},
                             {"stats", done->ToJson()}});
-  log.Info("quantize: %d tensors, %d -> %d bytes", done->tensors.size(), done->bytes_before,
-           done->bytes_after);
+  log.Info("quantize: %d tensors, %d -> %d bytes%s", done->tensors.size(), done->bytes_before,
+           done->bytes_after, done->deferred ? " (RTN as the shards are written)" : "");
+  if (done->deferred) {
+    auto deferred = std::make_shared<quantize::QuantizeResult>(*std::move(done));
+    result.produce = [deferred](const ir::Tensor& t) {
+      return deferred->deferred->Produce(t.name);
+    };
+    const std::function<void(const std::string&)> sink = log.verbose() ? log.sink() : nullptr;
+    result.finish_deferred = [deferred, sink] {
+      return Annotate(quantize::FinishDeferred(*deferred, sink), "quantize");
+    };
+  }
   return absl::OkStatus();
 }
 

@@ -47,11 +47,22 @@ struct StageOptions {
   std::ostream* ir_out = nullptr;
   // Counts of the long stages (calibration runs, GPTQ layers); null: none.
   support::ProgressSink progress;
+  // RTN-family weights are quantized when the shard writer writes them
+  // (quantize::QuantizeRequest::defer_rtn); the model must then go to the
+  // writer with StageResult::produce, then finish_deferred. The artifact path
+  // sets it; the ONNX export, which needs the bytes in the model, does not.
+  bool defer_weight_quant = false;
 };
 
 struct StageResult {
   nlohmann::json records = nlohmann::json::array();  // producer.passes
   std::vector<std::string> passes_run;               // for the recipe
+  // Set when weights were deferred: the bytes of a deferred tensor (for
+  // shard_writer::TensorEncoder::produce), and, once all are written, the
+  // check that each was and the deferred weights' -v lines with their
+  // errors (`records` holds no errors, so it is final as it is).
+  std::function<absl::StatusOr<ir::TensorData>(const ir::Tensor&)> produce;
+  std::function<absl::Status()> finish_deferred;
 };
 
 // Errors name the stage ("pass fuse-gelu", "quantize") and pass through

@@ -74,6 +74,12 @@ TensorData TensorData::View(std::shared_ptr<const void> owner,
   return d;
 }
 
+TensorData TensorData::Deferred(uint64_t size) {
+  TensorData d;
+  d.size_ = size;
+  return d;
+}
+
 std::string_view WeightRoleName(WeightRole r) {
   switch (r) {
     case WeightRole::kUnknown: return "unknown";

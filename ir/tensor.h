@@ -42,12 +42,18 @@ class TensorData {
   // A view of [data, data+size) valid while `owner` lives.
   static TensorData View(std::shared_ptr<const void> owner,
                          const uint8_t* data, uint64_t size);
+  // `size` bytes that do not exist yet: the shard writer asks its encoder
+  // for them when it writes the tensor (TensorEncoder::produce), so a
+  // conversion need not hold every quantized tensor until it is written.
+  // data() is null; only the converter's write path may see such tensors.
+  static TensorData Deferred(uint64_t size);
 
   const uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   // True when the bytes are a view into something else (mmap, proto).
   bool is_view() const { return is_view_; }
+  bool deferred() const { return data_ == nullptr && size_ > 0; }
 
  private:
   std::shared_ptr<const void> owner_;

@@ -20,6 +20,8 @@
 #include "quantize/numerics/gptq.h"
 #include "quantize/numerics/pack.h"
 #include "quantize/numerics/rtn.h"
+#include "quantize/deferred_weights.h"
+#include "quantize/rtn_tensor.h"
 #include "quantize/size_planner.h"
 #include "quantize/weight_matrix.h"
 #include "support/input_pages.h"
@@ -46,6 +48,14 @@ absl::StatusOr<calibration::Dataset> OpenCalibration(const ir::Model& runnable,
   return OpenCalibrationData(runnable, req.calib_paths);
 }
 
+// The -v line of one tensor.
+std::string RecordLine(const TensorRecord& rec) {
+  return absl::StrCat("quantize: ", rec.tensor, " [", rec.op, "] ", rec.scheme,
+                      rec.algorithm.empty() ? "" : " " + rec.algorithm, ": ", rec.bytes_before,
+                      " -> ", rec.bytes_after, " bytes, rel L2 ", rec.relative_l2,
+                      rec.note.empty() ? "" : " (" + rec.note + ")");
+}
+
 class Quantizer {
  public:
   Quantizer(ir::Model& model, const QuantizeRequest& req) : model_(model), req_(req) {}
@@ -57,7 +67,8 @@ class Quantizer {
     // Each source weight is read once more below and then replaced: its
     // pages of the mapped checkpoint are dropped right after, so resident
     // memory holds the quantized tensors, not the whole input as well.
-    const support::InputPages pages = support::InputPages::Snapshot(model_.input_files);
+    pages_ = support::InputPages::Snapshot(model_.input_files);
+    const support::InputPages& pages = pages_;
     for (size_t i = 0; i < plans_.size(); ++i) {
       const ir::Tensor* source = model_.graph.FindInitializer(plans_[i].use.tensor);
       const ir::TensorData source_data = source ? source->data : ir::TensorData();
@@ -310,51 +321,33 @@ class Quantizer {
       rec.bytes_after = rec.bytes_before;
       return Record(std::move(rec));
     }
-    ASSIGN_OR_RETURN(Matrix m, AsMatrix(original, p.use.transposed));
-    if (p.scheme.kind == WeightScheme::Kind::kFloat) {
-      ir::Tensor t = original;
-      t.dtype = p.scheme.float_dtype;
-      std::vector<uint8_t> bytes(m.w.size() * (ir::DTypeBits(t.dtype) / 8));
-      std::vector<float> ordered = InTensorOrder(m.w, m.rows, m.cols, p.use.transposed);
-      RETURN_IF_ERROR(ir::ConvertFloats(
-          ir::DType::kF32, reinterpret_cast<const uint8_t*>(ordered.data()), t.dtype,
-          bytes.data(), ordered.size()));
-      t.data = ir::TensorData::Owned(std::move(bytes));
-      ASSIGN_OR_RETURN(Matrix back, AsMatrix(t, p.use.transposed));
-      const quant::ErrorStats e = quant::CompareArrays(m.w.data(), back.w.data(), m.w.size());
-      rec.relative_l2 = e.relative_l2();
-      rec.sqnr_db = e.sqnr_db();
-      rec.bytes_after = t.data.size();
-      RETURN_IF_ERROR(ReplaceInitializer(model_.graph, std::move(t)));
-      return Record(std::move(rec));
-    }
+    if (p.scheme.kind == WeightScheme::Kind::kFloat) return StoreFloat(p, original, std::move(rec));
     rec.algorithm = std::string(AlgorithmName(p.algorithm));
-    quant::QuantizedMatrix q;
+    quant::PackedTensors packed;
+    quant::ErrorStats error;
     if (auto it = gptq_.find(p.use.tensor); it != gptq_.end()) {
-      q = std::move(it->second);
+      ASSIGN_OR_RETURN(Matrix m, AsMatrix(original, p.use.transposed));
+      const quant::QuantizedMatrix q = std::move(it->second);
+      gptq_.erase(it);
+      std::vector<float> deq(m.w.size());
+      quant::Dequantize(q, deq.data());
+      error = quant::CompareArrays(m.w.data(), deq.data(), m.w.size());
+      // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
+      // per-channel layout (scale per output channel) holds for any rank, so
+      // the original dims come back afterwards.
+      ir::Tensor flat = original;
+      if (flat.dims.size() > 2) flat.dims = {m.rows, m.cols};
+      ASSIGN_OR_RETURN(packed, quant::ToIrTensors(q, flat, p.use.transposed, rec.algorithm));
+      packed.weight.dims = original.dims;
+    } else if (req_.defer_rtn) {
+      return Defer(p, original, std::move(rec));
     } else {
-      quant::RtnOptions ro;
-      ro.threads = req_.threads;
-      ro.mse_clip = p.algorithm == Algorithm::kRtnMse || req_.config.mse_clip;
-      auto imp = importance_.find(p.use.tensor);
-      if (imp != importance_.end()) ro.importance = imp->second.data();
-      auto r = quant::QuantizeRtn(m.w.data(), m.rows, m.cols, ToQuantScheme(p.scheme), ro);
-      if (!r.ok()) return Annotate(r.status(), "tensor '" + p.use.tensor + "'");
-      q = *std::move(r);
+      ASSIGN_OR_RETURN(RtnTensor r, QuantizeRtnTensor(original, RtnOptionsFor(p, rec.algorithm)));
+      packed = std::move(r.packed);
+      error = r.error;
     }
-    std::vector<float> deq(m.w.size());
-    quant::Dequantize(q, deq.data());
-    const quant::ErrorStats e = quant::CompareArrays(m.w.data(), deq.data(), m.w.size());
-    rec.relative_l2 = e.relative_l2();
-    rec.sqnr_db = e.sqnr_db();
-    // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
-    // per-channel layout (scale per output channel) holds for any rank, so
-    // the original dims come back afterwards.
-    ir::Tensor flat = original;
-    if (flat.dims.size() > 2) flat.dims = {m.rows, m.cols};
-    ASSIGN_OR_RETURN(quant::PackedTensors packed,
-                     quant::ToIrTensors(q, flat, p.use.transposed, rec.algorithm));
-    packed.weight.dims = original.dims;
+    rec.relative_l2 = error.relative_l2();
+    rec.sqnr_db = error.sqnr_db();
     rec.bytes_after = BytesOf(packed.weight) + BytesOf(packed.scale) +
                       (packed.zero_point ? BytesOf(*packed.zero_point) : 0);
     RETURN_IF_ERROR(ReplaceInitializer(model_.graph, std::move(packed.weight)));
@@ -363,19 +356,75 @@ class Quantizer {
     return Record(std::move(rec));
   }
 
+  // The weight's final tensors without bytes; DeferredWeights makes them
+  // when the writer asks.
+  absl::Status Defer(const TensorPlan& p, const ir::Tensor& original, TensorRecord rec) {
+    RtnTensorOptions o = RtnOptionsFor(p, rec.algorithm);
+    ASSIGN_OR_RETURN(auto shape, MatrixShape(original, p.use.transposed));
+    ASSIGN_OR_RETURN(quant::PackedTensors packed,
+                     quant::PackedShapes(o.scheme, shape.first, shape.second, original,
+                                         p.use.transposed, rec.algorithm));
+    std::vector<float> importance;
+    if (o.rtn.importance) importance.assign(o.rtn.importance, o.rtn.importance + shape.second);
+    std::vector<std::string> companions = {packed.scale.name};
+    if (packed.zero_point) companions.push_back(packed.zero_point->name);
+    if (!result_.deferred) result_.deferred = std::make_shared<DeferredWeights>(model_.input_files);
+    result_.deferred->Add(original, std::move(o), std::move(importance), std::move(companions));
+    rec.bytes_after = BytesOf(packed.weight) + BytesOf(packed.scale) +
+                      (packed.zero_point ? BytesOf(*packed.zero_point) : 0);
+    RETURN_IF_ERROR(ReplaceInitializer(model_.graph, std::move(packed.weight)));
+    RETURN_IF_ERROR(model_.graph.AddInitializer(std::move(packed.scale)));
+    if (packed.zero_point) RETURN_IF_ERROR(model_.graph.AddInitializer(std::move(*packed.zero_point)));
+    return Record(std::move(rec));
+  }
+
+  // RTN, rtn-mse and imatrix: one call per weight (quantize/rtn_tensor.h).
+  RtnTensorOptions RtnOptionsFor(const TensorPlan& p, const std::string& algorithm) const {
+    RtnTensorOptions o;
+    o.scheme = ToQuantScheme(p.scheme);
+    o.transposed = p.use.transposed;
+    o.algorithm = algorithm;
+    o.rtn.threads = req_.threads;
+    o.release = &pages_;
+    o.rtn.mse_clip = p.algorithm == Algorithm::kRtnMse || req_.config.mse_clip;
+    auto imp = importance_.find(p.use.tensor);
+    if (imp != importance_.end()) o.rtn.importance = imp->second.data();
+    return o;
+  }
+
+  // A float weight stored in another float dtype (a rule's f16 / bf16).
+  absl::Status StoreFloat(const TensorPlan& p, const ir::Tensor& original, TensorRecord rec) {
+    ASSIGN_OR_RETURN(Matrix m, AsMatrix(original, p.use.transposed));
+    ir::Tensor t = original;
+    t.dtype = p.scheme.float_dtype;
+    std::vector<uint8_t> bytes(m.w.size() * (ir::DTypeBits(t.dtype) / 8));
+    std::vector<float> ordered = InTensorOrder(m.w, m.rows, m.cols, p.use.transposed);
+    RETURN_IF_ERROR(ir::ConvertFloats(
+        ir::DType::kF32, reinterpret_cast<const uint8_t*>(ordered.data()), t.dtype,
+        bytes.data(), ordered.size()));
+    t.data = ir::TensorData::Owned(std::move(bytes));
+    ASSIGN_OR_RETURN(Matrix back, AsMatrix(t, p.use.transposed));
+    const quant::ErrorStats e = quant::CompareArrays(m.w.data(), back.w.data(), m.w.size());
+    rec.relative_l2 = e.relative_l2();
+    rec.sqnr_db = e.sqnr_db();
+    rec.bytes_after = t.data.size();
+    RETURN_IF_ERROR(ReplaceInitializer(model_.graph, std::move(t)));
+    return Record(std::move(rec));
+  }
+
   absl::Status Record(TensorRecord rec) {
-    Log(absl::StrCat("quantize: ", rec.tensor, " [", rec.op, "] ", rec.scheme,
-                     rec.algorithm.empty() ? "" : " " + rec.algorithm, ": ", rec.bytes_before,
-                     " -> ", rec.bytes_after, " bytes, rel L2 ", rec.relative_l2,
-                     rec.note.empty() ? "" : " (" + rec.note + ")"));
+    if (!result_.deferred || !result_.deferred->Holds(rec.tensor)) LogRecord(rec);
     result_.bytes_before += rec.bytes_before;
     result_.bytes_after += rec.bytes_after;
     result_.tensors.push_back(std::move(rec));
     return absl::OkStatus();
   }
 
+  void LogRecord(const TensorRecord& rec) { Log(RecordLine(rec)); }
+
   ir::Model& model_;
   const QuantizeRequest& req_;
+  support::InputPages pages_;  // the model's mapped inputs
   std::vector<TensorPlan> plans_;
   std::map<std::string, std::vector<float>> importance_;
   std::map<std::string, quant::QuantizedMatrix> gptq_;
@@ -411,6 +460,23 @@ json QuantizeResult::ToJson() const {
 absl::StatusOr<QuantizeResult> QuantizeWeights(ir::Model& model,
                                                const QuantizeRequest& request) {
   return Quantizer(model, request).Run();
+}
+
+absl::Status FinishDeferred(QuantizeResult& result,
+                            const std::function<void(const std::string&)>& log) {
+  if (!result.deferred) return absl::OkStatus();
+  for (TensorRecord& rec : result.tensors) {
+    if (!result.deferred->Holds(rec.tensor)) continue;
+    const std::optional<quant::ErrorStats> e = result.deferred->Error(rec.tensor);
+    if (!e) {
+      return absl::InternalError("quantize: tensor '" + rec.tensor +
+                                 "' was deferred to the writer but never written");
+    }
+    rec.relative_l2 = e->relative_l2();
+    rec.sqnr_db = e->sqnr_db();
+    if (log) log(RecordLine(rec));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace slimpack::quantize

@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -57,6 +58,14 @@ struct QuantizeRequest {
   // (same numbers, more time). 128 windows x 2048 tokens x 4096 features
   // in f32 is 4 GiB.
   uint64_t gptq_cache_bytes = uint64_t{1} << 30;
+  // Leave weights quantized by RTN, rtn-mse, imatrix or AWQ's final RTN to
+  // be quantized when the shard writer writes them (quantize/
+  // deferred_weights.h): the model gets TensorData::Deferred placeholders,
+  // QuantizeResult::deferred makes their bytes, FinishDeferred fills their
+  // records' errors afterwards. Only for a model that goes straight to the
+  // writer with the producer set (converter::Convert); GPTQ results and
+  // float casts are stored as usual.
+  bool defer_rtn = false;
 };
 
 // What happened to one tensor; recorded in the manifest and printed by -v.
@@ -77,6 +86,10 @@ struct QuantizeResult {
   uint64_t bytes_before = 0, bytes_after = 0;  // over the planned tensors
   int64_t calib_runs = 0;
   std::optional<SizePlan> plan;  // when a size target was set
+  // Set by QuantizeRequest::defer_rtn when any weight was deferred; the
+  // records of deferred weights have relative_l2 and sqnr_db 0 until
+  // FinishDeferred.
+  std::shared_ptr<class DeferredWeights> deferred;
   // {"tensors": [...], "bytes_before", "bytes_after"}: deterministic.
   nlohmann::json ToJson() const;
 };
@@ -88,6 +101,13 @@ struct QuantizeResult {
 // nothing in that case.
 absl::StatusOr<QuantizeResult> QuantizeWeights(ir::Model& model,
                                                const QuantizeRequest& request);
+
+// After every deferred tensor was produced: fills the deferred weights'
+// errors into `result` and sends their per-tensor lines to `log` (if set),
+// in plan order, as QuantizeWeights does for the others. Internal if a
+// deferred weight was never produced.
+absl::Status FinishDeferred(QuantizeResult& result,
+                            const std::function<void(const std::string&)>& log);
 
 }  // namespace slimpack::quantize
 

@@ -20,6 +20,11 @@ double ErrorStats::sqnr_db() const {
 
 ErrorStats CompareArrays(const float* ref, const float* approx, int64_t n) {
   ErrorStats s;
+  AccumulateErrors(s, ref, approx, n);
+  return s;
+}
+
+void AccumulateErrors(ErrorStats& s, const float* ref, const float* approx, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const double r = ref[i];
     const double d = r - static_cast<double>(approx[i]);
@@ -27,7 +32,6 @@ ErrorStats CompareArrays(const float* ref, const float* approx, int64_t n) {
     s.err_sq += d * d;
     if (std::fabs(d) > s.max_abs) s.max_abs = std::fabs(d);
   }
-  return s;
 }
 
 double RelativeL2(const float* ref, const float* approx, int64_t n) {

@@ -16,6 +16,9 @@ struct ErrorStats {
 };
 
 ErrorStats CompareArrays(const float* ref, const float* approx, int64_t n);
+// Continues `s` over n more elements, in order: comparing an array in
+// consecutive pieces gives exactly CompareArrays' sums.
+void AccumulateErrors(ErrorStats& s, const float* ref, const float* approx, int64_t n);
 
 // ||ref - approx||_2 / ||ref||_2 (0 when both are zero, +inf when only
 // ref is).

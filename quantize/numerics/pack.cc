@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "support/status_macros.h"
 
 namespace slimpack::quant {
 namespace {
@@ -54,10 +55,9 @@ ir::Tensor Companion(const ir::Tensor& original, std::string name) {
 
 }  // namespace
 
-absl::StatusOr<PackedTensors> ToIrTensors(const QuantizedMatrix& m,
-                                          const ir::Tensor& original,
-                                          bool transposed,
-                                          std::string algorithm) {
+absl::StatusOr<PackedTensors> PackedShapes(const Scheme& scheme, int64_t rows, int64_t cols,
+                                           const ir::Tensor& original, bool transposed,
+                                           std::string algorithm) {
   const std::string where = absl::StrCat("pack '", original.name, "'");
   if (original.name.empty()) {
     return absl::InvalidArgumentError("pack: original tensor has no name");
@@ -66,19 +66,18 @@ absl::StatusOr<PackedTensors> ToIrTensors(const QuantizedMatrix& m,
   // also takes [rows, d1, d2, ...] with d1*d2*... == cols (Conv weights
   // [O, I, kh, kw]: one scale per output channel along axis 0).
   const std::vector<int64_t> want =
-      transposed ? std::vector<int64_t>{m.cols, m.rows}
-                 : std::vector<int64_t>{m.rows, m.cols};
+      transposed ? std::vector<int64_t>{cols, rows} : std::vector<int64_t>{rows, cols};
   bool dims_ok = original.dims == want;
-  if (!dims_ok && !transposed && m.scheme.bits > 4 &&
-      original.dims.size() > 2 && original.dims[0] == m.rows) {
+  if (!dims_ok && !transposed && scheme.bits > 4 &&
+      original.dims.size() > 2 && original.dims[0] == rows) {
     int64_t inner = 1;
     for (size_t i = 1; i < original.dims.size() && inner > 0; ++i) {
       const int64_t d = original.dims[i];
       // inner <= cols and d <= cols keep the product far from overflow.
-      inner = (d < 1 || d > m.cols) ? -1 : inner * d;
-      if (inner > m.cols) inner = -1;
+      inner = (d < 1 || d > cols) ? -1 : inner * d;
+      if (inner > cols) inner = -1;
     }
-    dims_ok = inner == m.cols;
+    dims_ok = inner == cols;
   }
   if (!dims_ok) {
     std::string got;
@@ -86,33 +85,26 @@ absl::StatusOr<PackedTensors> ToIrTensors(const QuantizedMatrix& m,
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": dims [", got, "] do not match the quantized matrix [",
         want[0], ",", want[1], "]", transposed ? " (transposed)" : "",
-        m.scheme.bits <= 4 ? " (int4 layouts need rank 2)" : ""));
+        scheme.bits <= 4 ? " (int4 layouts need rank 2)" : ""));
   }
-  if (absl::Status s = ValidateScheme(m.scheme, m.cols); !s.ok()) {
+  if (absl::Status s = ValidateScheme(scheme, cols); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
   }
-  const int64_t ng = m.num_groups();
-  const size_t n = static_cast<size_t>(m.rows * m.cols);
-  const size_t ns = static_cast<size_t>(m.rows * ng);
-  if (m.q.size() != n || m.scale.size() != ns ||
-      m.zero.size() != (m.scheme.symmetric ? 0 : ns)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        where, ": quantized matrix sizes q=", m.q.size(), " scale=",
-        m.scale.size(), " zero=", m.zero.size(), " expected ", n, ", ", ns,
-        ", ", m.scheme.symmetric ? 0 : ns));
-  }
-  const bool int8 = m.scheme.bits > 4;
-  const bool sym = m.scheme.symmetric;
+  const int64_t ng = NumGroups(scheme, cols);
+  const bool int8 = scheme.bits > 4;
+  const bool sym = scheme.symmetric;
   const ir::DType dtype = int8 ? (sym ? ir::DType::kI8 : ir::DType::kU8)
                                : (sym ? ir::DType::kI4 : ir::DType::kU4);
+  const uint64_t n = static_cast<uint64_t>(rows * cols);
+  const uint64_t ns = static_cast<uint64_t>(rows * ng);
+  auto payload = [&](uint64_t count) { return int8 ? count : (count + 1) / 2; };
 
   PackedTensors out;
   ir::Tensor& w = out.weight;
   w = Companion(original, original.name);
   w.dtype = dtype;
   w.dims = original.dims;
-  w.data = ir::TensorData::Owned(Encode(
-      transposed ? Transpose(m.q, m.rows, m.cols) : m.q, dtype, m.scheme.bits));
+  w.data = ir::TensorData::Deferred(payload(n));
   w.quant.algorithm = std::move(algorithm);
   w.quant.scale = original.name + ".scale";
   if (!sym) w.quant.zero_point = original.name + ".zero_point";
@@ -120,41 +112,61 @@ absl::StatusOr<PackedTensors> ToIrTensors(const QuantizedMatrix& m,
   // Scale / zero-point element order: [rows] for int8; [rows, ng] or, with
   // the input axis first when transposed, [ng, rows] for int4.
   std::vector<int64_t> sdims;
-  std::vector<float> scale = m.scale;
-  std::vector<int8_t> zero = m.zero;
   if (int8) {
     w.quant.kind = ir::QuantKind::kInt8PerChannel;
     w.quant.axis = transposed ? 1 : 0;
-    sdims = {m.rows};
+    sdims = {rows};
   } else {
     w.quant.kind = ir::QuantKind::kInt4GroupWise;
     w.quant.axis = transposed ? 0 : 1;
-    w.quant.group_size = m.group_size();
-    if (transposed) {
-      sdims = {ng, m.rows};
-      scale = Transpose(scale, m.rows, ng);
-      if (!sym) zero = Transpose(zero, m.rows, ng);
-    } else {
-      sdims = {m.rows, ng};
-    }
+    w.quant.group_size = EffectiveGroupSize(scheme, cols);
+    sdims = transposed ? std::vector<int64_t>{ng, rows} : std::vector<int64_t>{rows, ng};
   }
-
   out.scale = Companion(original, w.quant.scale);
   out.scale.dtype = ir::DType::kF32;
   out.scale.dims = sdims;
+  out.scale.data = ir::TensorData::Deferred(ns * sizeof(float));
+  if (!sym) {
+    ir::Tensor z = Companion(original, w.quant.zero_point);
+    z.dtype = dtype;
+    z.dims = sdims;
+    z.data = ir::TensorData::Deferred(payload(ns));
+    out.zero_point = std::move(z);
+  }
+  return out;
+}
+
+absl::StatusOr<PackedTensors> ToIrTensors(const QuantizedMatrix& m,
+                                          const ir::Tensor& original,
+                                          bool transposed,
+                                          std::string algorithm) {
+  ASSIGN_OR_RETURN(PackedTensors out, PackedShapes(m.scheme, m.rows, m.cols, original,
+                                                   transposed, std::move(algorithm)));
+  const int64_t ng = m.num_groups();
+  const size_t n = static_cast<size_t>(m.rows * m.cols);
+  const size_t ns = static_cast<size_t>(m.rows * ng);
+  if (m.q.size() != n || m.scale.size() != ns ||
+      m.zero.size() != (m.scheme.symmetric ? 0 : ns)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pack '", original.name, "': quantized matrix sizes q=", m.q.size(), " scale=",
+        m.scale.size(), " zero=", m.zero.size(), " expected ", n, ", ", ns,
+        ", ", m.scheme.symmetric ? 0 : ns));
+  }
+  const int bits = m.scheme.bits;
+  const ir::DType dtype = out.weight.dtype;
+  out.weight.data = ir::TensorData::Owned(
+      Encode(transposed ? Transpose(m.q, m.rows, m.cols) : m.q, dtype, bits));
+  const bool transpose_params = transposed && bits <= 4;
+  const std::vector<float> scale = transpose_params ? Transpose(m.scale, m.rows, ng) : m.scale;
   std::vector<uint8_t> sbytes(scale.size() * sizeof(float));
   for (size_t i = 0; i < scale.size(); ++i) {
     // Little-endian f32 (the format's byte order; x86/arm hosts).
     std::memcpy(sbytes.data() + i * sizeof(float), &scale[i], sizeof(float));
   }
   out.scale.data = ir::TensorData::Owned(std::move(sbytes));
-
-  if (!sym) {
-    ir::Tensor z = Companion(original, w.quant.zero_point);
-    z.dtype = dtype;
-    z.dims = sdims;
-    z.data = ir::TensorData::Owned(Encode(zero, dtype, m.scheme.bits));
-    out.zero_point = std::move(z);
+  if (out.zero_point) {
+    out.zero_point->data = ir::TensorData::Owned(
+        Encode(transpose_params ? Transpose(m.zero, m.rows, ng) : m.zero, dtype, bits));
   }
   return out;
 }

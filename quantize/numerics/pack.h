@@ -45,6 +45,14 @@ absl::StatusOr<PackedTensors> ToIrTensors(const QuantizedMatrix& m,
                                           bool transposed,
                                           std::string algorithm);
 
+// The tensors ToIrTensors makes for a [rows, cols] matrix under `scheme`,
+// every field but the bytes: each data is TensorData::Deferred of the size
+// ToIrTensors stores. Same checks as ToIrTensors. Shared by ToIrTensors and
+// by conversions that quantize a weight only when it is written.
+absl::StatusOr<PackedTensors> PackedShapes(const Scheme& scheme, int64_t rows, int64_t cols,
+                                           const ir::Tensor& original, bool transposed,
+                                           std::string algorithm);
+
 }  // namespace slimpack::quant
 
 #endif  // SLIMPACK_QUANTIZE_NUMERICS_PACK_H_

@@ -374,7 +374,7 @@ std::vector<BadInputCase> Cases() {
        [](const TempDir& dir) { return dir.path(); },
        Code::kNotFound,
        {"no model.safetensors.index.json"},
-       "slimpack_st_"},
+       "slimpack_test."},
   };
 }
 

@@ -147,6 +147,24 @@ absl::Status ConvertPayload(const ShardWriteContext& ctx, const ir::Tensor& t,
   return absl::OkStatus();
 }
 
+// A tensor whose bytes are made now (TensorEncoder::produce): the same
+// tensor with them, checked against the size it was planned with.
+absl::StatusOr<ir::Tensor> ProduceDeferred(const ShardWriteContext& ctx, const ir::Tensor& t) {
+  if (!ctx.encoder->produce) {
+    return absl::InternalError("tensor '" + t.name +
+                               "' has no bytes yet and the writer was given no producer");
+  }
+  ASSIGN_OR_RETURN(ir::TensorData bytes, ctx.encoder->produce(t));
+  if (bytes.size() != t.data.size() || bytes.deferred()) {
+    return absl::InternalError("tensor '" + t.name + "': produced " +
+                               std::to_string(bytes.size()) + " bytes, planned " +
+                               std::to_string(t.data.size()));
+  }
+  ir::Tensor made = t;
+  made.data = std::move(bytes);
+  return made;
+}
+
 }  // namespace
 
 std::string ShardFileName(uint32_t index) {
@@ -182,9 +200,20 @@ absl::StatusOr<WrittenFile> WriteShardFile(
     }
     status = out.AppendZeros(st.offset - out.position());
     if (!status.ok()) break;
-    status = st.output_dtype == t.dtype
-                 ? CopyPayload(ctx, t, out)
-                 : ConvertPayload(ctx, t, st.output_dtype, buffer, out);
+    if (t.data.deferred()) {
+      auto produced = ProduceDeferred(ctx, t);
+      if (!produced.ok()) {
+        status = produced.status();
+        break;
+      }
+      status = st.output_dtype == t.dtype
+                   ? CopyPayload(ctx, *produced, out)
+                   : ConvertPayload(ctx, *produced, st.output_dtype, buffer, out);
+    } else {
+      status = st.output_dtype == t.dtype
+                   ? CopyPayload(ctx, t, out)
+                   : ConvertPayload(ctx, t, st.output_dtype, buffer, out);
+    }
     if (status.ok() && out.position() != st.offset + st.nbytes) {
       status = absl::InternalError(
           path + ": tensor '" + t.name + "' produced " +

@@ -1,6 +1,6 @@
-// The per-tensor hook through which the converter changes how a tensor is
-// stored (today: float casts; later issues: quantization) while the writer
-// streams it chunk by chunk.
+// The per-tensor hooks through which the converter changes how a tensor is
+// stored while the writer streams it chunk by chunk: float casts, and the
+// bytes of tensors quantized only when they are written.
 #ifndef SLIMPACK_FORMATS_SHARD_WRITER_TENSOR_ENCODER_H_
 #define SLIMPACK_FORMATS_SHARD_WRITER_TENSOR_ENCODER_H_
 
@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "ir/dtype.h"
 #include "ir/tensor.h"
 
@@ -24,6 +25,12 @@ struct TensorEncoder {
   std::function<absl::Status(ir::DType from, const uint8_t* src, ir::DType to,
                              uint8_t* dst, uint64_t numel)>
       convert;
+  // The bytes of a tensor whose data is ir::TensorData::Deferred (a weight
+  // quantized when it is written, or its scale / zero point), exactly
+  // t.data.size() of them in t.dtype; the encoder's cast, if any, applies
+  // to them as to any tensor. Called once per such tensor, from several
+  // threads at once. Unset: a deferred tensor is an Internal error.
+  std::function<absl::StatusOr<ir::TensorData>(const ir::Tensor& t)> produce;
 };
 
 // The writer hook for `--dtype`: f32/f16/bf16 tensors are stored as

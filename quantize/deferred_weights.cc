@@ -1,0 +1,67 @@
+#include "quantize/deferred_weights.h"
+
+#include <utility>
+
+#include "support/status_macros.h"
+
+namespace slimpack::quantize {
+
+DeferredWeights::DeferredWeights(const std::vector<std::string>& input_files)
+    : pages_(support::InputPages::Snapshot(input_files)) {}
+
+void DeferredWeights::Add(ir::Tensor source, RtnTensorOptions options,
+                          std::vector<float> importance, std::vector<std::string> companions) {
+  auto job = std::make_unique<Job>();
+  job->source = std::move(source);
+  job->options = std::move(options);
+  job->importance = std::move(importance);
+  // Points into the job's own copy, which never moves (the job is on the heap).
+  job->options.rtn.importance = job->importance.empty() ? nullptr : job->importance.data();
+  job->options.release = &pages_;
+  Job* raw = job.get();
+  by_tensor_[raw->source.name] = raw;
+  for (std::string& c : companions) by_tensor_[std::move(c)] = raw;
+  jobs_[raw->source.name] = std::move(job);
+}
+
+absl::Status DeferredWeights::Quantize(Job& job) {
+  ASSIGN_OR_RETURN(RtnTensor r, QuantizeRtnTensor(job.source, job.options));
+  job.ready[r.packed.weight.name] = std::move(r.packed.weight.data);
+  job.ready[r.packed.scale.name] = std::move(r.packed.scale.data);
+  if (r.packed.zero_point) job.ready[r.packed.zero_point->name] = std::move(r.packed.zero_point->data);
+  job.error = r.error;
+  // The source is read once: give its pages and the mapping's reference back.
+  pages_.Release(job.source.data.data(), job.source.data.size());
+  job.source.data = ir::TensorData();
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ir::TensorData> DeferredWeights::Produce(const std::string& tensor) {
+  auto it = by_tensor_.find(tensor);
+  if (it == by_tensor_.end()) {
+    return absl::InternalError("tensor '" + tensor + "' is not a deferred quantized tensor");
+  }
+  Job& job = *it->second;
+  std::lock_guard<std::mutex> lock(job.mu);
+  if (!job.done) {
+    job.status = Quantize(job);
+    job.done = true;
+  }
+  RETURN_IF_ERROR(job.status);
+  auto made = job.ready.find(tensor);
+  if (made == job.ready.end()) {
+    return absl::InternalError("tensor '" + tensor + "' was asked for twice");
+  }
+  ir::TensorData bytes = std::move(made->second);
+  job.ready.erase(made);
+  return bytes;
+}
+
+std::optional<quant::ErrorStats> DeferredWeights::Error(const std::string& weight) const {
+  auto it = jobs_.find(weight);
+  if (it == jobs_.end()) return std::nullopt;
+  std::lock_guard<std::mutex> lock(it->second->mu);
+  return it->second->error;
+}
+
+}  // namespace slimpack::quantize

@@ -1,0 +1,71 @@
+// Weights whose quantization waits until the shard writer writes them
+// (QuantizeRequest::defer_rtn): the model holds placeholders of the final
+// dtype, shape and layout (ir::TensorData::Deferred), and each weight is
+// quantized from its source tensor when the writer first asks for it or its
+// scale / zero point. A conversion then holds one weight's packed bytes per
+// writer thread instead of every quantized tensor until the end, and the
+// source's mapped pages are given back as each weight is done. The bytes
+// are those of quantizing in QuantizeWeights (the same QuantizeRtnTensor).
+#ifndef SLIMPACK_QUANTIZE_DEFERRED_WEIGHTS_H_
+#define SLIMPACK_QUANTIZE_DEFERRED_WEIGHTS_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ir/tensor.h"
+#include "quantize/numerics/error_stats.h"
+#include "quantize/rtn_tensor.h"
+#include "support/input_pages.h"
+
+namespace slimpack::quantize {
+
+class DeferredWeights {
+ public:
+  // `input_files`: the model's mapped inputs (ir::Model::input_files),
+  // whose pages each weight gives back once quantized.
+  explicit DeferredWeights(const std::vector<std::string>& input_files);
+
+  // Registers weight `source` (its float tensor, kept alive here) to be
+  // quantized with `options`; `importance` (empty, or one float per input
+  // column) is copied. `companions` are the names of its scale and zero
+  // point. Not thread-safe: every Add comes before the first Produce.
+  void Add(ir::Tensor source, RtnTensorOptions options, std::vector<float> importance,
+           std::vector<std::string> companions);
+
+  bool Holds(const std::string& tensor) const { return by_tensor_.count(tensor) != 0; }
+
+  // The bytes of deferred tensor `tensor` (a weight, its scale or its zero
+  // point), quantizing the weight on the first request of any of them.
+  // Thread-safe; each tensor may be asked for once. Errors: the quantizer's
+  // (naming the tensor), Internal for an unknown or repeated name.
+  absl::StatusOr<ir::TensorData> Produce(const std::string& tensor);
+
+  // The error of a weight once produced; nullopt before.
+  std::optional<quant::ErrorStats> Error(const std::string& weight) const;
+
+ private:
+  struct Job {
+    ir::Tensor source;
+    RtnTensorOptions options;
+    std::vector<float> importance;
+    std::mutex mu;
+    bool done = false;
+    absl::Status status;
+    std::map<std::string, ir::TensorData> ready;  // made, not yet handed out
+    std::optional<quant::ErrorStats> error;
+  };
+  absl::Status Quantize(Job& job);
+
+  std::map<std::string, std::unique_ptr<Job>> jobs_;  // by weight name
+  std::map<std::string, Job*> by_tensor_;             // weight and companions
+  support::InputPages pages_;
+};
+
+}  // namespace slimpack::quantize
+
+#endif  // SLIMPACK_QUANTIZE_DEFERRED_WEIGHTS_H_

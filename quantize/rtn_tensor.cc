@@ -1,0 +1,123 @@
+#include "quantize/rtn_tensor.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "quantize/weight_matrix.h"
+#include "support/status_macros.h"
+
+namespace slimpack::quantize {
+namespace {
+
+absl::Status AnnotateTensor(const absl::Status& s, const ir::Tensor& t) {
+  return Annotate(s, "tensor '" + t.name + "'");
+}
+
+void Append(std::vector<uint8_t>& out, const ir::TensorData& d) {
+  out.insert(out.end(), d.data(), d.data() + d.size());
+}
+
+// The whole matrix at once: transposed tensors and the inputs the blocked
+// path would not refuse the same way (empty, non-float).
+absl::StatusOr<RtnTensor> QuantizeWhole(const ir::Tensor& original, const RtnTensorOptions& o) {
+  ASSIGN_OR_RETURN(Matrix m, AsMatrix(original, o.transposed));
+  auto q = quant::QuantizeRtn(m.w.data(), m.rows, m.cols, o.scheme, o.rtn);
+  if (!q.ok()) return AnnotateTensor(q.status(), original);
+  std::vector<float> deq(m.w.size());
+  quant::Dequantize(*q, deq.data());
+  RtnTensor out;
+  out.error = quant::CompareArrays(m.w.data(), deq.data(), static_cast<int64_t>(m.w.size()));
+  // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
+  // per-channel layout (scale per output channel) holds for any rank, so
+  // the original dims come back afterwards.
+  ir::Tensor flat = original;
+  if (flat.dims.size() > 2) flat.dims = {m.rows, m.cols};
+  ASSIGN_OR_RETURN(out.packed, quant::ToIrTensors(*q, flat, o.transposed, o.algorithm));
+  out.packed.weight.dims = original.dims;
+  return out;
+}
+
+// What ToF32 reads; anything else takes the whole path to its error.
+bool IsConvertibleFloat(ir::DType d) {
+  return d == ir::DType::kF32 || d == ir::DType::kF16 || d == ir::DType::kBF16;
+}
+
+}  // namespace
+
+absl::StatusOr<std::pair<int64_t, int64_t>> MatrixShape(const ir::Tensor& t, bool transposed) {
+  if (transposed) {
+    if (t.dims.size() != 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor '", t.name, "': a transposed weight must have rank 2, has rank ", t.dims.size()));
+    }
+    return std::make_pair(t.dims[1], t.dims[0]);
+  }
+  if (t.dims.empty()) {
+    return absl::InvalidArgumentError("tensor '" + t.name + "': a weight must have rank >= 1");
+  }
+  ASSIGN_OR_RETURN(uint64_t n, t.NumElements());
+  const int64_t rows = t.dims[0];
+  return std::make_pair(rows, rows == 0 ? int64_t{0} : static_cast<int64_t>(n) / rows);
+}
+
+absl::StatusOr<RtnTensor> QuantizeRtnTensor(const ir::Tensor& original,
+                                            const RtnTensorOptions& o) {
+  ASSIGN_OR_RETURN(auto shape, MatrixShape(original, o.transposed));
+  const auto [rows, cols] = shape;
+  if (o.transposed || rows < 1 || cols < 1 || !IsConvertibleFloat(original.dtype)) {
+    return QuantizeWhole(original, o);
+  }
+  // The shapes and their checks first: a bad tensor is refused before any
+  // block is read.
+  ASSIGN_OR_RETURN(quant::PackedTensors shapes,
+                   quant::PackedShapes(o.scheme, rows, cols, original, false, o.algorithm));
+  // Even block heights keep every block's 4-bit codes and zero points on
+  // whole bytes, so the blocks' packed bytes concatenate to the whole's.
+  int64_t block = o.block_rows > 0 ? o.block_rows : kBlockWeights / cols;
+  block = std::max<int64_t>(2, block - block % 2);
+  const uint64_t element = ir::DTypeBits(original.dtype) / 8;
+  std::vector<uint8_t> wbytes, sbytes, zbytes;
+  wbytes.reserve(shapes.weight.data.size());
+  sbytes.reserve(shapes.scale.data.size());
+  if (shapes.zero_point) zbytes.reserve(shapes.zero_point->data.size());
+  RtnTensor out;
+  std::vector<float> deq;
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t r = std::min(block, rows - r0);
+    const uint64_t n = static_cast<uint64_t>(r * cols);
+    ir::Tensor part;
+    part.name = original.name;
+    part.dtype = original.dtype;
+    part.dims = {r, cols};
+    // The caller's tensor outlives this view.
+    part.data = ir::TensorData::View(
+        nullptr, original.data.data() + static_cast<uint64_t>(r0 * cols) * element, n * element);
+    ASSIGN_OR_RETURN(std::vector<float> w, ToF32(part));
+    if (o.release) o.release->Release(part.data.data(), part.data.size());
+    auto q = quant::QuantizeRtn(w.data(), r, cols, o.scheme, o.rtn);
+    if (!q.ok()) return AnnotateTensor(q.status(), original);
+    deq.resize(n);
+    quant::Dequantize(*q, deq.data());
+    quant::AccumulateErrors(out.error, w.data(), deq.data(), static_cast<int64_t>(n));
+    ASSIGN_OR_RETURN(quant::PackedTensors p, quant::ToIrTensors(*q, part, false, o.algorithm));
+    Append(wbytes, p.weight.data);
+    Append(sbytes, p.scale.data);
+    if (p.zero_point) Append(zbytes, p.zero_point->data);
+  }
+  if (wbytes.size() != shapes.weight.data.size() || sbytes.size() != shapes.scale.data.size() ||
+      zbytes.size() != (shapes.zero_point ? shapes.zero_point->data.size() : 0)) {
+    return absl::InternalError(absl::StrCat("tensor '", original.name, "': blocks packed ",
+                                            wbytes.size(), "+", sbytes.size(), "+", zbytes.size(),
+                                            " bytes, the layout holds ",
+                                            shapes.weight.data.size(), "+",
+                                            shapes.scale.data.size()));
+  }
+  out.packed = std::move(shapes);
+  out.packed.weight.data = ir::TensorData::Owned(std::move(wbytes));
+  out.packed.scale.data = ir::TensorData::Owned(std::move(sbytes));
+  if (out.packed.zero_point) out.packed.zero_point->data = ir::TensorData::Owned(std::move(zbytes));
+  return out;
+}
+
+}  // namespace slimpack::quantize

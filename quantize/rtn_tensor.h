@@ -1,0 +1,56 @@
+// Round-to-nearest quantization of one weight tensor (rtn, rtn-mse,
+// imatrix: every output row is quantized on its own), read from the tensor a
+// block of rows at a time: the f32 copy, the codes and the dequantized
+// values the error is measured on exist for one block only, so the working
+// set is bounded whatever the tensor's size. The bytes and the error sums
+// are those of quantizing the whole matrix at once.
+#ifndef SLIMPACK_QUANTIZE_RTN_TENSOR_H_
+#define SLIMPACK_QUANTIZE_RTN_TENSOR_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "ir/tensor.h"
+#include "quantize/numerics/error_stats.h"
+#include "quantize/numerics/pack.h"
+#include "quantize/numerics/rtn.h"
+#include "support/input_pages.h"
+
+namespace slimpack::quantize {
+
+struct RtnTensorOptions {
+  quant::Scheme scheme;
+  // The tensor is [cols, rows] (ONNX MatMul B): quantized whole, since a
+  // row of the matrix is a strided column of the tensor.
+  bool transposed = false;
+  std::string algorithm;  // recorded in the layout ("rtn", "imatrix", ...)
+  quant::RtnOptions rtn;  // importance (cols floats) stays the caller's
+  // Rows per block; 0: as many as make about kBlockWeights weights, even.
+  int64_t block_rows = 0;
+  // When set, each block's source pages are given back once read (a
+  // mapped checkpoint is read once), so they never pile up either.
+  const support::InputPages* release = nullptr;
+};
+
+inline constexpr int64_t kBlockWeights = int64_t{1} << 20;  // 4 MiB of f32
+
+struct RtnTensor {
+  quant::PackedTensors packed;  // bytes filled (quant::ToIrTensors' layout)
+  quant::ErrorStats error;      // stored values vs the f32 weights
+};
+
+// Quantizes `original` (f32/f16/bf16; rank 2, or rank > 2 with dim 0 the
+// rows for 8-bit schemes). Errors name the tensor: Unimplemented for
+// another dtype, InvalidArgument from quant::ToIrTensors' checks, the
+// quantizer's own errors.
+absl::StatusOr<RtnTensor> QuantizeRtnTensor(const ir::Tensor& original,
+                                            const RtnTensorOptions& options);
+
+// [rows, cols] of the matrix the quantizers see (weight_matrix.h's
+// AsMatrix), without reading the data.
+absl::StatusOr<std::pair<int64_t, int64_t>> MatrixShape(const ir::Tensor& t, bool transposed);
+
+}  // namespace slimpack::quantize
+
+#endif  // SLIMPACK_QUANTIZE_RTN_TENSOR_H_

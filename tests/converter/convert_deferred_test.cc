@@ -1,0 +1,119 @@
+// Quantizing RTN-family weights as their shards are written
+// (ConvertRequest::quantize_while_writing, quantize/deferred_weights.h) must
+// not change a byte: every file of the artifact equals the one written after
+// quantizing every weight first, and the -v lines state the same errors, for each algorithm that defers, on an HF checkpoint
+// (row-major weights, read in row blocks) and an ONNX graph (MatMul weights
+// stored transposed, quantized whole), at 1 and 2 threads.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "converter/convert.h"
+#include "converter/convert_request.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/shard/writer/writer_test_util.h"
+#include "tests/testing/status_matchers.h"
+
+namespace slimpack::converter {
+namespace {
+
+using ::slimpack::shard_writer::testing::HashFiles;
+using ::slimpack::testing::IsOk;
+using ::slimpack::testing::TempDir;
+
+const std::string kRoot = SLIMPACK_SOURCE_DIR;
+
+struct Case {
+  std::string name;
+  std::string input;
+  std::string quant;
+  std::string algo;
+  bool asym = false;
+  int64_t group = 0;
+  std::vector<std::string> calib;
+};
+
+// Converts `c` to `out` and returns the -v lines.
+std::vector<std::string> ConvertTo(const Case& c, const std::string& out, bool while_writing,
+                                   int threads) {
+  ConvertFlags f;
+  f.input = c.input;
+  f.output = out;
+  f.quant = c.quant;
+  f.algo = c.algo;
+  f.asym = c.asym;
+  f.group = c.group;
+  f.calib = c.calib;
+  f.threads = threads;
+  f.verbose = true;
+  auto request = BuildConvertRequest(f);
+  EXPECT_THAT(request, IsOk()) << c.name;
+  if (!request.ok()) return {};
+  std::vector<std::string> lines;
+  request->stages.log = [&lines](const std::string& l) { lines.push_back(l); };
+  request->quantize_while_writing = while_writing;
+  EXPECT_THAT(Convert(*std::move(request), {}), IsOk()) << c.name;
+  return lines;
+}
+
+std::vector<std::string> TensorLines(const std::vector<std::string>& lines) {
+  std::vector<std::string> out;
+  for (const std::string& l : lines) {
+    if (l.rfind("quantize: ", 0) == 0 && l.find(" rel L2 ") != std::string::npos) {
+      out.push_back(l);
+    }
+  }
+  return out;
+}
+
+TEST(ConvertDeferredTest, SameArtifactAsQuantizingFirst) {
+  const std::string llama = kRoot + "/examples/tiny-llama";
+  const std::string calib = llama + "/calib_tokens.npy";
+  const std::vector<Case> cases = {
+      {"int4-g32-asym rtn", llama, "int4", "rtn", true, 32, {}},
+      {"int4-g128 imatrix", llama, "int4", "imatrix", false, 128, {calib}},
+      {"int4-g64 rtn-mse", llama, "int4", "rtn-mse", false, 64, {}},
+      {"int8 rtn", llama, "int8", "rtn", false, 0, {}},
+      {"int4 awq", llama, "int4", "awq", false, 128, {calib}},
+      {"cnn int8", kRoot + "/examples/digits-cnn/model.onnx", "int8", "rtn", false, 0, {}},
+      {"encoder int4", kRoot + "/tests/testdata/models/torch_encoder_block.onnx", "int4", "rtn",
+       true, 32, {}},
+  };
+  for (const Case& c : cases) {
+    TempDir dir;
+    const std::vector<std::string> first = ConvertTo(c, dir.File("first"), false, 2);
+    const std::vector<std::string> late1 = ConvertTo(c, dir.File("late1"), true, 1);
+    const std::vector<std::string> late2 = ConvertTo(c, dir.File("late2"), true, 2);
+    const auto want = HashFiles(dir.File("first"));
+    ASSERT_FALSE(want.empty()) << c.name;
+    EXPECT_EQ(HashFiles(dir.File("late1")), want) << c.name;
+    EXPECT_EQ(HashFiles(dir.File("late2")), want) << c.name;
+    // The deferred runs did defer (the stage line says so); the first did not.
+    auto says_deferred = [](const std::vector<std::string>& lines) {
+      for (const std::string& l : lines) {
+        if (l.find("(RTN as the shards are written)") != std::string::npos) return true;
+      }
+      return false;
+    };
+    EXPECT_FALSE(says_deferred(first)) << c.name;
+    EXPECT_TRUE(says_deferred(late1)) << c.name;
+    EXPECT_TRUE(says_deferred(late2)) << c.name;
+    // The -v lines of every tensor, errors included, in the same order.
+    EXPECT_EQ(TensorLines(late2), TensorLines(first)) << c.name;
+    EXPECT_FALSE(TensorLines(first).empty()) << c.name;
+    // Each quantized weight's error is stated after its shard was written,
+    // not a placeholder.
+    for (const std::string& l : TensorLines(late2)) {
+      if (l.find(" rtn") == std::string::npos && l.find(" imatrix") == std::string::npos &&
+          l.find(" awq") == std::string::npos) {
+        continue;
+      }
+      EXPECT_THAT(l, ::testing::Not(::testing::HasSubstr("rel L2 0 "))) << c.name;
+      EXPECT_THAT(l, ::testing::Not(::testing::EndsWith("rel L2 0"))) << c.name;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace slimpack::converter

@@ -1,0 +1,87 @@
+// DeferredWeights makes a weight's bytes (and its scale's and zero point's)
+// on the first request of any of them, exactly QuantizeRtnTensor's, hands
+// each out once, and names what it does not hold.
+#include "quantize/deferred_weights.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/testing/status_matchers.h"
+
+namespace slimpack::quantize {
+namespace {
+
+using ::slimpack::testing::IsOk;
+using ::slimpack::testing::StatusIs;
+using ::testing::HasSubstr;
+
+ir::Tensor Weight() {
+  ir::Tensor t;
+  t.name = "w";
+  t.dtype = ir::DType::kF32;
+  t.dims = {6, 64};
+  std::vector<float> v(6 * 64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>((i * 37) % 101) / 50.0f - 1.0f;
+  std::vector<uint8_t> bytes(v.size() * 4);
+  std::memcpy(bytes.data(), v.data(), bytes.size());
+  t.data = ir::TensorData::Owned(std::move(bytes));
+  return t;
+}
+
+std::string Str(const ir::TensorData& d) {
+  return std::string(reinterpret_cast<const char*>(d.data()), d.size());
+}
+
+TEST(DeferredWeightsTest, FirstRequestQuantizesAndEachTensorIsHandedOutOnce) {
+  RtnTensorOptions o;
+  o.scheme.bits = 4;
+  o.scheme.group_size = 32;
+  o.scheme.symmetric = false;
+  o.algorithm = "imatrix";
+  std::vector<float> importance(64);
+  for (size_t i = 0; i < importance.size(); ++i) importance[i] = 0.5f + (i % 3);
+  RtnTensorOptions direct = o;
+  direct.rtn.importance = importance.data();
+  auto want = QuantizeRtnTensor(Weight(), direct);
+  ASSERT_THAT(want, IsOk());
+
+  DeferredWeights d({});
+  d.Add(Weight(), o, importance, {"w.scale", "w.zero_point"});
+  EXPECT_TRUE(d.Holds("w.zero_point"));
+  EXPECT_FALSE(d.Error("w").has_value());
+  // The scale first (another shard may hold it): the weight is quantized then.
+  auto scale = d.Produce("w.scale");
+  ASSERT_THAT(scale, IsOk());
+  EXPECT_EQ(Str(*scale), Str(want->packed.scale.data));
+  auto w = d.Produce("w");
+  ASSERT_THAT(w, IsOk());
+  EXPECT_EQ(Str(*w), Str(want->packed.weight.data));
+  auto zp = d.Produce("w.zero_point");
+  ASSERT_THAT(zp, IsOk());
+  EXPECT_EQ(Str(*zp), Str(want->packed.zero_point->data));
+  ASSERT_TRUE(d.Error("w").has_value());
+  EXPECT_EQ(d.Error("w")->err_sq, want->error.err_sq);
+
+  EXPECT_THAT(d.Produce("w"), StatusIs(absl::StatusCode::kInternal, HasSubstr("'w' was asked for twice")));
+  EXPECT_THAT(d.Produce("other"),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("'other' is not a deferred")));
+}
+
+TEST(DeferredWeightsTest, QuantizerErrorsNameTheWeightOnEveryRequest) {
+  RtnTensorOptions o;
+  o.scheme.bits = 4;
+  o.scheme.group_size = 32;
+  o.algorithm = "imatrix";
+  std::vector<float> importance(64, 1.0f);
+  importance[5] = -1.0f;  // refused by the quantizer
+  DeferredWeights d({});
+  d.Add(Weight(), o, importance, {"w.scale"});
+  EXPECT_THAT(d.Produce("w"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'w'")));
+  EXPECT_THAT(d.Produce("w.scale"), StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'w'")));
+}
+
+}  // namespace
+}  // namespace slimpack::quantize
