@@ -196,6 +196,11 @@ int RunConvertOnnx(const ConvertOptions& options) {
 }  // namespace
 
 int RunConvert(const ConvertOptions& options) {
+  if (!options.part.empty() && (options.format == "gguf" || options.format == "onnx")) {
+    return Refuse(converter::UsageError(
+        "--part", "splits an artifact's shards across machines; --format " + options.format +
+                      " writes one file"));
+  }
   if (options.format == "gguf") return RunConvertGguf(options);
   if (options.format == "onnx") return RunConvertOnnx(options);
   if (!options.format.empty() && options.format != "artifact") {
@@ -225,8 +230,10 @@ int RunConvert(const ConvertOptions& options) {
 
   const shard_writer::ArtifactSummary& summary = *done;
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  std::printf("%s %s -> %s: %llu tensors (%s), %u shard%s, %s written in %.2f s\n",
-              summary.replaced ? "replaced" : "wrote", options.input.c_str(),
+  std::printf("%s%s %s -> %s: %llu tensors (%s), %u shard%s, %s written in %.2f s\n",
+              summary.replaced ? "replaced" : "wrote",
+              options.part.empty() ? "" : (" part " + options.part + " of").c_str(),
+              options.input.c_str(),
               summary.output.c_str(), static_cast<unsigned long long>(summary.tensors),
               dtype ? std::string(ir::DTypeName(*dtype)).c_str() : "dtypes kept", summary.shards,
               summary.shards == 1 ? "" : "s",

@@ -11,6 +11,7 @@
 #include "cli/inspect_command.h"
 #include "cli/report_command.h"
 #include "cli/run_command.h"
+#include "cli/merge_command.h"
 #include "cli/verify_command.h"
 #include "runtime/gemm/micro_kernel.h"
 
@@ -74,6 +75,10 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
   convert_cmd->add_option("-o,--output", o.output,
                           "Artifact directory to create (replaced atomically with --force)")
       ->required();
+  convert_cmd->add_option("--part", o.part,
+                          "I/N: write only part I of N of the artifact's shards (each part plans "
+                          "the whole artifact; `slimpack merge` joins the parts into what one run "
+                          "writes; docs/scale-out.md)");
   convert_cmd->add_option("--format", o.format,
                           "Output format: artifact (default: a shard artifact directory), gguf "
                           "(one GGUF file for llama.cpp; --quant takes a llama-quantize type: q4_k_m, "
@@ -186,6 +191,25 @@ CLI::App* AddVerifyCommand(CLI::App& app, slimpack::cli::VerifyOptions& o) {
       "  slimpack verify out/tiny-llama\n"
       "Exit codes: 0 intact, 1 any problem (the message names the file), 2 usage error.");
   return verify_cmd;
+}
+
+CLI::App* AddMergeCommand(CLI::App& app, slimpack::cli::MergeOptions& o) {
+  CLI::App* merge_cmd = app.add_subcommand(
+      "merge", "Join the parts of a split conversion (convert --part I/N) into one artifact");
+  merge_cmd->add_option("PARTS", o.parts, "The part directories, in any order")->required();
+  merge_cmd->add_option("-o,--output", o.output,
+                        "Artifact directory to create (replaced atomically with --force)")
+      ->required();
+  merge_cmd->add_flag("--force", o.force, "Replace an existing artifact at the output");
+  merge_cmd->footer(
+      "Example (three machines, or three jobs of a CI matrix / Kubernetes Indexed Job):\n"
+      "  slimpack convert examples/tiny-llama -o parts/p1 --quant int4 --part 1/3\n"
+      "  slimpack convert examples/tiny-llama -o parts/p2 --quant int4 --part 2/3\n"
+      "  slimpack convert examples/tiny-llama -o parts/p3 --quant int4 --part 3/3\n"
+      "  slimpack merge parts/p1 parts/p2 parts/p3 -o out/tiny-int4\n"
+      "Exit codes: 0 merged, 1 parts that do not belong together or a damaged part (named), 2 "
+      "usage error.");
+  return merge_cmd;
 }
 
 CLI::App* AddEvalCommand(CLI::App& app, slimpack::cli::EvalOptions& o) {
@@ -349,6 +373,8 @@ int main(int argc, char** argv) {
   CLI::App* convert_cmd = AddConvertCommand(app, convert);
   slimpack::cli::VerifyOptions verify;
   CLI::App* verify_cmd = AddVerifyCommand(app, verify);
+  slimpack::cli::MergeOptions merge;
+  CLI::App* merge_cmd = AddMergeCommand(app, merge);
   slimpack::cli::EvalOptions eval;
   CLI::App* eval_cmd = AddEvalCommand(app, eval);
   slimpack::cli::RunOptions run;
@@ -373,6 +399,7 @@ int main(int argc, char** argv) {
   if (inspect_cmd->parsed()) return slimpack::cli::RunInspect(inspect);
   if (convert_cmd->parsed()) return slimpack::cli::RunConvert(convert);
   if (verify_cmd->parsed()) return slimpack::cli::RunVerify(verify);
+  if (merge_cmd->parsed()) return slimpack::cli::RunMerge(merge);
   if (eval_cmd->parsed()) return slimpack::cli::RunEval(eval);
   if (run_cmd->parsed()) return slimpack::cli::RunRun(run);
   if (calibrate_cmd->parsed()) return slimpack::cli::RunCalibrate(calibrate);

@@ -85,9 +85,10 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
   write.calibration = std::move(calibration);
   write.progress = callbacks.progress;
   write.fault_hook = callbacks.fault_hook;
+  write.part = request.part;
   ASSIGN_OR_RETURN(shard_writer::ArtifactSummary summary,
                    shard_writer::WriteArtifact(model, request.output, write));
-  if (staged.finish_deferred) RETURN_IF_ERROR(staged.finish_deferred());
+  if (staged.finish_deferred) RETURN_IF_ERROR(staged.finish_deferred(!request.part));
   return summary;
 }
 

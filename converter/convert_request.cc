@@ -27,6 +27,19 @@ absl::Status Usage(const std::string& flag, const std::string& message) {
 }
 
 // --dtype, --shard-size and the report flags.
+// "I/N", 1 <= I <= N <= kMaxParts.
+absl::StatusOr<shard_writer::PartSpec> ParsePart(const std::string& text) {
+  const size_t slash = text.find('/');
+  uint32_t index = 0, count = 0;
+  if (slash == std::string::npos || !absl::SimpleAtoi(text.substr(0, slash), &index) ||
+      !absl::SimpleAtoi(text.substr(slash + 1), &count) || count < 1 ||
+      count > shard_writer::kMaxParts || index < 1 || index > count) {
+    return Usage("--part", "'" + text + "' is not I/N with 1 <= I <= N <= " +
+                               std::to_string(shard_writer::kMaxParts) + " (e.g. 2/3)");
+  }
+  return shard_writer::PartSpec{index - 1, count};
+}
+
 absl::Status MergeWriteFlags(const ConvertFlags& f, ConvertRequest& r) {
   if (!f.dtype.empty()) {
     auto d = ParseTargetDType(f.dtype);
@@ -53,6 +66,17 @@ absl::Status MergeWriteFlags(const ConvertFlags& f, ConvertRequest& r) {
   r.report_dir = f.report_dir;
   r.report_data = f.report_data;
   r.gate = f.gate;
+  if (!f.part.empty()) {
+    ASSIGN_OR_RETURN(r.part, ParsePart(f.part));
+    if (!f.format.empty() && f.format != "artifact") {
+      return Usage("--part", "splits an artifact's shards across machines; --format " + f.format +
+                                 " writes one file");
+    }
+    if (!f.report_dir.empty()) {
+      return Usage("--part", "a part is not a model to report on: run --report after "
+                             "`slimpack merge`");
+    }
+  }
   return absl::OkStatus();
 }
 

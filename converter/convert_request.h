@@ -15,6 +15,7 @@
 #include "converter/convert_stages.h"
 #include "converter/recipe.h"
 #include "converter/recipe_from_artifact.h"
+#include "formats/shard/writer/merge_parts.h"
 
 namespace slimpack::converter {
 
@@ -92,6 +93,9 @@ struct ConvertFlags {
   // --onnx-kv-cache: an HF decoder with past_key_values / present (hf/
   // llama_graph_builder.h) and its tokenizer/config files beside the model.
   bool onnx_kv_cache = false;
+  // --part I/N ("" = the whole artifact): this machine's share of a
+  // conversion split across N machines (docs/scale-out.md).
+  std::string part;
 };
 
 struct ConvertRequest {
@@ -111,6 +115,9 @@ struct ConvertRequest {
   // written (bounded memory; StageOptions::defer_weight_quant). false:
   // every weight is quantized before the writer starts. Same bytes.
   bool quantize_while_writing = true;
+  // --part I/N: write only part I of the artifact (formats/shard/writer/
+  // merge_parts.h); `slimpack merge` joins the parts.
+  std::optional<shard_writer::PartSpec> part;
   std::string report_dir;
   std::vector<std::string> report_data;
   std::string gate;

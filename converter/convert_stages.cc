@@ -252,8 +252,8 @@ absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, con
       return deferred->deferred->Produce(t.name);
     };
     const std::function<void(const std::string&)> sink = log.verbose() ? log.sink() : nullptr;
-    result.finish_deferred = [deferred, sink] {
-      return Annotate(quantize::FinishDeferred(*deferred, sink), "quantize");
+    result.finish_deferred = [deferred, sink](bool all_written) {
+      return Annotate(quantize::FinishDeferred(*deferred, sink, all_written), "quantize");
     };
   }
   return absl::OkStatus();

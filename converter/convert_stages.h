@@ -62,7 +62,8 @@ struct StageResult {
   // check that each was and the deferred weights' -v lines with their
   // errors (`records` holds no errors, so it is final as it is).
   std::function<absl::StatusOr<ir::TensorData>(const ir::Tensor&)> produce;
-  std::function<absl::Status()> finish_deferred;
+  // `all_written`: false for one part of a split conversion.
+  std::function<absl::Status(bool all_written)> finish_deferred;
 };
 
 // Errors name the stage ("pass fuse-gelu", "quantize") and pass through

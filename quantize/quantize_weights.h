@@ -102,12 +102,14 @@ struct QuantizeResult {
 absl::StatusOr<QuantizeResult> QuantizeWeights(ir::Model& model,
                                                const QuantizeRequest& request);
 
-// After every deferred tensor was produced: fills the deferred weights'
-// errors into `result` and sends their per-tensor lines to `log` (if set),
-// in plan order, as QuantizeWeights does for the others. Internal if a
-// deferred weight was never produced.
+// After the writer is done: fills the deferred weights' errors into
+// `result` and sends their per-tensor lines to `log` (if set), in plan
+// order, as QuantizeWeights does for the others. Internal if a deferred
+// weight was never produced, unless `all_written` is false (one part of a
+// split conversion writes some shards only): those are skipped.
 absl::Status FinishDeferred(QuantizeResult& result,
-                            const std::function<void(const std::string&)>& log);
+                            const std::function<void(const std::string&)>& log,
+                            bool all_written = true);
 
 }  // namespace slimpack::quantize
 

@@ -13,6 +13,7 @@
 #   FUZZ_SECONDS=3600 scripts/fuzz.sh    # the figures quoted in README.md
 #   FUZZ_HARNESSES="gguf onnx" scripts/fuzz.sh
 #   FUZZ_OPT="-O1 -g1" FUZZ_SECONDS=3600 scripts/fuzz.sh   # long runs
+#   FUZZ_TIMEOUT=120 nice -n 19 scripts/fuzz.sh ...        # beside other work
 # The build is -O0 unless FUZZ_OPT says otherwise: on the shared 2-core
 # machine the -O1 build took 611 s of the step, -O0 compiles about 40 %
 # faster and 30 s runs need coverage more than speed; long runs want -O1
@@ -23,9 +24,12 @@ BUILD="${FUZZ_BUILD:-$ROOT/build-fuzz}"
 SECONDS_EACH="${FUZZ_SECONDS:-30}"
 PARALLEL="${FUZZ_PARALLEL:-2}"
 JOBS="${JOBS:-2}"
-HARNESSES="${FUZZ_HARNESSES:-safetensors prequantized onnx numpy hf_config recipe loader gguf tokenizer}"
+HARNESSES="${FUZZ_HARNESSES:-safetensors prequantized onnx numpy hf_config recipe loader gguf tokenizer merge}"
 LLVM="${FUZZ_LLVM:-/usr/lib/llvm-14}"
 OPT="${FUZZ_OPT:--O0 -g1}"
+# Seconds one input may take. libFuzzer measures wall time, so a long run
+# niced beside builds needs more (a starved process is not a slow input).
+TIMEOUT="${FUZZ_TIMEOUT:-20}"
 start=$(date +%s)
 
 CC="$LLVM/bin/clang" CXX="$LLVM/bin/clang++" \
@@ -56,7 +60,7 @@ run_one() {
   local rc=0
   TMPDIR="$dir/tmp" ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-    "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout=20 \
+    "$BUILD/fuzz/fuzz_$h" -max_total_time="$SECONDS_EACH" -timeout="$TIMEOUT" \
     -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 \
     -artifact_prefix="$dir/artifacts/" "${dict[@]}" "$dir/corpus" >"$dir/log" 2>&1 || rc=$?
   echo "$rc" >"$dir/rc"

@@ -42,6 +42,11 @@ struct PlannedTensor {
   uint64_t nbytes = 0;                      // as stored
 };
 
+// The digest of a file another part writes (PartSpec): 64 zeros, filled in
+// by MergeParts from the part that wrote it.
+constexpr char kUnknownDigest[] =
+    "0000000000000000000000000000000000000000000000000000000000000000";
+
 struct CarriedFile {
   std::string path;
   std::string name;
@@ -225,8 +230,9 @@ class ProgressTracker {
   WriteProgress state_;
 };
 
-absl::Status WriteManifest(const StagingDir& staging, const std::string& text) {
-  const std::string name(shard::kManifestFileName);
+absl::Status WriteManifest(const StagingDir& staging, const std::string& text,
+                           std::string_view file_name) {
+  const std::string name(file_name);
   const std::string path = staging.path() + "/" + name;
   ASSIGN_OR_RETURN(int fd, CreateExclusive(staging.fd(), name, path));
   absl::Status s = WriteAll(fd, text.data(), text.size(), path, 0);
@@ -271,13 +277,24 @@ class ArtifactJob {
     ASSIGN_OR_RETURN(carried_, CarriedFiles(model_));
     ASSIGN_OR_RETURN(inputs_, InputFiles(model_));
 
+    if (options_.part && (options_.part->count == 0 || options_.part->index >= options_.part->count)) {
+      return absl::InvalidArgumentError("part " + std::to_string(options_.part->index + 1) + "/" +
+                                        std::to_string(options_.part->count) + " does not exist");
+    }
+    owner_ = AssignShardsToParts(plan_, options_.part ? options_.part->count : 1);
+
     summary_.output = NormalizeOutputPath(output_);
     summary_.tensors = tensors_.size();
-    summary_.shards = static_cast<uint32_t>(plan_.shards.size());
     summary_.replaced = state == OutputState::kArtifact;
-    for (const auto& s : plan_.shards) summary_.shard_bytes += s.file_size;
-    for (const auto& c : carried_) summary_.carried_bytes += c.size;
-    for (const auto& f : inputs_) summary_.input_bytes += f.size;
+    for (size_t i = 0; i < plan_.shards.size(); ++i) {
+      if (!Writes(i)) continue;
+      ++summary_.shards;
+      summary_.shard_bytes += plan_.shards[i].file_size;
+    }
+    if (FirstPart()) {
+      for (const auto& c : carried_) summary_.carried_bytes += c.size;
+      for (const auto& f : inputs_) summary_.input_bytes += f.size;
+    }
     return CheckFreeSpace(output_, summary_.shard_bytes +
                                        summary_.carried_bytes +
                                        kManifestReserve);
@@ -288,7 +305,7 @@ class ArtifactJob {
     const support::InputPages pages = support::InputPages::Snapshot(model_.input_files);
     ProgressTracker tracker(
         options_, summary_.shard_bytes + summary_.carried_bytes,
-        static_cast<uint32_t>(plan_.shards.size() + carried_.size()));
+        static_cast<uint32_t>(summary_.shards + (FirstPart() ? carried_.size() : 0)));
     ShardWriteContext ctx;
     ctx.dir_fd = staging.fd();
     ctx.dir_for_errors = staging.path();
@@ -302,16 +319,31 @@ class ArtifactJob {
     // Biggest job first, so the last one to finish is a small one.
     std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
     for (size_t i = 0; i < plan_.shards.size(); ++i) {
+      if (!Writes(i)) {
+        // Another part writes it: its planned name and size, no digest yet.
+        shard_digests_[i] = {ShardFileName(static_cast<uint32_t>(i)), plan_.shards[i].file_size,
+                             kUnknownDigest};
+        continue;
+      }
       jobs.emplace_back(plan_.shards[i].file_size, [this, i, &ctx, &tracker] {
         return WriteShard(i, ctx, tracker);
       });
     }
-    for (size_t i = 0; i < carried_.size(); ++i) {
+    if (!FirstPart()) {
+      // Part 1 copies the carried files and hashes the inputs.
+      for (size_t i = 0; i < carried_.size(); ++i) {
+        carried_digests_[i] = {carried_[i].name, carried_[i].size, kUnknownDigest};
+      }
+      for (size_t i = 0; i < inputs_.size(); ++i) {
+        input_digests_[i] = {inputs_[i].name, inputs_[i].size, kUnknownDigest};
+      }
+    }
+    for (size_t i = 0; FirstPart() && i < carried_.size(); ++i) {
       jobs.emplace_back(carried_[i].size, [this, i, &staging, &tracker] {
         return CopyCarried(i, staging, tracker);
       });
     }
-    for (size_t i = 0; i < inputs_.size(); ++i) {
+    for (size_t i = 0; FirstPart() && i < inputs_.size(); ++i) {
       jobs.emplace_back(inputs_[i].size, [this, i]() -> absl::Status {
         ASSIGN_OR_RETURN(FileDigest d, HashFile(inputs_[i].path));
         input_digests_[i] = {inputs_[i].name, d.size, d.sha256};
@@ -363,7 +395,29 @@ class ArtifactJob {
 
   ArtifactSummary& summary() { return summary_; }
 
+  // part.json: `manifest` (Manifest()'s text, placeholders included) as
+  // JSON, the part and the shards it wrote.
+  absl::StatusOr<std::string> PartFile(const std::string& manifest) const {
+    nlohmann::json written = nlohmann::json::array();
+    for (size_t i = 0; i < plan_.shards.size(); ++i) {
+      if (Writes(i)) written.push_back(i);
+    }
+    nlohmann::json part = {
+        {"format", kPartFormat},
+        {"part", {{"index", options_.part->index + 1}, {"count", options_.part->count}}},
+        {"shards", std::move(written)},
+        {"carries_files", FirstPart()},
+        {"manifest", nlohmann::json::parse(manifest)},
+    };
+    return part.dump(1, ' ', false) + "\n";
+  }
+
  private:
+  bool Writes(size_t shard) const {
+    return !options_.part || owner_[shard] == options_.part->index;
+  }
+  bool FirstPart() const { return !options_.part || options_.part->index == 0; }
+
   absl::Status WriteShard(size_t i, const ShardWriteContext& ctx,
                           ProgressTracker& tracker) {
     std::vector<ShardTensor> members;
@@ -400,6 +454,7 @@ class ArtifactJob {
   SparseStorage sparse_;  // packed 2:4 tensors tensors_ may point into
   std::vector<PlannedTensor> tensors_;
   ShardPlan plan_;
+  std::vector<uint32_t> owner_;  // the part writing each shard
   std::vector<CarriedFile> carried_;
   std::vector<InputFile> inputs_;
   // Filled by the tasks, one slot each.
@@ -424,8 +479,12 @@ absl::StatusOr<ArtifactSummary> WriteArtifact(const ir::Model& model,
   hook("staging-created");
   RETURN_IF_ERROR(job.WriteFiles(*staging));
   ASSIGN_OR_RETURN(std::string manifest, job.Manifest());
+  if (options.part) {
+    ASSIGN_OR_RETURN(manifest, job.PartFile(manifest));
+  }
   job.summary().manifest_bytes = manifest.size();
-  RETURN_IF_ERROR(WriteManifest(*staging, manifest));
+  RETURN_IF_ERROR(WriteManifest(*staging, manifest,
+                                options.part ? kPartFileName : shard::kManifestFileName));
   hook("manifest-written");
   // The output may have changed while we worked (another run): re-check
   // so --force is still required to replace an artifact.

@@ -12,12 +12,14 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "formats/shard/writer/manifest_json.h"
+#include "formats/shard/writer/merge_parts.h"
 #include "formats/shard/writer/shard_plan.h"
 #include "formats/shard/writer/tensor_encoder.h"
 #include "nlohmann/json.hpp"
@@ -53,6 +55,10 @@ struct ArtifactOptions {
   // Called (serialised, never concurrently) after every write of at least
   // 1 MiB and whenever a file is finished.
   std::function<void(const WriteProgress&)> progress;
+  // Write only this part of the artifact (PartSpec, merge_parts.h): its
+  // shards (part 0 also the carried files and input digests) and part.json
+  // instead of manifest.json. Unset: all of it.
+  std::optional<PartSpec> part;
   // Test-only fault injection: called with the phase name at
   // "staging-created", "shard-written", "carried-written",
   // "manifest-written", "before-swap", "swapped", "committed", and with

@@ -279,6 +279,13 @@ absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts) {
       {"shards", std::move(shards_json)},
       {"tensors", std::move(tensors)},
   };
+  return SealManifest(manifest);
+}
+
+absl::StatusOr<std::string> SealManifest(const nlohmann::json& given) {
+  if (!given.is_object()) return absl::InvalidArgumentError("manifest: not a JSON object");
+  json manifest = given;
+  manifest["manifest_sha256"] = kZeroHash;
   RETURN_IF_ERROR(CheckTree(manifest, "manifest", 0));
   ASSIGN_OR_RETURN(std::string text, Dump(manifest));
   if (text.size() > shard::kMaxManifestBytes) {

@@ -64,6 +64,12 @@ struct ManifestParts {
 // to f16); ResourceExhausted if the manifest exceeds 16 MiB.
 absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts);
 
+// The canonical text of a manifest given as JSON (SerializeManifest's last
+// step): nesting and UTF-8 checked, dumped, size-checked, self-hash patched
+// in over whatever manifest_sha256 holds. Parsing a manifest and sealing it
+// again gives the same bytes; `slimpack merge` builds one this way.
+absl::StatusOr<std::string> SealManifest(const nlohmann::json& manifest);
+
 // True if `name` may name a file in an artifact (spec.md section 1).
 bool IsSafeArtifactFileName(const std::string& name);
 

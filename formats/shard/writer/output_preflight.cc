@@ -11,6 +11,7 @@
 
 #include "formats/shard/format.h"
 #include "formats/shard/writer/checked_io.h"
+#include "formats/shard/writer/merge_parts.h"
 #include "nlohmann/json.hpp"
 #include "support/status_macros.h"
 
@@ -49,7 +50,12 @@ absl::StatusOr<std::vector<std::string>> ListEntries(
 // `dir`/manifest.json is missing or is not a slimpack manifest. Only the
 // names are needed, so the manifest is not validated further.
 std::optional<std::set<std::string>> ArtifactFiles(const std::string& dir) {
-  const std::string path = dir + "/" + std::string(shard::kManifestFileName);
+  // A part of a split conversion (merge_parts.h) lists its files in the
+  // manifest its part.json holds.
+  const bool part = ::faccessat(AT_FDCWD, (dir + "/" + std::string(shard::kManifestFileName)).c_str(), F_OK,
+                                AT_SYMLINK_NOFOLLOW) != 0;
+  const std::string path =
+      dir + "/" + std::string(part ? kPartFileName : shard::kManifestFileName);
   int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
   std::string text;
@@ -63,6 +69,15 @@ std::optional<std::set<std::string>> ArtifactFiles(const std::string& dir) {
   ::close(fd);
   nlohmann::json m = nlohmann::json::parse(text, nullptr, false);
   if (m.is_discarded() || !m.is_object()) return std::nullopt;
+  if (part) {
+    auto format = m.find("format");
+    auto inner = m.find("manifest");
+    if (format == m.end() || *format != std::string(kPartFormat) || inner == m.end()) {
+      return std::nullopt;
+    }
+    m = nlohmann::json(*inner);
+    if (!m.is_object()) return std::nullopt;
+  }
   auto format = m.find("format");
   if (format == m.end() || *format != std::string(shard::kFormatName)) {
     return std::nullopt;
@@ -110,7 +125,7 @@ absl::StatusOr<OutputState> CheckExistingDirectory(const std::string& out,
         "replace it");
   }
   for (const std::string& name : names) {
-    if (name == shard::kManifestFileName || listed->count(name) ||
+    if (name == shard::kManifestFileName || name == kPartFileName || listed->count(name) ||
         LooksLikeShard(name) || EndsWith(name, shard::kStagingSuffix)) {
       continue;
     }

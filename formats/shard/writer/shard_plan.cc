@@ -132,4 +132,19 @@ absl::StatusOr<ShardPlan> PlanShards(const std::vector<PlanItem>& items,
   return plan;
 }
 
+std::vector<uint32_t> AssignShardsToParts(const ShardPlan& plan, uint32_t parts) {
+  std::vector<uint32_t> owner(plan.shards.size(), 0);
+  if (parts <= 1) return owner;
+  unsigned __int128 total = 0;
+  for (const PlannedShard& s : plan.shards) total += s.file_size;
+  unsigned __int128 before = 0;
+  for (size_t i = 0; i < plan.shards.size(); ++i) {
+    // The part whose share [k/parts, (k+1)/parts) of the bytes holds the
+    // shard's first byte.
+    owner[i] = static_cast<uint32_t>(total == 0 ? 0 : before * parts / total);
+    before += plan.shards[i].file_size;
+  }
+  return owner;
+}
+
 }  // namespace slimpack::shard_writer

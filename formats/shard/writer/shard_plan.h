@@ -45,6 +45,13 @@ struct ShardPlan {
 absl::StatusOr<ShardPlan> PlanShards(const std::vector<PlanItem>& items,
                                      uint64_t cap);
 
+// For a conversion split into `parts` (`convert --part I/N`): the part
+// (0-based) that writes each shard. Contiguous runs of shards, cut where
+// the bytes before a shard cross k/parts of the total, so layer groups stay
+// together and parts get about equal bytes; a part may get none. Depends on
+// the plan only, so every part computes the same answer.
+std::vector<uint32_t> AssignShardsToParts(const ShardPlan& plan, uint32_t parts);
+
 }  // namespace slimpack::shard_writer
 
 #endif  // SLIMPACK_FORMATS_SHARD_WRITER_SHARD_PLAN_H_

@@ -168,5 +168,29 @@ TEST(ShardPlanTest, RejectsTensorBeyondManifestIntegerRange) {
                        HasSubstr("tensor 'giant'")));
 }
 
+ShardPlan Sized(std::vector<uint64_t> sizes) {
+  ShardPlan p;
+  for (uint64_t s : sizes) p.shards.push_back({s, {}});
+  return p;
+}
+
+TEST(AssignShardsToPartsTest, ContiguousRunsOfAboutEqualBytes) {
+  // 10 equal shards in 3 parts: cut where the bytes before a shard reach
+  // 1/3 and 2/3 of the total.
+  EXPECT_THAT(AssignShardsToParts(Sized(std::vector<uint64_t>(10, 100)), 3),
+              ::testing::ElementsAre(0, 0, 0, 0, 1, 1, 1, 2, 2, 2));
+  // One big shard takes a part's share; the cut follows bytes, not counts.
+  EXPECT_THAT(AssignShardsToParts(Sized({900, 100, 100, 100}), 2),
+              ::testing::ElementsAre(0, 1, 1, 1));
+  // Fewer shards than parts: some parts write none.
+  EXPECT_THAT(AssignShardsToParts(Sized({100, 100}), 4), ::testing::ElementsAre(0, 2));
+  // One part, or no split: everything in part 0.
+  EXPECT_THAT(AssignShardsToParts(Sized({5, 6, 7}), 1), ::testing::ElementsAre(0, 0, 0));
+  // Sizes near 2^53 with many parts do not overflow.
+  const uint64_t big = uint64_t{1} << 53;
+  EXPECT_THAT(AssignShardsToParts(Sized({big, big, big, big}), 4096),
+              ::testing::ElementsAre(0, 1024, 2048, 3072));
+}
+
 }  // namespace
 }  // namespace slimpack::shard_writer
