@@ -29,17 +29,6 @@ absl::Status CheckIntegerTensor(const ir::Tensor& t, const std::string& source) 
   return absl::OkStatus();
 }
 
-// Element `i` of a tensor CheckIntegerTensor accepted.
-int64_t ElementAt(const ir::Tensor& t, uint64_t i) {
-  if (t.dtype == ir::DType::kI64) {
-    int64_t v;
-    std::memcpy(&v, t.data.data() + 8 * i, 8);
-    return v;
-  }
-  int32_t v;
-  std::memcpy(&v, t.data.data() + 4 * i, 4);
-  return v;
-}
 
 bool Valid(int64_t id, int64_t vocab) { return id >= 0 && (vocab <= 0 || id < vocab); }
 
@@ -71,7 +60,7 @@ absl::StatusOr<std::vector<int64_t>> IntegerValues(const ir::Tensor& t,
   if (t.dtype == ir::DType::kI64) {
     if (n > 0) std::memcpy(values.data(), t.data.data(), n * 8);
   } else {
-    for (uint64_t i = 0; i < n; ++i) values[i] = ElementAt(t, i);
+    for (uint64_t i = 0; i < n; ++i) values[i] = ir::IndexElementAt(t, i);
   }
   return values;
 }
@@ -82,7 +71,7 @@ absl::StatusOr<ir::Tensor> WidenToI64(const ir::Tensor& t, const std::string& so
   ASSIGN_OR_RETURN(uint64_t n, t.NumElements());
   std::vector<uint8_t> bytes(n * 8);
   for (uint64_t i = 0; i < n; ++i) {
-    const int64_t v = ElementAt(t, i);
+    const int64_t v = ir::IndexElementAt(t, i);
     std::memcpy(bytes.data() + 8 * i, &v, 8);
   }
   ir::Tensor out = t;
@@ -119,7 +108,7 @@ absl::Status CheckTokenTensor(const ir::Tensor& t, int64_t vocab, const std::str
   RETURN_IF_ERROR(CheckIntegerTensor(t, source));
   ASSIGN_OR_RETURN(uint64_t n, t.NumElements());
   for (uint64_t i = 0; i < n; ++i) {
-    const int64_t id = ElementAt(t, i);
+    const int64_t id = ir::IndexElementAt(t, i);
     if (!Valid(id, vocab)) return BadId(source, ArrayPosition(i, t.dims), id, vocab);
   }
   return absl::OkStatus();

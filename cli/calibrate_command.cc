@@ -10,6 +10,11 @@
 #include "eval/runnable_model.h"
 #include "calibration/calibrator.h"
 #include "cli/exit_codes.h"
+#include "converter/imatrix_stats.h"
+#include "formats/gguf/imatrix_file.h"
+#include "formats/import.h"
+#include "quantize/importance_matrix.h"
+#include "support/atomic_file.h"
 #include "support/output_path.h"
 #include "support/status_macros.h"
 
@@ -129,6 +134,50 @@ absl::Status Run(const CalibrateOptions& o) {
   return absl::OkStatus();
 }
 
+// What `calibrate --imatrix` writes: replaced without --force only if it is
+// already an importance matrix.
+support::OutputKind ImatrixKind() {
+  return {"an importance matrix (llama.cpp's imatrix .dat layout)",
+          [](const std::string& path) { return gguf::ReadImatrixFile(path).ok(); }};
+}
+
+// --imatrix: the mean x^2 of every linear layer's input columns over the
+// calibration windows, as `convert --algo imatrix --calib` computes it, in
+// a file `convert --imatrix` (and llama-quantize) reads.
+absl::Status RunImatrix(const CalibrateOptions& o) {
+  if (o.random_samples > 0 || !o.check_data.empty()) {
+    return absl::InvalidArgumentError(
+        "--imatrix: statistics of real calibration data only (no --calib-random, "
+        "--check-data)");
+  }
+  RETURN_IF_ERROR(support::PreflightOutputFile(o.output, o.force, ImatrixKind()).status());
+  ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(o.model));
+  const std::vector<std::string> files_read = CalibrateInputs(o, model);
+  RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(files_read, o.output, "-o"));
+  support::ProgressSink progress;
+  if (o.verbose) {
+    progress = [](const support::ProgressEvent& e) {
+      std::fprintf(stderr, "%s %lld/%lld\n", e.context.c_str(), static_cast<long long>(e.done),
+                   static_cast<long long>(e.total));
+    };
+  }
+  ASSIGN_OR_RETURN(quantize::ImportanceMatrix m,
+                   quantize::ComputeImportanceMatrix(model, o.data, o.calib_samples, o.threads,
+                                                     progress));
+  std::string dataset;
+  for (const std::string& d : o.data) {
+    dataset += (dataset.empty() ? "" : ",") + d.substr(d.rfind('/') + 1);
+  }
+  ASSIGN_OR_RETURN(gguf::ImatrixFile file, converter::ImatrixOf(model, m, dataset));
+  const std::string bytes = gguf::SerializeImatrix(file);
+  RETURN_IF_ERROR(support::PreflightOutputFile(o.output, o.force, ImatrixKind()).status());
+  RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(files_read, o.output, "-o"));
+  RETURN_IF_ERROR(WriteFileAtomically(o.output, {bytes}));
+  std::printf("imatrix of %zu linear layers over %lld samples -> %s\n", file.entries.size(),
+              static_cast<long long>(m.samples), o.output.c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunCalibrate(const CalibrateOptions& options) {
@@ -137,7 +186,7 @@ int RunCalibrate(const CalibrateOptions& options) {
                          "and --calib-random\n");
     return kExitUsage;
   }
-  absl::Status s = Run(options);
+  absl::Status s = options.imatrix ? RunImatrix(options) : Run(options);
   if (!s.ok()) {
     std::fprintf(stderr, "slimpack calibrate: %s\n", s.ToString().c_str());
     return kExitInputError;

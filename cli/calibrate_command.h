@@ -28,6 +28,12 @@ struct CalibrateOptions {
   std::vector<std::string> check_data;  // coverage check on other data
   bool verbose = false;
   bool force = false;  // replace an existing file that is not a calibration table
+  // --imatrix: write an importance matrix (llama.cpp's .dat layout:
+  // converter/imatrix_stats.h) for `convert --imatrix` instead of a range
+  // table, averaged over `calib_samples` runs as `convert --algo imatrix
+  // --calib` would.
+  bool imatrix = false;
+  int64_t calib_samples = 64;
 };
 
 // Returns a process exit code (see exit_codes.h); errors go to stderr.

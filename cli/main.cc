@@ -144,8 +144,9 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
                           "stderr, for CI logs), none")
       ->check(CLI::IsMember({"auto", "json", "none"}));
   convert_cmd->add_option("--imatrix", o.imatrix,
-                          "With --format gguf: weight rounding errors by llama.cpp's importance "
-                          "matrix (the .dat file llama-imatrix writes), as llama-quantize --imatrix does");
+                          "Weight rounding errors by an importance matrix file (llama-imatrix's "
+                          ".dat, or `slimpack calibrate --imatrix`), as llama-quantize --imatrix "
+                          "does: --algo imatrix without calibration runs (artifacts and GGUF)");
   convert_cmd->add_option("--target-size", o.target_size,
                           "Plan per-tensor schemes to fit this artifact size (3.8GB = 3.8e9 bytes, 3.5GiB)");
   convert_cmd->add_option("--target-bpw", o.target_bpw,
@@ -284,6 +285,14 @@ CLI::App* AddCalibrateCommand(CLI::App& app, slimpack::cli::CalibrateOptions& o)
                             "Use N random samples instead of --data (smoke runs only: not calibration)")
       ->check(CLI::PositiveNumber);
   calibrate_cmd->add_option("--seed", o.seed, "Seed for --calib-random (default 0)");
+  calibrate_cmd->add_flag("--imatrix", o.imatrix,
+                          "Write an importance matrix (llama.cpp's imatrix .dat: mean x^2 of every "
+                          "linear layer's input columns) for `convert --imatrix` instead of a range "
+                          "table");
+  calibrate_cmd->add_option("--calib-samples", o.calib_samples,
+                            "With --imatrix: calibration runs to average over (a run is a batch of "
+                            "up to --max-batch windows; default 64, as convert --calib-samples)")
+      ->check(CLI::PositiveNumber);
   calibrate_cmd->add_flag("--xtx", o.xtx,
                           "Also store X^T X per MatMul/Gemm input (GPTQ Hessian; K*K doubles each)");
   calibrate_cmd->add_option("--threads", o.threads,

@@ -41,9 +41,14 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
   // The calibration files, hashed before the work: recorded in the manifest,
   // and for --recipe-from checked against what the artifact recorded.
   std::vector<shard_writer::NamedDigest> calibration;
-  if (!request.stages.calib.empty()) {
-    ASSIGN_OR_RETURN(std::vector<std::string> files,
-                     calibration::ExpandDataPaths(request.stages.calib));
+  if (!request.stages.calib.empty() || !request.stages.imatrix.empty()) {
+    std::vector<std::string> files;
+    if (!request.stages.calib.empty()) {
+      ASSIGN_OR_RETURN(files, calibration::ExpandDataPaths(request.stages.calib));
+    }
+    // An --imatrix file is calibration data too: recorded, and checked by
+    // --recipe-from like the windows it was computed from.
+    if (!request.stages.imatrix.empty()) files.push_back(request.stages.imatrix);
     ASSIGN_OR_RETURN(std::vector<calibration::DataFileDigest> digests,
                      calibration::DigestDataFiles(files));
     for (const auto& d : digests) calibration.push_back({d.name, d.bytes, d.sha256});

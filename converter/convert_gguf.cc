@@ -56,6 +56,17 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
   };
 }
 
+// The calibration half of a GPTQ or AWQ request.
+GgufCalibration CalibrationOf(const GgufConvertRequest& request) {
+  GgufCalibration c;
+  c.calib = request.calib;
+  c.calib_samples = request.calib_samples;
+  c.threads = request.threads;
+  c.progress = request.progress;
+  if (request.verbose) c.log = request.log;
+  return c;
+}
+
 absl::StatusOr<gguf_export::GgufImportance> ImportanceFromFile(const std::string& path) {
   ASSIGN_OR_RETURN(gguf::ImatrixFile file, gguf::ReadImatrixFile(path));
   gguf_export::GgufImportance out;
@@ -215,19 +226,11 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertReq
     ASSIGN_OR_RETURN(options.importance, ImportanceFromFile(request.imatrix_path));
   } else if (request.gptq) {
     GgufGptqRequest g;
-    g.calib = request.calib;
-    g.calib_samples = request.calib_samples;
-    g.threads = request.threads;
-    g.progress = request.progress;
-    if (request.verbose) g.log = request.log;
+    static_cast<GgufCalibration&>(g) = CalibrationOf(request);
     RETURN_IF_ERROR(EncodeMatricesWithGptq(model, g, &options));
   } else if (request.awq) {
     GgufAwqRequest w;
-    w.calib = request.calib;
-    w.calib_samples = request.calib_samples;
-    w.threads = request.threads;
-    w.progress = request.progress;
-    if (request.verbose) w.log = request.log;
+    static_cast<GgufCalibration&>(w) = CalibrationOf(request);
     RETURN_IF_ERROR(ApplyAwqOnGgmlGrids(model, w, options));
   } else if (!request.calib.empty()) {
     ASSIGN_OR_RETURN(options.importance, ImportanceFromCalibration(model, request));

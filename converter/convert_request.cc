@@ -133,6 +133,20 @@ absl::Status MergeQuantFlags(const ConvertFlags& f, ConvertRequest& r) {
     if (!a.ok()) return Usage("--algo", a.status());
     q.algorithm = *a;
   }
+  if (!f.imatrix.empty()) {
+    // llama-quantize's --imatrix: importance from a file (llama-imatrix's,
+    // or `slimpack calibrate --imatrix`) instead of calibration runs.
+    if (!q.active()) return Usage("--imatrix", "weights the quantization error: pass --quant too");
+    if (f.algo.empty()) q.algorithm = quantize::Algorithm::kImatrix;
+    if (q.algorithm != quantize::Algorithm::kImatrix) {
+      return Usage("--imatrix", "feeds --algo imatrix, not --algo " + f.algo);
+    }
+    if (!f.calib.empty()) {
+      return Usage("--imatrix", "give the importance as --imatrix FILE or as --calib DATA, not "
+                                "both");
+    }
+    r.stages.imatrix = f.imatrix;
+  }
   if (f.calib_samples > 0) q.calib_samples = f.calib_samples;
   if (!f.target_size.empty()) {
     auto b = quantize::ParseTargetSize(f.target_size);
@@ -309,10 +323,6 @@ absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& given) {
                             : flags.onnx_kv_cache              ? "--onnx-kv-cache"
                                                                : nullptr;
     if (onnx_only != nullptr) return Usage(onnx_only, "applies to --format onnx only");
-  }
-  if (!flags.imatrix.empty()) {
-    return Usage("--imatrix", "reads llama.cpp's importance matrix for --format gguf; for a "
-                              "slimpack artifact use --algo imatrix --calib FILES");
   }
   ConvertRequest r;
   r.input = flags.input;

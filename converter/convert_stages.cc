@@ -9,6 +9,7 @@
 #include "calibration/calibrator.h"
 #include "calibration/dataset.h"
 #include "calibration/token_ids.h"
+#include "converter/imatrix_stats.h"
 #include "passes/lower/dequantize_integer_ops.h"
 #include "ir/quant.h"
 #include "passes/pipeline.h"
@@ -239,6 +240,13 @@ absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, con
   if (log.verbose()) q.log = log.sink();
   q.progress = options.progress;
   q.defer_rtn = options.defer_weight_quant;
+  if (!options.imatrix.empty()) {
+    auto stats = ReadImatrixStats(model, options.imatrix);
+    if (!stats.ok()) return Annotate(stats.status(), "quantize");
+    q.importance = *std::move(stats);
+    q.importance_file = options.imatrix;
+    log.Info("quantize: imatrix: %d entries from %s", q.importance.size(), options.imatrix);
+  }
   auto done = quantize::QuantizeWeights(model, q);
   if (!done.ok()) return Annotate(done.status(), "quantize");
   result.records.push_back({{"name", "quantize-weights"},

@@ -38,6 +38,10 @@ struct StageOptions {
   std::optional<sparsify::SparsifyOptions> sparsify;
   quantize::QuantConfig quant;
   std::vector<std::string> calib;  // calibration files / directories
+  // --imatrix: an importance-matrix file (llama.cpp's .dat layout, keyed by
+  // GGUF names for HF decoders, by weight names otherwise) for --algo
+  // imatrix instead of calibration runs.
+  std::string imatrix;
   int threads = 1;
   bool verbose = false;
   // One line per call (no newline): stage summaries always, per-node and

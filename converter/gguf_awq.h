@@ -17,19 +17,15 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "converter/gguf_calibration.h"
 #include "export/gguf_llama.h"
 #include "ir/graph.h"
 #include "support/progress.h"
 
 namespace slimpack::converter {
 
-struct GgufAwqRequest {
-  std::vector<std::string> calib;  // token windows (.npy)
-  int64_t calib_samples = 0;
+struct GgufAwqRequest : GgufCalibration {
   int grid = 20;
-  int threads = 1;
-  support::ProgressSink progress;
-  std::function<void(const std::string&)> log;  // one line per group
 };
 
 // Rewrites `model` (an HF llama-family checkpoint with float weights) in

@@ -16,20 +16,16 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "converter/gguf_calibration.h"
 #include "export/gguf_llama.h"
 #include "ir/graph.h"
 #include "support/progress.h"
 
 namespace slimpack::converter {
 
-struct GgufGptqRequest {
-  std::vector<std::string> calib;  // token windows (.npy)
-  int64_t calib_samples = 0;
-  int threads = 1;
+struct GgufGptqRequest : GgufCalibration {
   double percdamp = 0.01;
   int64_t block_size = 128;
-  support::ProgressSink progress;
-  std::function<void(const std::string&)> log;
 };
 
 // Fills options->encoded (and options->importance with the mean x^2 each

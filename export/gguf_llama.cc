@@ -79,14 +79,20 @@ absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64
   return first_error;
 }
 
+// llama-quantize's per-tensor rules for `plan`. They read the first
+// layer's head counts (hparams n_head() / n_head_kv() without a layer).
+TypeChooser ChooserFor(const ExportPlan& plan, bool with_importance) {
+  return TypeChooser(plan.preset, static_cast<int>(plan.a->num_layers), plan.sizes[0].num_heads,
+                     plan.sizes[0].num_kv_heads, with_importance);
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<MatrixTarget>> PlanMatrixTypes(const ir::Model& model,
                                                           const GgufExportOptions& options,
                                                           bool with_importance) {
   ASSIGN_OR_RETURN(ExportPlan plan, PlanExport(model, options));
-  TypeChooser chooser(plan.preset, static_cast<int>(plan.a->num_layers), plan.sizes[0].num_heads,
-                      plan.sizes[0].num_kv_heads, with_importance);
+  TypeChooser chooser = ChooserFor(plan, with_importance);
   std::vector<MatrixTarget> out;
   for (const Planned& p : plan.planned) {
     const TypeChoice choice = chooser.Choose(p.slot);  // every tensor: the rules count them
@@ -135,10 +141,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
                   static_cast<int64_t>(importance->columns.size()));
     writer.AddI64("quantize.imatrix.chunks_count", importance->chunks);
   }
-  // llama-quantize's rules read the first layer's head counts (hparams
-  // n_head() / n_head_kv() without a layer).
-  TypeChooser chooser(preset, static_cast<int>(a.num_layers), sizes[0].num_heads,
-                      sizes[0].num_kv_heads, importance != nullptr);
+  TypeChooser chooser = ChooserFor(plan, importance != nullptr);
   GgufExportResult result;
   double matrix_bits = 0, matrix_weights = 0;
   // Re-encoded quantized weights: the error the second quantization added,

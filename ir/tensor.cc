@@ -1,5 +1,7 @@
 #include "ir/tensor.h"
 
+#include <cstring>
+
 #include <algorithm>
 
 #include "absl/status/status.h"
@@ -120,6 +122,17 @@ absl::StatusOr<uint64_t> Tensor::ExpectedBytes() const {
         std::string(DTypeName(dtype)) + " is undefined or overflows");
   }
   return *b;
+}
+
+int64_t IndexElementAt(const Tensor& t, uint64_t i) {
+  if (t.dtype == DType::kI64) {
+    int64_t v;
+    std::memcpy(&v, t.data.data() + 8 * i, 8);
+    return v;
+  }
+  int32_t v;
+  std::memcpy(&v, t.data.data() + 4 * i, 4);
+  return v;
 }
 
 }  // namespace slimpack::ir

@@ -148,6 +148,10 @@ struct Tensor {
   absl::StatusOr<uint64_t> ExpectedBytes() const;
 };
 
+// Element `i` of an i32 or i64 tensor (token ids, g_idx), widened to i64.
+// The caller has checked the dtype is one of those and i is in range.
+int64_t IndexElementAt(const Tensor& t, uint64_t i);
+
 }  // namespace slimpack::ir
 
 #endif  // SLIMPACK_IR_TENSOR_H_

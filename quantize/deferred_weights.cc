@@ -25,7 +25,7 @@ void DeferredWeights::Add(ir::Tensor source, RtnTensorOptions options,
 }
 
 absl::Status DeferredWeights::Quantize(Job& job) {
-  ASSIGN_OR_RETURN(RtnTensor r, QuantizeRtnTensor(job.source, job.options));
+  ASSIGN_OR_RETURN(QuantizedWeight r, QuantizeRtnTensor(job.source, job.options));
   job.ready[r.packed.weight.name] = std::move(r.packed.weight.data);
   job.ready[r.packed.scale.name] = std::move(r.packed.scale.data);
   if (r.packed.zero_point) job.ready[r.packed.zero_point->name] = std::move(r.packed.zero_point->data);

@@ -62,6 +62,7 @@ class Quantizer {
 
   absl::StatusOr<QuantizeResult> Run() {
     ASSIGN_OR_RETURN(plans_, PlanWeights(model_, req_.config));
+    RETURN_IF_ERROR(TakePrecomputedImportance());
     if (req_.config.has_target()) RETURN_IF_ERROR(PlanSizes());
     RETURN_IF_ERROR(PrepareCalibration());
     // Each source weight is read once more below and then replaced: its
@@ -186,6 +187,24 @@ class Quantizer {
     return n == 0 ? 0.0 : se / static_cast<double>(n);
   }
 
+  // QuantizeRequest::importance, checked against the planned weights.
+  absl::Status TakePrecomputedImportance() {
+    for (const TensorPlan& p : plans_) {
+      auto it = req_.importance.find(p.use.tensor);
+      if (it == req_.importance.end()) continue;
+      const ir::Tensor* t = model_.graph.FindInitializer(p.use.tensor);
+      if (t == nullptr) continue;
+      ASSIGN_OR_RETURN(auto shape, MatrixShape(*t, p.use.transposed));
+      if (static_cast<int64_t>(it->second.size()) != shape.second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            req_.importance_file, ": the entry for '", p.use.tensor, "' has ", it->second.size(),
+            " values; the weight has ", shape.second, " input columns"));
+      }
+      importance_[p.use.tensor] = it->second;
+    }
+    return absl::OkStatus();
+  }
+
   // Fills gptq_/importance_ with what calibrated algorithms need.
   absl::Status PrepareCalibration() {
     std::vector<size_t> gptq, imatrix, awq;
@@ -207,7 +226,16 @@ class Quantizer {
       (p.algorithm == Algorithm::kGptq ? gptq : p.algorithm == Algorithm::kAwq ? awq : imatrix)
           .push_back(i);
     }
-    if (gptq.empty() && imatrix.empty() && awq.empty()) return absl::OkStatus();
+    std::vector<size_t> need_importance;
+    for (size_t i : imatrix) {
+      if (!importance_.count(plans_[i].use.tensor)) need_importance.push_back(i);
+    }
+    if (gptq.empty() && need_importance.empty() && awq.empty()) return absl::OkStatus();
+    if (!req_.importance_file.empty() && !need_importance.empty()) {
+      return absl::InvalidArgumentError(
+          req_.importance_file + ": no entry for '" + plans_[need_importance[0]].use.tensor +
+          "', which imatrix quantizes (an imatrix made for another model?)");
+    }
     if (req_.calib_paths.empty()) {
       const TensorPlan& p = plans_[!gptq.empty() ? gptq[0] : !awq.empty() ? awq[0] : imatrix[0]];
       return absl::FailedPreconditionError(absl::StrCat(
@@ -217,10 +245,6 @@ class Quantizer {
     }
     ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
     ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibration(runnable, req_));
-    std::vector<size_t> need_importance;
-    for (size_t i : imatrix) {
-      if (!importance_.count(plans_[i].use.tensor)) need_importance.push_back(i);
-    }
     if (!need_importance.empty()) RETURN_IF_ERROR(CaptureImportance(runnable, data, need_importance));
     if (!awq.empty()) RETURN_IF_ERROR(RunAwq(runnable, data, awq));
     if (!gptq.empty()) RETURN_IF_ERROR(RunGptq(data, gptq));
@@ -302,7 +326,20 @@ class Quantizer {
           if (!q.ok()) return Annotate(q.status(), "gptq of tensor '" + p.use.tensor + "'");
           std::vector<float> deq(m.w.size());
           quant::Dequantize(*q, deq.data());
-          gptq_.emplace(p.use.tensor, *std::move(q));
+          // Packed now (half the bytes of the unpacked codes at 4 bits)
+          // with its error against the weight it replaces: kept until stored.
+          QuantizedWeight done;
+          done.error = quant::CompareArrays(m.w.data(), deq.data(), m.w.size());
+          // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
+          // per-channel layout (scale per output channel) holds for any
+          // rank, so the original dims come back afterwards.
+          ir::Tensor flat = t;
+          if (flat.dims.size() > 2) flat.dims = {m.rows, m.cols};
+          ASSIGN_OR_RETURN(done.packed,
+                           quant::ToIrTensors(*q, flat, p.use.transposed,
+                                              std::string(AlgorithmName(p.algorithm))));
+          done.packed.weight.dims = t.dims;
+          gptq_.emplace(p.use.tensor, std::move(done));
           return F32Like(t, InTensorOrder(deq, m.rows, m.cols, p.use.transposed));
         });
   }
@@ -326,23 +363,13 @@ class Quantizer {
     quant::PackedTensors packed;
     quant::ErrorStats error;
     if (auto it = gptq_.find(p.use.tensor); it != gptq_.end()) {
-      ASSIGN_OR_RETURN(Matrix m, AsMatrix(original, p.use.transposed));
-      const quant::QuantizedMatrix q = std::move(it->second);
+      packed = std::move(it->second.packed);
+      error = it->second.error;
       gptq_.erase(it);
-      std::vector<float> deq(m.w.size());
-      quant::Dequantize(q, deq.data());
-      error = quant::CompareArrays(m.w.data(), deq.data(), m.w.size());
-      // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
-      // per-channel layout (scale per output channel) holds for any rank, so
-      // the original dims come back afterwards.
-      ir::Tensor flat = original;
-      if (flat.dims.size() > 2) flat.dims = {m.rows, m.cols};
-      ASSIGN_OR_RETURN(packed, quant::ToIrTensors(q, flat, p.use.transposed, rec.algorithm));
-      packed.weight.dims = original.dims;
     } else if (req_.defer_rtn) {
       return Defer(p, original, std::move(rec));
     } else {
-      ASSIGN_OR_RETURN(RtnTensor r, QuantizeRtnTensor(original, RtnOptionsFor(p, rec.algorithm)));
+      ASSIGN_OR_RETURN(QuantizedWeight r, QuantizeRtnTensor(original, RtnOptionsFor(p, rec.algorithm)));
       packed = std::move(r.packed);
       error = r.error;
     }
@@ -427,7 +454,7 @@ class Quantizer {
   support::InputPages pages_;  // the model's mapped inputs
   std::vector<TensorPlan> plans_;
   std::map<std::string, std::vector<float>> importance_;
-  std::map<std::string, quant::QuantizedMatrix> gptq_;
+  std::map<std::string, QuantizedWeight> gptq_;  // GPTQ results until stored
   QuantizeResult result_;
   std::string plan_summary_;
   ir::Model sens_model_;

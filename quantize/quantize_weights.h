@@ -29,6 +29,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -66,6 +67,14 @@ struct QuantizeRequest {
   // writer with the producer set (converter::Convert); GPTQ results and
   // float casts are stored as usual.
   bool defer_rtn = false;
+  // Precomputed importance (mean x^2 per input column) by weight name, e.g.
+  // from an imatrix file (`convert --imatrix`): --algo imatrix uses it
+  // instead of calibration runs, so no weight is read before it is
+  // quantized. A weight imatrix needs without an entry, or an entry of
+  // another length than the weight's input columns, is refused naming
+  // `importance_file`.
+  std::map<std::string, std::vector<float>> importance;
+  std::string importance_file;
 };
 
 // What happened to one tensor; recorded in the manifest and printed by -v.

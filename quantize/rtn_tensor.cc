@@ -20,13 +20,13 @@ void Append(std::vector<uint8_t>& out, const ir::TensorData& d) {
 
 // The whole matrix at once: transposed tensors and the inputs the blocked
 // path would not refuse the same way (empty, non-float).
-absl::StatusOr<RtnTensor> QuantizeWhole(const ir::Tensor& original, const RtnTensorOptions& o) {
+absl::StatusOr<QuantizedWeight> QuantizeWhole(const ir::Tensor& original, const RtnTensorOptions& o) {
   ASSIGN_OR_RETURN(Matrix m, AsMatrix(original, o.transposed));
   auto q = quant::QuantizeRtn(m.w.data(), m.rows, m.cols, o.scheme, o.rtn);
   if (!q.ok()) return AnnotateTensor(q.status(), original);
   std::vector<float> deq(m.w.size());
   quant::Dequantize(*q, deq.data());
-  RtnTensor out;
+  QuantizedWeight out;
   out.error = quant::CompareArrays(m.w.data(), deq.data(), static_cast<int64_t>(m.w.size()));
   // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
   // per-channel layout (scale per output channel) holds for any rank, so
@@ -61,7 +61,7 @@ absl::StatusOr<std::pair<int64_t, int64_t>> MatrixShape(const ir::Tensor& t, boo
   return std::make_pair(rows, rows == 0 ? int64_t{0} : static_cast<int64_t>(n) / rows);
 }
 
-absl::StatusOr<RtnTensor> QuantizeRtnTensor(const ir::Tensor& original,
+absl::StatusOr<QuantizedWeight> QuantizeRtnTensor(const ir::Tensor& original,
                                             const RtnTensorOptions& o) {
   ASSIGN_OR_RETURN(auto shape, MatrixShape(original, o.transposed));
   const auto [rows, cols] = shape;
@@ -81,7 +81,7 @@ absl::StatusOr<RtnTensor> QuantizeRtnTensor(const ir::Tensor& original,
   wbytes.reserve(shapes.weight.data.size());
   sbytes.reserve(shapes.scale.data.size());
   if (shapes.zero_point) zbytes.reserve(shapes.zero_point->data.size());
-  RtnTensor out;
+  QuantizedWeight out;
   std::vector<float> deq;
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t r = std::min(block, rows - r0);

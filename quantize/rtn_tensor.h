@@ -35,7 +35,8 @@ struct RtnTensorOptions {
 
 inline constexpr int64_t kBlockWeights = int64_t{1} << 20;  // 4 MiB of f32
 
-struct RtnTensor {
+// A weight as stored (RTN here; GPTQ's results are kept the same way).
+struct QuantizedWeight {
   quant::PackedTensors packed;  // bytes filled (quant::ToIrTensors' layout)
   quant::ErrorStats error;      // stored values vs the f32 weights
 };
@@ -44,7 +45,7 @@ struct RtnTensor {
 // rows for 8-bit schemes). Errors name the tensor: Unimplemented for
 // another dtype, InvalidArgument from quant::ToIrTensors' checks, the
 // quantizer's own errors.
-absl::StatusOr<RtnTensor> QuantizeRtnTensor(const ir::Tensor& original,
+absl::StatusOr<QuantizedWeight> QuantizeRtnTensor(const ir::Tensor& original,
                                             const RtnTensorOptions& options);
 
 // [rows, cols] of the matrix the quantizers see (weight_matrix.h's

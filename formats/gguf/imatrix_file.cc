@@ -129,6 +129,31 @@ absl::StatusOr<ImatrixFile> ReadImatrixFile(const std::string& path) {
   return ParseImatrix(mapped->data(), mapped->size(), path);
 }
 
+std::string SerializeImatrix(const ImatrixFile& file) {
+  std::string out;
+  auto put32 = [&out](int32_t v) {
+    uint8_t b[4];
+    for (int i = 0; i < 4; ++i) b[i] = static_cast<uint8_t>(static_cast<uint32_t>(v) >> (8 * i));
+    out.append(reinterpret_cast<const char*>(b), 4);
+  };
+  put32(static_cast<int32_t>(file.entries.size()));
+  for (const auto& [name, entry] : file.entries) {
+    put32(static_cast<int32_t>(name.size()));
+    out += name;
+    put32(entry.ncall);
+    put32(static_cast<int32_t>(entry.values.size()));
+    for (float v : entry.values) {
+      uint32_t bits;
+      std::memcpy(&bits, &v, 4);
+      put32(static_cast<int32_t>(bits));
+    }
+  }
+  put32(file.last_call);
+  put32(static_cast<int32_t>(file.dataset.size()));
+  out += file.dataset;
+  return out;
+}
+
 std::vector<float> MeanSquares(const ImatrixEntry& entry) {
   std::vector<float> out = entry.values;
   if (entry.ncall > 0) {

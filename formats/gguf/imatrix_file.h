@@ -51,6 +51,11 @@ absl::StatusOr<ImatrixFile> ParseImatrix(const uint8_t* data, uint64_t size,
 // Maps and parses `path`.
 absl::StatusOr<ImatrixFile> ReadImatrixFile(const std::string& path);
 
+// The bytes of `file` in the layout above, trailer included (what
+// `slimpack calibrate --imatrix` writes; ParseImatrix reads them back
+// exactly). Names are written in map order.
+std::string SerializeImatrix(const ImatrixFile& file);
+
 // The per-column mean of x^2 (values / ncall), the importance
 // llama-quantize hands to ggml's quantizers; values unchanged when ncall is 0.
 std::vector<float> MeanSquares(const ImatrixEntry& entry);

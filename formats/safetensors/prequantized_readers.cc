@@ -82,16 +82,6 @@ uint32_t StreamField(const WordAt& word, int bits, int64_t k) {
   return static_cast<uint32_t>(v) & ((1u << bits) - 1);
 }
 
-int64_t IndexAt(const ir::Tensor& t, uint64_t i) {
-  if (t.dtype == ir::DType::kI64) {
-    int64_t v;
-    std::memcpy(&v, t.data.data() + 8 * i, 8);
-    return v;
-  }
-  int32_t v;
-  std::memcpy(&v, t.data.data() + 4 * i, 4);
-  return v;
-}
 
 float ScaleAt(const ir::Tensor& t, uint64_t i) {
   if (t.dtype == ir::DType::kF32) {
@@ -198,7 +188,7 @@ absl::StatusOr<Grid> ReadGptq(const PrequantConfig& c, const PackedLinear& p) {
   RETURN_IF_ERROR(ShapeIs(gi, {g.in}, "one group per input row; qweight implies in " +
                                           std::to_string(g.in) + " for " + bits));
   for (int64_t i = 0; i < g.in; ++i) {
-    const int64_t v = IndexAt(gi, static_cast<uint64_t>(i));
+    const int64_t v = ir::IndexElementAt(gi, static_cast<uint64_t>(i));
     if (v < 0 || v >= g.groups) {
       return absl::InvalidArgumentError(Where(gi) + ": g_idx[" + std::to_string(i) + "] = " +
                                         std::to_string(v) + " is outside [0, " +
@@ -285,8 +275,8 @@ absl::StatusOr<Grid> ReadCompressed(const PrequantConfig& c, const PackedLinear&
   const int64_t per = 32 / c.bits;
   const uint32_t maxq = (1u << c.bits) - 1;
   const uint32_t offset = 1u << (c.bits - 1);
-  g.out = IndexAt(shape, 0);
-  g.in = IndexAt(shape, 1);
+  g.out = ir::IndexElementAt(shape, 0);
+  g.in = ir::IndexElementAt(shape, 1);
   if (g.out < 1 || g.in < 1 || g.out > (int64_t{1} << 30) || g.in > (int64_t{1} << 30)) {
     return absl::InvalidArgumentError(Where(shape) + ": weight_shape [" + std::to_string(g.out) +
                                       ", " + std::to_string(g.in) + "] is out of range");
@@ -346,7 +336,7 @@ absl::StatusOr<Grid> ReadCompressed(const PrequantConfig& c, const PackedLinear&
   RETURN_IF_ERROR(CheckTensor(gi, {ir::DType::kI32, ir::DType::kI64}, 1));
   RETURN_IF_ERROR(ShapeIs(gi, {g.in}, "one group per input row"));
   for (int64_t i = 0; i < g.in; ++i) {
-    const int64_t v = IndexAt(gi, static_cast<uint64_t>(i));
+    const int64_t v = ir::IndexElementAt(gi, static_cast<uint64_t>(i));
     if (v < 0 || v >= g.groups) {
       return absl::InvalidArgumentError(Where(gi) + ": weight_g_idx[" + std::to_string(i) +
                                         "] = " + std::to_string(v) + " is outside [0, " +

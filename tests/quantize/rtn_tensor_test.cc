@@ -47,7 +47,7 @@ std::string Bytes(const ir::Tensor& t) {
   return std::string(reinterpret_cast<const char*>(t.data.data()), t.data.size());
 }
 
-void ExpectSame(const RtnTensor& a, const RtnTensor& b, const std::string& what) {
+void ExpectSame(const QuantizedWeight& a, const QuantizedWeight& b, const std::string& what) {
   EXPECT_EQ(Bytes(a.packed.weight), Bytes(b.packed.weight)) << what;
   EXPECT_EQ(Bytes(a.packed.scale), Bytes(b.packed.scale)) << what;
   ASSERT_EQ(a.packed.zero_point.has_value(), b.packed.zero_point.has_value()) << what;
