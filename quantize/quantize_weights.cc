@@ -48,14 +48,6 @@ absl::StatusOr<calibration::Dataset> OpenCalibration(const ir::Model& runnable,
   return OpenCalibrationData(runnable, req.calib_paths);
 }
 
-// The -v line of one tensor.
-std::string RecordLine(const TensorRecord& rec) {
-  return absl::StrCat("quantize: ", rec.tensor, " [", rec.op, "] ", rec.scheme,
-                      rec.algorithm.empty() ? "" : " " + rec.algorithm, ": ", rec.bytes_before,
-                      " -> ", rec.bytes_after, " bytes, rel L2 ", rec.relative_l2,
-                      rec.note.empty() ? "" : " (" + rec.note + ")");
-}
-
 class Quantizer {
  public:
   Quantizer(ir::Model& model, const QuantizeRequest& req) : model_(model), req_(req) {}
@@ -328,17 +320,9 @@ class Quantizer {
           quant::Dequantize(*q, deq.data());
           // Packed now (half the bytes of the unpacked codes at 4 bits)
           // with its error against the weight it replaces: kept until stored.
-          QuantizedWeight done;
-          done.error = quant::CompareArrays(m.w.data(), deq.data(), m.w.size());
-          // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
-          // per-channel layout (scale per output channel) holds for any
-          // rank, so the original dims come back afterwards.
-          ir::Tensor flat = t;
-          if (flat.dims.size() > 2) flat.dims = {m.rows, m.cols};
-          ASSIGN_OR_RETURN(done.packed,
-                           quant::ToIrTensors(*q, flat, p.use.transposed,
-                                              std::string(AlgorithmName(p.algorithm))));
-          done.packed.weight.dims = t.dims;
+          ASSIGN_OR_RETURN(QuantizedWeight done,
+                           StoredWeight(*q, m.w, deq, t, p.use.transposed,
+                                        std::string(AlgorithmName(p.algorithm))));
           gptq_.emplace(p.use.tensor, std::move(done));
           return F32Like(t, InTensorOrder(deq, m.rows, m.cols, p.use.transposed));
         });
@@ -375,6 +359,12 @@ class Quantizer {
     }
     rec.relative_l2 = error.relative_l2();
     rec.sqnr_db = error.sqnr_db();
+    return Install(std::move(packed), std::move(rec));
+  }
+
+  // The weight's tensors in place of the float one (bytes now or deferred),
+  // and its record.
+  absl::Status Install(quant::PackedTensors packed, TensorRecord rec) {
     rec.bytes_after = BytesOf(packed.weight) + BytesOf(packed.scale) +
                       (packed.zero_point ? BytesOf(*packed.zero_point) : 0);
     RETURN_IF_ERROR(ReplaceInitializer(model_.graph, std::move(packed.weight)));
@@ -397,12 +387,7 @@ class Quantizer {
     if (packed.zero_point) companions.push_back(packed.zero_point->name);
     if (!result_.deferred) result_.deferred = std::make_shared<DeferredWeights>(model_.input_files);
     result_.deferred->Add(original, std::move(o), std::move(importance), std::move(companions));
-    rec.bytes_after = BytesOf(packed.weight) + BytesOf(packed.scale) +
-                      (packed.zero_point ? BytesOf(*packed.zero_point) : 0);
-    RETURN_IF_ERROR(ReplaceInitializer(model_.graph, std::move(packed.weight)));
-    RETURN_IF_ERROR(model_.graph.AddInitializer(std::move(packed.scale)));
-    if (packed.zero_point) RETURN_IF_ERROR(model_.graph.AddInitializer(std::move(*packed.zero_point)));
-    return Record(std::move(rec));
+    return Install(std::move(packed), std::move(rec));
   }
 
   // RTN, rtn-mse and imatrix: one call per weight (quantize/rtn_tensor.h).
@@ -447,7 +432,7 @@ class Quantizer {
     return absl::OkStatus();
   }
 
-  void LogRecord(const TensorRecord& rec) { Log(RecordLine(rec)); }
+  void LogRecord(const TensorRecord& rec) { Log(rec.Line()); }
 
   ir::Model& model_;
   const QuantizeRequest& req_;
@@ -464,48 +449,9 @@ class Quantizer {
 
 }  // namespace
 
-json QuantizeResult::ToJson() const {
-  json tensors_json = json::array();
-  for (const TensorRecord& r : tensors) {
-    json o = {{"tensor", r.tensor}, {"op", r.op}, {"scheme", r.scheme},
-              {"bytes_before", r.bytes_before}, {"bytes_after", r.bytes_after}};
-    if (!r.algorithm.empty()) o["algorithm"] = r.algorithm;
-    if (r.rule >= 0) o["rule"] = r.rule;
-    if (!r.note.empty()) o["note"] = r.note;
-    tensors_json.push_back(std::move(o));
-  }
-  json out = {{"tensors", std::move(tensors_json)},
-              {"bytes_before", bytes_before},
-              {"bytes_after", bytes_after}};
-  if (plan) {
-    out["plan"] = {{"planned_bytes", plan->planned_bytes}, {"other_bytes", plan->other_bytes},
-                   {"budget", plan->budget}, {"parameters", plan->parameters}};
-  }
-  return out;
-}
-
 absl::StatusOr<QuantizeResult> QuantizeWeights(ir::Model& model,
                                                const QuantizeRequest& request) {
   return Quantizer(model, request).Run();
-}
-
-absl::Status FinishDeferred(QuantizeResult& result,
-                            const std::function<void(const std::string&)>& log,
-                            bool all_written) {
-  if (!result.deferred) return absl::OkStatus();
-  for (TensorRecord& rec : result.tensors) {
-    if (!result.deferred->Holds(rec.tensor)) continue;
-    const std::optional<quant::ErrorStats> e = result.deferred->Error(rec.tensor);
-    if (!e && !all_written) continue;
-    if (!e) {
-      return absl::InternalError("quantize: tensor '" + rec.tensor +
-                                 "' was deferred to the writer but never written");
-    }
-    rec.relative_l2 = e->relative_l2();
-    rec.sqnr_db = e->sqnr_db();
-    if (log) log(RecordLine(rec));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace slimpack::quantize

@@ -88,6 +88,8 @@ struct TensorRecord {
   double relative_l2 = 0;  // of the stored weight vs the f32 weight it stores
   double sqnr_db = 0;
   std::string note;
+  // The -v line: "quantize: NAME [op] scheme algorithm: A -> B bytes, rel L2 E".
+  std::string Line() const;
 };
 
 struct QuantizeResult {

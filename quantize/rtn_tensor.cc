@@ -26,16 +26,7 @@ absl::StatusOr<QuantizedWeight> QuantizeWhole(const ir::Tensor& original, const 
   if (!q.ok()) return AnnotateTensor(q.status(), original);
   std::vector<float> deq(m.w.size());
   quant::Dequantize(*q, deq.data());
-  QuantizedWeight out;
-  out.error = quant::CompareArrays(m.w.data(), deq.data(), static_cast<int64_t>(m.w.size()));
-  // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
-  // per-channel layout (scale per output channel) holds for any rank, so
-  // the original dims come back afterwards.
-  ir::Tensor flat = original;
-  if (flat.dims.size() > 2) flat.dims = {m.rows, m.cols};
-  ASSIGN_OR_RETURN(out.packed, quant::ToIrTensors(*q, flat, o.transposed, o.algorithm));
-  out.packed.weight.dims = original.dims;
-  return out;
+  return StoredWeight(*q, m.w, deq, original, o.transposed, o.algorithm);
 }
 
 // What ToF32 reads; anything else takes the whole path to its error.
@@ -59,6 +50,23 @@ absl::StatusOr<std::pair<int64_t, int64_t>> MatrixShape(const ir::Tensor& t, boo
   ASSIGN_OR_RETURN(uint64_t n, t.NumElements());
   const int64_t rows = t.dims[0];
   return std::make_pair(rows, rows == 0 ? int64_t{0} : static_cast<int64_t>(n) / rows);
+}
+
+absl::StatusOr<QuantizedWeight> StoredWeight(const quant::QuantizedMatrix& q,
+                                             const std::vector<float>& w,
+                                             const std::vector<float>& deq,
+                                             const ir::Tensor& original, bool transposed,
+                                             const std::string& algorithm) {
+  QuantizedWeight out;
+  out.error = quant::CompareArrays(w.data(), deq.data(), static_cast<int64_t>(w.size()));
+  // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
+  // per-channel layout (scale per output channel) holds for any rank, so
+  // the original dims come back afterwards.
+  ir::Tensor flat = original;
+  if (flat.dims.size() > 2) flat.dims = {q.rows, q.cols};
+  ASSIGN_OR_RETURN(out.packed, quant::ToIrTensors(q, flat, transposed, algorithm));
+  out.packed.weight.dims = original.dims;
+  return out;
 }
 
 absl::StatusOr<QuantizedWeight> QuantizeRtnTensor(const ir::Tensor& original,

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "ir/tensor.h"
@@ -47,6 +49,15 @@ struct QuantizedWeight {
 // quantizer's own errors.
 absl::StatusOr<QuantizedWeight> QuantizeRtnTensor(const ir::Tensor& original,
                                             const RtnTensorOptions& options);
+
+// A weight quantized whole (`q`, from the f32 matrix `w`, `deq` its
+// dequantized values) as it is stored: packed in `original`'s layout, its
+// error against `w`. Shared with GPTQ, whose codes come from elsewhere.
+absl::StatusOr<QuantizedWeight> StoredWeight(const quant::QuantizedMatrix& q,
+                                             const std::vector<float>& w,
+                                             const std::vector<float>& deq,
+                                             const ir::Tensor& original, bool transposed,
+                                             const std::string& algorithm);
 
 // [rows, cols] of the matrix the quantizers see (weight_matrix.h's
 // AsMatrix), without reading the data.

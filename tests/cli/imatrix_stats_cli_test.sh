@@ -16,32 +16,21 @@ CNN="$ROOT/examples/digits-cnn/model.onnx"
 TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 fail=0
-run() {  # run CODE DESCRIPTION -- ARGS...
-  local want="$1" what="$2"
-  shift 3
-  "$SLIMPACK" "$@" >"$TMP/out" 2>&1
-  local got=$?
-  if [ "$got" -ne "$want" ]; then
-    echo "FAIL: $what: exited $got, expected $want"; cat "$TMP/out"; fail=1; return 1
-  fi
-  echo "ok: $what (exit $got)"
-}
-says() {  # says TEXT DESCRIPTION
-  if grep -qF -- "$1" "$TMP/out"; then echo "ok: $2 says '$1'"
-  else echo "FAIL: $2: no '$1' in:"; cat "$TMP/out"; fail=1; fi
-}
+OUT="$TMP/out"
+# expect / says / bad: tests/testing/cli_lib.sh.
+source "$(dirname "${BASH_SOURCE[0]}")/../testing/cli_lib.sh"
 same_shards() {  # same_shards A B DESCRIPTION: every shard file equal
-  local bad=0
-  for f in "$1"/shard-*; do cmp -s "$f" "$2/$(basename "$f")" || bad=1; done
-  [ "$(ls "$1"/shard-* | wc -l)" -eq "$(ls "$2"/shard-* | wc -l)" ] || bad=1
-  if [ $bad -eq 0 ]; then echo "ok: $3: identical shards"; else echo "FAIL: $3: shards differ"; fail=1; fi
+  local differ=0
+  for f in "$1"/shard-*; do cmp -s "$f" "$2/$(basename "$f")" || differ=1; done
+  [ "$(ls "$1"/shard-* | wc -l)" -eq "$(ls "$2"/shard-* | wc -l)" ] || differ=1
+  if [ $differ -eq 0 ]; then echo "ok: $3: identical shards"; else bad "$3: shards differ"; fi
 }
 
-run 0 "calibrate --imatrix" -- calibrate "$LLAMA" --data "$CALIB" --imatrix -o "$TMP/stats.imatrix"
+expect 0 "calibrate --imatrix" -- calibrate "$LLAMA" --data "$CALIB" --imatrix -o "$TMP/stats.imatrix"
 says "imatrix of 29 linear layers over 64 samples" "calibrate --imatrix"
 Q=(--quant int4 --group 32 --dtype f16 --shard-size 1M)
-run 0 "imatrix from calibration runs" -- convert "$LLAMA" -o "$TMP/calib" "${Q[@]}" --algo imatrix --calib "$CALIB"
-run 0 "imatrix from the file" -- convert "$LLAMA" -o "$TMP/file" "${Q[@]}" --imatrix "$TMP/stats.imatrix" -v
+expect 0 "imatrix from calibration runs" -- convert "$LLAMA" -o "$TMP/calib" "${Q[@]}" --algo imatrix --calib "$CALIB"
+expect 0 "imatrix from the file" -- convert "$LLAMA" -o "$TMP/file" "${Q[@]}" --imatrix "$TMP/stats.imatrix" -v
 says "imatrix: 29 entries from" "convert --imatrix"
 same_shards "$TMP/calib" "$TMP/file" "--imatrix FILE vs --algo imatrix --calib"
 /usr/bin/python3 - "$TMP/file/manifest.json" <<'PY' || fail=1
@@ -52,29 +41,29 @@ assert p["recipe"]["quant"]["algorithm"] == "imatrix", p["recipe"]["quant"]
 print("ok: the manifest records the imatrix file as the calibration data")
 PY
 # Every part reads the same statistics.
-run 0 "part 1/2 with --imatrix" -- convert "$LLAMA" -o "$TMP/p1" "${Q[@]}" --imatrix "$TMP/stats.imatrix" --part 1/2
-run 0 "part 2/2 with --imatrix" -- convert "$LLAMA" -o "$TMP/p2" "${Q[@]}" --imatrix "$TMP/stats.imatrix" --part 2/2
-run 0 "merge" -- merge "$TMP/p1" "$TMP/p2" -o "$TMP/merged"
+expect 0 "part 1/2 with --imatrix" -- convert "$LLAMA" -o "$TMP/p1" "${Q[@]}" --imatrix "$TMP/stats.imatrix" --part 1/2
+expect 0 "part 2/2 with --imatrix" -- convert "$LLAMA" -o "$TMP/p2" "${Q[@]}" --imatrix "$TMP/stats.imatrix" --part 2/2
+expect 0 "merge" -- merge "$TMP/p1" "$TMP/p2" -o "$TMP/merged"
 if diff -r "$TMP/file" "$TMP/merged" >/dev/null; then echo "ok: 2 parts with --imatrix = one run"
 else echo "FAIL: merged parts differ from one run"; fail=1; fi
 # llama-quantize's file layout: the GGUF export reads ours.
-run 0 "GGUF with our imatrix" -- convert "$LLAMA" -o "$TMP/m.gguf" --format gguf --quant q4_k_m --imatrix "$TMP/stats.imatrix"
+expect 0 "GGUF with our imatrix" -- convert "$LLAMA" -o "$TMP/m.gguf" --format gguf --quant q4_k_m --imatrix "$TMP/stats.imatrix"
 
 # Refusals.
-run 2 "--imatrix with --algo gptq" -- convert "$LLAMA" -o "$TMP/x1" --quant int4 --algo gptq --imatrix "$TMP/stats.imatrix"
+expect 2 "--imatrix with --algo gptq" -- convert "$LLAMA" -o "$TMP/x1" --quant int4 --algo gptq --imatrix "$TMP/stats.imatrix"
 says "feeds --algo imatrix" "--algo gptq"
-run 2 "--imatrix and --calib" -- convert "$LLAMA" -o "$TMP/x2" --quant int4 --imatrix "$TMP/stats.imatrix" --calib "$CALIB"
-run 2 "--imatrix without --quant" -- convert "$LLAMA" -o "$TMP/x3" --imatrix "$TMP/stats.imatrix"
-run 0 "the CNN's imatrix" -- calibrate "$CNN" --data "$ROOT/examples/digits-cnn/calib.npz" --imatrix -o "$TMP/cnn.imatrix"
-run 1 "an imatrix of another model" -- convert "$LLAMA" -o "$TMP/x4" --quant int4 --imatrix "$TMP/cnn.imatrix"
+expect 2 "--imatrix and --calib" -- convert "$LLAMA" -o "$TMP/x2" --quant int4 --imatrix "$TMP/stats.imatrix" --calib "$CALIB"
+expect 2 "--imatrix without --quant" -- convert "$LLAMA" -o "$TMP/x3" --imatrix "$TMP/stats.imatrix"
+expect 0 "the CNN's imatrix" -- calibrate "$CNN" --data "$ROOT/examples/digits-cnn/calib.npz" --imatrix -o "$TMP/cnn.imatrix"
+expect 1 "an imatrix of another model" -- convert "$LLAMA" -o "$TMP/x4" --quant int4 --imatrix "$TMP/cnn.imatrix"
 says "names no weight of" "another model's imatrix"
 head -c 100 "$TMP/stats.imatrix" > "$TMP/cut.imatrix"
-run 1 "a truncated imatrix" -- convert "$LLAMA" -o "$TMP/x5" --quant int4 --imatrix "$TMP/cut.imatrix"
+expect 1 "a truncated imatrix" -- convert "$LLAMA" -o "$TMP/x5" --quant int4 --imatrix "$TMP/cut.imatrix"
 says "cut.imatrix" "truncated imatrix"
 for x in x1 x2 x3 x4 x5; do [ ! -e "$TMP/$x" ] || { echo "FAIL: $x written"; fail=1; }; done
 echo "not an imatrix" > "$TMP/notes.txt"
-run 1 "calibrate --imatrix over another file" -- calibrate "$LLAMA" --data "$CALIB" --imatrix -o "$TMP/notes.txt"
+expect 1 "calibrate --imatrix over another file" -- calibrate "$LLAMA" --data "$CALIB" --imatrix -o "$TMP/notes.txt"
 grep -q "not an imatrix" "$TMP/notes.txt" && echo "ok: the other file is untouched" || { echo "FAIL: overwritten"; fail=1; }
-run 0 "calibrate --imatrix replaces its own file" -- calibrate "$LLAMA" --data "$CALIB" --imatrix -o "$TMP/stats.imatrix" --calib-samples 2
+expect 0 "calibrate --imatrix replaces its own file" -- calibrate "$LLAMA" --data "$CALIB" --imatrix -o "$TMP/stats.imatrix" --calib-samples 2
 says "over 16 samples" "--calib-samples 2 (runs of 8 windows)"
 exit $fail
