@@ -71,6 +71,7 @@ ordered_json ArtifactJson(const loader::Artifact& a) {
   j["format"] = std::string(shard::kFormatName);
   j["format_version"] = std::to_string(m.version_major) + "." +
                         std::to_string(m.version_minor);
+  j["required_features"] = m.required_features;
   j["producer"] = m.producer_name + " " + m.producer_version;
   ordered_json recipe = ordered_json::parse(m.recipe_json, nullptr, false);
   j["recipe"] = recipe.is_discarded() ? ordered_json(m.recipe_json) : recipe;
@@ -114,6 +115,11 @@ void PrintArtifact(const loader::Artifact& a) {
               std::string(shard::kFormatName).c_str(), m.version_major,
               m.version_minor, m.producer_name.c_str(),
               m.producer_version.c_str());
+  if (!m.required_features.empty()) {
+    std::string list;
+    for (const std::string& f : m.required_features) list += (list.empty() ? "" : ", ") + f;
+    std::printf("required features: %s\n", list.c_str());
+  }
   if (m.onnx) {
     auto it = m.onnx->opset_imports.find("");
     std::printf("model: onnx (ir_version %lld, opset %s, %zu nodes)\n",
@@ -172,9 +178,10 @@ void PrintArtifact(const loader::Artifact& a) {
 // One quantized tensor of an artifact, as `inspect` lists it.
 struct QuantRow {
   std::string name, dtype, kind, algorithm;
+  std::string scale_dtype;  // "f32" or "f16"
   std::vector<uint64_t> shape;
   int64_t axis = 0;
-  uint64_t group_size = 0;  // int4_groupwise; 0 for per-channel
+  uint64_t group_size = 0;  // group-wise layouts; 0 for per-channel
   int64_t bits = 0;         // bits of each stored integer
   bool symmetric = false;
   bool has_record = false;  // the manifest has a "quant" record
@@ -204,6 +211,8 @@ absl::StatusOr<std::vector<QuantRow>> QuantRows(const loader::Artifact& a) {
     r.shape = t.shape;
     r.axis = t.layout.axis;
     r.group_size = t.layout.group_size;
+    r.scale_dtype = std::string(
+        shard::DTypeName(m.tensors[static_cast<size_t>(t.layout.scale)].dtype));
     r.bits = static_cast<int64_t>(shard::DTypeBits(t.dtype));
     r.symmetric = t.layout.zero_point < 0;
     uint64_t bytes = t.nbytes;
@@ -228,6 +237,7 @@ ordered_json QuantRowsJson(const std::vector<QuantRow>& rows) {
     ordered_json j = {{"name", r.name},         {"dtype", r.dtype},
                       {"layout", r.kind},       {"shape", r.shape},
                       {"axis", r.axis},         {"group_size", r.group_size},
+                      {"scale_dtype", r.scale_dtype},
                       {"bits", r.bits},         {"bits_per_weight", r.bits_per_weight},
                       {"symmetric", r.symmetric}};
     j["algorithm"] = r.has_record ? ordered_json(r.algorithm) : ordered_json(nullptr);
@@ -247,13 +257,13 @@ void PrintQuantRows(const std::vector<QuantRow>& rows) {
   }
   std::printf("quantized tensors: %zu (%.3f bits per weight, scales and zero points included)\n",
               rows.size(), weights > 0 ? bits / weights : 0.0);
-  std::printf("  %-44s %-5s %-17s %5s %-12s %4s %6s\n", "name", "dtype", "layout", "group",
-              "algorithm", "bits", "bpw");
+  std::printf("  %-44s %-5s %-17s %5s %-5s %-12s %4s %6s\n", "name", "dtype", "layout", "group",
+              "scale", "algorithm", "bits", "bpw");
   for (const QuantRow& r : rows) {
     const std::string group =
-        r.kind == shard::kLayoutInt4GroupWise ? std::to_string(r.group_size) : "chan";
-    std::printf("  %-44s %-5s %-17s %5s %-12s %4lld %6.3f%s\n", r.name.c_str(), r.dtype.c_str(),
-                r.kind.c_str(), group.c_str(),
+        r.kind == shard::kLayoutInt8PerChannel ? "chan" : std::to_string(r.group_size);
+    std::printf("  %-44s %-5s %-17s %5s %-5s %-12s %4lld %6.3f%s\n", r.name.c_str(),
+                r.dtype.c_str(), r.kind.c_str(), group.c_str(), r.scale_dtype.c_str(),
                 r.has_record ? (r.algorithm.empty() ? "?" : r.algorithm.c_str()) : "-",
                 static_cast<long long>(r.bits), r.bits_per_weight,
                 r.symmetric ? "" : " asym");

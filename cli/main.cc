@@ -125,9 +125,13 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
   convert_cmd->add_option("--print-ir-after", o.print_ir_after,
                           "Print the IR to stderr after this pass (repeatable)");
   convert_cmd->add_option("--quant", o.quant,
-                          "Weight scheme: int8, int8-asym, int4 (group from --group, default 128), "
-                          "int4-g32, int4-g64-asym, int3-g64, f16, ...; or w8a8 (static int8 activations)");
-  convert_cmd->add_option("--group", o.group, "Group size for a bare --quant int4/int3/int2")
+                          "Weight scheme: int8 (per channel), int8-g32, int8-asym, int4 (group from "
+                          "--group, default 128), int4-g32, int4-g64-asym, int3-g64, f16, ...; grouped "
+                          "schemes store f16 scales (append -f32scale for f32); or w8a8 (static int8 "
+                          "activations)");
+  convert_cmd->add_option("--group", o.group,
+                          "Group size for a bare --quant int4/int3/int2 (default 128) or int8 "
+                          "(default: per channel)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   convert_cmd->add_flag("--asym", o.asym, "Asymmetric quantization (zero points)");
   convert_cmd->add_option("--algo", o.algo,

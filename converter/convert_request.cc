@@ -121,6 +121,10 @@ absl::Status MergeQuantFlags(const ConvertFlags& f, ConvertRequest& r) {
     q.w8a8 = true;
   } else if (!f.quant.empty()) {
     std::string name = f.quant;
+    // A bare int8 is per output channel; --group asks for int8-g<G>.
+    if ((name == "int8" || name == "int8-asym") && f.group > 0) {
+      name.insert(4, "-g" + std::to_string(f.group));
+    }
     if (f.asym && name.find("-asym") == std::string::npos) name += "-asym";
     auto s = quantize::ParseWeightScheme(name, f.group > 0 ? f.group : 128);
     if (!s.ok()) return Usage("--quant", s.status());

@@ -19,7 +19,12 @@ void PutF16(float v, uint8_t* dst) {
   std::memcpy(dst, &h, 2);
 }
 
+// Scale entry i as f32 (an f16 scale widened exactly).
 float ScaleAt(const ir::Tensor& t, int64_t i) {
+  if (t.dtype == ir::DType::kF16) {
+    const uint8_t* p = t.data.data() + i * 2;
+    return ir::F16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+  }
   float v;
   std::memcpy(&v, t.data.data() + i * 4, 4);
   return v;
@@ -40,6 +45,10 @@ std::optional<TensorType> CarriedGgmlType(const ir::Tensor& q) {
   if (l.kind == ir::QuantKind::kInt8PerChannel && q.dims.size() == 2 && l.axis == 0 &&
       q.dtype == ir::DType::kI8 && l.zero_point.empty()) {
     return TensorType::kQ8_0;
+  }
+  if (l.kind == ir::QuantKind::kInt8GroupWise && l.axis == last && l.group_size == kBlock &&
+      q.dtype == ir::DType::kI8 && l.zero_point.empty()) {
+    return TensorType::kQ8_0;  // exactly, with f16 scales
   }
   return std::nullopt;
 }
@@ -62,8 +71,9 @@ absl::Status EncodeCarriedRows(TensorType type, const ir::Tensor& q, const ir::T
     for (int64_t b = 0; b < blocks; ++b) {
       uint8_t* out = dst + (r * blocks + b) * block_bytes;
       const int64_t first = src * cols + b * kBlock;  // element index in q
-      // Group b of row src (int4), or the row's scale (int8).
-      const int64_t param = type == TensorType::kQ8_0 ? src : src * blocks + b;
+      // Group b of row src, or the row's scale (int8 per channel).
+      const bool per_row = q.quant.kind == ir::QuantKind::kInt8PerChannel;
+      const int64_t param = per_row ? src : src * blocks + b;
       const float s = ScaleAt(scale, param);
       if (!std::isfinite(s)) {
         return absl::InvalidArgumentError(absl::StrCat("tensor '", q.name, "': scale ", param,

@@ -44,6 +44,11 @@ class WeightExporter {
         RETURN_IF_ERROR(Int8(t));
       } else if (t.quant.kind == ir::QuantKind::kInt4GroupWise) {
         RETURN_IF_ERROR(Int4(t));
+      } else if (t.quant.kind == ir::QuantKind::kInt8GroupWise) {
+        return absl::UnimplementedError(
+            Where(t) + " is int8 group-wise, which the ONNX export does not write yet (convert "
+                       "with --quant int8 for per-channel DequantizeLinear, or int4-g<G> for "
+                       "MatMulNBits)");
       }
     }
     std::vector<ir::Node> nodes = std::move(prefix_);
@@ -72,6 +77,19 @@ class WeightExporter {
     return name;
   }
 
+  // The name of an f32 tensor holding t's scales: the scale itself, or an
+  // exact f32 copy of an f16 one (DequantizeLinear below opset 19 and
+  // GatherBlockQuantized/MatMulNBits in an f32 graph read f32 scales).
+  absl::StatusOr<std::string> F32Scales(const ir::Tensor& t) {
+    const ir::Tensor* scale = src_.FindInitializer(t.quant.scale);
+    if (scale == nullptr) {
+      return absl::InvalidArgumentError(Where(t) + ": scale '" + t.quant.scale + "' is missing");
+    }
+    if (scale->dtype == ir::DType::kF32) return t.quant.scale;
+    ASSIGN_OR_RETURN(std::vector<float> v, ir::ScaleValues(*scale));
+    return ed_.AddF32(t.quant.scale + "_f32", scale->dims, std::move(v), t.provenance);
+  }
+
   absl::Status Int8(const ir::Tensor& t) {
     if (opset_ < kPerAxisDqOpset) {
       return absl::UnimplementedError(
@@ -79,7 +97,8 @@ class WeightExporter {
                      "needs default-domain opset >= 13; the model is opset " + std::to_string(opset_));
     }
     ASSIGN_OR_RETURN(std::string q, MoveCodes(t));
-    std::vector<std::string> in = {q, t.quant.scale};
+    ASSIGN_OR_RETURN(std::string scale, F32Scales(t));
+    std::vector<std::string> in = {q, scale};
     if (!t.quant.zero_point.empty()) in.push_back(t.quant.zero_point);
     ir::Node dq = MakeNode(ed_.Fresh(t.name + "_DequantizeLinear"), "DequantizeLinear",
                            std::move(in), {t.name}, t.provenance);
@@ -133,7 +152,11 @@ class WeightExporter {
         b[at] |= static_cast<uint8_t>((u & 0x0F) << (4 * (c % 2)));
       }
     }
-    ASSIGN_OR_RETURN(std::vector<float> s, ReadF32Initializer(src_, t.quant.scale, Where(t) + " scale"));
+    const ir::Tensor* scale = src_.FindInitializer(t.quant.scale);
+    if (scale == nullptr) {
+      return absl::InvalidArgumentError(Where(t) + ": scale '" + t.quant.scale + "' is missing");
+    }
+    ASSIGN_OR_RETURN(std::vector<float> s, ir::ScaleValues(*scale));
     if (static_cast<int64_t>(s.size()) != n * kb) {
       return absl::InvalidArgumentError(Where(t) + ": scale has " + std::to_string(s.size()) +
                                         " elements, expected " + std::to_string(n * kb));
@@ -202,7 +225,7 @@ class WeightExporter {
       }
       ASSIGN_OR_RETURN(gather_.b, ed_.AddZeros8(t.name + "_u4", ir::DType::kU8, {v, h / 2}, t.provenance));
       ed_.graph().FindMutableInitializer(gather_.b)->data = ir::TensorData::Owned(std::move(b));
-      gather_.scales = t.quant.scale;  // [V, H/g] already
+      ASSIGN_OR_RETURN(gather_.scales, F32Scales(t));  // [V, H/g] already
       ASSIGN_OR_RETURN(gather_.zero_points, ZeroPoints(t, v, kb, true));
     }
     std::vector<std::string> in = {gather_.b, n.inputs[1], gather_.scales};

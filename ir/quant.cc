@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "ir/float_convert.h"
 #include "ir/shape.h"
 
 namespace slimpack::ir {
@@ -35,17 +36,19 @@ absl::Status CheckParam(const Tensor& q, const char* field,
                       std::string(QuantKindName(p->quant.kind)) +
                       "); it must be plain");
   }
-  if (p->dtype != want_dtype) {
+  const bool scale_f16 = want_dtype == DType::kF32 && p->dtype == DType::kF16;
+  if (p->dtype != want_dtype && !(std::string_view(field) == "scale" && scale_f16)) {
     return Bad(q, std::string(field) + " tensor '" + name + "' has dtype " +
                       std::string(DTypeName(p->dtype)) + ", expected " +
-                      std::string(DTypeName(want_dtype)));
+                      std::string(DTypeName(want_dtype)) +
+                      (std::string_view(field) == "scale" ? " or f16" : ""));
   }
   if (p->dims != want) {
     return Bad(q, std::string(field) + " tensor '" + name + "' has shape " +
                       Dims(p->dims) + ", expected " + Dims(want) + " for " +
                       std::string(DTypeName(q.dtype)) + Dims(q.dims) +
                       " axis " + std::to_string(q.quant.axis) +
-                      (q.quant.kind == QuantKind::kInt4GroupWise
+                      (IsGroupWise(q.quant.kind)
                            ? " group_size " + std::to_string(q.quant.group_size)
                            : std::string()));
   }
@@ -105,13 +108,14 @@ std::string_view QuantKindName(QuantKind k) {
     case QuantKind::kNone: return "plain";
     case QuantKind::kInt8PerChannel: return "int8_per_channel";
     case QuantKind::kInt4GroupWise: return "int4_groupwise";
+    case QuantKind::kInt8GroupWise: return "int8_groupwise";
   }
   return "?";
 }
 
 bool QuantKindFromName(std::string_view name, QuantKind* out) {
   for (QuantKind k : {QuantKind::kNone, QuantKind::kInt8PerChannel,
-                      QuantKind::kInt4GroupWise}) {
+                      QuantKind::kInt4GroupWise, QuantKind::kInt8GroupWise}) {
     if (QuantKindName(k) == name) {
       *out = k;
       return true;
@@ -134,7 +138,7 @@ absl::Status ValidateQuantLayout(const Tensor& q, const Tensor* scale,
                                  const Tensor* zero_point) {
   const QuantLayout& l = q.quant;
   if (!l.quantized()) return Bad(q, "the tensor is not quantized");
-  const bool int8 = l.kind == QuantKind::kInt8PerChannel;
+  const bool int8 = l.kind != QuantKind::kInt4GroupWise;
   const bool dtype_ok = int8 ? (q.dtype == DType::kI8 || q.dtype == DType::kU8)
                              : (q.dtype == DType::kI4 || q.dtype == DType::kU4);
   if (!dtype_ok) {
@@ -147,7 +151,7 @@ absl::Status ValidateQuantLayout(const Tensor& q, const Tensor* scale,
                       Dims(q.dims) + " (rank " + std::to_string(q.dims.size()) +
                       ")");
   }
-  if (!int8 && l.group_size < 1) {
+  if (IsGroupWise(l.kind) && l.group_size < 1) {
     return Bad(q, "group_size " + std::to_string(l.group_size) +
                       " must be at least 1");
   }
@@ -171,6 +175,28 @@ int QuantBits(const Tensor& q) {
   return DTypeBits(q.dtype);
 }
 
+absl::StatusOr<std::vector<float>> ScaleValues(const Tensor& scale) {
+  if (scale.dtype != DType::kF32 && scale.dtype != DType::kF16) {
+    return absl::InvalidArgumentError("scale tensor '" + scale.name + "' has dtype " +
+                                      std::string(DTypeName(scale.dtype)) +
+                                      ", expected f32 or f16");
+  }
+  absl::Status s = CheckBytes(scale);
+  if (!s.ok()) return s;
+  const size_t width = scale.dtype == DType::kF32 ? 4 : 2;
+  std::vector<float> out(scale.data.size() / width);
+  const uint8_t* p = scale.data.data();
+  if (width == 4) {
+    // The bytes may be an unaligned view (a file mapping): copy them.
+    if (!out.empty()) std::memcpy(out.data(), p, out.size() * 4);
+  } else {
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i] = F16ToF32(static_cast<uint16_t>(p[2 * i] | (p[2 * i + 1] << 8)));
+    }
+  }
+  return out;
+}
+
 absl::Status DequantizeInto(const Tensor& q, const Tensor& scale,
                             const Tensor* zero_point, float* out) {
   const bool has_zp = !q.quant.zero_point.empty();
@@ -190,9 +216,9 @@ absl::Status DequantizeInto(const Tensor& q, const Tensor& scale,
   const int64_t g = per_channel ? 1 : q.quant.group_size;
   const int64_t groups = per_channel ? n_axis : (n_axis + g - 1) / g;
   const uint8_t* zd = has_zp ? zero_point->data.data() : nullptr;
-  // The scale bytes may be an unaligned view (a file mapping): copy them.
-  std::vector<float> scales(static_cast<size_t>(scale.data.size() / 4));
-  if (!scales.empty()) std::memcpy(scales.data(), scale.data.data(), scale.data.size());
+  absl::StatusOr<std::vector<float>> scale_values = ScaleValues(scale);
+  if (!scale_values.ok()) return scale_values.status();
+  const std::vector<float>& scales = *scale_values;
   const uint8_t* qd = q.data.data();
   switch (q.dtype) {
     case DType::kI8:

@@ -16,14 +16,14 @@
 namespace slimpack::ir {
 
 // Manifest names of the kinds ("plain", "int8_per_channel",
-// "int4_groupwise") and the inverse (nullopt-like kNone for "plain"; false
+// "int4_groupwise", "int8_groupwise") and the inverse (nullopt-like kNone for "plain"; false
 // for an unknown name).
 std::string_view QuantKindName(QuantKind k);
 bool QuantKindFromName(std::string_view name, QuantKind* out);
 
 // The shape the spec requires of the scale (and zero point) of `q`:
 // [dims[axis]] for int8_per_channel; dims with dims[axis] replaced by
-// ceil(dims[axis] / group_size) for int4_groupwise. Only meaningful once the
+// ceil(dims[axis] / group_size) for the group-wise kinds. Only meaningful once the
 // axis / group size are known to be valid (ValidateQuantLayout).
 std::vector<int64_t> QuantParamDims(const Tensor& q);
 
@@ -31,10 +31,11 @@ std::vector<int64_t> QuantParamDims(const Tensor& q);
 // `scale` and `zero_point` being what the caller found under
 // q.quant.scale / q.quant.zero_point (nullptr: no such tensor). Checks only
 // names, dtypes, dims and layers, never bytes:
-//  - kind vs dtype: int8_per_channel needs i8/u8, int4_groupwise i4/u4;
-//  - rank >= 1, 0 <= axis < rank, group_size >= 1 (int4_groupwise);
-//  - the scale exists, is plain (not itself quantized), f32, and has
-//    exactly QuantParamDims(q);
+//  - kind vs dtype: int8_per_channel and int8_groupwise need i8/u8,
+//    int4_groupwise i4/u4;
+//  - rank >= 1, 0 <= axis < rank, group_size >= 1 (group-wise kinds);
+//  - the scale exists, is plain (not itself quantized), f32 or f16, and
+//    has exactly QuantParamDims(q);
 //  - a zero point, if named, exists, is plain, has q's dtype and the
 //    scale's dims;
 //  - scale and zero point carry q's layer (spec.md section 7: they are
@@ -50,8 +51,13 @@ bool IsSymmetricQuant(const QuantLayout& layout);
 // Nominal bits per element of q's integers (8 or 4; 0 if not quantized).
 int QuantBits(const Tensor& q);
 
-// Reference dequantization, exactly x = float32(q - zp) * scale with one f32
-// multiply per element (compiled without FP contraction). Validates the
+// The scale tensor's values as f32 (f16 widened exactly), whatever the
+// alignment of its bytes. InvalidArgument naming it for another dtype or a
+// byte count that does not match its dims.
+absl::StatusOr<std::vector<float>> ScaleValues(const Tensor& scale);
+
+// Reference dequantization, exactly x = float32(q - zp) * float32(scale)
+// with one f32 multiply per element (compiled without FP contraction). Validates the
 // layout and the byte sizes of all three tensors first (InvalidArgument
 // naming the tensor). `out` must hold q's element count.
 absl::Status DequantizeInto(const Tensor& q, const Tensor& scale,

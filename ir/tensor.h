@@ -82,19 +82,25 @@ enum class WeightRole : uint8_t {
 std::string_view WeightRoleName(WeightRole r);
 
 // How a quantized tensor's integer elements map back to real values
-// (formats/shard/spec.md, "Layouts"): x = float32(q - zp) * scale, with the
-// scale / zero point looked up along `axis`. The scale and zero-point
-// tensors are ordinary tensors of the same graph, named here.
+// (formats/shard/spec.md, "Layouts"): x = float32(q - zp) * float32(scale),
+// with the scale / zero point looked up along `axis`. The scale and
+// zero-point tensors are ordinary tensors of the same graph, named here.
 enum class QuantKind : uint8_t {
   kNone = 0,           // not quantized: elements are the values
   kInt8PerChannel = 1, // i8/u8, one scale (and zp) per index along axis
   kInt4GroupWise = 2,  // i4/u4, one scale (and zp) per group_size indices
+  kInt8GroupWise = 3,  // i8/u8, one scale (and zp) per group_size indices
 };
+// True for the kinds with a group_size (one parameter per group of indices
+// along the axis) rather than one per index.
+inline bool IsGroupWise(QuantKind k) {
+  return k == QuantKind::kInt4GroupWise || k == QuantKind::kInt8GroupWise;
+}
 struct QuantLayout {
   QuantKind kind = QuantKind::kNone;
   int axis = 0;
-  int64_t group_size = 0;  // kInt4GroupWise only
-  std::string scale;       // plain f32 tensor
+  int64_t group_size = 0;  // group-wise kinds only
+  std::string scale;       // plain f32 or f16 tensor
   std::string zero_point;  // empty: zero point 0; else same dtype as q
   // How the integers were chosen ("rtn", "rtn-mse", "imatrix", "gptq",
   // "awq", "static"): recorded in the manifest, not needed to dequantize.

@@ -44,7 +44,7 @@ void SetLayout(const ir::Tensor& w, ir::Node* n) {
   n->attributes["kind"] = ir::Attribute::String(std::string(ir::QuantKindName(w.quant.kind)));
   n->attributes["axis"] = ir::Attribute::Int(w.quant.axis);
   n->attributes["group_size"] = ir::Attribute::Int(
-      w.quant.kind == ir::QuantKind::kInt4GroupWise ? w.quant.group_size : 0);
+      ir::IsGroupWise(w.quant.kind) ? w.quant.group_size : 0);
 }
 
 bool IsDefaultDomain(const ir::Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }

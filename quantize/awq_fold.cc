@@ -118,10 +118,7 @@ class Folder {
       before = found->error_before;
       after = found->error_after;
     } else {
-      quant::Scheme qs;
-      qs.bits = scheme->bits;
-      qs.group_size = scheme->group_size;
-      qs.symmetric = scheme->symmetric;
+      const quant::Scheme qs = scheme->Numerics();
       auto found = quant::SearchAwqScales(views, cols, x.samples.data(), x.kept, mean_abs, qs, ao);
       if (!found.ok()) return Annotate(found.status(), "AWQ group " + g.label);
       s = found->scales;

@@ -1,6 +1,7 @@
 #include "quantize/quant_rules.h"
 
 #include <map>
+#include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -14,8 +15,16 @@ namespace {
 using nlohmann::json;
 
 constexpr char kSchemeForms[] =
-    "keep, f32, f16, bf16, int8, int8-asym, int<b> (group from --group), "
-    "int<b>-g<G>, int<b>-g<G>-asym, int<b>-row, int<b>-row-asym with b in 2..8";
+    "keep, f32, f16, bf16, int8, int8-asym, int8-g<G>, int<b> (group from --group), "
+    "int<b>-g<G>, int<b>-g<G>-asym, int<b>-row, int<b>-row-asym with b in 2..4, "
+    "int5..int7 per row; any int scheme may end in -f16scale or -f32scale";
+
+constexpr std::string_view kF16ScaleSuffix = "-f16scale";
+constexpr std::string_view kF32ScaleSuffix = "-f32scale";
+
+bool EndsWith(std::string_view s, std::string_view suffix) {
+  return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+}
 
 bool IsFloatWeight(ir::DType t) {
   return t == ir::DType::kF32 || t == ir::DType::kF16 || t == ir::DType::kBF16;
@@ -135,9 +144,16 @@ std::string WeightScheme::Name() const {
     case Kind::kInt: break;
   }
   std::string s = absl::StrCat("int", bits);
-  if (bits < 8) s += group_size > 0 ? absl::StrCat("-g", group_size) : "-row";
+  if (bits < 8 || group_size > 0) s += group_size > 0 ? absl::StrCat("-g", group_size) : "-row";
   if (!symmetric) s += "-asym";
+  if (scale_dtype != DefaultScaleDType(group_size)) {
+    s += scale_dtype == quant::ScaleDType::kF16 ? kF16ScaleSuffix : kF32ScaleSuffix;
+  }
   return s;
+}
+
+quant::ScaleDType DefaultScaleDType(int64_t group_size) {
+  return group_size > 0 ? quant::ScaleDType::kF16 : quant::ScaleDType::kF32;
 }
 
 absl::StatusOr<WeightScheme> ParseWeightScheme(std::string_view text,
@@ -154,6 +170,12 @@ absl::StatusOr<WeightScheme> ParseWeightScheme(std::string_view text,
   }
   if (text.substr(0, 3) != "int") return bad();
   std::string_view rest = text.substr(3);
+  std::optional<quant::ScaleDType> scale_dtype;
+  if (EndsWith(rest, kF16ScaleSuffix) || EndsWith(rest, kF32ScaleSuffix)) {
+    scale_dtype = EndsWith(rest, kF16ScaleSuffix) ? quant::ScaleDType::kF16
+                                                  : quant::ScaleDType::kF32;
+    rest.remove_suffix(kF16ScaleSuffix.size());
+  }
   if (rest.size() >= 5 && rest.substr(rest.size() - 5) == "-asym") {
     s.symmetric = false;
     rest.remove_suffix(5);
@@ -165,20 +187,13 @@ absl::StatusOr<WeightScheme> ParseWeightScheme(std::string_view text,
   if (!ParseInt(bits_text, &bits) || bits < 2 || bits > 8) return bad();
   s.kind = WeightScheme::Kind::kInt;
   s.bits = static_cast<int>(bits);
-  if (bits == 8) {
-    // The int8 layout is per output channel only.
-    if (!group_text.empty() && group_text != "row") {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "scheme '", std::string(text), "': int8 is per output channel (layout int8_per_channel); groups are for 2..4 bits"));
-    }
-    return s;
-  }
-  if (bits > 4) {
+  if (bits > 4 && bits < 8) {
     return absl::InvalidArgumentError(absl::StrCat(
         "scheme '", std::string(text), "': 5..7-bit storage has no layout in the shard format; use int8 or int2..int4"));
   }
   if (group_text.empty()) {
-    s.group_size = default_group;
+    // A bare "int8" is per output channel (int8_per_channel).
+    s.group_size = bits == 8 ? 0 : default_group;
   } else if (group_text == "row") {
     s.group_size = 0;
   } else if (group_text[0] == 'g' && ParseInt(group_text.substr(1), &s.group_size) &&
@@ -186,6 +201,7 @@ absl::StatusOr<WeightScheme> ParseWeightScheme(std::string_view text,
   } else {
     return bad();
   }
+  s.scale_dtype = scale_dtype.value_or(DefaultScaleDType(s.group_size));
   return s;
 }
 
@@ -469,11 +485,13 @@ absl::StatusOr<std::vector<TensorPlan>> PlanWeights(const ir::Model& model,
       p.rule = static_cast<int>(i);
       break;
     }
-    if (p.scheme.kind == WeightScheme::Kind::kInt && use.op == "Conv" && p.scheme.bits < 8) {
+    if (p.scheme.kind == WeightScheme::Kind::kInt && use.op == "Conv" &&
+        (p.scheme.bits < 8 || p.scheme.group_size > 0)) {
       p.note = "Conv weight stored int8 per channel: " + p.scheme.Name() +
-               " asked, but the group-wise layout cannot group a spatial kernel";
+               " asked, but the group-wise layouts cannot group a spatial kernel";
       p.scheme.bits = 8;
       p.scheme.group_size = 0;
+      p.scheme.scale_dtype = DefaultScaleDType(0);
     }
     if (use.op == "Gather" &&
         (p.algorithm == Algorithm::kGptq || p.algorithm == Algorithm::kAwq ||

@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "ir/graph.h"
 #include "nlohmann/json.hpp"
+#include "quantize/numerics/quant_types.h"
 
 namespace slimpack::quantize {
 
@@ -36,19 +37,33 @@ struct WeightScheme {
   Kind kind = Kind::kKeep;
   ir::DType float_dtype = ir::DType::kUndefined;  // kFloat: f32/f16/bf16
   int bits = 0;                                   // kInt: 8 or 4 (2..8)
-  int64_t group_size = 0;  // kInt, bits < 8: elements per group (0: per row)
+  int64_t group_size = 0;  // kInt: elements per group (0: per row)
   bool symmetric = true;
+  // kInt: how the scales are stored. f16 for every grouped scheme unless
+  // the name says "-f32scale"; f32 for one scale per row unless
+  // "-f16scale" (a row's scale costs nothing next to its weights).
+  quant::ScaleDType scale_dtype = quant::ScaleDType::kF32;
 
-  // Canonical name: "keep", "f16", "int8", "int8-asym", "int4-g128",
-  // "int4-g32-asym", "int4-row" (group = whole row).
+  // Canonical name: "keep", "f16", "int8", "int8-asym", "int8-g32",
+  // "int4-g128", "int4-g32-asym", "int4-row" (group = whole row), with
+  // "-f32scale" / "-f16scale" when the scale dtype is not the default.
   std::string Name() const;
+  // The numerics' view of a kInt scheme (bits, groups, symmetry, scales).
+  quant::Scheme Numerics() const {
+    return quant::Scheme{bits, group_size, symmetric, scale_dtype};
+  }
   bool operator==(const WeightScheme& o) const {
     return kind == o.kind && float_dtype == o.float_dtype && bits == o.bits &&
-           group_size == o.group_size && symmetric == o.symmetric;
+           group_size == o.group_size && symmetric == o.symmetric &&
+           scale_dtype == o.scale_dtype;
   }
 };
 
-// Parses a scheme name. "int4" takes `default_group` (128 unless set).
+// The scale dtype a scheme gets when its name does not choose one.
+quant::ScaleDType DefaultScaleDType(int64_t group_size);
+
+// Parses a scheme name. "int4" takes `default_group` (128 unless set);
+// "int8" alone is per output channel.
 // InvalidArgument naming the text and listing the forms.
 absl::StatusOr<WeightScheme> ParseWeightScheme(std::string_view text,
                                                int64_t default_group = 128);

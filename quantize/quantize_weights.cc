@@ -32,14 +32,6 @@ namespace {
 
 using nlohmann::json;
 
-quant::Scheme ToQuantScheme(const WeightScheme& s) {
-  quant::Scheme q;
-  q.bits = s.bits;
-  q.group_size = s.group_size;
-  q.symmetric = s.symmetric;
-  return q;
-}
-
 uint64_t BytesOf(const ir::Tensor& t) { return t.data.size(); }
 
 // Calibration data opened against the graph that will run.
@@ -313,7 +305,7 @@ class Quantizer {
           go.act_order = req_.config.gptq_act_order;
           go.static_groups = go.act_order;  // stored layout needs no permutation
           go.threads = req_.threads;
-          auto q = quant::QuantizeGptq(m.w.data(), m.rows, m.cols, ToQuantScheme(p.scheme), c.xtx,
+          auto q = quant::QuantizeGptq(m.w.data(), m.rows, m.cols, p.scheme.Numerics(), c.xtx,
                                        c.rows, go);
           if (!q.ok()) return Annotate(q.status(), "gptq of tensor '" + p.use.tensor + "'");
           std::vector<float> deq(m.w.size());
@@ -393,7 +385,7 @@ class Quantizer {
   // RTN, rtn-mse and imatrix: one call per weight (quantize/rtn_tensor.h).
   RtnTensorOptions RtnOptionsFor(const TensorPlan& p, const std::string& algorithm) const {
     RtnTensorOptions o;
-    o.scheme = ToQuantScheme(p.scheme);
+    o.scheme = p.scheme.Numerics();
     o.transposed = p.use.transposed;
     o.algorithm = algorithm;
     o.rtn.threads = req_.threads;

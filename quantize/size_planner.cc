@@ -38,10 +38,7 @@ absl::StatusOr<Option> Measure(const Matrix& m, const WeightScheme& scheme, cons
     RETURN_IF_ERROR(ir::ConvertFloats(d, stored.data(), ir::DType::kF32,
                                              reinterpret_cast<uint8_t*>(approx.data()), n));
   } else {
-    quant::Scheme q;
-    q.bits = scheme.bits;
-    q.group_size = scheme.group_size;
-    q.symmetric = scheme.symmetric;
+    const quant::Scheme q = scheme.Numerics();
     quant::RtnOptions ro;
     ro.threads = threads;
     ro.importance = imp;

@@ -15,6 +15,8 @@ std::string SchemeName(const ir::Tensor& t) {
       return "int8-per-channel";
     case ir::QuantKind::kInt4GroupWise:
       return "int4-g" + std::to_string(t.quant.group_size);
+    case ir::QuantKind::kInt8GroupWise:
+      return "int8-g" + std::to_string(t.quant.group_size);
     case ir::QuantKind::kNone:
       break;
   }

@@ -56,7 +56,9 @@ PY
   rm -rf "$out"
 }
 run int8 --quant int8
+run int8-g32 --quant int8 --group 32
 run int4-g32 --quant int4 --group 32
 run int4-g32-asym --quant int4 --group 32 --asym
 run int4-g128 --quant int4 --group 128
 run int4-g32-rtn-mse --quant int4 --group 32 --algo rtn-mse
+run int4-g32-f32scale --quant int4-g32-f32scale

@@ -29,13 +29,10 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < t.shape.size(); ++i) {
       shape += (i ? "," : "") + std::to_string(t.shape[i]);
     }
-    const char* layout = t.layout.kind == sl::LayoutKind::kPlain ? "plain"
-                         : t.layout.kind == sl::LayoutKind::kInt8PerChannel
-                             ? "int8_per_channel"
-                             : "int4_groupwise";
+    const std::string layout(slimpack::shard::LayoutKindName(t.layout.kind));
     std::printf("  %-40s %-4s [%s] %s shard %u offset %llu\n", t.name.c_str(),
                 std::string(slimpack::shard::DTypeName(t.dtype)).c_str(),
-                shape.c_str(), layout, t.shard,
+                shape.c_str(), layout.c_str(), t.shard,
                 static_cast<unsigned long long>(t.offset));
     const bool printable = t.layout.kind != sl::LayoutKind::kPlain ||
                            t.dtype == sl::DType::kF32 || t.dtype == sl::DType::kF16 ||

@@ -90,13 +90,9 @@ absl::StatusOr<std::vector<ir::Tensor>> UnpackLinear(const PrequantConfig& c,
     ASSIGN_OR_RETURN(g, prequant_internal::ReadCompressed(c, p));
   }
   const bool int8 = g.bits == 8;
-  if (int8 && g.groups != 1) {
-    return absl::UnimplementedError(
-        Where(*p.qweight) + ": bits 8 with group_size " + std::to_string(c.group_size) + " (" +
-        std::to_string(g.groups) + " groups over " + std::to_string(g.in) + " input rows, " +
-        c.source + ") is not supported: slimpack's 8-bit layout is int8_per_channel (supported: "
-        "group_size -1 or the input size)");
-  }
+  // 8 bits with one group per output row is int8_per_channel; shorter
+  // groups are int8_groupwise.
+  const bool per_channel = int8 && g.groups == 1;
   ASSIGN_OR_RETURN(std::vector<int64_t> perm, ContiguousOrder(g, p));
   const std::string w_name = p.prefix + ".weight";
   // Codes in the HF [out, in] order, input rows through perm; signed codes
@@ -123,22 +119,33 @@ absl::StatusOr<std::vector<ir::Tensor>> UnpackLinear(const PrequantConfig& c,
   const ir::DType dtype = g.signed_codes ? (int8 ? ir::DType::kI8 : ir::DType::kI4)
                                          : (int8 ? ir::DType::kU8 : ir::DType::kU4);
   const std::vector<int64_t> param_dims =
-      int8 ? std::vector<int64_t>{g.out} : std::vector<int64_t>{g.out, g.groups};
+      per_channel ? std::vector<int64_t>{g.out} : std::vector<int64_t>{g.out, g.groups};
   std::vector<ir::Tensor> out;
   ir::Tensor w = Companion(*p.qweight, w_name, dtype, {g.out, g.in},
                            int8 ? std::move(codes) : Nibbles(codes));
-  w.quant.kind = int8 ? ir::QuantKind::kInt8PerChannel : ir::QuantKind::kInt4GroupWise;
-  w.quant.axis = int8 ? 0 : 1;
-  w.quant.group_size = int8 ? 0 : g.group;
+  w.quant.kind = per_channel ? ir::QuantKind::kInt8PerChannel
+                 : int8      ? ir::QuantKind::kInt8GroupWise
+                             : ir::QuantKind::kInt4GroupWise;
+  w.quant.axis = per_channel ? 0 : 1;
+  w.quant.group_size = per_channel ? 0 : g.group;
   w.quant.scale = w_name + ".scale";
   if (!g.signed_codes) w.quant.zero_point = w_name + ".zero_point";
   w.quant.algorithm = c.method == PrequantMethod::kGptq  ? "gptq-checkpoint"
                       : c.method == PrequantMethod::kAwq ? "awq-checkpoint"
                                                          : "compressed-tensors-checkpoint";
-  std::vector<uint8_t> scale_bytes(scale.size() * sizeof(float));
-  std::memcpy(scale_bytes.data(), scale.data(), scale_bytes.size());
-  out.push_back(Companion(*p.scales, w.quant.scale, ir::DType::kF32, param_dims,
-                          std::move(scale_bytes)));
+  // f16 scales stay f16 (the checkpoint's bits); others are stored f32.
+  const bool f16 = p.scales->dtype == ir::DType::kF16;
+  std::vector<uint8_t> scale_bytes(scale.size() * (f16 ? 2 : 4));
+  for (size_t i = 0; i < scale.size(); ++i) {
+    if (f16) {
+      const uint16_t h = ir::F32ToF16(scale[i]);  // exact: widened from f16
+      std::memcpy(scale_bytes.data() + 2 * i, &h, 2);
+    } else {
+      std::memcpy(scale_bytes.data() + 4 * i, &scale[i], 4);
+    }
+  }
+  out.push_back(Companion(*p.scales, w.quant.scale, f16 ? ir::DType::kF16 : ir::DType::kF32,
+                          param_dims, std::move(scale_bytes)));
   if (!g.signed_codes) {
     out.push_back(Companion(p.qzeros ? *p.qzeros : *p.qweight, w.quant.zero_point, dtype,
                             param_dims, int8 ? std::move(zero) : Nibbles(zero)));

@@ -11,7 +11,8 @@
 // GPTQ also `<p>.g_idx`) the checkpoint gets, in place of those tensors:
 //   <p>.weight             [out, in] u4 (bits 2, 3, 4) or u8 (bits 8): the
 //                          codes, as the HF nn.Linear weight is laid out
-//   <p>.weight.scale       f32 (the f16 scales widened exactly)
+//   <p>.weight.scale       the scales: f16 as the checkpoint stores them, f32
+//                          for bf16 / f32 ones (widened exactly)
 //   <p>.weight.zero_point  u4 / u8: the zero points (GPTQ v1's stored
 //                          "zero minus one" plus one)
 //   <p>.weight.input_perm  i64 [in], act-order only (hf::kInputPermSuffix)
@@ -22,9 +23,9 @@
 // without a zero point, an asymmetric one u4 / u8 codes and zero points as
 // stored (their difference is the signed difference).
 // Bits 2, 3 and 4 use int4_groupwise along the input axis (group_size -1: one
-// group of `in`); bits 8 use int8_per_channel over the output rows, so
-// 8-bit checkpoints with groups smaller than `in` are refused (the format
-// has no group-wise int8 layout yet).
+// group of `in`); bits 8 use int8_per_channel over the output rows when
+// there is one group per row, int8_groupwise along the input axis when the
+// groups are shorter.
 //
 // Act-order (a g_idx that is not i / group_size): the weight's input rows
 // are permuted so that each group's rows are contiguous, perm[j] being the

@@ -170,16 +170,20 @@ constexpr bool DTypeFromName(std::string_view name, DType* out) {
 // defines each one exactly.
 enum class LayoutKind : uint8_t {
   kPlain = 0,           // elements of dtype, C order
-  kInt8PerChannel = 1,  // i8/u8 with one f32 scale (and zero point) per
+  kInt8PerChannel = 1,  // i8/u8 with one scale (and zero point) per
                         // index along `axis`
-  kInt4GroupWise = 2,   // i4/u4 with one f32 scale (and zero point) per
+  kInt4GroupWise = 2,   // i4/u4 with one scale (and zero point) per
                         // `group_size` consecutive indices along `axis`
   kSparse2of4 = 3,      // f32/f16/bf16 2:4 sparse: the kept half of the
                         // values plus a u4 index tensor (spec.md, "Sparsity")
+  kInt8GroupWise = 4,   // i8/u8 with one scale (and zero point) per
+                        // `group_size` consecutive indices along `axis`
 };
+// Scales are f32, or f16 with feature kFeatureF16Scales.
 inline constexpr std::string_view kLayoutPlain = "plain";
 inline constexpr std::string_view kLayoutInt8PerChannel = "int8_per_channel";
 inline constexpr std::string_view kLayoutInt4GroupWise = "int4_groupwise";
+inline constexpr std::string_view kLayoutInt8GroupWise = "int8_groupwise";
 
 // The only packing order of 4-bit types in 1.0 (layout.packing).
 inline constexpr std::string_view kPackingLowNibbleFirst = "low_nibble_first";
@@ -192,8 +196,14 @@ constexpr std::string_view LayoutKindName(LayoutKind k) {
     case LayoutKind::kInt8PerChannel: return kLayoutInt8PerChannel;
     case LayoutKind::kInt4GroupWise: return kLayoutInt4GroupWise;
     case LayoutKind::kSparse2of4: return kLayoutSparse2of4;
+    case LayoutKind::kInt8GroupWise: return kLayoutInt8GroupWise;
   }
   return "?";
+}
+
+// True for the layouts with a group_size.
+constexpr bool IsGroupWise(LayoutKind k) {
+  return k == LayoutKind::kInt4GroupWise || k == LayoutKind::kInt8GroupWise;
 }
 
 // ---------------------------------------------------------------------------
@@ -209,11 +219,16 @@ inline constexpr uint32_t kSparseGroup = 4;
 inline constexpr uint32_t kSparseKept = 2;
 
 // Features a reader must understand to load the artifact. A manifest lists
-// the ones it uses in "required_features"; a reader that meets a name it does
-// not know rejects the artifact as made by a newer tool. A writer lists
-// kFeatureSparse2of4 exactly when a tensor has layout sparse_2_4, so readers
-// that predate the layout fail at open with a clear message; otherwise the
-// list is empty.
+// the ones it uses in "required_features" (sorted, each once); a reader that
+// meets a name it does not know rejects the artifact as made by a newer
+// tool. A writer lists each exactly when the artifact uses it, so readers
+// that predate it fail at open with a clear message; an artifact using none
+// has an empty list and stays readable by every 1.x reader:
+//   kFeatureF16Scales    some quantized tensor's scale tensor is f16
+//   kFeatureInt8GroupWise some tensor has layout int8_groupwise
+//   kFeatureSparse2of4   some tensor has layout sparse_2_4
+inline constexpr std::string_view kFeatureF16Scales = "f16_scales";
+inline constexpr std::string_view kFeatureInt8GroupWise = "int8_groupwise";
 inline constexpr std::string_view kFeatureSparse2of4 = "sparse_2_4";
 
 }  // namespace slimpack::shard

@@ -63,7 +63,7 @@ GroupGrid GridOf(const double* x, int64_t len, const Scheme& s) {
     mn = v < mn ? v : mn;
     mx = v > mx ? v : mx;
   }
-  return MakeGrid(mn, mx, 1.0f, s.bits, s.symmetric);
+  return MakeGrid(mn, mx, 1.0f, s.bits, s.symmetric, false, s.scale_dtype);
 }
 
 // Everything the per-row loop shares (read-only).

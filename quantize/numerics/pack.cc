@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ir/float_convert.h"
 #include "support/status_macros.h"
 
 namespace slimpack::quant {
@@ -62,13 +63,16 @@ absl::StatusOr<PackedTensors> PackedShapes(const Scheme& scheme, int64_t rows, i
   if (original.name.empty()) {
     return absl::InvalidArgumentError("pack: original tensor has no name");
   }
+  const bool int8 = scheme.bits > 4;
+  // An 8-bit scheme whose groups are shorter than a row is int8_groupwise.
+  const bool grouped = !int8 || (scheme.group_size > 0 && scheme.group_size < cols);
   // Rank 2 [rows, cols] (or [cols, rows] transposed); int8 per-channel
   // also takes [rows, d1, d2, ...] with d1*d2*... == cols (Conv weights
   // [O, I, kh, kw]: one scale per output channel along axis 0).
   const std::vector<int64_t> want =
       transposed ? std::vector<int64_t>{cols, rows} : std::vector<int64_t>{rows, cols};
   bool dims_ok = original.dims == want;
-  if (!dims_ok && !transposed && scheme.bits > 4 &&
+  if (!dims_ok && !transposed && !grouped &&
       original.dims.size() > 2 && original.dims[0] == rows) {
     int64_t inner = 1;
     for (size_t i = 1; i < original.dims.size() && inner > 0; ++i) {
@@ -85,13 +89,12 @@ absl::StatusOr<PackedTensors> PackedShapes(const Scheme& scheme, int64_t rows, i
     return absl::InvalidArgumentError(absl::StrCat(
         where, ": dims [", got, "] do not match the quantized matrix [",
         want[0], ",", want[1], "]", transposed ? " (transposed)" : "",
-        scheme.bits <= 4 ? " (int4 layouts need rank 2)" : ""));
+        scheme.bits <= 4 || grouped ? " (group-wise layouts need rank 2)" : ""));
   }
   if (absl::Status s = ValidateScheme(scheme, cols); !s.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": ", s.message()));
   }
   const int64_t ng = NumGroups(scheme, cols);
-  const bool int8 = scheme.bits > 4;
   const bool sym = scheme.symmetric;
   const ir::DType dtype = int8 ? (sym ? ir::DType::kI8 : ir::DType::kU8)
                                : (sym ? ir::DType::kI4 : ir::DType::kU4);
@@ -109,23 +112,24 @@ absl::StatusOr<PackedTensors> PackedShapes(const Scheme& scheme, int64_t rows, i
   w.quant.scale = original.name + ".scale";
   if (!sym) w.quant.zero_point = original.name + ".zero_point";
 
-  // Scale / zero-point element order: [rows] for int8; [rows, ng] or, with
-  // the input axis first when transposed, [ng, rows] for int4.
+  // Scale / zero-point element order: [rows] per channel; [rows, ng] or,
+  // with the input axis first when transposed, [ng, rows] group-wise.
   std::vector<int64_t> sdims;
-  if (int8) {
+  if (!grouped) {
     w.quant.kind = ir::QuantKind::kInt8PerChannel;
     w.quant.axis = transposed ? 1 : 0;
     sdims = {rows};
   } else {
-    w.quant.kind = ir::QuantKind::kInt4GroupWise;
+    w.quant.kind = int8 ? ir::QuantKind::kInt8GroupWise : ir::QuantKind::kInt4GroupWise;
     w.quant.axis = transposed ? 0 : 1;
     w.quant.group_size = EffectiveGroupSize(scheme, cols);
     sdims = transposed ? std::vector<int64_t>{ng, rows} : std::vector<int64_t>{rows, ng};
   }
+  const bool f16 = scheme.scale_dtype == ScaleDType::kF16;
   out.scale = Companion(original, w.quant.scale);
-  out.scale.dtype = ir::DType::kF32;
+  out.scale.dtype = f16 ? ir::DType::kF16 : ir::DType::kF32;
   out.scale.dims = sdims;
-  out.scale.data = ir::TensorData::Deferred(ns * sizeof(float));
+  out.scale.data = ir::TensorData::Deferred(ns * (f16 ? 2 : 4));
   if (!sym) {
     ir::Tensor z = Companion(original, w.quant.zero_point);
     z.dtype = dtype;
@@ -156,12 +160,25 @@ absl::StatusOr<PackedTensors> ToIrTensors(const QuantizedMatrix& m,
   const ir::DType dtype = out.weight.dtype;
   out.weight.data = ir::TensorData::Owned(
       Encode(transposed ? Transpose(m.q, m.rows, m.cols) : m.q, dtype, bits));
-  const bool transpose_params = transposed && bits <= 4;
+  const bool transpose_params =
+      transposed && out.weight.quant.kind != ir::QuantKind::kInt8PerChannel;
   const std::vector<float> scale = transpose_params ? Transpose(m.scale, m.rows, ng) : m.scale;
-  std::vector<uint8_t> sbytes(scale.size() * sizeof(float));
+  const bool f16 = out.scale.dtype == ir::DType::kF16;
+  std::vector<uint8_t> sbytes(scale.size() * (f16 ? 2 : 4));
   for (size_t i = 0; i < scale.size(); ++i) {
-    // Little-endian f32 (the format's byte order; x86/arm hosts).
-    std::memcpy(sbytes.data() + i * sizeof(float), &scale[i], sizeof(float));
+    // Little-endian (the format's byte order; x86/arm hosts). An f16 scale
+    // is exact: the quantizer chose it on the f16 grid (MakeGrid).
+    if (f16) {
+      const uint16_t h = ir::F32ToF16(scale[i]);
+      if (ir::F16ToF32(h) != scale[i]) {
+        return absl::InternalError(absl::StrCat(
+            "pack '", original.name, "': scale ", i, " = ", scale[i],
+            " is not on the f16 grid its scheme stores (quantized with another scale dtype?)"));
+      }
+      std::memcpy(sbytes.data() + i * 2, &h, 2);
+    } else {
+      std::memcpy(sbytes.data() + i * 4, &scale[i], 4);
+    }
   }
   out.scale.data = ir::TensorData::Owned(std::move(sbytes));
   if (out.zero_point) {

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "ir/float_convert.h"
 
 namespace slimpack::quant {
 
@@ -12,7 +13,16 @@ std::string Scheme::ToString() const {
   return absl::StrCat("int", bits, " ",
                       group_size == 0 ? std::string("per-channel")
                                       : absl::StrCat("g", group_size),
-                      symmetric ? " sym" : " asym");
+                      symmetric ? " sym" : " asym",
+                      scale_dtype == ScaleDType::kF16 ? " f16-scale" : "");
+}
+
+float StoredScale(float scale, ScaleDType scale_dtype) {
+  if (scale_dtype == ScaleDType::kF32 || !std::isfinite(scale)) return scale;
+  const float r = ir::F16ToF32(ir::F32ToF16(scale));
+  if (r == 0.0f && scale != 0.0f) return std::copysign(0x1p-24f, scale);
+  if (std::isinf(r)) return std::copysign(65504.0f, scale);
+  return r;
 }
 
 int64_t NumGroups(const Scheme& s, int64_t cols) {
@@ -31,10 +41,11 @@ absl::Status ValidateScheme(const Scheme& s, int64_t cols) {
     return absl::InvalidArgumentError(absl::StrCat(
         "quant scheme: group_size ", s.group_size, " is negative"));
   }
-  if (s.bits > 4 && s.group_size != 0 && s.group_size != cols) {
+  if (s.bits > 4 && s.bits < 8 && s.group_size != 0 && s.group_size != cols) {
     return absl::InvalidArgumentError(absl::StrCat(
         "quant scheme: ", s.bits, "-bit weights are per-channel only "
-        "(group_size 0 or cols = ", cols, "), got group_size ", s.group_size));
+        "(group_size 0 or cols = ", cols, "), got group_size ", s.group_size,
+        " (grouped, use 8 or 2..4 bits)"));
   }
   return absl::OkStatus();
 }
@@ -44,12 +55,14 @@ uint64_t QuantizedMatrix::StorageBytes() const {
   const uint64_t g = static_cast<uint64_t>(rows) *
                      static_cast<uint64_t>(num_groups());
   const int container = scheme.bits <= 4 ? 4 : 8;
-  uint64_t bytes = (n * container + 7) / 8 + g * sizeof(float);
+  const uint64_t scale_bytes = scheme.scale_dtype == ScaleDType::kF16 ? 2 : 4;
+  uint64_t bytes = (n * container + 7) / 8 + g * scale_bytes;
   if (!scheme.symmetric) bytes += (g * container + 7) / 8;
   return bytes;
 }
 
-GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric, bool restricted) {
+GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric, bool restricted,
+                   ScaleDType scale_dtype) {
   GroupGrid g;
   const int32_t half = 1 << (bits - 1);
   g.qmin = -half;
@@ -57,7 +70,7 @@ GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric, bo
   if (symmetric && restricted) {
     const float amax = std::max(std::fabs(mn), std::fabs(mx)) * ratio;
     g.qmin = -(half - 1);
-    g.scale = amax / static_cast<float>(half - 1);
+    g.scale = StoredScale(amax / static_cast<float>(half - 1), scale_dtype);
     if (!(g.scale > 0.0f)) g.scale = 1.0f;
     return g;
   }
@@ -68,7 +81,7 @@ GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric, bo
     // extreme therefore gets a negative scale; q * scale is all a reader
     // computes, and 0 still maps to code 0.
     const float m = (std::fabs(mn) >= std::fabs(mx) ? mn : mx) * ratio;
-    g.scale = m / static_cast<float>(-half);
+    g.scale = StoredScale(m / static_cast<float>(-half), scale_dtype);
     g.zero = 0;
     if (!(std::fabs(g.scale) > 0.0f)) g.scale = 1.0f;
     return g;
@@ -83,6 +96,7 @@ GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric, bo
     // hi - lo overflowed (weights near FLT_MAX): divide first.
     g.scale = hi / static_cast<float>(maxq) - lo / static_cast<float>(maxq);
   }
+  g.scale = StoredScale(g.scale, scale_dtype);
   if (!(g.scale > 0.0f)) {
     g.scale = 1.0f;
     g.zero = -half;  // unsigned zero point 0

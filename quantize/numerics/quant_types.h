@@ -31,16 +31,24 @@
 
 namespace slimpack::quant {
 
+// How a group's scale is stored. f16 (ggml's choice for every block type)
+// costs 16 bits per group instead of 32 (0.25 bit/weight at group 64) and
+// every quantizer rounds onto the f16 grid it will be stored in
+// (MakeGrid), so the codes are chosen for the scale a reader multiplies by.
+enum class ScaleDType : uint8_t { kF32 = 0, kF16 = 1 };
+
 struct Scheme {
   int bits = 4;
   int64_t group_size = 0;  // 0: one group per row (per output channel)
   bool symmetric = true;
+  ScaleDType scale_dtype = ScaleDType::kF32;
 
-  // "int4 g32 sym", "int8 per-channel asym": for messages and reports.
+  // "int4 g32 sym", "int8 per-channel asym", "int4 g32 sym f16-scale": for
+  // messages and reports.
   std::string ToString() const;
   bool operator==(const Scheme& o) const {
     return bits == o.bits && group_size == o.group_size &&
-           symmetric == o.symmetric;
+           symmetric == o.symmetric && scale_dtype == o.scale_dtype;
   }
 };
 
@@ -51,9 +59,10 @@ inline int64_t EffectiveGroupSize(const Scheme& s, int64_t cols) {
   return s.group_size == 0 ? cols : s.group_size;
 }
 
-// Checks bits in [2, 8] and group_size >= 0; bits > 4 (stored in an 8-bit
-// container) must be per-channel (group_size 0 or == cols), since the shard
-// format only has int8_per_channel and int4_groupwise layouts.
+// Checks bits in [2, 8] and group_size >= 0; bits 5..7 (stored in an 8-bit
+// container) must be per-channel (group_size 0 or == cols): grouped they
+// would cost 8 bits a weight for fewer levels than int8_groupwise. 8 bits
+// take any group size (int8_per_channel or int8_groupwise).
 // InvalidArgument naming the offending field and value.
 absl::Status ValidateScheme(const Scheme& s, int64_t cols);
 
@@ -66,7 +75,7 @@ struct QuantizedMatrix {
                              // empty when symmetric
   int64_t num_groups() const { return NumGroups(scheme, cols); }
   int64_t group_size() const { return EffectiveGroupSize(scheme, cols); }
-  // Bytes of the packed payload plus f32 scales and packed zero points.
+  // Bytes of the packed payload plus scales and packed zero points.
   uint64_t StorageBytes() const;
 };
 
@@ -92,8 +101,16 @@ struct GroupGrid {
 // `restricted` (symmetric only): codes in [-(2^(b-1)-1), 2^(b-1)-1] with
 // scale = max(|mn|,|mx|)*ratio / (2^(b-1)-1) > 0, the convention of int8
 // kernels that multiply two signed codes (static W8A8, spec "Integer ops").
+// `scale_dtype` kF16: the scale is rounded to f16 (StoredScale) before the
+// zero point is chosen, so the grid is the one the stored layout describes.
 GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric,
-                   bool restricted = false);
+                   bool restricted = false, ScaleDType scale_dtype = ScaleDType::kF32);
+
+// `scale` as it will be stored: itself for kF32; for kF16 the nearest f16
+// (ties to even), with a value too small for f16's subnormals kept at the
+// smallest one (2^-24) and one too large at the largest finite (65504), both
+// of the same sign, so a stored scale is never 0 or infinite.
+float StoredScale(float scale, ScaleDType scale_dtype);
 // One element through the grid (centred code).
 inline int32_t QuantizeValue(float x, const GroupGrid& g);
 inline float DequantizeCode(int32_t q, const GroupGrid& g) {

@@ -95,6 +95,7 @@ absl::StatusOr<QuantizedMatrix> QuantizeRtn(const float* w, int64_t rows,
   base.bits = scheme.bits;
   base.symmetric = scheme.symmetric;
   base.restricted = options.restricted_range;
+  base.scale_dtype = scheme.scale_dtype;
   base.importance = options.importance;
   base.search = search;
   base.clip_grid = options.clip_grid;

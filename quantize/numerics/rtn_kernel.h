@@ -17,6 +17,7 @@ struct RowJob {
   int bits = 4;
   bool symmetric = true;
   bool restricted = false;     // MakeGrid's restricted symmetric range
+  ScaleDType scale_dtype = ScaleDType::kF32;  // MakeGrid's stored scale
   const float* importance = nullptr;  // cols weights, or null
   bool search = false;
   int clip_grid = 20;

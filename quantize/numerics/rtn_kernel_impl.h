@@ -31,14 +31,15 @@ bool QuantizeRowImpl(const RowJob& j) {
     const float* x = j.w + c0;
     float mn, mx;
     if (!Ops::MinMax(x, n, &mn, &mx)) return false;
-    GroupGrid best = MakeGrid(mn, mx, 1.0f, j.bits, j.symmetric, j.restricted);
+    GroupGrid best = MakeGrid(mn, mx, 1.0f, j.bits, j.symmetric, j.restricted, j.scale_dtype);
     if (steps > 1) {
       const float* imp = j.importance ? j.importance + c0 : nullptr;
       float best_err = Ops::Error(x, imp, n, best);
       for (int k = 1; k < steps; ++k) {
         const float ratio =
             1.0f - static_cast<float>(k) / static_cast<float>(j.clip_grid);
-        const GroupGrid cand = MakeGrid(mn, mx, ratio, j.bits, j.symmetric, j.restricted);
+        const GroupGrid cand = MakeGrid(mn, mx, ratio, j.bits, j.symmetric, j.restricted,
+                                         j.scale_dtype);
         const float err = Ops::Error(x, imp, n, cand);
         if (err < best_err) {
           best_err = err;

@@ -10,6 +10,7 @@
 #include "runtime/gemm.h"
 #include "runtime/kernel.h"
 #include "runtime/thread_pool.h"
+#include "ir/float_convert.h"
 #include "ir/quant.h"
 #include "runtime/kernels/fused_kernels.h"
 #include "support/status_macros.h"
@@ -31,13 +32,24 @@ struct Packed {
   bool per_channel = true;
   int64_t groups = 0;        // parameter entries along the axis
   const uint8_t* q = nullptr;
-  const float* scale = nullptr;
+  const void* scale = nullptr;  // f32, or f16 when scale_f16
+  bool scale_f16 = false;
   const uint8_t* zp = nullptr;  // nullptr: zero point 0
 };
 
+// Scale entry p as f32 (an f16 scale widened exactly).
+template <bool kF16>
+float ScaleAt(const Packed& w, uint64_t p) {
+  if constexpr (kF16) {
+    return ir::F16ToF32(static_cast<const uint16_t*>(w.scale)[p]);
+  } else {
+    return static_cast<const float*>(w.scale)[p];
+  }
+}
+
 // Writes rows [r0, r1) x cols [c0, c1) of w's real values row-major into
 // out, with ir::DequantizeInto's index arithmetic and formula.
-template <DType T>
+template <DType T, bool kF16>
 void DequantRegionT(const Packed& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                     float* out) {
   for (int64_t r = r0; r < r1; ++r) {
@@ -52,18 +64,28 @@ void DequantRegionT(const Packed& w, int64_t r0, int64_t r1, int64_t c0, int64_t
       }
       const int32_t z = w.zp ? IntAt<T>(w.zp, p) : 0;
       const uint64_t i = static_cast<uint64_t>(r * w.cols + c);
-      *out++ = static_cast<float>(IntAt<T>(w.q, i) - z) * w.scale[p];
+      *out++ = static_cast<float>(IntAt<T>(w.q, i) - z) * ScaleAt<kF16>(w, p);
     }
+  }
+}
+
+template <bool kF16>
+void DequantRegionS(const Packed& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                    float* out) {
+  switch (w.dtype) {
+    case DType::kI8: DequantRegionT<DType::kI8, kF16>(w, r0, r1, c0, c1, out); break;
+    case DType::kU8: DequantRegionT<DType::kU8, kF16>(w, r0, r1, c0, c1, out); break;
+    case DType::kI4: DequantRegionT<DType::kI4, kF16>(w, r0, r1, c0, c1, out); break;
+    default: DequantRegionT<DType::kU4, kF16>(w, r0, r1, c0, c1, out); break;
   }
 }
 
 void DequantRegion(const Packed& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                    float* out) {
-  switch (w.dtype) {
-    case DType::kI8: DequantRegionT<DType::kI8>(w, r0, r1, c0, c1, out); break;
-    case DType::kU8: DequantRegionT<DType::kU8>(w, r0, r1, c0, c1, out); break;
-    case DType::kI4: DequantRegionT<DType::kI4>(w, r0, r1, c0, c1, out); break;
-    default: DequantRegionT<DType::kU4>(w, r0, r1, c0, c1, out); break;
+  if (w.scale_f16) {
+    DequantRegionS<true>(w, r0, r1, c0, c1, out);
+  } else {
+    DequantRegionS<false>(w, r0, r1, c0, c1, out);
   }
 }
 
@@ -91,8 +113,9 @@ absl::StatusOr<Packed> ReadPacked(const KernelContext& ctx, const RtTensor& w,
   if (axis != 0 && axis != 1) return Bad(ctx, "axis " + std::to_string(axis) + " is not 0 or 1");
   p.axis = static_cast<int>(axis);
   p.per_channel = kind == ir::QuantKind::kInt8PerChannel;
-  const bool dtype_ok = p.per_channel ? (p.dtype == DType::kI8 || p.dtype == DType::kU8)
-                                      : (p.dtype == DType::kI4 || p.dtype == DType::kU4);
+  const bool int8 = kind != ir::QuantKind::kInt4GroupWise;
+  const bool dtype_ok = int8 ? (p.dtype == DType::kI8 || p.dtype == DType::kU8)
+                             : (p.dtype == DType::kI4 || p.dtype == DType::kU4);
   if (!dtype_ok) {
     return Bad(ctx, kind_name + " weight has dtype " + std::string(ir::DTypeName(p.dtype)));
   }
@@ -109,11 +132,13 @@ absl::StatusOr<Packed> ReadPacked(const KernelContext& ctx, const RtTensor& w,
     want = w.dims();
     want[p.axis] = p.groups;
   }
-  if (scale == nullptr || scale->dtype() != DType::kF32 || scale->dims() != want) {
-    return Bad(ctx, "scale must be f32" + runtime::DimsToString(want) + ", got " +
+  if (scale == nullptr || (scale->dtype() != DType::kF32 && scale->dtype() != DType::kF16) ||
+      scale->dims() != want) {
+    return Bad(ctx, "scale must be f32 or f16" + runtime::DimsToString(want) + ", got " +
                         (scale ? scale->DebugString() : std::string("none")));
   }
-  p.scale = scale->data<float>();
+  p.scale = scale->raw();
+  p.scale_f16 = scale->dtype() == DType::kF16;
   if (zp != nullptr && zp->defined()) {
     if (zp->dtype() != p.dtype || zp->dims() != want) {
       return Bad(ctx, "zero point must be " + std::string(ir::DTypeName(p.dtype)) +

@@ -187,8 +187,11 @@ def main():
             zb = np.frombuffer(raw(prefix + ".weight.zero_point"), np.uint8)
             shard_zeros = np.stack([zb & 15, zb >> 4], 1).reshape(-1)[:out * groups].reshape(out, groups)
             ok &= np.array_equal(shard_zeros, zeros.T)
-            shard_scales = np.frombuffer(raw(prefix + ".weight.scale"), np.float32).reshape(out, groups)
-            ok &= np.array_equal(shard_scales, scales.T)
+            # The checkpoint's f16 scales are carried as f16, bit for bit.
+            ok &= by_name[prefix + ".weight.scale"]["dtype"] == "f16"
+            shard_scales = np.frombuffer(raw(prefix + ".weight.scale"), np.float16).reshape(out, groups)
+            ok &= np.array_equal(shard_scales.view(np.uint16),
+                                 scales.astype(np.float16).T.view(np.uint16))
             check(bool(ok), f"artifact carries {prefix}'s codes, zero points and scales exactly")
             checked += 1
         check(checked == 28, f"28 projections checked in the artifact (got {checked})")

@@ -338,7 +338,8 @@ TEST_F(GgufLlamaTest, QuantizedArtifactCodesAreCarriedIntoGgmlBlocks) {
   };
   for (const Case& c : {Case{"int4-g32", gguf::TensorType::kQ4_0},
                         Case{"int4-g32-asym", gguf::TensorType::kQ4_1},
-                        Case{"int8", gguf::TensorType::kQ8_0}}) {
+                        Case{"int8", gguf::TensorType::kQ8_0},
+                        Case{"int8-g32", gguf::TensorType::kQ8_0}}) {
     SCOPED_TRACE(c.scheme);
     ir::Model m = model_;
     quantize::QuantizeRequest req;
@@ -364,18 +365,18 @@ TEST_F(GgufLlamaTest, QuantizedArtifactCodesAreCarriedIntoGgmlBlocks) {
     const std::vector<float> got = Decoded(*t);
     const int64_t cols = q.dims[1];
     ASSERT_EQ(got.size(), static_cast<size_t>(q.dims[0] * cols));
-    auto scale_at = [&](int64_t i) {
-      float v;
-      std::memcpy(&v, s.data.data() + 4 * i, 4);
-      return v;
-    };
+    auto scales = ir::ScaleValues(s);
+    ASSERT_THAT(scales, IsOk());
+    auto scale_at = [&](int64_t i) { return (*scales)[static_cast<size_t>(i)]; };
     auto f16 = [](float v) { return ir::F16ToF32(ir::F32ToF16(v)); };
+    const bool per_row = q.quant.kind == ir::QuantKind::kInt8PerChannel;
     int64_t mismatches = 0;
     for (int64_t i = 0; i < static_cast<int64_t>(got.size()); ++i) {
       const int64_t row = i / cols, group = row * (cols / 32) + (i % cols) / 32;
       float want;
       if (c.type == gguf::TensorType::kQ8_0) {
-        want = static_cast<float>(ir::IntAt<ir::DType::kI8>(q.data.data(), i)) * f16(scale_at(row));
+        want = static_cast<float>(ir::IntAt<ir::DType::kI8>(q.data.data(), i)) *
+               f16(scale_at(per_row ? row : group));
       } else if (c.type == gguf::TensorType::kQ4_0) {
         want = static_cast<float>(ir::IntAt<ir::DType::kI4>(q.data.data(), i)) * f16(scale_at(group));
       } else {

@@ -13,6 +13,7 @@
 #include "calibration/token_ids.h"
 #include "runtime/graph_plan.h"
 #include "runtime/interpreter.h"
+#include "ir/float_convert.h"
 #include "ir/quant.h"
 #include "hf/llama_graph_builder.h"
 #include "formats/safetensors/checkpoint_importer.h"
@@ -40,6 +41,7 @@ struct Layout {
   int axis;
   int64_t group;
   bool zp;
+  bool f16_scale = false;
 };
 
 ir::Tensor Bytes(std::string name, DType dtype, std::vector<int64_t> dims,
@@ -94,9 +96,15 @@ void AddQuantized(ir::Graph& g, const std::string& name, int64_t rows, int64_t c
   const std::vector<int64_t> pdims = ir::QuantParamDims(w);
   int64_t np = 1;
   for (int64_t d : pdims) np *= d;
-  ASSERT_THAT(g.AddInitializer(F32Tensor(w.quant.scale, pdims,
-                                         RandomFloats(np, seed + 1, 0.001f, 0.05f))),
-              IsOk());
+  ir::Tensor scale = F32Tensor(w.quant.scale, pdims, RandomFloats(np, seed + 1, 0.001f, 0.05f));
+  if (l.f16_scale) {
+    std::vector<uint8_t> half(static_cast<size_t>(np) * 2);
+    ASSERT_THAT(ir::ConvertFloats(DType::kF32, scale.data.data(), DType::kF16, half.data(),
+                                  static_cast<uint64_t>(np)),
+                IsOk());
+    scale = Bytes(w.quant.scale, DType::kF16, pdims, std::move(half));
+  }
+  ASSERT_THAT(g.AddInitializer(std::move(scale)), IsOk());
   if (l.zp) {
     ASSERT_THAT(g.AddInitializer(Bytes(w.quant.zero_point, l.dtype, pdims,
                                        RandomInts(l.dtype, np, seed + 2))),
@@ -169,7 +177,8 @@ void CheckLinear(const LinearCase& c, const Layout& l, uint32_t seed) {
                            (c.bias ? " +bias" : "") + " dtype " +
                            std::string(ir::DTypeName(l.dtype)) + " axis " +
                            std::to_string(l.axis) + " g" + std::to_string(l.group) +
-                           (l.zp ? " asym" : " sym") + " K=" + std::to_string(k) +
+                           (l.zp ? " asym" : " sym") + (l.f16_scale ? " f16-scale" : "") +
+                           " K=" + std::to_string(k) +
                            " N=" + std::to_string(c.n);
   SCOPED_TRACE(what);
   ir::Graph g;
@@ -211,6 +220,10 @@ const Layout kI8Sym{DType::kI8, QuantKind::kInt8PerChannel, 0, 0, false};
 const Layout kU8Asym{DType::kU8, QuantKind::kInt8PerChannel, 0, 0, true};
 const Layout kI4G32{DType::kI4, QuantKind::kInt4GroupWise, 1, 32, false};
 const Layout kU4G16{DType::kU4, QuantKind::kInt4GroupWise, 1, 16, true};
+const Layout kI8G32{DType::kI8, QuantKind::kInt8GroupWise, 1, 32, false, true};
+const Layout kU8G16{DType::kU8, QuantKind::kInt8GroupWise, 1, 16, true};
+const Layout kI4G32F16{DType::kI4, QuantKind::kInt4GroupWise, 1, 32, false, true};
+const Layout kU8AsymF16{DType::kU8, QuantKind::kInt8PerChannel, 0, 0, true, true};
 
 // Output channels are rows of W when transB=1 and columns otherwise; the
 // per-channel axis follows them, groups run along K (short last group:
@@ -223,7 +236,8 @@ Layout Along(Layout l, bool channels_are_rows) {
 
 TEST(PackedWeightsTest, LinearsMatchTheDequantizedGraphBitForBit) {
   uint32_t seed = 1;
-  for (const Layout& base : {kI8Sym, kU8Asym, kI4G32, kU4G16}) {
+  for (const Layout& base :
+       {kI8Sym, kU8Asym, kI4G32, kU4G16, kI8G32, kU8G16, kI4G32F16, kU8AsymF16}) {
     for (int trans_b : {0, 1}) {
       for (bool bias : {false, true}) {
         for (bool natural : {true, false}) {
@@ -245,10 +259,12 @@ TEST(PackedWeightsTest, TiledProductsMatchBitForBit) {
   CheckLinear({"Gemm", 0, false, {16, 512}, 1040}, Along(kI4G32, false), 102);
   CheckLinear({"MatMul", 0, false, {2, 8, 512}, 1024}, Along(kI8Sym, false), 103);
   CheckLinear({"Gemm", 1, false, {1024, 256}, 32}, Along(kU8Asym, true), 104);
+  CheckLinear({"Gemm", 1, true, {16, 512}, 1024}, Along(kI8G32, true), 105);
+  CheckLinear({"Gemm", 0, false, {1024, 256}, 32}, Along(kU8G16, false), 106);
 }
 
 TEST(PackedWeightsTest, GatherMatchesBitForBit) {
-  for (const Layout& base : {kI8Sym, kU8Asym, kI4G32, kU4G16}) {
+  for (const Layout& base : {kI8Sym, kU8Asym, kI4G32, kU4G16, kI8G32, kU8G16, kI4G32F16}) {
     for (int axis : {0, 1}) {
       Layout l = base;
       l.axis = axis;

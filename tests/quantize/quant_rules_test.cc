@@ -40,7 +40,9 @@ ir::Node MakeNode(std::string name, std::string op, std::vector<std::string> in,
 
 TEST(WeightSchemeTest, NamesRoundTrip) {
   for (const char* name : {"keep", "f16", "bf16", "f32", "int8", "int8-asym", "int4-g128",
-                           "int4-g32-asym", "int4-row", "int3-g64", "int2-g16-asym"}) {
+                           "int4-g32-asym", "int4-row", "int3-g64", "int2-g16-asym", "int8-g32",
+                           "int8-g32-asym", "int4-g32-f32scale", "int8-f16scale",
+                           "int4-row-f16scale", "int8-g64-asym-f32scale"}) {
     auto s = ParseWeightScheme(name);
     ASSERT_TRUE(s.ok()) << name << ": " << s.status();
     EXPECT_EQ(s->Name(), name);
@@ -51,11 +53,28 @@ TEST(WeightSchemeTest, NamesRoundTrip) {
   EXPECT_EQ(ParseWeightScheme("int4")->group_size, 128);
 }
 
+// Grouped schemes store f16 scales unless told otherwise; one scale per row
+// stays f32; a bare int8 is per channel whatever the default group.
+TEST(WeightSchemeTest, ScaleDtypeDefaultsAndSuffixes) {
+  using quant::ScaleDType;
+  EXPECT_EQ(ParseWeightScheme("int4-g32")->scale_dtype, ScaleDType::kF16);
+  EXPECT_EQ(ParseWeightScheme("int8-g32")->scale_dtype, ScaleDType::kF16);
+  EXPECT_EQ(ParseWeightScheme("int8")->scale_dtype, ScaleDType::kF32);
+  EXPECT_EQ(ParseWeightScheme("int8", 32)->group_size, 0);
+  EXPECT_EQ(ParseWeightScheme("int4-row")->scale_dtype, ScaleDType::kF32);
+  EXPECT_EQ(ParseWeightScheme("int4-g32-f32scale")->scale_dtype, ScaleDType::kF32);
+  EXPECT_EQ(ParseWeightScheme("int8-f16scale")->scale_dtype, ScaleDType::kF16);
+  const quant::Scheme n = ParseWeightScheme("int8-g32-asym")->Numerics();
+  EXPECT_EQ(n, (quant::Scheme{8, 32, false, ScaleDType::kF16}));
+}
+
 TEST(WeightSchemeTest, BadNamesSayWhy) {
   EXPECT_THAT(ParseWeightScheme("int9"), StatusIs(absl::StatusCode::kInvalidArgument,
                                                   AllOf(HasSubstr("'int9'"), HasSubstr("forms"))));
-  EXPECT_THAT(ParseWeightScheme("int8-g32"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("per output channel")));
+  EXPECT_THAT(ParseWeightScheme("int6-g32"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no layout")));
+  EXPECT_THAT(ParseWeightScheme("int4-g32-f64scale"),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("forms")));
   EXPECT_THAT(ParseWeightScheme("int6"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no layout")));
   EXPECT_THAT(ParseWeightScheme("int4-g0"), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));

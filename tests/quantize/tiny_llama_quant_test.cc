@@ -98,7 +98,7 @@ TEST(TinyLlamaQuantTest, PlannerBeatsUniformAtEqualSize) {
   ir::Model planned = Checkpoint();
   QuantizeRequest req = Request("int4-g64", Algorithm::kGptq);
   req.config.scheme.reset();
-  req.config.target_bpw = 4.5;
+  req.config.target_bpw = 4.25;  // int4-g64: 4 bits + one f16 scale per 64
   auto p = QuantizeWeights(planned, req);
   ASSERT_THAT(p, IsOk());
   ASSERT_TRUE(p->plan.has_value());

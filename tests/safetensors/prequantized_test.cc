@@ -154,9 +154,10 @@ uint32_t CodeAt(const ir::Tensor& t, uint64_t i) {
                                    : static_cast<uint32_t>(ir::IntAt<ir::DType::kU4>(t.data.data(), i));
 }
 
-float F32At(const ir::Tensor& t, uint64_t i) {
-  float v;
-  std::memcpy(&v, t.data.data() + 4 * i, 4);
+// The stored scale bits: an f16 checkpoint scale is carried as f16.
+uint16_t HalfAt(const ir::Tensor& t, uint64_t i) {
+  uint16_t v;
+  std::memcpy(&v, t.data.data() + 2 * i, 2);
   return v;
 }
 
@@ -175,15 +176,16 @@ void ExpectCarries(const std::vector<ir::Tensor>& out, const Linear& l,
   EXPECT_EQ(z.name, "m.weight.zero_point");
   EXPECT_THAT(ir::ValidateQuantLayout(w, &s, &z), IsOk());
   EXPECT_EQ(w.dims, (std::vector<int64_t>{l.out, l.in}));
-  const bool int8 = l.bits == 8;
+  const bool per_channel = l.bits == 8 && l.groups() == 1;
+  EXPECT_EQ(s.dtype, ir::DType::kF16);
   for (int64_t o = 0; o < l.out; ++o) {
     for (int64_t j = 0; j < l.in; ++j) {
       const int64_t i = perm.empty() ? j : perm[j];
       ASSERT_EQ(CodeAt(w, o * l.in + j), l.q[i][o]) << "output " << o << " position " << j;
     }
-    const int64_t ng = int8 ? 1 : l.groups();
+    const int64_t ng = per_channel ? 1 : l.groups();
     for (int64_t k = 0; k < ng; ++k) {
-      EXPECT_EQ(F32At(s, o * ng + k), ir::F16ToF32(l.s[k][o])) << o << "," << k;
+      EXPECT_EQ(HalfAt(s, o * ng + k), l.s[k][o]) << o << "," << k;
       EXPECT_EQ(CodeAt(z, o * ng + k), l.z[k][o]) << o << "," << k;
     }
   }
@@ -313,13 +315,18 @@ TEST(PrequantizedGptqTest, EightBitPerChannelIsInt8PerChannelU8) {
   ExpectCarries(*out, l, {});
 }
 
-TEST(PrequantizedGptqTest, EightBitWithGroupsIsUnimplemented) {
+TEST(PrequantizedGptqTest, EightBitWithGroupsIsInt8GroupWiseU8) {
   const Linear l = MakeLinear(8, 16, 8, 4, 8, 1);
   const auto t = PackGptq(l, "m", true);
-  EXPECT_THAT(UnpackLinear(Gptq(8, 4, true), Packed(t)).status(),
-              StatusIs(absl::StatusCode::kUnimplemented,
-                       ::testing::AllOf(HasSubstr("m.qweight"), HasSubstr("group_size 4"),
-                                      HasSubstr("int8_per_channel"))));
+  auto out = UnpackLinear(Gptq(8, 4, true), Packed(t));
+  ASSERT_THAT(out.status(), IsOk());
+  const ir::Tensor& w = (*out)[0];
+  EXPECT_EQ(w.dtype, ir::DType::kU8);
+  EXPECT_EQ(w.quant.kind, ir::QuantKind::kInt8GroupWise);
+  EXPECT_EQ(w.quant.axis, 1);
+  EXPECT_EQ(w.quant.group_size, 4);
+  EXPECT_EQ((*out)[1].dims, (std::vector<int64_t>{8, 4}));
+  ExpectCarries(*out, l, {});
 }
 
 // Act-order: g_idx groups a permutation of the rows.
@@ -569,7 +576,7 @@ TEST(PrequantizedCompressedTensorsTest, SymmetricCodesBecomeSignedWithoutZeroPoi
       ASSERT_EQ(ir::IntAt<ir::DType::kI4>(w.data.data(), o * l.in + i),
                 static_cast<int32_t>(l.q[i][o]) - 8);
     }
-    EXPECT_EQ(F32At((*out)[1], o), ir::F16ToF32(l.s[0][o]));
+    EXPECT_EQ(HalfAt((*out)[1], o), l.s[0][o]);
   }
 }
 

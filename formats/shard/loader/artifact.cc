@@ -229,8 +229,9 @@ Status Artifact::DequantizeToF32(std::string_view name, float* out,
   TensorView scale, zp;
   if (info->layout.scale >= 0) {
     SLP_ASSIGN_OR_RETURN(scale, GetTensor(static_cast<size_t>(info->layout.scale)));
-    ref.scale = reinterpret_cast<const float*>(scale.data());
+    ref.scale = scale.data();
     ref.scale_count = scale.info().numel;
+    ref.scale_dtype = scale.info().dtype;
   }
   if (info->layout.zero_point >= 0) {
     SLP_ASSIGN_OR_RETURN(zp, GetTensor(static_cast<size_t>(info->layout.zero_point)));

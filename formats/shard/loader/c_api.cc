@@ -16,6 +16,14 @@ struct slimpack_tensor_view {
 
 namespace {
 
+// The C layout codes are the LayoutKind values (slimpack_tensor_info.layout).
+using slimpack::shard::LayoutKind;
+static_assert(SLIMPACK_LAYOUT_PLAIN == static_cast<int>(LayoutKind::kPlain));
+static_assert(SLIMPACK_LAYOUT_INT8_PER_CHANNEL == static_cast<int>(LayoutKind::kInt8PerChannel));
+static_assert(SLIMPACK_LAYOUT_INT4_GROUPWISE == static_cast<int>(LayoutKind::kInt4GroupWise));
+static_assert(SLIMPACK_LAYOUT_SPARSE_2_4 == static_cast<int>(LayoutKind::kSparse2of4));
+static_assert(SLIMPACK_LAYOUT_INT8_GROUPWISE == static_cast<int>(LayoutKind::kInt8GroupWise));
+
 using slimpack::loader::Artifact;
 using slimpack::loader::Status;
 using slimpack::loader::StatusCode;

@@ -54,7 +54,7 @@ void UnpackZeroPoints(const QuantizedTensorRef& ref, uint64_t first, uint64_t n,
   }
 }
 
-Status DequantInt8(const QuantizedTensorRef& ref, const Blocks& b,
+Status DequantInt8(const QuantizedTensorRef& ref, const float* scale, const Blocks& b,
                    const DequantKernels& k, float* out) {
   const auto* q = static_cast<const uint8_t*>(ref.data);
   const bool is_signed = ref.dtype == DType::kI8;
@@ -68,24 +68,27 @@ Status DequantInt8(const QuantizedTensorRef& ref, const Blocks& b,
   if (b.inner == 1) {  // per-channel along the innermost axis: vector runs
     for (uint64_t o = 0; o < b.outer; ++o) {
       k.vec8(q + o * b.axis, b.axis, is_signed, zp.empty() ? nullptr : zp.data(),
-             ref.scale, out + o * b.axis);
+             scale, out + o * b.axis);
     }
     return OkStatus();
   }
   for (uint64_t o = 0; o < b.outer; ++o) {
     for (uint64_t a = 0; a < b.axis; ++a) {
       const uint64_t start = (o * b.axis + a) * b.inner;
-      k.bcast8(q + start, b.inner, is_signed, zp.empty() ? 0 : zp[a], ref.scale[a],
+      k.bcast8(q + start, b.inner, is_signed, zp.empty() ? 0 : zp[a], scale[a],
                out + start);
     }
   }
   return OkStatus();
 }
 
-Status DequantInt4(const QuantizedTensorRef& ref, const Blocks& b,
-                   const DequantKernels& k, float* out) {
+// int4_groupwise and int8_groupwise: the same walk, the kernels of the
+// element width.
+Status DequantGroups(const QuantizedTensorRef& ref, const float* scale, const Blocks& b,
+                     const DequantKernels& k, float* out) {
   const auto* q = static_cast<const uint8_t*>(ref.data);
-  const bool is_signed = ref.dtype == DType::kI4;
+  const bool four_bit = ref.layout == LayoutKind::kInt4GroupWise;
+  const bool is_signed = ref.dtype == DType::kI4 || ref.dtype == DType::kI8;
   const uint64_t gs = ref.group_size;
   if (gs == 0) return InvalidArgumentError("group_size must be at least 1");
   const uint64_t groups = b.axis / gs + (b.axis % gs != 0);
@@ -93,8 +96,8 @@ Status DequantInt4(const QuantizedTensorRef& ref, const Blocks& b,
   SLP_RETURN_IF_ERROR(CheckCount("scale (elements)", ref.scale_count, params));
   const bool has_zp = ref.zero_point != nullptr;
   if (has_zp) {
-    SLP_RETURN_IF_ERROR(
-        CheckCount("zero point (bytes)", ref.zero_point_bytes, params / 2 + params % 2));
+    SLP_RETURN_IF_ERROR(CheckCount("zero point (bytes)", ref.zero_point_bytes,
+                                   four_bit ? params / 2 + params % 2 : params));
   }
   if (b.inner == 1) {  // groups along the innermost axis: broadcast runs
     int16_t zp = 0;
@@ -104,8 +107,11 @@ Status DequantInt4(const QuantizedTensorRef& ref, const Blocks& b,
         const uint64_t a0 = g * gs;
         const uint64_t n = std::min(gs, b.axis - a0);
         if (has_zp) UnpackZeroPoints(ref, p, 1, &zp);
-        k.bcast4(q, o * b.axis + a0, n, is_signed, zp, ref.scale[p],
-                 out + o * b.axis + a0);
+        if (four_bit) {
+          k.bcast4(q, o * b.axis + a0, n, is_signed, zp, scale[p], out + o * b.axis + a0);
+        } else {
+          k.bcast8(q + o * b.axis + a0, n, is_signed, zp, scale[p], out + o * b.axis + a0);
+        }
       }
     }
     return OkStatus();
@@ -118,8 +124,12 @@ Status DequantInt4(const QuantizedTensorRef& ref, const Blocks& b,
       const uint64_t a_end = std::min(b.axis, (g + 1) * gs);
       for (uint64_t a = g * gs; a < a_end; ++a) {
         const uint64_t start = (o * b.axis + a) * b.inner;
-        k.vec4(q, start, b.inner, is_signed, has_zp ? zp_row.data() : nullptr,
-               ref.scale + row, out + start);
+        const int16_t* zps = has_zp ? zp_row.data() : nullptr;
+        if (four_bit) {
+          k.vec4(q, start, b.inner, is_signed, zps, scale + row, out + start);
+        } else {
+          k.vec8(q + start, b.inner, is_signed, zps, scale + row, out + start);
+        }
       }
     }
   }
@@ -200,7 +210,12 @@ Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
   if (numel > 0 && ref.data == nullptr) return InvalidArgumentError("data is null");
   if (ref.layout == LayoutKind::kPlain) return ConvertPlain(ref, numel, out);
 
-  const bool int8 = ref.layout == LayoutKind::kInt8PerChannel;
+  const bool int8 = ref.layout == LayoutKind::kInt8PerChannel ||
+                    ref.layout == LayoutKind::kInt8GroupWise;
+  if (!int8 && ref.layout != LayoutKind::kInt4GroupWise) {
+    return InvalidArgumentError("layout " + std::string(shard::LayoutKindName(ref.layout)) +
+                                " is not a quantized layout");
+  }
   const bool dtype_ok = int8 ? (ref.dtype == DType::kI8 || ref.dtype == DType::kU8)
                              : (ref.dtype == DType::kI4 || ref.dtype == DType::kU4);
   if (!dtype_ok) {
@@ -213,11 +228,34 @@ Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
                                 std::to_string(ref.shape.size()));
   }
   if (ref.scale == nullptr) return InvalidArgumentError("scale is null");
+  if (ref.scale_dtype != DType::kF32 && ref.scale_dtype != DType::kF16) {
+    return InvalidArgumentError("scale dtype " + std::string(shard::DTypeName(ref.scale_dtype)) +
+                                " is not f32 or f16");
+  }
   if (numel == 0) return OkStatus();
   const Blocks b = SplitAt(ref.shape, static_cast<size_t>(ref.axis));
+  uint64_t params = b.axis;  // per channel
+  if (ref.layout != LayoutKind::kInt8PerChannel) {
+    if (ref.group_size == 0) return InvalidArgumentError("group_size must be at least 1");
+    const uint64_t groups = b.axis / ref.group_size + (b.axis % ref.group_size != 0);
+    params = b.outer * groups * b.inner;  // <= numel
+  }
+  SLP_RETURN_IF_ERROR(CheckCount("scale (elements)", ref.scale_count, params));
+  // f16 scales are widened once (exactly); the kernels multiply by f32.
+  std::vector<float> widened;
+  const float* scale = static_cast<const float*>(ref.scale);
+  if (ref.scale_dtype == DType::kF16) {
+    const auto* h = static_cast<const uint8_t*>(ref.scale);
+    widened.resize(ref.scale_count);
+    for (uint64_t i = 0; i < ref.scale_count; ++i) {
+      widened[i] = HalfToFloat(static_cast<uint16_t>(h[2 * i] | (h[2 * i + 1] << 8)));
+    }
+    scale = widened.data();
+  }
   const DequantKernels& k =
       impl == DequantImpl::kScalar ? internal::ScalarKernels() : internal::BestKernels();
-  return int8 ? DequantInt8(ref, b, k, out) : DequantInt4(ref, b, k, out);
+  return ref.layout == LayoutKind::kInt8PerChannel ? DequantInt8(ref, scale, b, k, out)
+                                                   : DequantGroups(ref, scale, b, k, out);
 }
 
 }  // namespace slimpack::loader

@@ -1,7 +1,7 @@
 // Dequantization to f32 of the layouts in spec.md section 5:
-//   x = float32(q - zero_point) * scale   (one rounding, no FMA),
-// int8 per-channel and int4 group-wise (low nibble first), plus plain
-// f32/f16/bf16 conversion. The vectorised kernels (AVX2 on x86-64 chosen at
+//   x = float32(q - zero_point) * float32(scale)   (one rounding, no FMA),
+// int8 per-channel, int8 group-wise and int4 group-wise (low nibble first)
+// with f32 or f16 scales, plus plain f32/f16/bf16 conversion. The vectorised kernels (AVX2 on x86-64 chosen at
 // run time, NEON on arm64) are bit-identical to the scalar reference.
 #ifndef SLIMPACK_FORMATS_SHARD_LOADER_DEQUANTIZE_H_
 #define SLIMPACK_FORMATS_SHARD_LOADER_DEQUANTIZE_H_
@@ -21,11 +21,12 @@ struct QuantizedTensorRef {
   shard::DType dtype = shard::DType::kF32;
   std::vector<uint64_t> shape;
   int32_t axis = 0;          // quantized layouts
-  uint64_t group_size = 0;   // kInt4GroupWise
+  uint64_t group_size = 0;   // kInt4GroupWise, kInt8GroupWise
   const void* data = nullptr;
   uint64_t data_bytes = 0;
-  const float* scale = nullptr;     // f32, shape per spec.md
+  const void* scale = nullptr;      // scale_dtype elements, shape per spec.md
   uint64_t scale_count = 0;         // elements
+  shard::DType scale_dtype = shard::DType::kF32;  // kF32 or kF16
   const void* zero_point = nullptr;  // same dtype as data, or nullptr
   uint64_t zero_point_bytes = 0;
 };

@@ -38,8 +38,8 @@ struct FileDigest {
 struct Layout {
   LayoutKind kind = LayoutKind::kPlain;
   int32_t axis = -1;         // quantized layouts
-  uint64_t group_size = 0;   // int4_groupwise
-  int32_t scale = -1;        // index into Manifest::tensors, or -1
+  uint64_t group_size = 0;   // int4_groupwise, int8_groupwise
+  int32_t scale = -1;        // index into Manifest::tensors (f32 or f16), or -1
   int32_t zero_point = -1;   // index into Manifest::tensors, or -1
   int32_t indices = -1;      // sparse_2_4: the u4 index tensor, or -1
 };
@@ -173,8 +173,17 @@ class NameIndex {
 };
 
 struct Manifest {
+  bool Requires(std::string_view feature) const {
+    for (const std::string& f : required_features) {
+      if (f == feature) return true;
+    }
+    return false;
+  }
+
   uint32_t version_major = 0;
   uint32_t version_minor = 0;
+  // "required_features", each a name this loader knows (shard::kFeature*).
+  std::vector<std::string> required_features;
   std::string producer_name;
   std::string producer_version;
   std::string recipe_json;  // the recipe's JSON text exactly as stored

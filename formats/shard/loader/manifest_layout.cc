@@ -8,10 +8,11 @@
 namespace slimpack::loader::internal {
 namespace {
 
-// Resolves a scale / zero-point reference and checks its dtype and shape.
+// Resolves a scale / zero-point reference and checks its dtype (want_dtype,
+// or also `alt_dtype` unless it is kUndefined-like want_dtype) and shape.
 Status ResolveQuantParam(const Fields& f, std::string_view key, const Manifest& m,
                          DType want_dtype, const std::vector<uint64_t>& want_shape,
-                         bool required, int32_t* out) {
+                         bool required, int32_t* out, DType alt_dtype) {
   const JsonValue* v = f.Optional(key);
   if (v == nullptr) {
     if (required) return f.Error(key, "missing required key");
@@ -25,10 +26,13 @@ Status ResolveQuantParam(const Fields& f, std::string_view key, const Manifest& 
     return f.Error(key, "refers to missing tensor '" + std::string(v->string_value()) + "'");
   }
   const TensorInfo& p = m.tensors[static_cast<size_t>(idx)];
-  if (p.dtype != want_dtype) {
+  if (p.dtype != want_dtype && p.dtype != alt_dtype) {
     return f.Error(key, "tensor '" + p.name + "' has dtype " +
                             std::string(shard::DTypeName(p.dtype)) + ", expected " +
-                            std::string(shard::DTypeName(want_dtype)));
+                            std::string(shard::DTypeName(want_dtype)) +
+                            (alt_dtype != want_dtype
+                                 ? " or " + std::string(shard::DTypeName(alt_dtype))
+                                 : std::string()));
   }
   if (p.shape != want_shape) {
     auto dims = [](const std::vector<uint64_t>& s) {
@@ -71,7 +75,7 @@ Status ParseSparse2of4(const Fields& f, const Manifest& m, TensorInfo* t) {
   }
   SLP_RETURN_IF_ERROR(ResolveQuantParam(f, "indices", m, DType::kU4,
                                         {rows, cols / shard::kSparseGroup},
-                                        /*required=*/true, &t->layout.indices));
+                                        /*required=*/true, &t->layout.indices, DType::kU4));
   if (m.tensors[static_cast<size_t>(t->layout.indices)].layout.kind != LayoutKind::kPlain) {
     return f.Error("indices", "index tensor '" +
                                   m.tensors[static_cast<size_t>(t->layout.indices)].name +
@@ -94,16 +98,25 @@ Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
   }
   if (kind_view == shard::kLayoutSparse2of4) return ParseSparse2of4(f, m, t);
   const std::string kind(kind_view);
-  const bool int8 = kind == shard::kLayoutInt8PerChannel;
+  const bool per_channel = kind == shard::kLayoutInt8PerChannel;
   const bool int4 = kind == shard::kLayoutInt4GroupWise;
-  if (!int8 && !int4) {
+  const bool int8_groups = kind == shard::kLayoutInt8GroupWise;
+  if (!per_channel && !int4 && !int8_groups) {
     return f.Error("kind", "unknown layout \"" + kind + "\" (supported: plain, " +
                                std::string(shard::kLayoutInt8PerChannel) + ", " +
                                std::string(shard::kLayoutInt4GroupWise) + ", " +
+                               std::string(shard::kLayoutInt8GroupWise) + ", " +
                                std::string(shard::kLayoutSparse2of4) + ")",
                    StatusCode::kUnimplemented);
   }
-  t->layout.kind = int8 ? LayoutKind::kInt8PerChannel : LayoutKind::kInt4GroupWise;
+  if (int8_groups && !m.Requires(shard::kFeatureInt8GroupWise)) {
+    return f.Error("kind", "layout int8_groupwise is used but required_features does not "
+                           "list \"" + std::string(shard::kFeatureInt8GroupWise) + "\"");
+  }
+  const bool int8 = !int4;
+  t->layout.kind = per_channel ? LayoutKind::kInt8PerChannel
+                   : int4      ? LayoutKind::kInt4GroupWise
+                               : LayoutKind::kInt8GroupWise;
   const bool dtype_ok = int8 ? (t->dtype == DType::kI8 || t->dtype == DType::kU8)
                              : (t->dtype == DType::kI4 || t->dtype == DType::kU4);
   if (!dtype_ok) {
@@ -120,25 +133,31 @@ Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
   }
   t->layout.axis = static_cast<int32_t>(axis);
   std::vector<uint64_t> param_shape;
-  if (int8) {
+  if (per_channel) {
     param_shape = {t->shape[axis]};
   } else {
     SLP_ASSIGN_OR_RETURN(t->layout.group_size, f.SafeUint("group_size"));
     if (t->layout.group_size == 0) return f.Error("group_size", "must be at least 1");
-    SLP_ASSIGN_OR_RETURN(std::string packing, f.String("packing"));
-    if (packing != shard::kPackingLowNibbleFirst) {
-      return f.Error("packing", "unknown packing \"" + packing + "\" (supported: " +
-                                    std::string(shard::kPackingLowNibbleFirst) + ")",
-                     StatusCode::kUnimplemented);
+    if (int4) {
+      SLP_ASSIGN_OR_RETURN(std::string packing, f.String("packing"));
+      if (packing != shard::kPackingLowNibbleFirst) {
+        return f.Error("packing", "unknown packing \"" + packing + "\" (supported: " +
+                                      std::string(shard::kPackingLowNibbleFirst) + ")",
+                       StatusCode::kUnimplemented);
+      }
     }
     param_shape = t->shape;
     const uint64_t g = t->layout.group_size;
     param_shape[axis] = t->shape[axis] / g + (t->shape[axis] % g != 0);
   }
+  // f16 scales only where the manifest declares them (an older reader
+  // would otherwise meet them unannounced).
+  const bool f16_scales = m.Requires(shard::kFeatureF16Scales);
   SLP_RETURN_IF_ERROR(ResolveQuantParam(f, "scale", m, DType::kF32, param_shape,
-                                        /*required=*/true, &t->layout.scale));
+                                        /*required=*/true, &t->layout.scale,
+                                        f16_scales ? DType::kF16 : DType::kF32));
   SLP_RETURN_IF_ERROR(ResolveQuantParam(f, "zero_point", m, t->dtype, param_shape,
-                                        /*required=*/false, &t->layout.zero_point));
+                                        /*required=*/false, &t->layout.zero_point, t->dtype));
   for (int32_t p : {t->layout.scale, t->layout.zero_point}) {
     if (p >= 0 && m.tensors[static_cast<size_t>(p)].layout.kind != LayoutKind::kPlain) {
       return f.Error("", "quantization parameter '" +

@@ -54,17 +54,25 @@ Status ParseVersion(const Fields& top, Manifest* m) {
 
   SLP_ASSIGN_OR_RETURN(const JsonValue* features,
                        top.RequiredOf("required_features", JsonValue::Type::kArray));
+  constexpr std::string_view kKnown[] = {shard::kFeatureF16Scales, shard::kFeatureInt8GroupWise,
+                                         shard::kFeatureSparse2of4};
   for (const JsonValue& f : features->items()) {
     if (!f.is_string()) {
       return top.Error("required_features", "expected strings, found " +
                                                 internal::DescribeValue(f));
     }
-    if (f.string_value() == shard::kFeatureSparse2of4) continue;
+    bool known = false;
+    for (std::string_view k : kKnown) known = known || f.string_value() == k;
+    if (known) {
+      m->required_features.emplace_back(f.string_value());
+      continue;
+    }
+    std::string list;
+    for (std::string_view k : kKnown) list += (list.empty() ? "" : ", ") + std::string(k);
     return top.Error("required_features",
                      "requires feature \"" + std::string(f.string_value()) +
                          "\", which this loader does not support (made by a "
-                         "newer tool; supported features: " +
-                         std::string(shard::kFeatureSparse2of4) + ")",
+                         "newer tool; supported features: " + list + ")",
                      StatusCode::kUnimplemented);
   }
   return OkStatus();

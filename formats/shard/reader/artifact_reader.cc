@@ -123,6 +123,8 @@ class ModelBuilder {
         ir::QuantLayout& q = t.quant;
         q.kind = info.layout.kind == shard::LayoutKind::kInt8PerChannel
                      ? ir::QuantKind::kInt8PerChannel
+                 : info.layout.kind == shard::LayoutKind::kInt8GroupWise
+                     ? ir::QuantKind::kInt8GroupWise
                      : ir::QuantKind::kInt4GroupWise;
         q.axis = info.layout.axis;
         q.group_size = static_cast<int64_t>(info.layout.group_size);
@@ -255,7 +257,7 @@ class ModelBuilder {
   void CheckRecord(const ir::Tensor& t, const QuantRecord& r) {
     const int64_t bits = ir::DTypeBits(t.dtype);
     const int64_t group =
-        t.quant.kind == ir::QuantKind::kInt4GroupWise ? t.quant.group_size : 0;
+        ir::IsGroupWise(t.quant.kind) ? t.quant.group_size : 0;
     const bool symmetric = ir::IsSymmetricQuant(t.quant);
     if (r.bits != bits || r.group_size != group || r.symmetric != symmetric) {
       warnings_.push_back("tensor '" + t.name + "': quant record (bits " +

@@ -33,8 +33,8 @@ json LayoutJson(const ir::QuantLayout& q) {
   json out = {{"axis", q.axis},
               {"kind", std::string(ir::QuantKindName(q.kind))},
               {"scale", q.scale}};
+  if (ir::IsGroupWise(q.kind)) out["group_size"] = q.group_size;
   if (q.kind == ir::QuantKind::kInt4GroupWise) {
-    out["group_size"] = q.group_size;
     out["packing"] = std::string(shard::kPackingLowNibbleFirst);
   }
   if (!q.zero_point.empty()) out["zero_point"] = q.zero_point;
@@ -44,9 +44,7 @@ json LayoutJson(const ir::QuantLayout& q) {
 json QuantRecordJson(const TensorEntry& t) {
   return {{"algorithm", t.quant.algorithm},
           {"bits", ir::DTypeBits(t.dtype)},
-          {"group_size", t.quant.kind == ir::QuantKind::kInt4GroupWise
-                             ? t.quant.group_size
-                             : 0},
+          {"group_size", ir::IsGroupWise(t.quant.kind) ? t.quant.group_size : 0},
           {"symmetric", ir::IsSymmetricQuant(t.quant)}};
 }
 
@@ -230,13 +228,22 @@ absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts) {
                      std::tie(b->shard, b->offset, b->nbytes, b->name);
             });
   json tensors = json::array();
-  json features = json::array();
+  std::unordered_map<std::string, ir::DType> dtype_of;
+  for (const auto& t : parts.tensors) dtype_of.emplace(t.name, t.dtype);
+  std::set<std::string_view> used;  // sorted: the list's order
   for (const TensorEntry* t : order) {
     tensors.push_back(TensorJson(*t));
-    if (t->sparsity && t->sparsity->packed && features.empty()) {
-      features.push_back(std::string(shard::kFeatureSparse2of4));
+    if (t->sparsity && t->sparsity->packed) used.insert(shard::kFeatureSparse2of4);
+    if (t->quant.kind == ir::QuantKind::kInt8GroupWise) {
+      used.insert(shard::kFeatureInt8GroupWise);
+    }
+    auto scale = t->quant.quantized() ? dtype_of.find(t->quant.scale) : dtype_of.end();
+    if (scale != dtype_of.end() && scale->second == ir::DType::kF16) {
+      used.insert(shard::kFeatureF16Scales);
     }
   }
+  json features = json::array();
+  for (std::string_view f : used) features.push_back(std::string(f));
 
   std::vector<NamedDigest> carried = parts.carried;
   std::sort(carried.begin(), carried.end(),

@@ -181,7 +181,7 @@ TEST(QuantPackTest, Int8AcceptsConvWeightDims) {
   ASSERT_THAT(m4, IsOk());
   EXPECT_THAT(ToIrTensors(*m4, orig, false, "rtn"),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       HasSubstr("int4 layouts need rank 2")));
+                       HasSubstr("group-wise layouts need rank 2")));
   orig.dims = {6, 3, 3, 4};
   EXPECT_THAT(ToIrTensors(*m, orig, false, "rtn"),
               StatusIs(absl::StatusCode::kInvalidArgument,

@@ -2,6 +2,7 @@
 // thread-count invariance, clip search, input validation.
 #include "quantize/numerics/rtn.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -9,6 +10,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/float_convert.h"
 #include "quantize/numerics/error_stats.h"
 #include "support/threads.h"
 #include "tests/quantize/numerics/quant_test_util.h"
@@ -136,6 +138,70 @@ TEST(QuantRtnTest, GaussianErrorBounds) {
   }
 }
 
+// Every scale an f16-scale scheme produces is an f16 value, the codes are
+// the rounding of w by that scale (the grid a reader dequantizes with), and
+// the error stays within 2 % of the f32-scale scheme's (the scale's relative
+// rounding is at most 2^-11).
+TEST(QuantRtnTest, F16ScalesAreOnTheF16GridAndCostAlmostNothing) {
+  const int64_t rows = 64, cols = 256;
+  const std::vector<float> w = HeavyTailed(rows * cols, 21);
+  for (bool sym : {true, false}) {
+    for (bool search : {false, true}) {
+      for (const Scheme base : {Scheme{4, 32, sym}, Scheme{8, 32, sym}, Scheme{3, 64, sym}}) {
+        Scheme f16 = base;
+        f16.scale_dtype = ScaleDType::kF16;
+        SCOPED_TRACE(f16.ToString() + (search ? " mse" : ""));
+        RtnOptions o;
+        o.mse_clip = search;
+        auto a = QuantizeRtn(w.data(), rows, cols, base, o);
+        auto b = QuantizeRtn(w.data(), rows, cols, f16, o);
+        ASSERT_THAT(a, IsOk());
+        ASSERT_THAT(b, IsOk());
+        for (float sc : b->scale) {
+          ASSERT_EQ(ir::F16ToF32(ir::F32ToF16(sc)), sc) << sc;
+        }
+        if (!search) {
+          // Plain RTN: each code is w / scale rounded and clamped.
+          const int64_t ng = b->num_groups();
+          const int32_t half = 1 << (f16.bits - 1);
+          for (int64_t i = 0; i < rows * cols; ++i) {
+            const int64_t g = (i / cols) * ng + (i % cols) / f16.group_size;
+            const float sc = b->scale[g];
+            const int32_t z = sym ? 0 : b->zero[g];
+            const float t = std::nearbyint(w[i] / sc) + static_cast<float>(z);
+            const int32_t want = static_cast<int32_t>(
+                std::min(std::max(t, static_cast<float>(-half)), static_cast<float>(half - 1)));
+            ASSERT_EQ(b->q[i], want) << i;
+          }
+        }
+        const double ea = RelativeL2(w.data(), Deq(*a).data(), rows * cols);
+        const double eb = RelativeL2(w.data(), Deq(*b).data(), rows * cols);
+        EXPECT_LE(eb, ea * 1.02) << "f32 scales " << ea << ", f16 scales " << eb;
+        // Half the scale bytes.
+        EXPECT_EQ(a->StorageBytes() - b->StorageBytes(),
+                  static_cast<uint64_t>(rows * a->num_groups() * 2));
+      }
+    }
+  }
+}
+
+// StoredScale: f16 rounding, never 0 or infinite, sign kept.
+TEST(QuantRtnTest, StoredScaleClampsToF16Range) {
+  EXPECT_EQ(StoredScale(0.1f, ScaleDType::kF32), 0.1f);
+  EXPECT_EQ(StoredScale(0.1f, ScaleDType::kF16), ir::F16ToF32(ir::F32ToF16(0.1f)));
+  EXPECT_EQ(StoredScale(1e-9f, ScaleDType::kF16), 0x1p-24f);
+  EXPECT_EQ(StoredScale(-1e-9f, ScaleDType::kF16), -0x1p-24f);
+  EXPECT_EQ(StoredScale(1e6f, ScaleDType::kF16), 65504.0f);
+  EXPECT_EQ(StoredScale(-1e6f, ScaleDType::kF16), -65504.0f);
+  EXPECT_EQ(StoredScale(3e-6f, ScaleDType::kF16), ir::F16ToF32(ir::F32ToF16(3e-6f)));  // subnormal
+  // Tiny weights still quantize to finite values with the smallest scale.
+  const float w[] = {1e-9f, -2e-9f, 0.0f, 5e-10f};
+  auto m = QuantizeRtn(w, 1, 4, Scheme{4, 4, true, ScaleDType::kF16}, RtnOptions{});
+  ASSERT_THAT(m, IsOk());
+  EXPECT_EQ(std::fabs(m->scale[0]), 0x1p-24f);
+  EXPECT_THAT(m->q, ElementsAre(0, 0, 0, 0));
+}
+
 struct KernelCase {
   Scheme scheme;
   int64_t cols;
@@ -162,7 +228,9 @@ TEST(QuantRtnTest, Avx2MatchesScalarBitForBit) {
         KernelCase{{4, 64, true}, 200, true, true},
         KernelCase{{4, 128, false}, 131, false, false},
         KernelCase{{3, 0, false}, 7, true, false},
-        KernelCase{{2, 8, true}, 40, true, true}}) {
+        KernelCase{{2, 8, true}, 40, true, true},
+        KernelCase{{4, 32, false, ScaleDType::kF16}, 333, true, true},
+        KernelCase{{8, 32, true, ScaleDType::kF16}, 200, false, false}}) {
     const std::vector<float> w = HeavyTailed(rows * k.cols, 11);
     std::vector<float> imp = Gaussian(k.cols, 12);
     for (float& x : imp) x = x * x;
@@ -284,7 +352,7 @@ TEST(QuantRtnTest, RejectsBadSchemes) {
   EXPECT_THAT(QuantizeRtn(w.data(), 2, 32, Scheme{4, -1, true}, {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("group_size -1")));
-  EXPECT_THAT(QuantizeRtn(w.data(), 2, 32, Scheme{8, 16, true}, {}),
+  EXPECT_THAT(QuantizeRtn(w.data(), 2, 32, Scheme{6, 16, true}, {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("per-channel only")));
   EXPECT_THAT(QuantizeRtn(w.data(), 0, 32, Scheme{}, {}),

@@ -268,6 +268,28 @@ const CorruptionCase kCases[] = {
      nullptr, Stage::kOpen, StatusCode::kInvalidArgument, "axis 2 is out of range for rank 2"},
     {"UnknownLayout", [](TestArtifact& a) { Tensor(a, testing::kQ4)["layout"]["kind"] = "nf4"; },
      nullptr, Stage::kOpen, StatusCode::kUnimplemented, "unknown layout \"nf4\""},
+    {"Int8GroupWiseWithoutFeature",
+     [](TestArtifact& a) {
+       Tensor(a, testing::kC)["layout"]["kind"] = "int8_groupwise";
+       Tensor(a, testing::kC)["layout"]["group_size"] = 1;
+     },
+     nullptr, Stage::kOpen, StatusCode::kInvalidArgument,
+     "layout int8_groupwise is used but required_features does not list \"int8_groupwise\""},
+    {"F16ScaleWithoutFeature",
+     [](TestArtifact& a) {
+       Tensor(a, testing::kCScale)["dtype"] = "f16";
+       Tensor(a, testing::kCScale)["nbytes"] = 6;
+     },
+     nullptr, Stage::kOpen, StatusCode::kInvalidArgument,
+     "tensor 'c.scale' has dtype f16, expected f32"},
+    {"BF16ScaleWithF16Feature",
+     [](TestArtifact& a) {
+       a.manifest["required_features"].Push(J("f16_scales"));
+       Tensor(a, testing::kCScale)["dtype"] = "bf16";
+       Tensor(a, testing::kCScale)["nbytes"] = 6;
+     },
+     nullptr, Stage::kOpen, StatusCode::kInvalidArgument,
+     "tensor 'c.scale' has dtype bf16, expected f32 or f16"},
     {"UnknownPacking",
      [](TestArtifact& a) { Tensor(a, testing::kQ4)["layout"]["packing"] = "high_nibble_first"; },
      nullptr, Stage::kOpen, StatusCode::kUnimplemented, "unknown packing \"high_nibble_first\""},

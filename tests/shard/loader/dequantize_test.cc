@@ -4,6 +4,7 @@
 // every tail, odd nibble start and group remainder.
 #include "formats/shard/loader/dequantize.h"
 
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -130,8 +131,22 @@ TEST(DequantizeTest, RejectsInconsistentSizes) {
 
 // Independent reference: element by element through the multi-index, as
 // spec.md words it, without the [outer, axis, inner] blocking.
+// Half bits to float by the IEEE definition (independent of HalfToFloat).
+float NaiveHalf(uint16_t h) {
+  const int exp = (h >> 10) & 31;
+  const int mant = h & 1023;
+  const float mag = exp == 0 ? std::ldexp(static_cast<float>(mant), -24)
+                             : std::ldexp(static_cast<float>(1024 + mant), exp - 25);
+  return (h & 0x8000) ? -mag : mag;
+}
+
 std::vector<float> NaiveDequant(const QuantizedTensorRef& ref) {
   const bool four = ref.dtype == DType::kI4 || ref.dtype == DType::kU4;
+  const bool grouped = ref.layout != LayoutKind::kInt8PerChannel;
+  auto scale_at = [&](uint64_t p) {
+    return ref.scale_dtype == DType::kF16 ? NaiveHalf(static_cast<const uint16_t*>(ref.scale)[p])
+                                          : static_cast<const float*>(ref.scale)[p];
+  };
   const bool is_signed = ref.dtype == DType::kI4 || ref.dtype == DType::kI8;
   auto element = [&](const void* p, uint64_t k) -> int32_t {
     const auto* b = static_cast<const uint8_t*>(p);
@@ -141,7 +156,7 @@ std::vector<float> NaiveDequant(const QuantizedTensorRef& ref) {
   };
   const size_t rank = ref.shape.size();
   std::vector<uint64_t> pshape = ref.shape;
-  if (four) {
+  if (grouped) {
     pshape[ref.axis] = (ref.shape[ref.axis] + ref.group_size - 1) / ref.group_size;
   } else {
     pshape = {ref.shape[ref.axis]};
@@ -157,7 +172,7 @@ std::vector<float> NaiveDequant(const QuantizedTensorRef& ref) {
       rem /= ref.shape[d];
     }
     uint64_t p = 0;
-    if (four) {
+    if (grouped) {
       for (size_t d = 0; d < rank; ++d) {
         uint64_t i = d == static_cast<size_t>(ref.axis) ? idx[d] / ref.group_size : idx[d];
         p = p * pshape[d] + i;
@@ -166,7 +181,7 @@ std::vector<float> NaiveDequant(const QuantizedTensorRef& ref) {
       p = idx[ref.axis];
     }
     const int32_t zp = ref.zero_point ? element(ref.zero_point, p) : 0;
-    out[k] = static_cast<float>(element(ref.data, k) - zp) * ref.scale[p];
+    out[k] = static_cast<float>(element(ref.data, k) - zp) * scale_at(p);
   }
   return out;
 }
@@ -177,13 +192,16 @@ struct RandomCase {
   int axis;
   uint64_t group_size;
   bool zero_point;
+  bool int8_groups = false;  // i8/u8 with group_size: int8_groupwise
+  bool f16_scale = false;
 };
 
 void PrintTo(const RandomCase& c, std::ostream* os) {
   *os << shard::DTypeName(c.dtype) << " [";
   for (size_t i = 0; i < c.shape.size(); ++i) *os << (i ? "," : "") << c.shape[i];
   *os << "] axis " << c.axis << " group " << c.group_size
-      << (c.zero_point ? " with zero point" : "");
+      << (c.zero_point ? " with zero point" : "") << (c.int8_groups ? " int8_groupwise" : "")
+      << (c.f16_scale ? " f16 scales" : "");
 }
 
 class DequantizeRandomTest : public ::testing::TestWithParam<RandomCase> {};
@@ -191,11 +209,12 @@ class DequantizeRandomTest : public ::testing::TestWithParam<RandomCase> {};
 TEST_P(DequantizeRandomTest, VectorisedMatchesScalarAndNaive) {
   const RandomCase& c = GetParam();
   const bool four = c.dtype == DType::kI4 || c.dtype == DType::kU4;
+  const bool grouped = four || c.int8_groups;
   uint64_t numel = 1;
   for (uint64_t d : c.shape) numel *= d;
   uint64_t params = 1;
   for (size_t d = 0; d < c.shape.size(); ++d) {
-    if (!four) {
+    if (!grouped) {
       params = c.shape[c.axis];
       break;
     }
@@ -212,9 +231,17 @@ TEST_P(DequantizeRandomTest, VectorisedMatchesScalarAndNaive) {
   std::vector<float> scale(params);
   std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
   for (auto& s : scale) s = dist(rng) * 1e-3f;
+  // Random finite halves, subnormals included (exponent field 0..30).
+  std::vector<uint16_t> half_scale(params);
+  for (auto& h : half_scale) {
+    h = static_cast<uint16_t>(rng() & 0xFFFF);
+    if (((h >> 10) & 31) == 31) h = static_cast<uint16_t>(h & ~0x4000);
+  }
 
   QuantizedTensorRef ref;
-  ref.layout = four ? LayoutKind::kInt4GroupWise : LayoutKind::kInt8PerChannel;
+  ref.layout = four ? LayoutKind::kInt4GroupWise
+               : c.int8_groups ? LayoutKind::kInt8GroupWise
+                               : LayoutKind::kInt8PerChannel;
   ref.dtype = c.dtype;
   ref.shape = c.shape;
   ref.axis = c.axis;
@@ -222,6 +249,10 @@ TEST_P(DequantizeRandomTest, VectorisedMatchesScalarAndNaive) {
   ref.data = q.data();
   ref.data_bytes = qbytes;
   ref.scale = scale.data();
+  if (c.f16_scale) {
+    ref.scale = half_scale.data();
+    ref.scale_dtype = DType::kF16;
+  }
   ref.scale_count = params;
   if (c.zero_point) {
     ref.zero_point = zp.data();
@@ -255,7 +286,15 @@ INSTANTIATE_TEST_SUITE_P(
         RandomCase{DType::kU4, {64, 9}, 0, 32, true},    // groups along axis 0
         RandomCase{DType::kI4, {3, 10, 33}, 1, 4, true}, // vector runs, odd inner
         RandomCase{DType::kI4, {3, 10, 33}, 1, 4, false},
-        RandomCase{DType::kU4, {1}, 0, 1, true}));
+        RandomCase{DType::kU4, {1}, 0, 1, true},
+        RandomCase{DType::kI8, {8, 128}, 1, 32, false, true},       // Q8_0-like
+        RandomCase{DType::kU8, {5, 37}, 1, 7, true, true},          // group remainder
+        RandomCase{DType::kI8, {64, 9}, 0, 32, true, true},         // groups along axis 0
+        RandomCase{DType::kU8, {3, 10, 33}, 1, 4, true, true},      // vector runs
+        RandomCase{DType::kI8, {8, 128}, 1, 32, false, true, true}, // f16 scales
+        RandomCase{DType::kU4, {5, 37}, 1, 7, true, false, true},
+        RandomCase{DType::kI8, {7, 37}, 1, 0, true, false, true},   // per channel, f16
+        RandomCase{DType::kU8, {3, 10, 33}, 1, 4, true, true, true}));
 
 TEST(DequantizeArtifactTest, DequantizesSampleTensors) {
   testing::TempDir dir;
@@ -285,6 +324,48 @@ TEST(DequantizeArtifactTest, DequantizesSampleTensors) {
   auto d = (*a)->DequantizeToF32("d");
   ASSERT_THAT(d, IsOk());
   EXPECT_EQ((*d)[4], 1.0f);
+}
+
+// int8_groupwise with f16 scales (features listed): the loader opens it and
+// dequantizes element (r, c) as (q - zp[r, c/2]) * half(scale[r, c/2]).
+TEST(DequantizeArtifactTest, Int8GroupWiseWithF16Scales) {
+  testing::TempDir dir;
+  testing::TestArtifactSpec spec = testing::SampleSpec();
+  testing::TestTensor& c = spec.tensors[testing::kC];
+  c.layout["kind"] = "int8_groupwise";
+  c.layout["axis"] = 1;
+  c.layout["group_size"] = 2;
+  // [3, 3] f16 scales 0.5, 1, 1.5, ... and i8 zero points -4 .. 4.
+  std::vector<uint8_t> half, zp;
+  for (int i = 0; i < 9; ++i) {
+    const uint16_t h = static_cast<uint16_t>(0x3800 + 0x200 * i);  // 0.5 + i/8 ... exactly
+    half.push_back(static_cast<uint8_t>(h & 0xFF));
+    half.push_back(static_cast<uint8_t>(h >> 8));
+    zp.push_back(static_cast<uint8_t>(static_cast<int8_t>(i - 4)));
+  }
+  spec.tensors[testing::kCScale] = {"c.scale", "f16", {3, 3}, half};
+  spec.tensors[testing::kCZp] = {"c.zp", "i8", {3, 3}, zp};
+  auto art = testing::TestArtifact::Build(spec);
+  art.manifest["required_features"].Push(testing::J("f16_scales"));
+  art.manifest["required_features"].Push(testing::J("int8_groupwise"));
+  ASSERT_THAT(art.Write(dir.path()), IsOk());
+  auto a = Artifact::Open(dir.path());
+  ASSERT_THAT(a, IsOk());
+  const TensorInfo* info = (*a)->FindTensor("c");
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->layout.kind, LayoutKind::kInt8GroupWise);
+  EXPECT_EQ(info->layout.group_size, 2u);
+  auto got = (*a)->DequantizeToF32("c");
+  ASSERT_THAT(got, IsOk());
+  const std::vector<uint8_t> q = testing::PatternBytes(15, 1);
+  for (int r = 0; r < 3; ++r) {
+    for (int col = 0; col < 5; ++col) {
+      const int p = r * 3 + col / 2;
+      const float want = static_cast<float>(static_cast<int8_t>(q[r * 5 + col]) - (p - 4)) *
+                         NaiveHalf(static_cast<uint16_t>(0x3800 + 0x200 * p));
+      EXPECT_EQ((*got)[r * 5 + col], want) << r << "," << col;
+    }
+  }
 }
 
 }  // namespace

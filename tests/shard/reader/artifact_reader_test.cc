@@ -330,13 +330,14 @@ TEST(QuantizedArtifactTest, ManifestHasLayoutObjectsAndQuantRecords) {
   EXPECT_FALSE(by_name["w4.scale"].contains("quant"));
 }
 
-TEST(QuantizedArtifactTest, WriterRefusesAScaleCastAwayFromF32) {
+TEST(QuantizedArtifactTest, WriterRefusesAScaleCastToBf16) {
   TempDir dir;
   shard_writer::ArtifactOptions options;
-  options.encoder = shard_writer::FloatCastEncoder(ir::DType::kF16);
+  options.encoder = shard_writer::FloatCastEncoder(ir::DType::kBF16);
   EXPECT_THAT(shard_writer::WriteArtifact(QuantizedModel(dir.path()), dir.File("out"), options),
               StatusIs(absl::StatusCode::kInvalidArgument,
-                       AllOf(HasSubstr("tensor 'w"), HasSubstr("has dtype f16, expected f32"))));
+                       AllOf(HasSubstr("tensor 'w"),
+                             HasSubstr("has dtype bf16, expected f32 or f16"))));
   EXPECT_FALSE(Exists(dir.File("out")));
 }
 
