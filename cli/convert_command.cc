@@ -169,7 +169,7 @@ int RunConvertOnnx(const ConvertOptions& options) {
     }
     if (r.weights.dequantize_weights + r.weights.matmul_nbits + r.weights.gather_block_quantized > 0) {
       std::fprintf(stderr,
-                   "onnx: %lld int8 weights behind DequantizeLinear; int4: %lld MatMulNBits, "
+                   "onnx: %lld int8 weights behind DequantizeLinear; group-wise: %lld MatMulNBits, "
                    "%lld GatherBlockQuantized\n",
                    static_cast<long long>(r.weights.dequantize_weights),
                    static_cast<long long>(r.weights.matmul_nbits),

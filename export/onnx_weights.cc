@@ -27,7 +27,33 @@ int32_t CodeAt(ir::DType dtype, const uint8_t* p, uint64_t i) {
   }
 }
 
-// MatMulNBits' inputs for one int4 weight.
+// Bits a MatMulNBits / GatherBlockQuantized element of `t` takes: 8 for
+// int8_groupwise, 4 for int4_groupwise.
+int BitsOf(const ir::Tensor& t) { return t.quant.kind == ir::QuantKind::kInt8GroupWise ? 8 : 4; }
+
+// The offset that makes a signed code the unsigned value MatMulNBits stores
+// (its zero point defaults to 2^(bits-1)).
+int32_t UnsignedOffset(const ir::Tensor& t) {
+  const bool is_signed = t.dtype == ir::DType::kI4 || t.dtype == ir::DType::kI8;
+  return is_signed ? 1 << (BitsOf(t) - 1) : 0;
+}
+
+// The layout's name in messages ("int4 group-wise").
+std::string GroupedName(const ir::Tensor& t) {
+  return BitsOf(t) == 8 ? "int8 group-wise" : "int4 group-wise";
+}
+
+// Stores unsigned value u of element `i` of a row-block blob: one byte at
+// 8 bits, a nibble (element 2j in the low one) at 4.
+void PutCode(std::vector<uint8_t>& b, size_t at_elem_base, int64_t i, uint32_t u, int bits) {
+  if (bits == 8) {
+    b[at_elem_base + static_cast<size_t>(i)] = static_cast<uint8_t>(u);
+  } else {
+    b[at_elem_base + static_cast<size_t>(i / 2)] |= static_cast<uint8_t>((u & 0x0F) << (4 * (i % 2)));
+  }
+}
+
+// MatMulNBits' inputs for one group-wise weight.
 struct NBitsWeight {
   int64_t k = 0, n = 0, block = 0;
   std::string b, scales, zero_points;  // initializer names ("" = default zp 8)
@@ -42,13 +68,8 @@ class WeightExporter {
     for (const ir::Tensor& t : src_.initializers()) {
       if (t.quant.kind == ir::QuantKind::kInt8PerChannel) {
         RETURN_IF_ERROR(Int8(t));
-      } else if (t.quant.kind == ir::QuantKind::kInt4GroupWise) {
-        RETURN_IF_ERROR(Int4(t));
-      } else if (t.quant.kind == ir::QuantKind::kInt8GroupWise) {
-        return absl::UnimplementedError(
-            Where(t) + " is int8 group-wise, which the ONNX export does not write yet (convert "
-                       "with --quant int8 for per-channel DequantizeLinear, or int4-g<G> for "
-                       "MatMulNBits)");
+      } else if (ir::IsGroupWise(t.quant.kind)) {
+        RETURN_IF_ERROR(Grouped(t));
       }
     }
     std::vector<ir::Node> nodes = std::move(prefix_);
@@ -110,12 +131,13 @@ class WeightExporter {
 
   // K / N of `t` as read by node `n`, or a refusal naming both.
   absl::StatusOr<std::pair<int64_t, int64_t>> ReadAsB(const ir::Tensor& t, const ir::Node& n) {
-    const std::string where = Where(t) + " (int4 group-wise) read by node '" + n.name + "' (" + n.op_type + ")";
+    const std::string where =
+        Where(t) + " (" + GroupedName(t) + ") read by node '" + n.name + "' (" + n.op_type + ")";
     const bool gemm = n.domain.empty() && n.op_type == "Gemm";
     const bool matmul = n.domain.empty() && n.op_type == "MatMul";
     if ((!gemm && !matmul) || n.inputs.size() < 2 || n.inputs[1] != t.name || n.inputs[0] == t.name) {
       return absl::UnimplementedError(
-          where + ": int4 is written for the B input of MatMul and Gemm (MatMulNBits) and "
+          where + ": group-wise weights are written for the B input of MatMul and Gemm (MatMulNBits) and "
                   "Gather (GatherBlockQuantized) only");
     }
     if (gemm && (n.IntAttrOr("transA", 0) != 0 ||
@@ -140,16 +162,16 @@ class WeightExporter {
     w.n = n;
     w.block = t.quant.group_size;
     const int64_t kb = (k + w.block - 1) / w.block;
-    const int64_t blob = w.block / 2;
+    const int bits = BitsOf(t);
+    const int64_t blob = w.block * bits / 8;
     const bool k_inner = t.quant.axis == 1;  // W [N, K] (else [K, N])
-    const int32_t off = t.dtype == ir::DType::kI4 ? 8 : 0;
+    const int32_t off = UnsignedOffset(t);
     std::vector<uint8_t> b(static_cast<size_t>(n * kb * blob), 0);
     for (int64_t r = 0; r < n; ++r) {
       for (int64_t c = 0; c < k; ++c) {
         const uint64_t src = static_cast<uint64_t>(k_inner ? r * k + c : c * n + r);
         const uint32_t u = static_cast<uint32_t>(CodeAt(t.dtype, t.data.data(), src) + off);
-        const size_t at = static_cast<size_t>(r * kb * blob + (c / w.block) * blob + (c % w.block) / 2);
-        b[at] |= static_cast<uint8_t>((u & 0x0F) << (4 * (c % 2)));
+        PutCode(b, static_cast<size_t>(r * kb * blob + (c / w.block) * blob), c % w.block, u, bits);
       }
     }
     const ir::Tensor* scale = src_.FindInitializer(t.quant.scale);
@@ -172,12 +194,14 @@ class WeightExporter {
     return w;
   }
 
-  // Unsigned zero points (+off), packed two per row-block byte as
-  // MatMulNBits / GatherBlockQuantized read them; "" when all are the
-  // default 8.
+  // Unsigned zero points (+off), packed as MatMulNBits /
+  // GatherBlockQuantized read them (two per byte at 4 bits, a byte each at
+  // 8, per row); "" when all are the default 2^(bits-1).
   absl::StatusOr<std::string> ZeroPoints(const ir::Tensor& t, int64_t rows, int64_t kb,
                                          bool k_inner) {
-    const int32_t off = t.dtype == ir::DType::kI4 ? 8 : 0;
+    const int32_t off = UnsignedOffset(t);
+    const int bits = BitsOf(t);
+    const int32_t default_value = 1 << (bits - 1);
     const ir::Tensor* zp = t.quant.zero_point.empty() ? nullptr : src_.FindInitializer(t.quant.zero_point);
     if (!t.quant.zero_point.empty() && zp == nullptr) {
       return absl::InvalidArgumentError(Where(t) + ": zero point '" + t.quant.zero_point + "' is missing");
@@ -188,42 +212,47 @@ class WeightExporter {
       for (int64_t g = 0; g < kb; ++g) {
         const uint64_t src = static_cast<uint64_t>(k_inner ? r * kb + g : g * rows + r);
         if (zp != nullptr) zps[r * kb + g] = CodeAt(zp->dtype, zp->data.data(), src) + off;
-        default_zp = default_zp && zps[r * kb + g] == 8;
+        default_zp = default_zp && zps[r * kb + g] == default_value;
       }
     }
     if (default_zp) return std::string();
-    const int64_t row = (kb + 1) / 2;
+    const int64_t row = bits == 8 ? kb : (kb + 1) / 2;
     std::vector<uint8_t> packed(static_cast<size_t>(rows * row), 0);
     for (int64_t r = 0; r < rows; ++r) {
       for (int64_t g = 0; g < kb; ++g) {
-        packed[r * row + g / 2] |= static_cast<uint8_t>((zps[r * kb + g] & 0x0F) << (4 * (g % 2)));
+        PutCode(packed, static_cast<size_t>(r * row), g, static_cast<uint32_t>(zps[r * kb + g]), bits);
       }
     }
-    ASSIGN_OR_RETURN(std::string name, ed_.AddZeros8(t.name + "_zero_points_u4", ir::DType::kU8,
+    ASSIGN_OR_RETURN(std::string name, ed_.AddZeros8(t.name + (bits == 8 ? "_zero_points_u8" : "_zero_points_u4"), ir::DType::kU8,
                                                      {rows, row}, t.provenance));
     ed_.graph().FindMutableInitializer(name)->data = ir::TensorData::Owned(std::move(packed));
     return name;
   }
 
   // Gather(W[V, H], ids) with groups along H -> com.microsoft
-  // GatherBlockQuantized(codes as u8 [V, H/2], ids, scales [V, H/g][, zp]).
+  // GatherBlockQuantized(codes as u8 [V, H/2] (4 bits) or [V, H] (8 bits),
+  // ids, scales [V, H/g][, zp]).
   absl::Status GatherNode(const ir::Tensor& t, const ir::Node& n, std::vector<ir::Node>& out) {
-    const std::string where = Where(t) + " (int4 group-wise) read by node '" + n.name + "' (Gather)";
+    const std::string where =
+        Where(t) + " (" + GroupedName(t) + ") read by node '" + n.name + "' (Gather)";
+    const int bits = BitsOf(t);
     if (n.inputs.size() != 2 || n.inputs[0] != t.name || n.IntAttrOr("axis", 0) != 0 ||
-        t.quant.axis != 1 || t.dims[1] % 2 != 0) {
+        t.quant.axis != 1 || (bits == 4 && t.dims[1] % 2 != 0)) {
       return absl::UnimplementedError(where + ": GatherBlockQuantized takes rows (axis 0) of a table "
                                               "grouped along an even-sized last axis only");
     }
     if (gather_.b.empty()) {
       const int64_t v = t.dims[0], h = t.dims[1];
       const int64_t kb = (h + t.quant.group_size - 1) / t.quant.group_size;
-      const int32_t off = t.dtype == ir::DType::kI4 ? 8 : 0;
-      std::vector<uint8_t> b(static_cast<size_t>(v * h / 2), 0);
+      const int32_t off = UnsignedOffset(t);
+      const int64_t row = h * bits / 8;
+      std::vector<uint8_t> b(static_cast<size_t>(v * row), 0);
       for (int64_t i = 0; i < v * h; ++i) {
         const uint32_t u = static_cast<uint32_t>(CodeAt(t.dtype, t.data.data(), i) + off);
-        b[i / 2] |= static_cast<uint8_t>((u & 0x0F) << (4 * (i % 2)));
+        PutCode(b, 0, i, u, bits);
       }
-      ASSIGN_OR_RETURN(gather_.b, ed_.AddZeros8(t.name + "_u4", ir::DType::kU8, {v, h / 2}, t.provenance));
+      ASSIGN_OR_RETURN(gather_.b, ed_.AddZeros8(t.name + (bits == 8 ? "_u8" : "_u4"), ir::DType::kU8,
+                                                {v, row}, t.provenance));
       ed_.graph().FindMutableInitializer(gather_.b)->data = ir::TensorData::Owned(std::move(b));
       ASSIGN_OR_RETURN(gather_.scales, F32Scales(t));  // [V, H/g] already
       ASSIGN_OR_RETURN(gather_.zero_points, ZeroPoints(t, v, kb, true));
@@ -235,16 +264,19 @@ class WeightExporter {
     g.attributes["gather_axis"] = ir::Attribute::Int(0);
     g.attributes["quantize_axis"] = ir::Attribute::Int(1);
     g.attributes["block_size"] = ir::Attribute::Int(t.quant.group_size);
-    g.attributes["bits"] = ir::Attribute::Int(4);
+    g.attributes["bits"] = ir::Attribute::Int(bits);
     out.push_back(std::move(g));
     ++report_.gather_block_quantized;
     return absl::OkStatus();
   }
 
-  absl::Status Int4(const ir::Tensor& t) {
+  // A group-wise weight (int4 or int8) as com.microsoft MatMulNBits /
+  // GatherBlockQuantized with bits 4 or 8.
+  absl::Status Grouped(const ir::Tensor& t) {
+    const int bits = BitsOf(t);
     if (profile_ != OnnxProfile::kOrt) {
       return absl::UnimplementedError(
-          Where(t) + " is int4 group-wise: written as com.microsoft MatMulNBits, pass "
+          Where(t) + " is " + GroupedName(t) + ": written as com.microsoft MatMulNBits, pass "
                      "--onnx-profile ort (standard ONNX has blocked DequantizeLinear only from opset 21)");
     }
     const int64_t g = t.quant.group_size;
@@ -253,13 +285,15 @@ class WeightExporter {
                                       " is not a MatMulNBits block size (a power of two >= 16)");
     }
     if (t.dims.size() != 2) {
-      return absl::UnimplementedError(Where(t) + ": int4 weights of rank " +
+      return absl::UnimplementedError(Where(t) + ": group-wise weights of rank " +
                                       std::to_string(t.dims.size()) + " are not written (rank 2 only)");
     }
     auto it = idx_.consumers.find(t.name);
     if (it == idx_.consumers.end()) return absl::OkStatus();  // unread: dropped
     for (const ir::ValueInfo& o : src_.outputs) {
-      if (o.name == t.name) return absl::UnimplementedError(Where(t) + ": an int4 graph output is not written");
+      if (o.name == t.name) {
+        return absl::UnimplementedError(Where(t) + ": a group-wise graph output is not written");
+      }
     }
     std::optional<NBitsWeight> packed;
     gather_ = NBitsWeight{};
@@ -281,7 +315,7 @@ class WeightExporter {
       ir::Node mm = MakeNode(n.name, "MatMulNBits", std::move(in), {y}, n.provenance, kMicrosoftDomain);
       mm.attributes["K"] = ir::Attribute::Int(packed->k);
       mm.attributes["N"] = ir::Attribute::Int(packed->n);
-      mm.attributes["bits"] = ir::Attribute::Int(4);
+      mm.attributes["bits"] = ir::Attribute::Int(bits);
       mm.attributes["block_size"] = ir::Attribute::Int(packed->block);
       std::vector<ir::Node>& out = replaced_[c];
       out.push_back(std::move(mm));
@@ -315,7 +349,8 @@ absl::StatusOr<WeightReport> ExportQuantizedWeights(ir::Model& model, OnnxProfil
   WeightExporter exporter(model, graph, profile, opset);
   ASSIGN_OR_RETURN(WeightReport report, exporter.Run());
   model.graph = std::move(graph);
-  if (report.matmul_nbits > 0 && !model.opset_imports.count(kMicrosoftDomain)) {
+  if (report.matmul_nbits + report.gather_block_quantized > 0 &&
+      !model.opset_imports.count(kMicrosoftDomain)) {
     model.opset_imports[kMicrosoftDomain] = 1;
   }
   return report;

@@ -4,8 +4,8 @@
 # --group 32` is int8_groupwise; the manifest declares what it uses
 # (required_features), the bytes are what the layouts say, the model runs
 # with the expected accuracy, inspect and the loader example read it, the
-# GGUF export carries int8 g32 as Q8_0, the ONNX export refuses what it
-# cannot write.
+# GGUF export carries int8 g32 as Q8_0, the ONNX export needs the ort
+# profile for it.
 #   scale_layouts_cli_test.sh SLIMPACK ROOT [PRINT_TENSORS]
 set -u
 SLIMPACK="$1"
@@ -85,9 +85,10 @@ fi
 # GGUF: int8 g32 symmetric with f16 scales is Q8_0 exactly (carried).
 expect 0 "GGUF from the int8-g32 artifact" -- convert "$TMP/i8g32" -o "$TMP/i8g32.gguf" --format gguf -v
 says "blk.0.attn_q.weight [128, 128] q8_0 (the artifact's rtn codes as they are)" "int8-g32 goes out as Q8_0, codes carried"
-# ONNX: no writer for int8_groupwise yet; refused by name, nothing written.
-expect 1 "ONNX export of int8_groupwise refused" -- convert "$TMP/i8g32" -o "$TMP/i8g32.onnx" --format onnx --onnx-profile ort
-says "int8 group-wise" "the refusal names the layout"
+# ONNX: MatMulNBits bits 8 needs the ort profile; refused by name without
+# it, nothing written (tests/export/onnx_ort_test.sh runs the file in ORT).
+expect 1 "ONNX export of int8_groupwise needs --onnx-profile ort" -- convert "$TMP/i8g32" -o "$TMP/i8g32.onnx" --format onnx
+says "is int8 group-wise: written as com.microsoft MatMulNBits" "the refusal names the layout"
 [ ! -e "$TMP/i8g32.onnx" ] || bad "a refused ONNX export left a file"
 
 # Refusals: 5..7-bit groups and unknown scale suffixes.

@@ -116,15 +116,17 @@ PYEOF
     check tiny-llama-int8 "$work/tiny-int8" "$work/tiny-int8.onnx" "$work/llama_tokens.npz" --max-rel 1e-4
   # (The embedding table is int4 too: GatherBlockQuantized.)
   local name q
+  # int8 g32 (int8_groupwise, f16 scales) is MatMulNBits / GatherBlockQuantized bits 8.
   for q in "g32:int4 --group 32" "g64-asym:int4 --group 64 --asym" \
-           "g32-gptq:int4 --group 32 --algo gptq --calib $tiny/calib_tokens.npy"; do
+           "g32-gptq:int4 --group 32 --algo gptq --calib $tiny/calib_tokens.npy" \
+           "i8g32:int8 --group 32" "i8g32-asym:int8 --group 32 --asym"; do
     name=${q%%:*}
     # shellcheck disable=SC2086
     convert "$tiny" -o "$work/tiny-$name" --quant ${q#*:} &&
       convert "$work/tiny-$name" -o "$work/tiny-$name.onnx" --format onnx --onnx-profile ort -v &&
-      { grep -q "int4: 29 MatMulNBits, 1 GatherBlockQuantized" "$OUT" ||
-          { bad "int4 $name: expected 29 MatMulNBits and 1 GatherBlockQuantized"; cat "$OUT"; }; } &&
-      check "tiny-llama-int4-$name" "$work/tiny-$name" "$work/tiny-$name.onnx" "$work/llama_tokens.npz" \
+      { grep -q "group-wise: 29 MatMulNBits, 1 GatherBlockQuantized" "$OUT" ||
+          { bad "group-wise $name: expected 29 MatMulNBits and 1 GatherBlockQuantized"; cat "$OUT"; }; } &&
+      check "tiny-llama-grouped-$name" "$work/tiny-$name" "$work/tiny-$name.onnx" "$work/llama_tokens.npz" \
         --max-rel 1e-4
   done
   # Issue 18: already-quantized checkpoints exported with their codes
@@ -132,8 +134,8 @@ PYEOF
   # signed codes: MatMulNBits; GPTQ 8-bit: DequantizeLinear with u8 zero
   # points), against `slimpack run` of the checkpoint itself.
   local pq f
-  for f in "gptq-4bit-g32-actorder:int4: 28 MatMulNBits" \
-           "compressed-tensors-4bit-g32-sym:int4: 28 MatMulNBits" \
+  for f in "gptq-4bit-g32-actorder:group-wise: 28 MatMulNBits" \
+           "compressed-tensors-4bit-g32-sym:group-wise: 28 MatMulNBits" \
            "gptq-8bit-perchannel:28 int8 weights behind DequantizeLinear"; do
     pq="$SRC/tests/testdata/prequant/${f%%:*}"
     convert "$pq" -o "$work/${f%%:*}.onnx" --format onnx --onnx-profile ort -v &&
@@ -323,7 +325,7 @@ PYEOF
   convert "$tiny" -o "$work/tiny-int4" --quant int4 --group 32 &&
     convert "$work/tiny-int4" -o "$work/kv-int4/model.onnx" --format onnx --onnx-profile ort \
       --onnx-kv-cache -v &&
-    { grep -q "int4: 29 MatMulNBits, 1 GatherBlockQuantized" "$OUT" ||
+    { grep -q "group-wise: 29 MatMulNBits, 1 GatherBlockQuantized" "$OUT" ||
         { bad "int4 KV-cache export: expected 29 MatMulNBits and 1 GatherBlockQuantized"; cat "$OUT"; }; } &&
     { generate kv-int4 "$work/tiny-int4" "$work/kv-int4/model.onnx" 4 || fail=1; }
   # Qwen2 (q/k/v biases, rope_theta 1e6) and Mistral (head_dim 32 != hidden/heads):
