@@ -67,6 +67,34 @@ int main(int argc, char** argv) {
   layered.shard_size_cap = slimpack::shard::kDataRegionOffset + 64;
   WriteSeed(dir, "layered", slt::TestArtifact::Build(layered), 2);
 
+  // Grouped layouts with f16 scales (features f16_scales, int8_groupwise):
+  // int8_groupwise with u8 zero points and int4_groupwise, both f16-scaled.
+  slt::TestArtifactSpec grouped;
+  slt::TestTensor w8{"w.int8", "u8", {4, 8}, slt::PatternBytes(32, 11)};
+  w8.layout["kind"] = "int8_groupwise";
+  w8.layout["axis"] = 1;
+  w8.layout["group_size"] = 4;
+  w8.layout["scale"] = "w.int8.scale";
+  w8.layout["zero_point"] = "w.int8.zp";
+  slt::TestTensor g4 = w4;
+  g4.name = "w.int4h";
+  g4.layout["scale"] = "w.int4h.scale";
+  // 0x3C00 = 1.0 and its neighbours as f16 bits, little-endian.
+  std::vector<uint8_t> halves;
+  for (int i = 0; i < 8; ++i) {
+    halves.push_back(static_cast<uint8_t>(i));
+    halves.push_back(0x3C);
+  }
+  grouped.tensors = {w8,
+                     {"w.int8.scale", "f16", {4, 2}, halves},
+                     {"w.int8.zp", "u8", {4, 2}, slt::PatternBytes(8, 12)},
+                     g4,
+                     {"w.int4h.scale", "f16", {4, 2}, halves}};
+  slt::TestArtifact grouped_art = slt::TestArtifact::Build(grouped);
+  grouped_art.manifest["required_features"].Push(slt::J("f16_scales"));
+  grouped_art.manifest["required_features"].Push(slt::J("int8_groupwise"));
+  WriteSeed(dir, "grouped_f16_scales", grouped_art, 0);
+
   // No tensors at all.
   WriteSeed(dir, "empty", slt::TestArtifact::Build(slt::TestArtifactSpec()), 0);
   return 0;
