@@ -13,8 +13,8 @@ namespace slimpack::converter {
 namespace {
 
 // The --dtype cast, except for the scales and zero points of quantized
-// tensors: their layouts fix those dtypes (f32 scales; zero points of the
-// quantized dtype).
+// tensors: the quantizer chose those dtypes (f32 or f16 scales, on whose
+// grid the codes were optimised; zero points of the quantized dtype).
 shard_writer::TensorEncoder Encoder(const ir::Model& model, const Recipe& recipe) {
   shard_writer::TensorEncoder encoder = shard_writer::FloatCastEncoder(recipe.dtype);
   if (!encoder.output_dtype) return encoder;
