@@ -48,7 +48,7 @@ std::optional<TensorType> CarriedGgmlType(const ir::Tensor& q) {
   }
   if (l.kind == ir::QuantKind::kInt8GroupWise && l.axis == last && l.group_size == kBlock &&
       q.dtype == ir::DType::kI8 && l.zero_point.empty()) {
-    return TensorType::kQ8_0;  // exactly, with f16 scales
+    return TensorType::kQ8_0;  // exact with f16 scales; f32 ones are rounded
   }
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 //   int4 group 32 along the row, symmetric (i4, x = q s)      -> Q4_0: n = q + 8, d = s
 //   int4 group 32 along the row, zero point (u4, x = (q-z) s) -> Q4_1: n = q, d = s, m = -z s
 //   int8 per output row, symmetric, rows of 32k (x = q s)      -> Q8_0: qs = q, d = s per block
+//   int8 group 32 along the row, symmetric (int8_groupwise)   -> Q8_0: qs = q, d = s of the group
 // d and m are stored in f16 by ggml, so values match up to that rounding
 // (relative 2^-11 of the scale; exact when the scale is an f16 value).
 #ifndef SLIMPACK_EXPORT_GGUF_CARRIED_CODES_H_

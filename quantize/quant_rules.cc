@@ -16,8 +16,8 @@ using nlohmann::json;
 
 constexpr char kSchemeForms[] =
     "keep, f32, f16, bf16, int8, int8-asym, int8-g<G>, int<b> (group from --group), "
-    "int<b>-g<G>, int<b>-g<G>-asym, int<b>-row, int<b>-row-asym with b in 2..4, "
-    "int5..int7 per row; any int scheme may end in -f16scale or -f32scale";
+    "int<b>-g<G>, int<b>-g<G>-asym, int<b>-row, int<b>-row-asym with b in 2..4; "
+    "any int scheme may end in -f16scale or -f32scale";
 
 constexpr std::string_view kF16ScaleSuffix = "-f16scale";
 constexpr std::string_view kF32ScaleSuffix = "-f32scale";

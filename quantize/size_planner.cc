@@ -92,8 +92,9 @@ std::vector<Option> Hull(std::vector<Option> opts) {
 }
 
 bool IsCandidateFor(const WeightScheme& s, const WeightUse& use) {
-  // The group-wise layout cannot group a spatial kernel.
-  return !(use.op == "Conv" && s.kind == WeightScheme::Kind::kInt && s.bits < 8);
+  // The group-wise layouts cannot group a spatial kernel.
+  return !(use.op == "Conv" && s.kind == WeightScheme::Kind::kInt &&
+           (s.bits < 8 || s.group_size > 0));
 }
 
 }  // namespace

@@ -39,6 +39,19 @@ bool IsF16Tensor(const ir::Tensor& t) {
   return t.dtype == DType::kF16 && !t.quant.quantized();
 }
 
+// The scale / zero-point tensors quantized initializers of `g` name: an f16
+// scale belongs to its layout (every reader widens it exactly), not to an
+// f16 graph, so it neither makes the graph f16 nor gets widened.
+std::unordered_set<std::string> QuantParams(const ir::Graph& g) {
+  std::unordered_set<std::string> out;
+  for (const ir::Tensor& t : g.initializers()) {
+    if (!t.quant.quantized()) continue;
+    out.insert(t.quant.scale);
+    if (!t.quant.zero_point.empty()) out.insert(t.quant.zero_point);
+  }
+  return out;
+}
+
 // The f32 tensor holding exactly the values of the f16 tensor `t`.
 ir::Tensor Widened(const ir::Tensor& t) {
   ir::Tensor out = t;
@@ -257,8 +270,9 @@ class Rewriter {
 
   void WidenInitializers(ir::Graph& g) {
     std::vector<std::string> half;
+    const std::unordered_set<std::string> params = QuantParams(g);
     for (const ir::Tensor& t : g.initializers()) {
-      if (IsF16Tensor(t)) half.push_back(t.name);
+      if (IsF16Tensor(t) && !params.count(t.name)) half.push_back(t.name);
     }
     for (const std::string& name : half) {
       ir::Tensor* t = g.FindMutableInitializer(name);
@@ -433,8 +447,9 @@ bool HoldsF16(const ir::Graph& graph) {
   for (const auto& [name, v] : graph.value_info) {
     if (half(v)) return true;
   }
+  const std::unordered_set<std::string> params = QuantParams(graph);
   for (const ir::Tensor& t : graph.initializers()) {
-    if (IsF16Tensor(t)) return true;
+    if (IsF16Tensor(t) && !params.count(t.name)) return true;
   }
   return std::any_of(graph.nodes.begin(), graph.nodes.end(), HoldsF16Node);
 }

@@ -38,8 +38,9 @@ struct PackedTensors {
 // [cols, rows] when transposed; an int8 scheme also accepts
 // [rows, d1, ..., dk] with d1*...*dk == cols, e.g. a Conv weight, scale
 // along axis 0), has no name, or `m`'s vectors have the
-// wrong sizes, or the scheme fails ValidateScheme (so 8-bit containers are
-// always per-channel, the only int8 layout of the format).
+// wrong sizes, or the scheme fails ValidateScheme (so 5..7-bit containers
+// are per-channel; 8 bits with groups shorter than a row are
+// int8_groupwise, rank 2 only like int4_groupwise).
 absl::StatusOr<PackedTensors> ToIrTensors(const QuantizedMatrix& m,
                                           const ir::Tensor& original,
                                           bool transposed,

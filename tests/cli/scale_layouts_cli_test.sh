@@ -25,6 +25,9 @@ expect 0 "int4-g32-f32scale" -- convert "$LLAMA" -o "$TMP/g32f32" --quant int4-g
 expect 0 "--quant int8 --group 32" -- convert "$LLAMA" -o "$TMP/i8g32" --quant int8 --group 32
 expect 0 "int8 per channel" -- convert "$LLAMA" -o "$TMP/i8" --quant int8
 expect 0 "int4-g32-asym" -- convert "$LLAMA" -o "$TMP/g32a" --quant int4-g32-asym
+# --asym / --group refine a name that ends in a scale suffix.
+expect 0 "--quant int4-g32-f32scale --asym" -- convert "$LLAMA" -o "$TMP/g32af" --quant int4-g32-f32scale --asym
+expect 0 "--quant int8-f16scale --group 64" -- convert "$LLAMA" -o "$TMP/i8g64h" --quant int8-f16scale --group 64
 
 # Manifests: features, layouts and scale dtypes; the f16 artifact is smaller
 # by exactly two bytes per group (the shard may pad to 64 bytes).
@@ -38,15 +41,21 @@ want = {"g32": (["f16_scales"], "int4_groupwise", "f16"),
         "g32f32": ([], "int4_groupwise", "f32"),
         "i8g32": (["f16_scales", "int8_groupwise"], "int8_groupwise", "f16"),
         "i8": ([], "int8_per_channel", "f32"),
-        "g32a": (["f16_scales"], "int4_groupwise", "f16")}
+        "g32a": (["f16_scales"], "int4_groupwise", "f16"),
+        "g32af": ([], "int4_groupwise", "f32"),
+        "i8g64h": (["f16_scales", "int8_groupwise"], "int8_groupwise", "f16")}
 for d, (features, kind, sdt) in want.items():
     m = man(d)
     ts = tensors(m)
     assert m["required_features"] == features, (d, m["required_features"])
     assert ts[q]["layout"]["kind"] == kind, (d, ts[q]["layout"])
     assert ts[ts[q]["layout"]["scale"]]["dtype"] == sdt, d
-    if kind == "int8_groupwise":
+    if d == "i8g32":
         assert ts[q]["layout"]["group_size"] == 32 and ts[q]["dtype"] == "i8", ts[q]
+    if d == "i8g64h":
+        assert ts[q]["layout"]["group_size"] == 64, ts[q]
+    if d == "g32af":
+        assert ts[q]["dtype"] == "u4" and "zero_point" in ts[q]["layout"], ts[q]
 a, b = tensors(man("g32")), tensors(man("g32f32"))
 groups = sum(x["nbytes"] // 2 for n, x in a.items() if n.endswith(".scale"))
 saved = sum(b[n]["nbytes"] - a[n]["nbytes"] for n in a if n.endswith(".scale"))

@@ -148,6 +148,16 @@ TEST(PlanForSizeTest, FixedSchemesAndConvLimits) {
     }
   }
   EXPECT_EQ(seen, 2);  // both tensors were planned
+  // A grouped int8 candidate is no Conv layout either.
+  SizeTarget grouped;
+  grouped.bpw = 8.25;
+  grouped.candidates = {*ParseWeightScheme("int8-g32"), *ParseWeightScheme("int8"),
+                        *ParseWeightScheme("int4-g32")};
+  auto plan2 = PlanForSize(m, uses, {}, grouped, 1);
+  ASSERT_THAT(plan2, IsOk());
+  for (const SizeChoice& c : plan2->choices) {
+    if (c.tensor == "conv") EXPECT_EQ(c.scheme.Name(), "int8");
+  }
 }
 
 TEST(PlanForSizeTest, ImpossibleTargetsSayWhy) {

@@ -150,5 +150,38 @@ TEST_P(Fp16ModelTest, RefusesAnF32InputForTheDeclaredF16One) {
 INSTANTIATE_TEST_SUITE_P(Fixtures, Fp16ModelTest, ::testing::ValuesIn(kFixtures),
                          [](const auto& info) { return std::string(info.param.stem); });
 
+// An f16 scale belongs to its quantized weight's layout (every reader
+// widens it exactly): it does not make an f32 graph f16, and widening an
+// f16 graph leaves it as stored while widening a plain f16 initializer.
+TEST(WidenF16Test, QuantizationScalesAreNotF16Values) {
+  ir::Graph g;
+  ir::Tensor w;
+  w.name = "w";
+  w.dtype = ir::DType::kI8;
+  w.dims = {2, 4};
+  w.data = ir::TensorData::Owned(std::vector<uint8_t>(8, 1));
+  w.quant.kind = ir::QuantKind::kInt8GroupWise;
+  w.quant.axis = 1;
+  w.quant.group_size = 2;
+  w.quant.scale = "w.scale";
+  ir::Tensor scale;
+  scale.name = "w.scale";
+  scale.dtype = ir::DType::kF16;
+  scale.dims = {2, 2};
+  scale.data = ir::TensorData::Owned(std::vector<uint8_t>{0, 0x3C, 0, 0x3C, 0, 0x3C, 0, 0x3C});
+  ASSERT_THAT(g.AddInitializer(w), IsOk());
+  ASSERT_THAT(g.AddInitializer(scale), IsOk());
+  EXPECT_FALSE(HoldsF16(g));
+  ir::Tensor h = scale;
+  h.name = "h";
+  ASSERT_THAT(g.AddInitializer(h), IsOk());
+  EXPECT_TRUE(HoldsF16(g));
+  auto done = WidenF16ToF32(g);
+  ASSERT_THAT(done, IsOk());
+  EXPECT_EQ(done->initializers, 1);
+  EXPECT_EQ(g.FindInitializer("h")->dtype, ir::DType::kF32);
+  EXPECT_EQ(g.FindInitializer("w.scale")->dtype, ir::DType::kF16);
+}
+
 }  // namespace
 }  // namespace slimpack::runtime
