@@ -121,14 +121,9 @@ absl::Status MergeQuantFlags(const ConvertFlags& f, ConvertRequest& r) {
     q.w8a8 = true;
   } else if (!f.quant.empty()) {
     // --group / --asym refine the name before its scale suffix.
-    std::string name = f.quant, suffix;
-    for (const char* s : {"-f16scale", "-f32scale"}) {
-      const size_t n = std::string(s).size();
-      if (name.size() > n && name.compare(name.size() - n, n, s) == 0) {
-        suffix = s;
-        name.resize(name.size() - n);
-      }
-    }
+    std::string name = f.quant;
+    const std::string suffix(quantize::ScaleSuffixOf(name));
+    name.resize(name.size() - suffix.size());
     // A bare int8 is per output channel; --group asks for int8-g<G>.
     if ((name == "int8" || name == "int8-asym") && f.group > 0) {
       name.insert(4, "-g" + std::to_string(f.group));

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "ir/float_convert.h"
@@ -17,17 +18,6 @@ constexpr int64_t kBlock = 32;
 void PutF16(float v, uint8_t* dst) {
   const uint16_t h = ir::F32ToF16(v);
   std::memcpy(dst, &h, 2);
-}
-
-// Scale entry i as f32 (an f16 scale widened exactly).
-float ScaleAt(const ir::Tensor& t, int64_t i) {
-  if (t.dtype == ir::DType::kF16) {
-    const uint8_t* p = t.data.data() + i * 2;
-    return ir::F16ToF32(static_cast<uint16_t>(p[0] | (p[1] << 8)));
-  }
-  float v;
-  std::memcpy(&v, t.data.data() + i * 4, 4);
-  return v;
 }
 
 }  // namespace
@@ -65,6 +55,9 @@ absl::Status EncodeCarriedRows(TensorType type, const ir::Tensor& q, const ir::T
     return absl::InvalidArgumentError(absl::StrCat("tensor '", q.name, "': ", rows, " rows of ",
                                                    blocks, " blocks do not fill ", size, " bytes"));
   }
+  // Every scale as f32 (f16 ones widened exactly), checked against its dims.
+  absl::StatusOr<std::vector<float>> scales = ir::ScaleValues(scale);
+  if (!scales.ok()) return scales.status();
   const uint8_t* codes = q.data.data();
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t src = source_row(r);
@@ -74,7 +67,7 @@ absl::Status EncodeCarriedRows(TensorType type, const ir::Tensor& q, const ir::T
       // Group b of row src, or the row's scale (int8 per channel).
       const bool per_row = q.quant.kind == ir::QuantKind::kInt8PerChannel;
       const int64_t param = per_row ? src : src * blocks + b;
-      const float s = ScaleAt(scale, param);
+      const float s = (*scales)[static_cast<size_t>(param)];
       if (!std::isfinite(s)) {
         return absl::InvalidArgumentError(absl::StrCat("tensor '", q.name, "': scale ", param,
                                                        " is not finite (", s, ")"));

@@ -98,14 +98,20 @@ class WeightExporter {
     return name;
   }
 
-  // The name of an f32 tensor holding t's scales: the scale itself, or an
-  // exact f32 copy of an f16 one (DequantizeLinear below opset 19 and
-  // GatherBlockQuantized/MatMulNBits in an f32 graph read f32 scales).
-  absl::StatusOr<std::string> F32Scales(const ir::Tensor& t) {
+  // t's scale tensor, or InvalidArgument naming both.
+  absl::StatusOr<const ir::Tensor*> ScaleTensor(const ir::Tensor& t) const {
     const ir::Tensor* scale = src_.FindInitializer(t.quant.scale);
     if (scale == nullptr) {
       return absl::InvalidArgumentError(Where(t) + ": scale '" + t.quant.scale + "' is missing");
     }
+    return scale;
+  }
+
+  // The name of an f32 tensor holding t's scales: the scale itself, or an
+  // exact f32 copy of an f16 one (DequantizeLinear below opset 19 and
+  // GatherBlockQuantized/MatMulNBits in an f32 graph read f32 scales).
+  absl::StatusOr<std::string> F32Scales(const ir::Tensor& t) {
+    ASSIGN_OR_RETURN(const ir::Tensor* scale, ScaleTensor(t));
     if (scale->dtype == ir::DType::kF32) return t.quant.scale;
     ASSIGN_OR_RETURN(std::vector<float> v, ir::ScaleValues(*scale));
     return ed_.AddF32(t.quant.scale + "_f32", scale->dims, std::move(v), t.provenance);
@@ -174,10 +180,7 @@ class WeightExporter {
         PutCode(b, static_cast<size_t>(r * kb * blob + (c / w.block) * blob), c % w.block, u, bits);
       }
     }
-    const ir::Tensor* scale = src_.FindInitializer(t.quant.scale);
-    if (scale == nullptr) {
-      return absl::InvalidArgumentError(Where(t) + ": scale '" + t.quant.scale + "' is missing");
-    }
+    ASSIGN_OR_RETURN(const ir::Tensor* scale, ScaleTensor(t));
     ASSIGN_OR_RETURN(std::vector<float> s, ir::ScaleValues(*scale));
     if (static_cast<int64_t>(s.size()) != n * kb) {
       return absl::InvalidArgumentError(Where(t) + ": scale has " + std::to_string(s.size()) +

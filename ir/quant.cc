@@ -22,10 +22,11 @@ absl::Status Bad(const Tensor& q, const std::string& what) {
                                     ": " + what);
 }
 
-// Checks a scale or zero point found under `field`.
+// Checks a scale or zero point found under `field`: dtype `want_dtype` or
+// `alt_dtype` (the same when only one is allowed), dims `want`.
 absl::Status CheckParam(const Tensor& q, const char* field,
                         const std::string& name, const Tensor* p,
-                        DType want_dtype, const std::vector<int64_t>& want) {
+                        DType want_dtype, DType alt_dtype, const std::vector<int64_t>& want) {
   if (p == nullptr) {
     return Bad(q, std::string(field) + " names tensor '" + name +
                       "', which is not in the graph");
@@ -36,12 +37,12 @@ absl::Status CheckParam(const Tensor& q, const char* field,
                       std::string(QuantKindName(p->quant.kind)) +
                       "); it must be plain");
   }
-  const bool scale_f16 = want_dtype == DType::kF32 && p->dtype == DType::kF16;
-  if (p->dtype != want_dtype && !(std::string_view(field) == "scale" && scale_f16)) {
+  if (p->dtype != want_dtype && p->dtype != alt_dtype) {
     return Bad(q, std::string(field) + " tensor '" + name + "' has dtype " +
                       std::string(DTypeName(p->dtype)) + ", expected " +
                       std::string(DTypeName(want_dtype)) +
-                      (std::string_view(field) == "scale" ? " or f16" : ""));
+                      (alt_dtype != want_dtype ? " or " + std::string(DTypeName(alt_dtype))
+                                               : std::string()));
   }
   if (p->dims != want) {
     return Bad(q, std::string(field) + " tensor '" + name + "' has shape " +
@@ -157,10 +158,10 @@ absl::Status ValidateQuantLayout(const Tensor& q, const Tensor* scale,
   }
   if (l.scale.empty()) return Bad(q, "names no scale tensor");
   const std::vector<int64_t> want = QuantParamDims(q);
-  absl::Status s = CheckParam(q, "scale", l.scale, scale, DType::kF32, want);
+  absl::Status s = CheckParam(q, "scale", l.scale, scale, DType::kF32, DType::kF16, want);
   if (!s.ok()) return s;
   if (!l.zero_point.empty()) {
-    s = CheckParam(q, "zero_point", l.zero_point, zero_point, q.dtype, want);
+    s = CheckParam(q, "zero_point", l.zero_point, zero_point, q.dtype, q.dtype, want);
     if (!s.ok()) return s;
   }
   return absl::OkStatus();

@@ -62,6 +62,12 @@ struct WeightScheme {
 // The scale dtype a scheme gets when its name does not choose one.
 quant::ScaleDType DefaultScaleDType(int64_t group_size);
 
+// The suffixes that choose a scheme's scale dtype, and the one `name` ends
+// in (empty if none): "int4-g32-f32scale" -> "-f32scale".
+inline constexpr std::string_view kF16ScaleSuffix = "-f16scale";
+inline constexpr std::string_view kF32ScaleSuffix = "-f32scale";
+std::string_view ScaleSuffixOf(std::string_view name);
+
 // Parses a scheme name. "int4" takes `default_group` (128 unless set);
 // "int8" alone is per output channel.
 // InvalidArgument naming the text and listing the forms.

@@ -54,11 +54,11 @@ void UnpackZeroPoints(const QuantizedTensorRef& ref, uint64_t first, uint64_t n,
   }
 }
 
+// int8_per_channel; DequantizeToF32 has checked the scale count.
 Status DequantInt8(const QuantizedTensorRef& ref, const float* scale, const Blocks& b,
                    const DequantKernels& k, float* out) {
   const auto* q = static_cast<const uint8_t*>(ref.data);
   const bool is_signed = ref.dtype == DType::kI8;
-  SLP_RETURN_IF_ERROR(CheckCount("scale (elements)", ref.scale_count, b.axis));
   std::vector<int16_t> zp;
   if (ref.zero_point != nullptr) {
     SLP_RETURN_IF_ERROR(CheckCount("zero point (bytes)", ref.zero_point_bytes, b.axis));
@@ -83,17 +83,15 @@ Status DequantInt8(const QuantizedTensorRef& ref, const float* scale, const Bloc
 }
 
 // int4_groupwise and int8_groupwise: the same walk, the kernels of the
-// element width.
+// element width. DequantizeToF32 has checked group_size and the scale count.
 Status DequantGroups(const QuantizedTensorRef& ref, const float* scale, const Blocks& b,
                      const DequantKernels& k, float* out) {
   const auto* q = static_cast<const uint8_t*>(ref.data);
   const bool four_bit = ref.layout == LayoutKind::kInt4GroupWise;
   const bool is_signed = ref.dtype == DType::kI4 || ref.dtype == DType::kI8;
-  const uint64_t gs = ref.group_size;
-  if (gs == 0) return InvalidArgumentError("group_size must be at least 1");
+  const uint64_t gs = ref.group_size;  // >= 1 (DequantizeToF32)
   const uint64_t groups = b.axis / gs + (b.axis % gs != 0);
   const uint64_t params = b.outer * groups * b.inner;
-  SLP_RETURN_IF_ERROR(CheckCount("scale (elements)", ref.scale_count, params));
   const bool has_zp = ref.zero_point != nullptr;
   if (has_zp) {
     SLP_RETURN_IF_ERROR(CheckCount("zero point (bytes)", ref.zero_point_bytes,

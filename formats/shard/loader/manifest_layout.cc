@@ -8,8 +8,8 @@
 namespace slimpack::loader::internal {
 namespace {
 
-// Resolves a scale / zero-point reference and checks its dtype (want_dtype,
-// or also `alt_dtype` unless it is kUndefined-like want_dtype) and shape.
+// Resolves a scale / zero-point reference and checks its dtype (want_dtype
+// or alt_dtype; the same when only one is allowed) and shape.
 Status ResolveQuantParam(const Fields& f, std::string_view key, const Manifest& m,
                          DType want_dtype, const std::vector<uint64_t>& want_shape,
                          bool required, int32_t* out, DType alt_dtype) {
