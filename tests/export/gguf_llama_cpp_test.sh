@@ -139,10 +139,11 @@ else
   echo "FAIL: prune the tiny-llama per layer"; cat "$work/log"; fail=1
 fi
 # Artifacts already quantized: int4 group 32 codes go in as Q4_0 (symmetric)
-# and Q4_1 (zero points) blocks as they are, int8 per row as Q8_0; the
+# and Q4_1 (zero points) blocks as they are (f16 scales: exactly), int8 per
+# row and int8 group 32 (int8_groupwise) as Q8_0; the
 # ffn_down rows of 344 fit no block and are dequantized into f16. llama.cpp
 # is compared with slimpack running the artifact itself.
-for scheme in "int4 --group 32" "int4 --group 32 --asym" "int8"; do
+for scheme in "int4 --group 32" "int4 --group 32 --asym" "int8" "int8 --group 32"; do
   name="tiny-art-$(echo "$scheme" | tr -d ' -')"
   # shellcheck disable=SC2086
   if "$SLIMPACK" convert "$tiny" -o "$work/$name" --quant $scheme >"$work/log" 2>&1; then
