@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "formats/gguf/ggml_blocks_internal.h"
 #include "ir/float_convert.h"
+#include "ir/ggml_blocks.h"
 #include "support/checked_math.h"
 #include "support/status_macros.h"
 
@@ -176,52 +177,6 @@ void QuantizeLegacy(TensorType type, const float* x, int64_t n, const float* imp
   }
 }
 
-// Decodes nibble blocks (q4_0, q4_1, q5_0, q5_1) with the layout choices
-// fixed at compile time, so the per-weight loop is branch-free and
-// vectorizes (src and y never alias).
-template <bool kAffine, bool kFifthBit>
-void DequantizeNibbleBlocks(const LegacyLayout& layout, const uint8_t* __restrict src,
-                            int64_t blocks, float* __restrict y) {
-  constexpr int kZero = kAffine ? 0 : (kFifthBit ? 16 : 8);
-  for (int64_t ib = 0; ib < blocks; ++ib, y += 32) {
-    const uint8_t* block = src + ib * layout.block_bytes;
-    const uint8_t* qs = block + layout.qs_offset;
-    const float d = GetF16(block);
-    const float m = kAffine ? GetF16(block + 2) : 0.0f;
-    uint32_t qh = 0;
-    if (kFifthBit) {
-      for (int b = 0; b < 4; ++b) {
-        qh |= static_cast<uint32_t>(block[layout.qh_offset + b]) << (8 * b);
-      }
-    }
-    for (int j = 0; j < 16; ++j) {
-      const int lo = ((qs[j] & 0x0F) | (kFifthBit ? ((qh >> j) & 1) << 4 : 0)) - kZero;
-      const int hi = ((qs[j] >> 4) | (kFifthBit ? ((qh >> (j + 16)) & 1) << 4 : 0)) - kZero;
-      // ggml: q*d for the symmetric types, q*d + m (two roundings) for affine.
-      y[j] = kAffine ? lo * d + m : lo * d;
-      y[j + 16] = kAffine ? hi * d + m : hi * d;
-    }
-  }
-}
-
-void DequantizeLegacy(TensorType type, const uint8_t* __restrict src, int64_t n,
-                      float* __restrict y) {
-  const LegacyLayout layout = LayoutOf(type);
-  const int64_t blocks = n / 32;
-  switch (type) {
-    case TensorType::kQ4_0: return DequantizeNibbleBlocks<false, false>(layout, src, blocks, y);
-    case TensorType::kQ4_1: return DequantizeNibbleBlocks<true, false>(layout, src, blocks, y);
-    case TensorType::kQ5_0: return DequantizeNibbleBlocks<false, true>(layout, src, blocks, y);
-    case TensorType::kQ5_1: return DequantizeNibbleBlocks<true, true>(layout, src, blocks, y);
-    default:  // kQ8_0
-      for (int64_t ib = 0; ib < blocks; ++ib, y += 32) {
-        const uint8_t* block = src + ib * layout.block_bytes;
-        const float d = GetF16(block);
-        for (int j = 0; j < 32; ++j) y[j] = static_cast<int8_t>(block[2 + j]) * d;
-      }
-  }
-}
-
 // Checks the type and n; sets *name to ggml's type name for messages.
 absl::Status CheckRow(TensorType type, int64_t n, const char* what, std::string* name) {
   TypeTraits traits{};
@@ -306,11 +261,9 @@ absl::Status DequantizeRow(TensorType type, const uint8_t* src, int64_t n, float
     return ir::ConvertFloats(FloatDType(type), src, ir::DType::kF32,
                              reinterpret_cast<uint8_t*>(dst), static_cast<uint64_t>(n));
   }
-  if (IsLegacy(type)) {
-    DequantizeLegacy(type, src, n, dst);
-  } else {
-    internal::DequantizeKRow(type, src, n, dst);
-  }
+  // The decoders are the IR's (the artifact's ggml_blocks layout uses them
+  // too); TensorType's quantized values are ir::GgmlType's.
+  ir::DequantizeGgmlRow(static_cast<ir::GgmlType>(type), src, static_cast<uint64_t>(n), dst);
   return absl::OkStatus();
 }
 

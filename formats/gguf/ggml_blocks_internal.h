@@ -79,7 +79,6 @@ float MakeQpQuants(int n, int nmax, const float* x, uint8_t* L, const float* wei
 // is one of kQ2_K..kQ6_K. `importance` is as in QuantizeRow.
 void QuantizeKRow(TensorType type, const float* x, int64_t n, const float* importance,
                   uint8_t* dst);
-void DequantizeKRow(TensorType type, const uint8_t* src, int64_t n, float* dst);
 // ggml_grid.h's BlockGrids and SetBlockCodes for one K-quant super-block.
 void KBlockGrids(TensorType type, const uint8_t* block, WeightGrid* grids);
 void SetKBlockCodes(TensorType type, const uint8_t* codes, uint8_t* block);

@@ -1,5 +1,6 @@
-// The K-quants: 256-weight super-blocks whose sub-block scales (and mins)
-// are themselves quantized against one or two f16 super-scales. Encoders
+// The K-quant encoders (their decoders are ir/ggml_blocks.cc): 256-weight
+// super-blocks whose sub-block scales (and mins) are themselves quantized
+// against one or two f16 super-scales. Encoders
 // follow ggml-quants.c's quantize_row_q{2..6}_K_ref (no importance) and
 // quantize_row_q{2..6}_K_impl (importance); every scale that ggml stores as
 // f16 is re-read from f16 before the codes are chosen, as ggml does.
@@ -17,6 +18,7 @@
 #include <cstring>
 
 #include "formats/gguf/ggml_blocks_internal.h"
+#include "ir/ggml_blocks.h"
 
 namespace slimpack::gguf::internal {
 namespace {
@@ -158,19 +160,6 @@ void QuantizeQ2K(const float* x, const float* qw, uint8_t* y) {
   Pack2Bit(L, y + 16);
 }
 
-// Decoders loop per sub-block, as ggml's do, and promise the compiler that
-// the output does not alias the bytes (uint8_t may alias anything), so the
-// inner loops vectorize.
-void DequantizeQ2K(const uint8_t* __restrict b, float* __restrict y) {
-  const float d = GetF16(b + 80), min = GetF16(b + 82);
-  for (int s = 0; s < 16; ++s, y += 16) {  // sub-block s: weights 16*s..
-    const uint8_t* q = b + 16 + 32 * (s / 8) + 16 * (s % 2);
-    const int shift = 2 * ((s % 8) / 2);
-    const float dl = d * (b[s] & 0xF), ml = min * (b[s] >> 4);
-    for (int l = 0; l < 16; ++l) y[l] = dl * ((q[l] >> shift) & 3) - ml;
-  }
-}
-
 // --- q3_K: x = d*(s - 32)*(q - 4), s 6-bit per 16 weights, q 3-bit.
 
 // Sixteen 6-bit scales in 12 bytes: low nibbles of scale j in byte j % 8
@@ -184,10 +173,6 @@ void PackQ3Scales(const int* l6, uint8_t* s) {
   }
 }
 
-int Q3Scale(const uint8_t* s, int j) {
-  const int low = j < 8 ? s[j] & 0xF : s[j - 8] >> 4;
-  return (low | (((s[8 + j % 4] >> (2 * (j / 4))) & 3) << 4)) - 32;
-}
 
 void QuantizeQ3K(const float* x, const float* qw, uint8_t* y) {
   int8_t L[kN];
@@ -230,7 +215,7 @@ void QuantizeQ3K(const float* x, const float* qw, uint8_t* y) {
   }
   const float d_all = GetF16(y + 108);
   for (int j = 0; j < 16; ++j) {
-    const float d = d_all * Q3Scale(s, j);
+    const float d = d_all * ir::GgmlQ3Scale(s, j);
     if (d == 0) continue;
     for (int i = 0; i < 16; ++i) {
       L[16 * j + i] = static_cast<int8_t>(Clamp(NearestInt(x[16 * j + i] / d), -4, 3) + 4);
@@ -239,18 +224,6 @@ void QuantizeQ3K(const float* x, const float* qw, uint8_t* y) {
   PackQ3KCodes(reinterpret_cast<const uint8_t*>(L), y);
 }
 
-void DequantizeQ3K(const uint8_t* __restrict b, float* __restrict y) {
-  const float d_all = GetF16(b + 108);
-  for (int s = 0; s < 16; ++s, y += 16) {
-    const uint8_t* q = b + 32 + 32 * (s / 8) + 16 * (s % 2);
-    const uint8_t* hm = b + 16 * (s % 2);
-    const int shift = 2 * ((s % 8) / 2), bit = s / 2;  // weight e: mask bit e / 32
-    const float dl = d_all * Q3Scale(b + 96, s);
-    for (int l = 0; l < 16; ++l) {
-      y[l] = dl * (((q[l] >> shift) & 3) - (((hm[l] >> bit) & 1) ? 0 : 4));
-    }
-  }
-}
 
 // --- q4_K / q5_K: x = d*s*q - dmin*m, s and m 6-bit per 32 weights.
 
@@ -272,15 +245,6 @@ void PackScaleMinK4(const uint8_t* ls, const uint8_t* lm, uint8_t* s) {
   }
 }
 
-void ScaleMinK4(const uint8_t* s, int j, int* sc, int* m) {
-  if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
-  } else {
-    *sc = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
 
 // q4_K (bits 4) and q5_K (bits 5) share everything but the code width and
 // the search parameters of the unweighted path.
@@ -332,7 +296,7 @@ void QuantizeQ45K(int bits, const float* x, const float* qw, uint8_t* y) {
   const float d_all = GetF16(y), m_all = GetF16(y + 2);
   for (int j = 0; j < 8; ++j) {
     int sc, m;
-    ScaleMinK4(y + 4, j, &sc, &m);
+    ir::GgmlScaleMinK4(y + 4, j, &sc, &m);
     const float d = d_all * sc;
     if (d == 0) continue;
     const float dm = m_all * m;
@@ -343,23 +307,6 @@ void QuantizeQ45K(int bits, const float* x, const float* qw, uint8_t* y) {
   PackQ45KCodes(bits, L, y);
 }
 
-template <int kBits>
-void DequantizeQ45K(const uint8_t* __restrict b, float* __restrict y) {
-  const float d = GetF16(b), min = GetF16(b + 2);
-  const uint8_t* qs = b + (kBits == 4 ? 16 : 48);
-  const uint8_t* qh = b + 16;
-  for (int j = 0; j < 8; ++j, y += 32) {  // sub-block j: nibble half j % 2 of bytes 32*(j/2)..
-    int sc, m;
-    ScaleMinK4(b + 4, j, &sc, &m);
-    const float d1 = d * sc, m1 = min * m;
-    const uint8_t* q = qs + 32 * (j / 2);
-    const int shift = 4 * (j % 2);
-    for (int l = 0; l < 32; ++l) {
-      const int high = kBits == 5 ? ((qh[l] >> j) & 1) << 4 : 0;  // q5_K: bit j of byte l
-      y[l] = d1 * (((q[l] >> shift) & 0xF) + high) - m1;
-    }
-  }
-}
 
 // --- q6_K: x = d*s*(q - 32), s int8 per 16 weights, q 6-bit.
 
@@ -396,20 +343,6 @@ void QuantizeQ6K(const float* x, const float* qw, uint8_t* y) {
   PackQ6KCodes(reinterpret_cast<const uint8_t*>(L), y);
 }
 
-void DequantizeQ6K(const uint8_t* __restrict b, float* __restrict y) {
-  const float d = GetF16(b + 208);
-  const int8_t* sc = reinterpret_cast<const int8_t*>(b + 192);
-  for (int s = 0; s < 16; ++s, y += 16) {
-    const int h = s / 8, quarter = (s % 8) / 2;  // weights 128*h + 32*quarter + l
-    const uint8_t* ql = b + 64 * h + 32 * (quarter % 2) + 16 * (s % 2);
-    const uint8_t* qh = b + 128 + 32 * h + 16 * (s % 2);
-    const int low_shift = 4 * (quarter / 2), high_shift = 2 * quarter;
-    for (int l = 0; l < 16; ++l) {
-      const int q = (((ql[l] >> low_shift) & 0xF) | (((qh[l] >> high_shift) & 3) << 4)) - 32;
-      y[l] = d * sc[s] * q;
-    }
-  }
-}
 
 }  // namespace
 
@@ -428,18 +361,6 @@ void QuantizeKRow(TensorType type, const float* x, int64_t n, const float* impor
   }
 }
 
-void DequantizeKRow(TensorType type, const uint8_t* src, int64_t n, float* dst) {
-  for (int64_t i = 0; i < n / kN; ++i) {
-    float* y = dst + kN * i;
-    switch (type) {
-      case TensorType::kQ2_K: DequantizeQ2K(src + i * kQ2KBytes, y); break;
-      case TensorType::kQ3_K: DequantizeQ3K(src + i * kQ3KBytes, y); break;
-      case TensorType::kQ4_K: DequantizeQ45K<4>(src + i * kQ4KBytes, y); break;
-      case TensorType::kQ5_K: DequantizeQ45K<5>(src + i * kQ5KBytes, y); break;
-      default: DequantizeQ6K(src + i * kQ6KBytes, y); break;
-    }
-  }
-}
 
 void KBlockGrids(TensorType type, const uint8_t* b, WeightGrid* g) {
   switch (type) {
@@ -453,7 +374,7 @@ void KBlockGrids(TensorType type, const uint8_t* b, WeightGrid* g) {
     }
     case TensorType::kQ3_K: {
       const float d = GetF16(b + 108);
-      for (int e = 0; e < kN; ++e) g[e] = {d * Q3Scale(b + 96, e / 16), 0.f, 4, 0, 7};
+      for (int e = 0; e < kN; ++e) g[e] = {d * ir::GgmlQ3Scale(b + 96, e / 16), 0.f, 4, 0, 7};
       return;
     }
     case TensorType::kQ4_K:
@@ -462,7 +383,7 @@ void KBlockGrids(TensorType type, const uint8_t* b, WeightGrid* g) {
       const int qmax = type == TensorType::kQ4_K ? 15 : 31;
       for (int e = 0; e < kN; ++e) {
         int sc, m;
-        ScaleMinK4(b + 4, e / 32, &sc, &m);
+        ir::GgmlScaleMinK4(b + 4, e / 32, &sc, &m);
         g[e] = {d * sc, -(min * m), 0, 0, qmax};
       }
       return;
