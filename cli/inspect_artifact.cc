@@ -178,7 +178,8 @@ void PrintArtifact(const loader::Artifact& a) {
 // One quantized tensor of an artifact, as `inspect` lists it.
 struct QuantRow {
   std::string name, dtype, kind, algorithm;
-  std::string scale_dtype;  // "f32" or "f16"
+  std::string scale_dtype;  // "f32" or "f16" (ggml blocks: f16, inside each block)
+  std::string block_type;   // ggml_blocks: "q4_k", ...; else empty
   std::vector<uint64_t> shape;
   int64_t axis = 0;
   uint64_t group_size = 0;  // group-wise layouts; 0 for per-channel
@@ -211,9 +212,16 @@ absl::StatusOr<std::vector<QuantRow>> QuantRows(const loader::Artifact& a) {
     r.shape = t.shape;
     r.axis = t.layout.axis;
     r.group_size = t.layout.group_size;
-    r.scale_dtype = std::string(
-        shard::DTypeName(m.tensors[static_cast<size_t>(t.layout.scale)].dtype));
-    r.bits = static_cast<int64_t>(shard::DTypeBits(t.dtype));
+    if (t.layout.kind == shard::LayoutKind::kGgmlBlocks) {
+      const shard::GgmlBlockType* type = shard::FindGgmlBlockType(t.layout.block_type);
+      r.block_type = type ? std::string(type->name) : "?";
+      r.scale_dtype = "f16";
+      r.bits = 0;  // the record's (the code width); the layout alone does not say
+    } else {
+      r.scale_dtype = std::string(
+          shard::DTypeName(m.tensors[static_cast<size_t>(t.layout.scale)].dtype));
+      r.bits = static_cast<int64_t>(shard::DTypeBits(t.dtype));
+    }
     r.symmetric = t.layout.zero_point < 0;
     uint64_t bytes = t.nbytes;
     for (int32_t aux : {t.layout.scale, t.layout.zero_point}) {
@@ -225,6 +233,7 @@ absl::StatusOr<std::vector<QuantRow>> QuantRows(const loader::Artifact& a) {
       r.has_record = true;
       r.algorithm = rec->second.algorithm;
       r.symmetric = rec->second.symmetric;
+      if (!r.block_type.empty()) r.bits = rec->second.bits;
     }
     rows.push_back(std::move(r));
   }
@@ -238,6 +247,8 @@ ordered_json QuantRowsJson(const std::vector<QuantRow>& rows) {
                       {"layout", r.kind},       {"shape", r.shape},
                       {"axis", r.axis},         {"group_size", r.group_size},
                       {"scale_dtype", r.scale_dtype},
+                      {"block_type", r.block_type.empty() ? ordered_json(nullptr)
+                                                          : ordered_json(r.block_type)},
                       {"bits", r.bits},         {"bits_per_weight", r.bits_per_weight},
                       {"symmetric", r.symmetric}};
     j["algorithm"] = r.has_record ? ordered_json(r.algorithm) : ordered_json(nullptr);
@@ -262,8 +273,9 @@ void PrintQuantRows(const std::vector<QuantRow>& rows) {
   for (const QuantRow& r : rows) {
     const std::string group =
         r.kind == shard::kLayoutInt8PerChannel ? "chan" : std::to_string(r.group_size);
+    const std::string kind = r.block_type.empty() ? r.kind : "ggml " + r.block_type;
     std::printf("  %-44s %-5s %-17s %5s %-5s %-12s %4lld %6.3f%s\n", r.name.c_str(),
-                r.dtype.c_str(), r.kind.c_str(), group.c_str(), r.scale_dtype.c_str(),
+                r.dtype.c_str(), kind.c_str(), group.c_str(), r.scale_dtype.c_str(),
                 r.has_record ? (r.algorithm.empty() ? "?" : r.algorithm.c_str()) : "-",
                 static_cast<long long>(r.bits), r.bits_per_weight,
                 r.symmetric ? "" : " asym");

@@ -20,11 +20,31 @@ void PutF16(float v, uint8_t* dst) {
   std::memcpy(dst, &h, 2);
 }
 
+// Rows of ggml blocks moved as they are (only their order changes).
+absl::Status CopyBlockRows(const ir::Tensor& q, const std::function<int64_t(int64_t)>& source_row,
+                           uint8_t* dst, uint64_t size) {
+  const int64_t cols = q.dims.back();
+  const int64_t rows = q.dims.size() == 2 ? q.dims[0] : 1;
+  const std::optional<uint64_t> row_bytes = ir::GgmlRowBytes(q.quant.block_type, cols);
+  if (!row_bytes || *row_bytes * static_cast<uint64_t>(rows) != size ||
+      q.data.size() != size) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", q.name, "': ", rows, " rows of ",
+                                                   cols, " ", std::string(ir::GgmlTypeName(q.quant.block_type)),
+                                                   " weights do not fill ", size, " bytes"));
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(dst + r * *row_bytes, q.data.data() + source_row(r) * *row_bytes, *row_bytes);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::optional<TensorType> CarriedGgmlType(const ir::Tensor& q) {
   const ir::QuantLayout& l = q.quant;
   if (q.dims.empty() || q.dims.size() > 2) return std::nullopt;
+  // ggml blocks are GGUF's own bytes (ir::GgmlType values are ggml's).
+  if (l.kind == ir::QuantKind::kGgmlBlocks) return static_cast<TensorType>(l.block_type);
   const int64_t cols = q.dims.back();
   const int last = static_cast<int>(q.dims.size()) - 1;
   if (cols % kBlock != 0) return std::nullopt;
@@ -43,12 +63,18 @@ std::optional<TensorType> CarriedGgmlType(const ir::Tensor& q) {
   return std::nullopt;
 }
 
-absl::Status EncodeCarriedRows(TensorType type, const ir::Tensor& q, const ir::Tensor& scale,
+absl::Status EncodeCarriedRows(TensorType type, const ir::Tensor& q, const ir::Tensor* scale_ptr,
                                const ir::Tensor* zero_point,
                                const std::function<int64_t(int64_t)>& source_row,
                                uint8_t* dst, uint64_t size) {
   const int64_t cols = q.dims.back();
   const int64_t rows = q.dims.size() == 2 ? q.dims[0] : 1;
+  if (q.quant.kind == ir::QuantKind::kGgmlBlocks) return CopyBlockRows(q, source_row, dst, size);
+  if (scale_ptr == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", q.name, "': no scale tensor '",
+                                                   q.quant.scale, "'"));
+  }
+  const ir::Tensor& scale = *scale_ptr;
   const int64_t blocks = cols / kBlock;
   const int64_t block_bytes = type == TensorType::kQ4_0 ? 18 : type == TensorType::kQ4_1 ? 20 : 34;
   if (static_cast<uint64_t>(rows * blocks * block_bytes) != size) {

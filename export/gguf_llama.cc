@@ -29,7 +29,7 @@ absl::Status ReadValuesF32(const Planned& p, uint64_t numel, std::vector<float>&
   const ir::Tensor& t = *p.source;
   std::vector<float> plain(numel);
   if (t.quant.quantized()) {
-    ASSIGN_OR_RETURN(plain, ir::DequantizeToF32(t, *p.scale, p.zero_point));
+    ASSIGN_OR_RETURN(plain, ir::DequantizeToF32(t, p.scale, p.zero_point));
     if (p.input_perm) {
       hf::UnpermuteColumns(*p.input_perm, static_cast<int64_t>(numel / p.input_perm->size()),
                            plain.data());
@@ -205,7 +205,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
           p.gguf_name, ne, choice.type,
           [p, rows, type = choice.type](uint8_t* dst, uint64_t size) -> absl::Status {
             return EncodeCarriedRows(
-                type, *p.source, *p.scale, p.zero_point,
+                type, *p.source, p.scale, p.zero_point,
                 [&p, rows](int64_t r) {
                   return p.rope_heads > 0 ? gguf::RopePermutedSourceRow(r, rows, p.rope_heads) : r;
                 },

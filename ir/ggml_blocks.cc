@@ -30,11 +30,11 @@ struct Entry {
   GgmlGeometry geometry;
 };
 constexpr Entry kTypes[] = {
-    {GgmlType::kQ4_0, "q4_0", {32, 18, 4}},   {GgmlType::kQ4_1, "q4_1", {32, 20, 4}},
-    {GgmlType::kQ5_0, "q5_0", {32, 22, 5}},   {GgmlType::kQ5_1, "q5_1", {32, 24, 5}},
-    {GgmlType::kQ8_0, "q8_0", {32, 34, 8}},   {GgmlType::kQ2_K, "q2_k", {256, 84, 2}},
-    {GgmlType::kQ3_K, "q3_k", {256, 110, 3}}, {GgmlType::kQ4_K, "q4_k", {256, 144, 4}},
-    {GgmlType::kQ5_K, "q5_k", {256, 176, 5}}, {GgmlType::kQ6_K, "q6_k", {256, 210, 6}},
+    {GgmlType::kQ4_0, "q4_0", {32, 18, 4, false}},   {GgmlType::kQ4_1, "q4_1", {32, 20, 4, true}},
+    {GgmlType::kQ5_0, "q5_0", {32, 22, 5, false}},   {GgmlType::kQ5_1, "q5_1", {32, 24, 5, true}},
+    {GgmlType::kQ8_0, "q8_0", {32, 34, 8, false}},   {GgmlType::kQ2_K, "q2_k", {256, 84, 2, true}},
+    {GgmlType::kQ3_K, "q3_k", {256, 110, 3, false}}, {GgmlType::kQ4_K, "q4_k", {256, 144, 4, true}},
+    {GgmlType::kQ5_K, "q5_k", {256, 176, 5, true}},  {GgmlType::kQ6_K, "q6_k", {256, 210, 6, false}},
 };
 
 const Entry* Find(GgmlType type) {

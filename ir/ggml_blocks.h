@@ -38,6 +38,7 @@ struct GgmlGeometry {
   uint32_t block_size = 0;   // weights per block: 32, or 256 for the K types
   uint32_t block_bytes = 0;  // bytes per block (ggml's type_size)
   int bits = 0;              // nominal bits of a code: 2..8
+  bool has_min = false;      // values are d*q - m (q4_1, q5_1, q2_K, q4_K, q5_K)
 };
 
 // Geometry of a block type; nullopt for kNone or a value that is not one.

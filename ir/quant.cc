@@ -102,6 +102,41 @@ void DequantizeLoop(const uint8_t* q, const float* scales, const uint8_t* zp,
   }
 }
 
+// ggml_blocks: u8 block bytes along the last axis, whole blocks, no scale or
+// zero-point tensor (each block holds its own).
+absl::Status ValidateGgmlBlocks(const Tensor& q) {
+  const QuantLayout& l = q.quant;
+  const std::optional<GgmlGeometry> g = GgmlTypeGeometry(l.block_type);
+  if (!g) {
+    return Bad(q, "block type " + std::to_string(static_cast<uint32_t>(l.block_type)) +
+                      " is not a ggml block type (" + GgmlTypeNames() + ")");
+  }
+  const std::string type(GgmlTypeName(l.block_type));
+  if (q.dtype != DType::kU8) {
+    return Bad(q, "needs dtype u8 (block bytes), found " + std::string(DTypeName(q.dtype)));
+  }
+  if (q.dims.empty()) return Bad(q, "needs rank >= 1, found a scalar");
+  const int last = static_cast<int>(q.dims.size()) - 1;
+  if (l.axis != last) {
+    return Bad(q, "axis " + std::to_string(l.axis) + " must be the last axis (" +
+                      std::to_string(last) + "): " + type + " blocks run along rows");
+  }
+  if (l.group_size != g->block_size) {
+    return Bad(q, "group_size " + std::to_string(l.group_size) + " must be " + type +
+                      "'s block size " + std::to_string(g->block_size));
+  }
+  if (q.dims.back() % g->block_size != 0) {
+    return Bad(q, "last dim " + std::to_string(q.dims.back()) + " of " + Dims(q.dims) +
+                      " is not a multiple of " + type + "'s block size " +
+                      std::to_string(g->block_size));
+  }
+  if (!l.scale.empty() || !l.zero_point.empty()) {
+    return Bad(q, "names a scale or zero point ('" + l.scale + "', '" + l.zero_point +
+                      "'); " + type + " blocks carry their own");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string_view QuantKindName(QuantKind k) {
@@ -110,13 +145,15 @@ std::string_view QuantKindName(QuantKind k) {
     case QuantKind::kInt8PerChannel: return "int8_per_channel";
     case QuantKind::kInt4GroupWise: return "int4_groupwise";
     case QuantKind::kInt8GroupWise: return "int8_groupwise";
+    case QuantKind::kGgmlBlocks: return "ggml_blocks";
   }
   return "?";
 }
 
 bool QuantKindFromName(std::string_view name, QuantKind* out) {
   for (QuantKind k : {QuantKind::kNone, QuantKind::kInt8PerChannel,
-                      QuantKind::kInt4GroupWise, QuantKind::kInt8GroupWise}) {
+                      QuantKind::kInt4GroupWise, QuantKind::kInt8GroupWise,
+                      QuantKind::kGgmlBlocks}) {
     if (QuantKindName(k) == name) {
       *out = k;
       return true;
@@ -139,6 +176,7 @@ absl::Status ValidateQuantLayout(const Tensor& q, const Tensor* scale,
                                  const Tensor* zero_point) {
   const QuantLayout& l = q.quant;
   if (!l.quantized()) return Bad(q, "the tensor is not quantized");
+  if (l.kind == QuantKind::kGgmlBlocks) return ValidateGgmlBlocks(q);
   const bool int8 = l.kind != QuantKind::kInt4GroupWise;
   const bool dtype_ok = int8 ? (q.dtype == DType::kI8 || q.dtype == DType::kU8)
                              : (q.dtype == DType::kI4 || q.dtype == DType::kU4);
@@ -168,11 +206,19 @@ absl::Status ValidateQuantLayout(const Tensor& q, const Tensor* scale,
 }
 
 bool IsSymmetricQuant(const QuantLayout& layout) {
+  if (layout.kind == QuantKind::kGgmlBlocks) {
+    const std::optional<GgmlGeometry> g = GgmlTypeGeometry(layout.block_type);
+    return g && !g->has_min;
+  }
   return layout.quantized() && layout.zero_point.empty();
 }
 
 int QuantBits(const Tensor& q) {
   if (!q.quant.quantized()) return 0;
+  if (q.quant.kind == QuantKind::kGgmlBlocks) {
+    const std::optional<GgmlGeometry> g = GgmlTypeGeometry(q.quant.block_type);
+    return g ? g->bits : 0;
+  }
   return DTypeBits(q.dtype);
 }
 
@@ -242,8 +288,30 @@ absl::Status DequantizeInto(const Tensor& q, const Tensor& scale,
   return absl::OkStatus();
 }
 
+absl::Status DequantizeInto(const Tensor& q, const Tensor* scale,
+                            const Tensor* zero_point, float* out) {
+  if (q.quant.kind != QuantKind::kGgmlBlocks) {
+    if (scale == nullptr) {
+      return ValidateQuantLayout(q, nullptr, zero_point);  // names the missing scale
+    }
+    return DequantizeInto(q, *scale, zero_point, out);
+  }
+  absl::Status s = ValidateGgmlBlocks(q);
+  if (!s.ok()) return s;
+  s = CheckBytes(q);
+  if (!s.ok()) return s;
+  const uint64_t cols = static_cast<uint64_t>(q.dims.back());
+  if (cols == 0) return absl::OkStatus();
+  const uint64_t rows = *q.NumElements() / cols;
+  const uint64_t row_bytes = *GgmlRowBytes(q.quant.block_type, cols);
+  for (uint64_t r = 0; r < rows; ++r) {
+    DequantizeGgmlRow(q.quant.block_type, q.data.data() + r * row_bytes, cols, out + r * cols);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<float>> DequantizeToF32(const Tensor& q,
-                                                   const Tensor& scale,
+                                                   const Tensor* scale,
                                                    const Tensor* zero_point) {
   auto n = q.NumElements();
   if (!n.ok()) return n.status();
@@ -253,7 +321,18 @@ absl::StatusOr<std::vector<float>> DequantizeToF32(const Tensor& q,
   return out;
 }
 
+absl::StatusOr<std::vector<float>> DequantizeToF32(const Tensor& q,
+                                                   const Tensor& scale,
+                                                   const Tensor* zero_point) {
+  return DequantizeToF32(q, &scale, zero_point);
+}
+
 absl::StatusOr<Tensor> DequantizeTensor(const Tensor& q, const Tensor& scale,
+                                        const Tensor* zero_point) {
+  return DequantizeTensor(q, &scale, zero_point);
+}
+
+absl::StatusOr<Tensor> DequantizeTensor(const Tensor& q, const Tensor* scale,
                                         const Tensor* zero_point) {
   auto values = DequantizeToF32(q, scale, zero_point);
   if (!values.ok()) return values.status();

@@ -16,7 +16,7 @@
 namespace slimpack::ir {
 
 // Manifest names of the kinds ("plain", "int8_per_channel",
-// "int4_groupwise", "int8_groupwise") and the inverse (nullopt-like kNone for "plain"; false
+// "int4_groupwise", "int8_groupwise", "ggml_blocks") and the inverse (nullopt-like kNone for "plain"; false
 // for an unknown name).
 std::string_view QuantKindName(QuantKind k);
 bool QuantKindFromName(std::string_view name, QuantKind* out);
@@ -40,15 +40,20 @@ std::vector<int64_t> QuantParamDims(const Tensor& q);
 //    scale's dims;
 //  - scale and zero point carry q's layer (spec.md section 7: they are
 //    placed in the same layer group).
+// ggml_blocks instead needs dtype u8, axis = rank - 1, a ggml block type,
+// group_size = its block size, a last dim of whole blocks, and names no
+// scale or zero point (both pointers are ignored).
 // InvalidArgument naming q, the field and found vs expected values.
 absl::Status ValidateQuantLayout(const Tensor& q, const Tensor* scale,
                                  const Tensor* zero_point);
 
 // True if the stored integers are symmetric around zero: no zero-point
-// tensor (zero point 0). Recorded as the manifest's quant.symmetric.
+// tensor (zero point 0), or a ggml block type without a min. Recorded as
+// the manifest's quant.symmetric.
 bool IsSymmetricQuant(const QuantLayout& layout);
 
-// Nominal bits per element of q's integers (8 or 4; 0 if not quantized).
+// Nominal bits per element of q's integers (8 or 4; a ggml block type's
+// code width, 2..8; 0 if not quantized).
 int QuantBits(const Tensor& q);
 
 // The scale tensor's values as f32 (f16 widened exactly), whatever the
@@ -68,6 +73,16 @@ absl::StatusOr<std::vector<float>> DequantizeToF32(const Tensor& q,
 // The same as an f32 tensor: q's name, dims, role, layer and provenance,
 // owned bytes, no quant layout.
 absl::StatusOr<Tensor> DequantizeTensor(const Tensor& q, const Tensor& scale,
+                                        const Tensor* zero_point);
+// The same for any layout, ggml_blocks included: `scale` is what the caller
+// found under q.quant.scale (nullptr when none; ggml_blocks needs none and
+// decodes with ir/ggml_blocks.h row by row). The callers that look their
+// parameters up by name use these.
+absl::Status DequantizeInto(const Tensor& q, const Tensor* scale,
+                            const Tensor* zero_point, float* out);
+absl::StatusOr<std::vector<float>> DequantizeToF32(const Tensor& q, const Tensor* scale,
+                                                   const Tensor* zero_point);
+absl::StatusOr<Tensor> DequantizeTensor(const Tensor& q, const Tensor* scale,
                                         const Tensor* zero_point);
 
 // Element i of a stored integer tensor of dtype T (i8, u8, i4, u4; 4-bit

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "ir/shape.h"
+#include "support/checked_math.h"
 
 namespace slimpack::ir {
 
@@ -115,6 +116,21 @@ absl::StatusOr<uint64_t> Tensor::NumElements() const {
 absl::StatusOr<uint64_t> Tensor::ExpectedBytes() const {
   auto n = NumElements();
   if (!n.ok()) return n.status();
+  if (quant.kind == QuantKind::kGgmlBlocks) {
+    const uint64_t cols = dims.empty() ? 0 : static_cast<uint64_t>(dims.back());
+    const std::optional<uint64_t> row = dims.empty() ? std::nullopt
+                                                     : GgmlRowBytes(quant.block_type, cols);
+    const std::optional<uint64_t> total =
+        row ? CheckedMul(cols == 0 ? 0 : *n / cols, *row) : std::nullopt;
+    if (!total) {
+      return absl::InvalidArgumentError(
+          "tensor '" + name + "': " + std::string(GgmlTypeName(quant.block_type)) +
+          " blocks of shape " + Shape::FromDims(dims).ToString() +
+          " are undefined (rank 0, a last dim that is not a whole number of blocks, or "
+          "an overflow)");
+    }
+    return *total;
+  }
   auto b = DTypeByteSize(dtype, *n);
   if (!b) {
     return absl::InvalidArgumentError(

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "ir/dtype.h"
+#include "ir/ggml_blocks.h"
 
 namespace slimpack::ir {
 
@@ -90,6 +91,10 @@ enum class QuantKind : uint8_t {
   kInt8PerChannel = 1, // i8/u8, one scale (and zp) per index along axis
   kInt4GroupWise = 2,  // i4/u4, one scale (and zp) per group_size indices
   kInt8GroupWise = 3,  // i8/u8, one scale (and zp) per group_size indices
+  // u8 bytes of ggml blocks (ir/ggml_blocks.h) along the last axis; each
+  // block carries its own f16 scales, so there is no scale tensor. dims
+  // stay the logical shape; the bytes are rows x GgmlRowBytes(last dim).
+  kGgmlBlocks = 4,
 };
 // True for the kinds with a group_size (one parameter per group of indices
 // along the axis) rather than one per index.
@@ -99,8 +104,9 @@ inline bool IsGroupWise(QuantKind k) {
 struct QuantLayout {
   QuantKind kind = QuantKind::kNone;
   int axis = 0;
-  int64_t group_size = 0;  // group-wise kinds only
-  std::string scale;       // plain f32 or f16 tensor
+  int64_t group_size = 0;  // group-wise kinds; ggml_blocks: the block size
+  GgmlType block_type = GgmlType::kNone;  // ggml_blocks only
+  std::string scale;       // plain f32 or f16 tensor (none for ggml_blocks)
   std::string zero_point;  // empty: zero point 0; else same dtype as q
   // How the integers were chosen ("rtn", "rtn-mse", "imatrix", "gptq",
   // "awq", "static"): recorded in the manifest, not needed to dequantize.
@@ -109,7 +115,7 @@ struct QuantLayout {
   bool quantized() const { return kind != QuantKind::kNone; }
   bool operator==(const QuantLayout& o) const {
     return kind == o.kind && axis == o.axis && group_size == o.group_size &&
-           scale == o.scale && zero_point == o.zero_point &&
+           block_type == o.block_type && scale == o.scale && zero_point == o.zero_point &&
            algorithm == o.algorithm;
   }
 };
@@ -150,7 +156,9 @@ struct Tensor {
 
   // Checked element count; InvalidArgument on negative dim or overflow.
   absl::StatusOr<uint64_t> NumElements() const;
-  // Checked byte size for dtype and dims.
+  // Checked byte size for dtype and dims (for the ggml_blocks layout, of
+  // its blocks: InvalidArgument when the last dim is not a whole number of
+  // blocks).
   absl::StatusOr<uint64_t> ExpectedBytes() const;
 };
 

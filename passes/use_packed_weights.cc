@@ -28,11 +28,13 @@ bool FloatIs(const ir::Node& n, const std::string& name, float want) {
 }
 
 // The quantized rank-2 initializer named `name`, its layout checked against
-// its scale / zero point; nullptr if `name` is not one.
+// its scale / zero point; nullptr if `name` is not one. ggml blocks have no
+// packed kernel yet: such weights are dequantized when the graph binds them.
 absl::StatusOr<const ir::Tensor*> QuantizedMatrix(const ir::Graph& g,
                                                   const std::string& name) {
   const ir::Tensor* t = g.FindInitializer(name);
   if (t == nullptr || !t->quant.quantized() || t->dims.size() != 2) return nullptr;
+  if (t->quant.kind == ir::QuantKind::kGgmlBlocks) return nullptr;
   const ir::Tensor* scale = g.FindInitializer(t->quant.scale);
   const ir::Tensor* zp =
       t->quant.zero_point.empty() ? nullptr : g.FindInitializer(t->quant.zero_point);

@@ -17,6 +17,8 @@ std::string SchemeName(const ir::Tensor& t) {
       return "int4-g" + std::to_string(t.quant.group_size);
     case ir::QuantKind::kInt8GroupWise:
       return "int8-g" + std::to_string(t.quant.group_size);
+    case ir::QuantKind::kGgmlBlocks:
+      return std::string(ir::GgmlTypeName(t.quant.block_type));
     case ir::QuantKind::kNone:
       break;
   }
@@ -39,14 +41,15 @@ double BitsPerWeight(const ir::Tensor& t, const ir::Graph& graph) {
 }
 
 absl::StatusOr<ir::Tensor> DequantizedWeight(const ir::Tensor& q, const ir::Graph& graph) {
-  const ir::Tensor* scale = graph.FindInitializer(q.quant.scale);
+  const ir::Tensor* scale =
+      q.quant.scale.empty() ? nullptr : graph.FindInitializer(q.quant.scale);
   const ir::Tensor* zp =
       q.quant.zero_point.empty() ? nullptr : graph.FindInitializer(q.quant.zero_point);
-  if (scale == nullptr) {
+  if (scale == nullptr && q.quant.kind != ir::QuantKind::kGgmlBlocks) {
     return absl::InvalidArgumentError("weight '" + q.name + "': scale tensor '" + q.quant.scale +
                                       "' not found");
   }
-  return ir::DequantizeTensor(q, *scale, zp);
+  return ir::DequantizeTensor(q, scale, zp);
 }
 
 absl::StatusOr<std::vector<WeightReport>> CompareWeights(const ir::Graph& reference,

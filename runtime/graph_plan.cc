@@ -49,13 +49,14 @@ std::string NodeLabel(const ir::Node& n) {
 // zero point stay bound as ordinary initializers.
 absl::StatusOr<RtTensor> DequantizedInitializer(const ir::Graph& graph,
                                                 const ir::Tensor& t) {
-  const ir::Tensor* scale = graph.FindInitializer(t.quant.scale);
+  const ir::Tensor* scale =
+      t.quant.scale.empty() ? nullptr : graph.FindInitializer(t.quant.scale);
   const ir::Tensor* zp = t.quant.zero_point.empty()
                              ? nullptr
                              : graph.FindInitializer(t.quant.zero_point);
   RETURN_IF_ERROR(ir::ValidateQuantLayout(t, scale, zp));
   ASSIGN_OR_RETURN(RtTensor out, RtTensor::Allocate(ir::DType::kF32, t.dims));
-  RETURN_IF_ERROR(ir::DequantizeInto(t, *scale, zp, out.mutable_data<float>()));
+  RETURN_IF_ERROR(ir::DequantizeInto(t, scale, zp, out.mutable_data<float>()));
   return out;
 }
 

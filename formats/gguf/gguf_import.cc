@@ -129,10 +129,53 @@ ir::Tensor Shell(const TensorInfo& t, const std::string& hf_name) {
   return out;
 }
 
-// Decodes `t` into `out` (a Shell), rows of rotary q/k put back in HF's
-// half-split order.
+// Rows of `t` (`row_bytes` each) in HF order: rotary q/k rows of llama.cpp's
+// interleaved layout put back in HF's half-split order (rope_heads > 0).
+absl::StatusOr<std::vector<uint8_t>> HfRowOrder(const GgufFile& f, const TensorInfo& t,
+                                                const uint8_t* rows_in, uint64_t row_bytes,
+                                                int64_t rope_heads) {
+  const int64_t cols = t.ne.size() >= 2 ? t.ne[0] : 1;
+  const int64_t rows = static_cast<int64_t>(t.n_elements) / cols;
+  if (rows % rope_heads != 0 || (rows / rope_heads) % 2 != 0) {
+    return Bad(f.label, absl::StrCat("tensor '", std::string(t.name), "' has ", rows,
+                                     " rows, not an even number per head for ", rope_heads,
+                                     " heads"));
+  }
+  std::vector<uint8_t> hf_order(row_bytes * static_cast<uint64_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(hf_order.data() + RopePermutedSourceRow(r, rows, rope_heads) * row_bytes,
+                rows_in + r * row_bytes, row_bytes);
+  }
+  return hf_order;
+}
+
+// Fills `out` (a Shell) from `t`. A quantized tensor keeps its ggml blocks
+// (layout ggml_blocks: the bytes llama.cpp reads, viewing the mapping when
+// no rows move), so a GGUF converts into an artifact or back to GGUF with
+// its codes intact and dequantizes exactly where it is used; f32/f16/bf16
+// tensors are decoded to f32.
 absl::Status DecodeInto(const GgufFile& f, const TensorInfo& t, int64_t rope_heads,
                         ir::Tensor& out) {
+  out.provenance.file = f.label;
+  out.provenance.offset = static_cast<int64_t>(t.data - f.mapping->data());
+  const auto block_type = static_cast<ir::GgmlType>(t.type);
+  if (ir::GgmlTypeGeometry(block_type)) {
+    const int64_t cols = t.ne.empty() ? 1 : t.ne[0];
+    out.dtype = ir::DType::kU8;
+    out.quant.kind = ir::QuantKind::kGgmlBlocks;
+    out.quant.block_type = block_type;
+    out.quant.axis = static_cast<int>(out.dims.size()) - 1;
+    out.quant.group_size = ir::GgmlTypeGeometry(block_type)->block_size;
+    out.quant.algorithm = "gguf";
+    if (rope_heads > 0) {
+      ASSIGN_OR_RETURN(std::vector<uint8_t> rows,
+                       HfRowOrder(f, t, t.data, *ir::GgmlRowBytes(block_type, cols), rope_heads));
+      out.data = ir::TensorData::Owned(std::move(rows));
+    } else {
+      out.data = ir::TensorData::View(f.mapping, t.data, t.n_bytes);
+    }
+    return absl::OkStatus();
+  }
   const std::optional<uint64_t> bytes = CheckedMul(t.n_elements, 4);
   if (!bytes) return Bad(f.label, absl::StrCat("tensor '", std::string(t.name), "' is too large"));
   std::vector<uint8_t> decoded(*bytes);
@@ -140,24 +183,10 @@ absl::Status DecodeInto(const GgufFile& f, const TensorInfo& t, int64_t rope_hea
   RETURN_IF_ERROR(DequantizeRow(static_cast<TensorType>(t.type), t.data,
                                 static_cast<int64_t>(t.n_elements), values));
   if (rope_heads > 0) {
-    const int64_t cols = t.ne.size() >= 2 ? t.ne[0] : 1;
-    const int64_t rows = static_cast<int64_t>(t.n_elements) / cols;
-    if (rows % rope_heads != 0 || (rows / rope_heads) % 2 != 0) {
-      return Bad(f.label, absl::StrCat("tensor '", std::string(t.name), "' has ", rows,
-                                       " rows, not an even number per head for ", rope_heads,
-                                       " heads"));
-    }
-    std::vector<uint8_t> hf_order(decoded.size());
-    float* dst = reinterpret_cast<float*>(hf_order.data());
-    for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(dst + RopePermutedSourceRow(r, rows, rope_heads) * cols, values + r * cols,
-                  cols * sizeof(float));
-    }
-    decoded = std::move(hf_order);
+    const uint64_t row_bytes = static_cast<uint64_t>(t.ne.size() >= 2 ? t.ne[0] : 1) * 4;
+    ASSIGN_OR_RETURN(decoded, HfRowOrder(f, t, decoded.data(), row_bytes, rope_heads));
   }
   out.data = ir::TensorData::Owned(std::move(decoded));
-  out.provenance.file = f.label;
-  out.provenance.offset = static_cast<int64_t>(t.data - f.mapping->data());
   return absl::OkStatus();
 }
 

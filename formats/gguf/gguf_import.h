@@ -1,10 +1,13 @@
 // A GGUF file (llama.cpp's, or ours) of a llama-family decoder as an
 // ir::Model like an imported Hugging Face checkpoint: HF tensor names and
-// row order, f32 weights decoded from their ggml blocks, the architecture
-// from the GGUF metadata, so eval / run / report / convert treat a GGUF and
-// a safetensors checkpoint alike. The decoded weights are exactly what
-// llama.cpp multiplies with (ggml's dequantization), which lets one report
-// put llama-quantize's output beside ours.
+// row order, the architecture from the GGUF metadata, so eval / run /
+// report / convert treat a GGUF and a safetensors checkpoint alike.
+// Quantized tensors keep their ggml blocks (ir::QuantKind::kGgmlBlocks,
+// algorithm "gguf"): `convert` carries them into an artifact or a GGUF
+// unchanged, and wherever they are computed with they decode to exactly
+// what llama.cpp multiplies with (ggml's dequantization), which lets one
+// report put llama-quantize's output beside ours. F32/F16/BF16 tensors are
+// decoded to f32.
 #ifndef SLIMPACK_FORMATS_GGUF_GGUF_IMPORT_H_
 #define SLIMPACK_FORMATS_GGUF_GGUF_IMPORT_H_
 

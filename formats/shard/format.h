@@ -178,12 +178,15 @@ enum class LayoutKind : uint8_t {
                         // values plus a u4 index tensor (spec.md, "Sparsity")
   kInt8GroupWise = 4,   // i8/u8 with one scale (and zero point) per
                         // `group_size` consecutive indices along `axis`
+  kGgmlBlocks = 5,      // u8: ggml's block bytes (`block_type`) along the
+                        // last axis, each block with its own f16 scales
 };
 // Scales are f32, or f16 with feature kFeatureF16Scales.
 inline constexpr std::string_view kLayoutPlain = "plain";
 inline constexpr std::string_view kLayoutInt8PerChannel = "int8_per_channel";
 inline constexpr std::string_view kLayoutInt4GroupWise = "int4_groupwise";
 inline constexpr std::string_view kLayoutInt8GroupWise = "int8_groupwise";
+inline constexpr std::string_view kLayoutGgmlBlocks = "ggml_blocks";
 
 // The only packing order of 4-bit types in 1.0 (layout.packing).
 inline constexpr std::string_view kPackingLowNibbleFirst = "low_nibble_first";
@@ -197,8 +200,37 @@ constexpr std::string_view LayoutKindName(LayoutKind k) {
     case LayoutKind::kInt4GroupWise: return kLayoutInt4GroupWise;
     case LayoutKind::kSparse2of4: return kLayoutSparse2of4;
     case LayoutKind::kInt8GroupWise: return kLayoutInt8GroupWise;
+    case LayoutKind::kGgmlBlocks: return kLayoutGgmlBlocks;
   }
   return "?";
+}
+
+// Block types of layout ggml_blocks (spec.md, "ggml_blocks"): the manifest's
+// layout.block_type, ggml's type number, weights and bytes per block. The
+// values are ggml's (ggml-common.h) and never change.
+struct GgmlBlockType {
+  std::string_view name;
+  uint32_t ggml_type;
+  uint32_t block_size;
+  uint32_t block_bytes;
+};
+inline constexpr GgmlBlockType kGgmlBlockTypes[] = {
+    {"q4_0", 2, 32, 18},   {"q4_1", 3, 32, 20},   {"q5_0", 6, 32, 22},  {"q5_1", 7, 32, 24},
+    {"q8_0", 8, 32, 34},   {"q2_k", 10, 256, 84}, {"q3_k", 11, 256, 110},
+    {"q4_k", 12, 256, 144}, {"q5_k", 13, 256, 176}, {"q6_k", 14, 256, 210},
+};
+// nullptr for an unknown name or number.
+constexpr const GgmlBlockType* FindGgmlBlockType(std::string_view name) {
+  for (const GgmlBlockType& t : kGgmlBlockTypes) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+constexpr const GgmlBlockType* FindGgmlBlockType(uint32_t ggml_type) {
+  for (const GgmlBlockType& t : kGgmlBlockTypes) {
+    if (t.ggml_type == ggml_type) return &t;
+  }
+  return nullptr;
 }
 
 // True for the layouts with a group_size.
@@ -227,7 +259,9 @@ inline constexpr uint32_t kSparseKept = 2;
 //   kFeatureF16Scales    some quantized tensor's scale tensor is f16
 //   kFeatureInt8GroupWise some tensor has layout int8_groupwise
 //   kFeatureSparse2of4   some tensor has layout sparse_2_4
+//   kFeatureGgmlBlocks   some tensor has layout ggml_blocks
 inline constexpr std::string_view kFeatureF16Scales = "f16_scales";
+inline constexpr std::string_view kFeatureGgmlBlocks = "ggml_blocks";
 inline constexpr std::string_view kFeatureInt8GroupWise = "int8_groupwise";
 inline constexpr std::string_view kFeatureSparse2of4 = "sparse_2_4";
 

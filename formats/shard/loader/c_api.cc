@@ -23,6 +23,7 @@ static_assert(SLIMPACK_LAYOUT_INT8_PER_CHANNEL == static_cast<int>(LayoutKind::k
 static_assert(SLIMPACK_LAYOUT_INT4_GROUPWISE == static_cast<int>(LayoutKind::kInt4GroupWise));
 static_assert(SLIMPACK_LAYOUT_SPARSE_2_4 == static_cast<int>(LayoutKind::kSparse2of4));
 static_assert(SLIMPACK_LAYOUT_INT8_GROUPWISE == static_cast<int>(LayoutKind::kInt8GroupWise));
+static_assert(SLIMPACK_LAYOUT_GGML_BLOCKS == static_cast<int>(LayoutKind::kGgmlBlocks));
 
 using slimpack::loader::Artifact;
 using slimpack::loader::Status;
@@ -157,6 +158,17 @@ slimpack_status slimpack_artifact_tensor_info(const slimpack_artifact* artifact,
   out->zero_point_index = t.layout.zero_point;
   out->layer = t.layer;
   return Report(Status());
+}
+
+const char* slimpack_artifact_tensor_block_type(const slimpack_artifact* artifact,
+                                                uint64_t index) {
+  if (artifact == nullptr || index >= artifact->impl->num_tensors()) return nullptr;
+  const auto& t = artifact->impl->tensor(static_cast<size_t>(index));
+  if (t.layout.kind != LayoutKind::kGgmlBlocks) return nullptr;
+  const slimpack::shard::GgmlBlockType* type =
+      slimpack::shard::FindGgmlBlockType(t.layout.block_type);
+  // The names are string literals in format.h: static storage, NUL-terminated.
+  return type ? type->name.data() : nullptr;
 }
 
 slimpack_status slimpack_artifact_map_tensor(slimpack_artifact* artifact,

@@ -29,6 +29,11 @@ const DequantKernels& ScalarKernels();
 // The fastest kernels this CPU supports (ScalarKernels() if none).
 const DequantKernels& BestKernels();
 
+// `blocks` ggml blocks of ggml type `type` (shard::kGgmlBlockTypes, with its
+// geometry) at src decoded to out (dequant_ggml.cc).
+void DequantGgmlBlocks(uint32_t type, uint32_t block_size, uint32_t block_bytes,
+                       const uint8_t* src, uint64_t blocks, float* out);
+
 // Element k of a packed 4-bit array as an integer.
 inline int32_t Nibble(const uint8_t* packed, uint64_t k, bool is_signed) {
   const uint8_t byte = packed[k >> 1];

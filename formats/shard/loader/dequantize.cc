@@ -189,6 +189,41 @@ float BFloat16ToFloat(uint16_t b) {
 
 const char* DequantImplementation() { return internal::BestKernels().name; }
 
+namespace {
+
+// ggml_blocks: rows of whole blocks along the last axis, u8 bytes.
+Status DequantGgml(const QuantizedTensorRef& ref, uint64_t numel, float* out) {
+  const shard::GgmlBlockType* type = shard::FindGgmlBlockType(ref.block_type);
+  if (type == nullptr) {
+    return InvalidArgumentError("unknown ggml block type " + std::to_string(ref.block_type));
+  }
+  if (ref.dtype != DType::kU8) {
+    return InvalidArgumentError("layout ggml_blocks needs dtype u8, found " +
+                                std::string(shard::DTypeName(ref.dtype)));
+  }
+  if (ref.shape.empty() || ref.axis + 1 != static_cast<int32_t>(ref.shape.size())) {
+    return InvalidArgumentError("ggml blocks need rank >= 1 and axis = rank - 1");
+  }
+  if (ref.shape.back() % type->block_size != 0) {
+    return InvalidArgumentError("last dim " + std::to_string(ref.shape.back()) +
+                                " is not a multiple of " + std::string(type->name) +
+                                "'s block size " + std::to_string(type->block_size));
+  }
+  const uint64_t blocks = numel / type->block_size;
+  uint64_t expected = 0;
+  if (__builtin_mul_overflow(blocks, type->block_bytes, &expected)) {
+    return InvalidArgumentError("byte size overflows");
+  }
+  SLP_RETURN_IF_ERROR(CheckCount("data (bytes)", ref.data_bytes, expected));
+  if (numel == 0) return OkStatus();
+  if (ref.data == nullptr) return InvalidArgumentError("data is null");
+  internal::DequantGgmlBlocks(type->ggml_type, type->block_size, type->block_bytes,
+                              static_cast<const uint8_t*>(ref.data), blocks, out);
+  return OkStatus();
+}
+
+}  // namespace
+
 Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
                        uint64_t out_count, DequantImpl impl) {
   uint64_t numel = 1;
@@ -198,6 +233,7 @@ Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
     }
   }
   SLP_RETURN_IF_ERROR(CheckCount("output (elements)", out_count, numel));
+  if (ref.layout == LayoutKind::kGgmlBlocks) return DequantGgml(ref, numel, out);
   const uint64_t bits = shard::DTypeBits(ref.dtype);
   if (bits == 0) return InvalidArgumentError("unknown dtype");
   const uint64_t expected_bytes = (numel * bits + 7) / 8;  // numel <= 2^53 here

@@ -1,7 +1,9 @@
 // Dequantization to f32 of the layouts in spec.md section 5:
 //   x = float32(q - zero_point) * float32(scale)   (one rounding, no FMA),
 // int8 per-channel, int8 group-wise and int4 group-wise (low nibble first)
-// with f32 or f16 scales, plus plain f32/f16/bf16 conversion. The vectorised kernels (AVX2 on x86-64 chosen at
+// with f32 or f16 scales, ggml's blocks (layout ggml_blocks: each block
+// decoded with its own f16 scales, as ggml does), plus plain f32/f16/bf16
+// conversion. The vectorised kernels (AVX2 on x86-64 chosen at
 // run time, NEON on arm64) are bit-identical to the scalar reference.
 #ifndef SLIMPACK_FORMATS_SHARD_LOADER_DEQUANTIZE_H_
 #define SLIMPACK_FORMATS_SHARD_LOADER_DEQUANTIZE_H_
@@ -22,6 +24,7 @@ struct QuantizedTensorRef {
   std::vector<uint64_t> shape;
   int32_t axis = 0;          // quantized layouts
   uint64_t group_size = 0;   // kInt4GroupWise, kInt8GroupWise
+  uint32_t block_type = 0;   // kGgmlBlocks: ggml's type number
   const void* data = nullptr;
   uint64_t data_bytes = 0;
   const void* scale = nullptr;      // scale_dtype elements, shape per spec.md

@@ -42,6 +42,7 @@ struct Layout {
   int32_t scale = -1;        // index into Manifest::tensors (f32 or f16), or -1
   int32_t zero_point = -1;   // index into Manifest::tensors, or -1
   int32_t indices = -1;      // sparse_2_4: the u4 index tensor, or -1
+  uint32_t block_type = 0;   // ggml_blocks: ggml's type number (shard::kGgmlBlockTypes)
 };
 
 // The optional per-tensor "sparsity" record (spec.md section 5,

@@ -84,6 +84,66 @@ Status ParseSparse2of4(const Fields& f, const Manifest& m, TensorInfo* t) {
   return OkStatus();
 }
 
+// ggml_blocks (spec.md, "ggml_blocks"): u8 block bytes along the last axis
+// (rank >= 1), a known block type, whole blocks per row, nbytes exactly
+// rows x blocks per row x block bytes; no scale or zero point.
+Status ParseGgmlBlocks(const Fields& f, const Manifest& m, TensorInfo* t) {
+  t->layout.kind = LayoutKind::kGgmlBlocks;
+  if (!m.Requires(shard::kFeatureGgmlBlocks)) {
+    return f.Error("kind", "layout ggml_blocks is used but required_features does not "
+                           "list \"" + std::string(shard::kFeatureGgmlBlocks) + "\"");
+  }
+  if (t->dtype != DType::kU8) {
+    return f.Error("kind", "layout ggml_blocks needs dtype u8, found " +
+                               std::string(shard::DTypeName(t->dtype)));
+  }
+  if (t->shape.empty()) return f.Error("kind", "layout ggml_blocks needs rank >= 1");
+  SLP_ASSIGN_OR_RETURN(std::string_view type_name, f.StringView("block_type"));
+  const shard::GgmlBlockType* type = shard::FindGgmlBlockType(type_name);
+  if (type == nullptr) {
+    std::string known;
+    for (const shard::GgmlBlockType& k : shard::kGgmlBlockTypes) {
+      known += (known.empty() ? "" : ", ") + std::string(k.name);
+    }
+    return f.Error("block_type", "unknown block type \"" + std::string(type_name) +
+                                     "\" (supported: " + known + ")",
+                   StatusCode::kUnimplemented);
+  }
+  uint64_t axis = 0;
+  SLP_ASSIGN_OR_RETURN(axis, f.SafeUint("axis"));
+  if (axis + 1 != t->shape.size()) {
+    return f.Error("axis", "ggml blocks run along the last axis (" +
+                               std::to_string(t->shape.size() - 1) + "), found " +
+                               std::to_string(axis));
+  }
+  const uint64_t cols = t->shape.back();
+  if (cols % type->block_size != 0) {
+    return f.Error("", "last dim " + std::to_string(cols) + " is not a multiple of " +
+                           std::string(type->name) + "'s block size " +
+                           std::to_string(type->block_size));
+  }
+  uint64_t expected = 0;
+  if (__builtin_mul_overflow(t->numel / type->block_size, type->block_bytes, &expected)) {
+    return f.Error("shape", "byte size overflows 64 bits");
+  }
+  if (t->nbytes != expected) {
+    return f.Error("nbytes", "nbytes " + std::to_string(t->nbytes) + " does not match " +
+                                 std::to_string(t->numel) + " weights of " +
+                                 std::string(type->name) + " (expected " +
+                                 std::to_string(expected) + ")");
+  }
+  for (const char* key : {"scale", "zero_point"}) {
+    if (f.Optional(key) != nullptr) {
+      return f.Error(key, "layout ggml_blocks has no " + std::string(key) +
+                              " (each block holds its own)");
+    }
+  }
+  t->layout.axis = static_cast<int32_t>(axis);
+  t->layout.group_size = type->block_size;
+  t->layout.block_type = type->ggml_type;
+  return OkStatus();
+}
+
 Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
                    const Manifest& m, TensorInfo* t) {
   ObjectPath path{nullptr, "layout", -1, {}, &tensor_path};
@@ -97,6 +157,7 @@ Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
     return OkStatus();
   }
   if (kind_view == shard::kLayoutSparse2of4) return ParseSparse2of4(f, m, t);
+  if (kind_view == shard::kLayoutGgmlBlocks) return ParseGgmlBlocks(f, m, t);
   const std::string kind(kind_view);
   const bool per_channel = kind == shard::kLayoutInt8PerChannel;
   const bool int4 = kind == shard::kLayoutInt4GroupWise;
@@ -106,7 +167,8 @@ Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
                                std::string(shard::kLayoutInt8PerChannel) + ", " +
                                std::string(shard::kLayoutInt4GroupWise) + ", " +
                                std::string(shard::kLayoutInt8GroupWise) + ", " +
-                               std::string(shard::kLayoutSparse2of4) + ")",
+                               std::string(shard::kLayoutSparse2of4) + ", " +
+                               std::string(shard::kLayoutGgmlBlocks) + ")",
                    StatusCode::kUnimplemented);
   }
   if (int8_groups && !m.Requires(shard::kFeatureInt8GroupWise)) {

@@ -54,8 +54,11 @@ Status ParseShape(const Fields& f, TensorInfo* t) {
 }
 
 // `packed_2of4`: the layout is sparse_2_4, whose payload holds half the
-// elements (the index tensor is a separate entry).
-Status ParseTensor(const Fields& f, const Manifest& m, bool packed_2of4, TensorInfo* t) {
+// elements (the index tensor is a separate entry). `blocks`: the layout is
+// ggml_blocks, whose byte count depends on its block type; ParseLayout
+// checks it.
+Status ParseTensor(const Fields& f, const Manifest& m, bool packed_2of4, bool blocks,
+                   TensorInfo* t) {
   SLP_ASSIGN_OR_RETURN(std::string_view dtype, f.StringView("dtype"));
   if (!shard::DTypeFromName(dtype, &t->dtype)) {
     return f.Error("dtype", "unknown dtype \"" + std::string(dtype) + "\" (supported: " +
@@ -82,7 +85,7 @@ Status ParseTensor(const Fields& f, const Manifest& m, bool packed_2of4, TensorI
     return f.Error("shape", "byte size overflows 64 bits");
   }
   const uint64_t expected = total_bits / 8 + (total_bits % 8 != 0);
-  if (t->nbytes != expected) {
+  if (!blocks && t->nbytes != expected) {
     return f.Error("nbytes", "nbytes " + std::to_string(t->nbytes) +
                                  " does not match " + std::to_string(stored) +
                                  (packed_2of4 ? " stored (2:4 packed)" : "") +
@@ -232,7 +235,9 @@ Status ParseTensors(const Fields& top, Manifest* m, PendingLayouts* pending,
     const JsonValue* peek_kind = peek != nullptr && peek->is_object() ? peek->Find("kind") : nullptr;
     const bool packed = peek_kind != nullptr && peek_kind->is_string() &&
                         peek_kind->string_value() == shard::kLayoutSparse2of4;
-    SLP_RETURN_IF_ERROR(ParseTensor(f, *m, packed, &t));
+    const bool blocks = peek_kind != nullptr && peek_kind->is_string() &&
+                        peek_kind->string_value() == shard::kLayoutGgmlBlocks;
+    SLP_RETURN_IF_ERROR(ParseTensor(f, *m, packed, blocks, &t));
     SLP_ASSIGN_OR_RETURN(const JsonValue* layout,
                          f.RequiredOf("layout", JsonValue::Type::kObject));
     if (const JsonValue* sparsity = f.Optional("sparsity")) {

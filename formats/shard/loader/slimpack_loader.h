@@ -40,7 +40,8 @@ enum {
   SLIMPACK_LAYOUT_INT8_PER_CHANNEL = 1,
   SLIMPACK_LAYOUT_INT4_GROUPWISE = 2,
   SLIMPACK_LAYOUT_SPARSE_2_4 = 3,
-  SLIMPACK_LAYOUT_INT8_GROUPWISE = 4
+  SLIMPACK_LAYOUT_INT8_GROUPWISE = 4,
+  SLIMPACK_LAYOUT_GGML_BLOCKS = 5
 };
 
 /* madvise hints for shard mappings. */
@@ -72,7 +73,7 @@ typedef struct slimpack_tensor_info {
   uint64_t offset;
   uint64_t nbytes;
   int32_t axis;             /* quantized layouts, else -1 */
-  uint64_t group_size;      /* int4/int8 group-wise, else 0 */
+  uint64_t group_size;      /* int4/int8 group-wise; ggml blocks: weights a block; else 0 */
   int64_t scale_index;      /* tensor index (an f32 or f16 tensor), or -1 */
   int64_t zero_point_index; /* tensor index, or -1 */
   int64_t layer;            /* -1 if absent */
@@ -106,6 +107,12 @@ slimpack_status slimpack_artifact_find_tensor(const slimpack_artifact* artifact,
 slimpack_status slimpack_artifact_tensor_info(const slimpack_artifact* artifact,
                                               uint64_t index,
                                               slimpack_tensor_info* out);
+
+/* The ggml block type ("q4_0", ..., "q6_k") of a tensor of layout
+ * SLIMPACK_LAYOUT_GGML_BLOCKS; NULL for any other layout or an index out of
+ * range. Static storage. slimpack_artifact_dequantize_f32 decodes it. */
+const char* slimpack_artifact_tensor_block_type(const slimpack_artifact* artifact,
+                                                uint64_t index);
 
 /* Maps the tensor's shard if needed and returns a zero-copy view that keeps
  * it mapped until slimpack_tensor_view_release. */

@@ -126,9 +126,13 @@ class ModelBuilder {
                  : info.layout.kind == shard::LayoutKind::kInt8GroupWise
                      ? ir::QuantKind::kInt8GroupWise
                      : ir::QuantKind::kInt4GroupWise;
+        if (info.layout.kind == shard::LayoutKind::kGgmlBlocks) {
+          q.kind = ir::QuantKind::kGgmlBlocks;
+          q.block_type = static_cast<ir::GgmlType>(info.layout.block_type);
+        }
         q.axis = info.layout.axis;
         q.group_size = static_cast<int64_t>(info.layout.group_size);
-        q.scale = m_.tensors[static_cast<size_t>(info.layout.scale)].name;
+        if (info.layout.scale >= 0) q.scale = m_.tensors[static_cast<size_t>(info.layout.scale)].name;
         if (info.layout.zero_point >= 0) {
           q.zero_point = m_.tensors[static_cast<size_t>(info.layout.zero_point)].name;
         }
@@ -255,9 +259,11 @@ class ModelBuilder {
   // The record is informational (the layout alone defines the values), so
   // a record that disagrees with the layout is a warning, not an error.
   void CheckRecord(const ir::Tensor& t, const QuantRecord& r) {
-    const int64_t bits = ir::DTypeBits(t.dtype);
-    const int64_t group =
-        ir::IsGroupWise(t.quant.kind) ? t.quant.group_size : 0;
+    const int64_t bits = ir::QuantBits(t);
+    const int64_t group = ir::IsGroupWise(t.quant.kind) ||
+                                  t.quant.kind == ir::QuantKind::kGgmlBlocks
+                              ? t.quant.group_size
+                              : 0;
     const bool symmetric = ir::IsSymmetricQuant(t.quant);
     if (r.bits != bits || r.group_size != group || r.symmetric != symmetric) {
       warnings_.push_back("tensor '" + t.name + "': quant record (bits " +

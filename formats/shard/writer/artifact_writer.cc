@@ -117,6 +117,10 @@ absl::StatusOr<std::vector<PlannedTensor>> StoredTensors(
     ASSIGN_OR_RETURN(uint64_t numel, t.tensor->NumElements());
     numel = StoredElements(numel, *sparse, t.name);  // 2:4 packed: half
     auto nbytes = ir::DTypeByteSize(p.dtype, numel);
+    if (t.tensor->quant.kind == ir::QuantKind::kGgmlBlocks) {  // rows x row bytes
+      ASSIGN_OR_RETURN(uint64_t block_bytes, t.tensor->ExpectedBytes());
+      nbytes = block_bytes;
+    }
     if (!nbytes || p.dtype == ir::DType::kUndefined) {
       return absl::InvalidArgumentError(
           "tensor '" + t.name + "': cannot be stored as " +

@@ -30,6 +30,11 @@ json DigestJson(const NamedDigest& d) {
 // dequantize).
 json LayoutJson(const ir::QuantLayout& q) {
   if (!q.quantized()) return {{"kind", std::string(shard::kLayoutPlain)}};
+  if (q.kind == ir::QuantKind::kGgmlBlocks) {
+    return {{"axis", q.axis},
+            {"block_type", std::string(ir::GgmlTypeName(q.block_type))},
+            {"kind", std::string(shard::kLayoutGgmlBlocks)}};
+  }
   json out = {{"axis", q.axis},
               {"kind", std::string(ir::QuantKindName(q.kind))},
               {"scale", q.scale}};
@@ -42,9 +47,12 @@ json LayoutJson(const ir::QuantLayout& q) {
 }
 
 json QuantRecordJson(const TensorEntry& t) {
+  const bool blocks = t.quant.kind == ir::QuantKind::kGgmlBlocks;
+  const std::optional<ir::GgmlGeometry> g = ir::GgmlTypeGeometry(t.quant.block_type);
   return {{"algorithm", t.quant.algorithm},
-          {"bits", ir::DTypeBits(t.dtype)},
-          {"group_size", ir::IsGroupWise(t.quant.kind) ? t.quant.group_size : 0},
+          {"bits", blocks && g ? g->bits : ir::DTypeBits(t.dtype)},
+          {"group_size",
+           ir::IsGroupWise(t.quant.kind) || blocks ? t.quant.group_size : 0},
           {"symmetric", ir::IsSymmetricQuant(t.quant)}};
 }
 
@@ -237,6 +245,7 @@ absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts) {
     if (t->quant.kind == ir::QuantKind::kInt8GroupWise) {
       used.insert(shard::kFeatureInt8GroupWise);
     }
+    if (t->quant.kind == ir::QuantKind::kGgmlBlocks) used.insert(shard::kFeatureGgmlBlocks);
     auto scale = t->quant.quantized() ? dtype_of.find(t->quant.scale) : dtype_of.end();
     if (scale != dtype_of.end() && scale->second == ir::DType::kF16) {
       used.insert(shard::kFeatureF16Scales);
