@@ -123,14 +123,17 @@ int Refuse(const absl::Status& s) {
   return Fail(s);
 }
 
-int RunConvertGguf(const ConvertOptions& options) {
+// `to_artifact`: --quant names a ggml type preset and no --format was
+// given: the same encoding, kept in an artifact (ggml_blocks layout).
+int RunConvertGguf(const ConvertOptions& options, bool to_artifact = false) {
   const auto start = Clock::now();
   auto request = converter::BuildGgufConvertRequest(options);
   if (!request.ok()) return Refuse(request.status());
   ProgressPrinter progress(ParseProgressMode(options.progress), ::isatty(STDERR_FILENO) == 1);
   request->log = StderrLog(progress);
   request->progress = progress.Sink();
-  auto done = converter::ConvertToGguf(*request);
+  auto done = to_artifact ? converter::ConvertToGgmlArtifact(*request)
+                          : converter::ConvertToGguf(*request);
   progress.ClearLine();
   if (!done.ok()) return Fail(done.status());
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
@@ -142,7 +145,9 @@ int RunConvertGguf(const ConvertOptions& options) {
                   : (", " + std::to_string(done->fallbacks) + " fallback" +
                      (done->fallbacks == 1 ? "" : "s") + (options.verbose ? "" : ": -v lists them"))
                         .c_str(),
-              support::FormatBytes(done->file_bytes).c_str(), seconds);
+              to_artifact ? "an artifact of ggml blocks"
+                          : support::FormatBytes(done->file_bytes).c_str(),
+              seconds);
   return kExitOk;
 }
 
@@ -202,6 +207,11 @@ int RunConvert(const ConvertOptions& options) {
                       " writes one file"));
   }
   if (options.format == "gguf") return RunConvertGguf(options);
+  // A llama-quantize type (q4_k_m, q8_0, ...) for an artifact: its blocks
+  // are stored as ggml lays them out (spec.md "ggml_blocks").
+  if (options.format.empty() && converter::IsGgmlPresetName(options.quant)) {
+    return RunConvertGguf(options, /*to_artifact=*/true);
+  }
   if (options.format == "onnx") return RunConvertOnnx(options);
   if (!options.format.empty() && options.format != "artifact") {
     return Refuse(converter::UsageError(

@@ -7,11 +7,14 @@
 #include "absl/strings/str_join.h"
 #include "converter/gguf_awq.h"
 #include "converter/gguf_gptq.h"
+#include "export/gguf_blocks.h"
 #include "export/gguf_types.h"
 #include "formats/gguf/imatrix_file.h"
 #include "formats/gguf/llama_names.h"
 #include "formats/import.h"
 #include "formats/shard/reader/artifact_reader.h"
+#include "formats/shard/writer/artifact_writer.h"
+#include "formats/shard/writer/output_preflight.h"
 #include "hf/input_perm.h"
 #include "hf/weight_roles.h"
 #include "quantize/importance_matrix.h"
@@ -112,9 +115,10 @@ absl::StatusOr<gguf_export::GgufImportance> ImportanceFromCalibration(
 absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f) {
   for (const auto& [flag, given] : UnusedFlags(f)) {
     if (given) {
-      return UsageError(flag, "not supported with --format gguf yet (GGUF export takes --quant "
-                              "with a llama-quantize type, --dtype, --algo rtn/imatrix/gptq/awq, --calib, "
-                              "--calib-samples, --imatrix, --threads, --force, -v)");
+      return UsageError(flag, "not supported with --format gguf or a llama-quantize --quant type "
+                              "yet (they take --quant with a llama-quantize type, --dtype, --algo "
+                              "rtn/imatrix/gptq/awq, --calib, --calib-samples, --imatrix, --threads, "
+                              "--force, -v)");
     }
   }
   // Weighting by importance: llama.cpp's file, or ours computed from --calib.
@@ -176,15 +180,20 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   return r;
 }
 
-absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertRequest& request) {
-  // An existing file is replaced only with --force (as convert treats an
-  // artifact directory): nothing marks a GGUF as ours.
-  const support::OutputKind kind{"a file to replace without --force",
-                                 [](const std::string&) { return false; }};
-  RETURN_IF_ERROR(support::PreflightOutputFile(request.output, request.force, kind).status());
+namespace {
+
+// What both outputs share: the input imported (or an artifact read), the
+// checks, and the importance / GPTQ / AWQ work that fills the options.
+struct PreparedExport {
+  ir::Model model;
+  gguf_export::GgufExportOptions options;
+};
+
+absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request) {
+  PreparedExport out;
+  ir::Model& model = out.model;
   // An artifact is exported as converted (pruned, cast); its float weights
   // are encoded in the requested type like a checkpoint's.
-  ir::Model model;
   if (shard_reader::LooksLikeArtifact(request.input)) {
     ASSIGN_OR_RETURN(model, shard_reader::ReadArtifactModel(request.input));
   } else {
@@ -218,7 +227,7 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertReq
       }
     }
   }
-  gguf_export::GgufExportOptions options;
+  gguf_export::GgufExportOptions& options = out.options;
   options.preset = request.preset;
   options.threads = request.threads;
   if (request.verbose) options.log = request.log;
@@ -240,7 +249,55 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertReq
                              options.importance->file, " (", options.importance->chunks,
                              " chunks of ", options.importance->dataset, ")"));
   }
-  return gguf_export::ExportDecoderToGguf(model, options, request.output);
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertRequest& request) {
+  // An existing file is replaced only with --force (as convert treats an
+  // artifact directory): nothing marks a GGUF as ours.
+  const support::OutputKind kind{"a file to replace without --force",
+                                 [](const std::string&) { return false; }};
+  RETURN_IF_ERROR(support::PreflightOutputFile(request.output, request.force, kind).status());
+  ASSIGN_OR_RETURN(PreparedExport prepared, Prepare(request));
+  return gguf_export::ExportDecoderToGguf(prepared.model, prepared.options, request.output);
+}
+
+bool IsGgmlPresetName(const std::string& quant) {
+  return !quant.empty() && (quant[0] == 'q' || quant[0] == 'Q') &&
+         gguf_export::ParsePreset(quant).ok();
+}
+
+absl::StatusOr<gguf_export::GgufExportResult> ConvertToGgmlArtifact(
+    const GgufConvertRequest& request) {
+  // Before any calibration: the output must be usable (replacing needs --force).
+  RETURN_IF_ERROR(shard_writer::PreflightOutput(request.output, request.force).status());
+  ASSIGN_OR_RETURN(PreparedExport prepared, Prepare(request));
+  // llama-quantize refuses to quantize quantized tensors again without
+  // --allow-requantize; blocks of a GGUF (or of an artifact) are carried
+  // when --quant is left out.
+  for (const ir::Tensor& t : prepared.model.graph.initializers()) {
+    if (t.quant.kind == ir::QuantKind::kGgmlBlocks) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          request.input, ": tensor '", t.name, "' is already ",
+          std::string(ir::GgmlTypeName(t.quant.block_type)),
+          " blocks; re-encoding them as ", request.preset,
+          " would round the weights twice: convert without --quant to carry them as they are"));
+    }
+  }
+  ASSIGN_OR_RETURN(gguf_export::GgmlBlocksModel blocks,
+                   gguf_export::EncodeDecoderAsGgmlBlocks(prepared.model, prepared.options));
+  shard_writer::ArtifactOptions options;
+  options.threads = request.threads;
+  options.force = request.force;
+  options.recipe = {{"ggml_preset", request.preset},
+                    {"algorithm", request.gptq                      ? "gptq"
+                                  : request.awq                     ? "awq"
+                                  : prepared.options.importance ? "imatrix"
+                                                                    : "rtn"}};
+  RETURN_IF_ERROR(shard_writer::WriteArtifact(blocks.model, request.output, options).status());
+  return blocks.stats;
 }
 
 }  // namespace slimpack::converter

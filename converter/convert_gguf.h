@@ -48,6 +48,19 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
 // and writes the GGUF atomically.
 absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertRequest& request);
 
+// The same encoding kept in slimpack's artifact (`convert CHECKPOINT -o DIR
+// --quant q4_k_m`, no --format): the output is an artifact directory whose
+// quantized tensors hold ggml's blocks (layout ggml_blocks) in HF names and
+// order, beside the checkpoint's carried files (export/gguf_blocks.h).
+// Exported to GGUF later, the blocks are copied as they are.
+absl::StatusOr<gguf_export::GgufExportResult> ConvertToGgmlArtifact(
+    const GgufConvertRequest& request);
+
+// True when --quant names a llama-quantize preset of a quantized ggml type
+// ("q4_k_m", "q8_0", ...; not the float "f16"/"f32"/"bf16", which are
+// slimpack schemes too).
+bool IsGgmlPresetName(const std::string& quant);
+
 }  // namespace slimpack::converter
 
 #endif  // SLIMPACK_CONVERTER_CONVERT_GGUF_H_

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "export/gguf_carried_codes.h"
+#include "export/gguf_encode.h"
 #include "export/gguf_llama_metadata.h"
 #include "export/gguf_llama_plan.h"
 #include "export/gguf_types.h"
@@ -21,72 +22,6 @@
 #include "support/threads.h"
 
 namespace slimpack::gguf_export {
-namespace {
-
-// The values of `t` as f32 (numel of them), rows permuted for rope when
-// asked (the planner checked rows divide into heads of an even size).
-absl::Status ReadValuesF32(const Planned& p, uint64_t numel, std::vector<float>& out) {
-  const ir::Tensor& t = *p.source;
-  std::vector<float> plain(numel);
-  if (t.quant.quantized()) {
-    ASSIGN_OR_RETURN(plain, ir::DequantizeToF32(t, p.scale, p.zero_point));
-    if (p.input_perm) {
-      hf::UnpermuteColumns(*p.input_perm, static_cast<int64_t>(numel / p.input_perm->size()),
-                           plain.data());
-    }
-  } else {
-    RETURN_IF_ERROR(ir::ConvertFloats(t.dtype, t.data.data(), ir::DType::kF32,
-                                      reinterpret_cast<uint8_t*>(plain.data()), numel));
-  }
-  if (p.rope_heads == 0) {
-    out = std::move(plain);
-    return absl::OkStatus();
-  }
-  const int64_t rows = RopeRows(t), cols = RopeCols(t);
-  out.resize(numel);
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t src = gguf::RopePermutedSourceRow(r, rows, p.rope_heads);
-    std::copy_n(plain.data() + src * cols, cols, out.data() + r * cols);
-  }
-  return absl::OkStatus();
-}
-
-// Encodes rows [0, rows) of `values` into `dst`, rows split over threads
-// (each row is encoded independently, so the bytes do not depend on the
-// thread count).
-absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64_t rows,
-                        int64_t cols, const float* importance, int threads, uint8_t* dst,
-                        uint64_t size) {
-  const int64_t row_bytes = gguf::RowBytes(type, cols);
-  if (static_cast<uint64_t>(row_bytes * rows) != size) {
-    return absl::InternalError(absl::StrCat("encoded size ", row_bytes * rows, " != ", size));
-  }
-  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, rows));
-  std::mutex mu;
-  absl::Status first_error;
-  support::RunOnThreads(parts, [&](int64_t part) {
-    const int64_t begin = rows * part / parts, end = rows * (part + 1) / parts;
-    for (int64_t r = begin; r < end; ++r) {
-      absl::Status s = gguf::QuantizeRow(type, values.data() + r * cols, cols, importance,
-                                         dst + r * row_bytes);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> lock(mu);
-        if (first_error.ok()) first_error = Annotate(s, absl::StrCat("row ", r));
-        return;
-      }
-    }
-  });
-  return first_error;
-}
-
-// llama-quantize's per-tensor rules for `plan`. They read the first
-// layer's head counts (hparams n_head() / n_head_kv() without a layer).
-TypeChooser ChooserFor(const ExportPlan& plan, bool with_importance) {
-  return TypeChooser(plan.preset, static_cast<int>(plan.a->num_layers), plan.sizes[0].num_heads,
-                     plan.sizes[0].num_kv_heads, with_importance);
-}
-
-}  // namespace
 
 absl::StatusOr<std::vector<MatrixTarget>> PlanMatrixTypes(const ir::Model& model,
                                                           const GgufExportOptions& options,
@@ -116,25 +51,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
 
   const GgufImportance* importance = options.importance ? &*options.importance : nullptr;
   if (importance) {
-    // Every entry must name a matrix of this model with its row length: an
-    // imatrix made for another model would otherwise be applied silently.
-    for (const auto& entry : importance->columns) {
-      // (A lambda may not capture a structured binding before C++20.)
-      const std::string& name = entry.first;
-      const std::vector<float>& columns = entry.second;
-      auto it = std::find_if(planned.begin(), planned.end(),
-                             [&name](const Planned& p) { return p.gguf_name == name; });
-      if (it == planned.end() || it->slot.rank < 2) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            importance->file, ": imatrix entry '", name, "' names no matrix of ",
-            model.source_path, " (an imatrix made for another model?)"));
-      }
-      if (static_cast<int64_t>(columns.size()) != it->slot.row_length) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            importance->file, ": imatrix entry '", name, "' has ", columns.size(),
-            " values; the matrix has rows of ", it->slot.row_length));
-      }
-    }
+    RETURN_IF_ERROR(CheckImportance(plan, *importance, model));
     writer.AddString("quantize.imatrix.file", importance->file);
     writer.AddString("quantize.imatrix.dataset", importance->dataset);
     writer.AddI64("quantize.imatrix.entries_count",

@@ -5,8 +5,12 @@
 // for every shard it lists on the bytes after the NUL (zero-padded to
 // shard::kShardHeaderSize). The self-hash check is off (a mutated manifest
 // never matches its SHA-256; ComputeManifestSelfHash is fuzzed on its own),
-// as with OpenOptions::check_manifest_hash = false. C++ standard library
-// only, like the loader.
+// as with OpenOptions::check_manifest_hash = false. Then every quantized
+// tensor the manifest accepted (up to 2^16 elements) is dequantized with
+// the manifest's geometry over payload bytes taken cyclically from the
+// bytes after the NUL, as Artifact::DequantizeToF32 would over a shard:
+// the decoders then meet every layout, block type and byte pattern the
+// manifest checks let through. C++ standard library only, like the loader.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -14,7 +18,10 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
 #include "formats/shard/format.h"
+#include "formats/shard/loader/dequantize.h"
 #include "formats/shard/loader/manifest.h"
 #include "formats/shard/loader/shard_cache.h"
 
@@ -36,6 +43,45 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   for (const slimpack::loader::ShardInfo& shard : manifest->shards) {
     (void)slimpack::loader::CheckShardHeader(header, shard, shard.file);
+  }
+  const uint8_t* payload = manifest_size + 1 < size ? data + manifest_size + 1 : nullptr;
+  const size_t payload_size = payload ? size - manifest_size - 1 : 0;
+  auto fill = [&](uint64_t n) {
+    std::vector<uint8_t> out(static_cast<size_t>(n));
+    for (size_t i = 0; i < out.size() && payload_size > 0; ++i) out[i] = payload[i % payload_size];
+    return out;
+  };
+  using slimpack::shard::LayoutKind;
+  for (const slimpack::loader::TensorInfo& t : manifest->tensors) {
+    if (t.layout.kind == LayoutKind::kPlain || t.layout.kind == LayoutKind::kSparse2of4 ||
+        t.numel > (1u << 16)) {
+      continue;
+    }
+    slimpack::loader::QuantizedTensorRef ref;
+    ref.layout = t.layout.kind;
+    ref.dtype = t.dtype;
+    ref.shape = t.shape;
+    ref.axis = t.layout.axis;
+    ref.group_size = t.layout.group_size;
+    ref.block_type = t.layout.block_type;
+    const std::vector<uint8_t> q = fill(t.nbytes);
+    ref.data = q.data();
+    ref.data_bytes = q.size();
+    std::vector<uint8_t> scale, zp;
+    if (t.layout.scale >= 0) {
+      const auto& s = manifest->tensors[static_cast<size_t>(t.layout.scale)];
+      scale = fill(s.nbytes);
+      ref.scale = scale.data();
+      ref.scale_count = s.numel;
+      ref.scale_dtype = s.dtype;
+    }
+    if (t.layout.zero_point >= 0) {
+      zp = fill(manifest->tensors[static_cast<size_t>(t.layout.zero_point)].nbytes);
+      ref.zero_point = zp.data();
+      ref.zero_point_bytes = zp.size();
+    }
+    std::vector<float> out(static_cast<size_t>(t.numel));
+    (void)slimpack::loader::DequantizeToF32(ref, out.data(), out.size());
   }
   return 0;
 }

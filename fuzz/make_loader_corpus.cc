@@ -95,6 +95,22 @@ int main(int argc, char** argv) {
   grouped_art.manifest["required_features"].Push(slt::J("int8_groupwise"));
   WriteSeed(dir, "grouped_f16_scales", grouped_art, 0);
 
+  // llama.cpp's blocks (feature ggml_blocks): a q4_k super-block row pair
+  // and q8_0 rows, block bytes as they come.
+  slt::TestArtifactSpec blocks;
+  slt::TestTensor k4{"w.q4_k", "u8", {2, 256}, slt::PatternBytes(2 * 144, 13)};
+  k4.layout["kind"] = "ggml_blocks";
+  k4.layout["axis"] = 1;
+  k4.layout["block_type"] = "q4_k";
+  slt::TestTensor q8{"w.q8_0", "u8", {3, 32}, slt::PatternBytes(3 * 34, 14)};
+  q8.layout["kind"] = "ggml_blocks";
+  q8.layout["axis"] = 1;
+  q8.layout["block_type"] = "q8_0";
+  blocks.tensors = {k4, q8};
+  slt::TestArtifact blocks_art = slt::TestArtifact::Build(blocks);
+  blocks_art.manifest["required_features"].Push(slt::J("ggml_blocks"));
+  WriteSeed(dir, "ggml_blocks", blocks_art, 0);
+
   // No tensors at all.
   WriteSeed(dir, "empty", slt::TestArtifact::Build(slt::TestArtifactSpec()), 0);
   return 0;

@@ -89,7 +89,9 @@ absl::StatusOr<WeightScheme> ParseWeightScheme(std::string_view text,
   s.bits = static_cast<int>(bits);
   if (bits > 4 && bits < 8) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "scheme '", std::string(text), "': 5..7-bit storage has no layout in the shard format; use int8 or int2..int4"));
+        "scheme '", std::string(text), "': slimpack's integer layouts store 2..4 or 8 bits; for 5 "
+        "and 6 bits use llama.cpp's block types (--quant q5_0, q5_1, q5_k_m, q6_k), which the "
+        "artifact holds as ggml_blocks"));
   }
   if (group_text.empty()) {
     // A bare "int8" is per output channel (int8_per_channel).

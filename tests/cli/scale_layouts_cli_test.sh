@@ -102,7 +102,7 @@ says "is int8 group-wise: written as com.microsoft MatMulNBits" "the refusal nam
 
 # Refusals: 5..7-bit groups and unknown scale suffixes.
 expect 2 "int6-g32 refused" -- convert "$LLAMA" -o "$TMP/x" --quant int6-g32
-says "5..7-bit storage has no layout" "int6-g32 message"
+says "for 5 and 6 bits use llama.cpp's block types (--quant q5_0, q5_1, q5_k_m, q6_k)" "int6-g32 message"
 expect 2 "unknown suffix refused" -- convert "$LLAMA" -o "$TMP/y" --quant int4-g32-f64scale
 says "unknown scheme 'int4-g32-f64scale'" "suffix message"
 exit $fail

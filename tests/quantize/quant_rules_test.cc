@@ -72,11 +72,11 @@ TEST(WeightSchemeTest, BadNamesSayWhy) {
   EXPECT_THAT(ParseWeightScheme("int9"), StatusIs(absl::StatusCode::kInvalidArgument,
                                                   AllOf(HasSubstr("'int9'"), HasSubstr("forms"))));
   EXPECT_THAT(ParseWeightScheme("int6-g32"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no layout")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("for 5 and 6 bits use llama.cpp's block types")));
   EXPECT_THAT(ParseWeightScheme("int4-g32-f64scale"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("forms")));
   EXPECT_THAT(ParseWeightScheme("int6"),
-              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no layout")));
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("store 2..4 or 8 bits")));
   EXPECT_THAT(ParseWeightScheme("int4-g0"), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
   EXPECT_THAT(ParseWeightScheme("fp4"), StatusIs(absl::StatusCode::kInvalidArgument, ::testing::_));
 }

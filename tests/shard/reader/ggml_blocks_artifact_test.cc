@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 
+#include "export/gguf_blocks.h"
 #include "export/gguf_llama.h"
 #include "formats/gguf/ggml_blocks.h"
 #include "formats/gguf/gguf_import.h"
@@ -346,6 +347,21 @@ TEST(GgmlBlocksLayoutTest, IrRefusesInconsistentLayoutsNamingTheTensor) {
 // converted into an artifact, and exported back to GGUF: every tensor
 // comes out with the same type and the same bytes (q/k rows are put in HF
 // order on import and back in llama.cpp's rope order on export).
+void ExpectSameGgufTensors(const std::string& first, const std::string& second) {
+  auto a = gguf::OpenGgufFile(first);
+  auto b = gguf::OpenGgufFile(second);
+  ASSERT_THAT(a, IsOk());
+  ASSERT_THAT(b, IsOk());
+  ASSERT_EQ(a->tensors.size(), b->tensors.size());
+  for (const gguf::TensorInfo& ta : a->tensors) {
+    const gguf::TensorInfo* tb = b->FindTensor(ta.name);
+    ASSERT_NE(tb, nullptr) << ta.name;
+    EXPECT_EQ(tb->type, ta.type) << ta.name;
+    ASSERT_EQ(tb->n_bytes, ta.n_bytes) << ta.name;
+    EXPECT_EQ(0, std::memcmp(tb->data, ta.data, ta.n_bytes)) << ta.name;
+  }
+}
+
 TEST(GgmlBlocksGgufTest, GgufCarriedIntoAnArtifactAndBackByteForByte) {
   TempDir dir;
   auto hf = safetensors::ImportSafetensors(SLIMPACK_TINY_LLAMA_DIR);
@@ -377,18 +393,32 @@ TEST(GgmlBlocksGgufTest, GgufCarriedIntoAnArtifactAndBackByteForByte) {
   ASSERT_THAT(result, IsOk());
   EXPECT_EQ(result->carried, blocks);
 
-  auto a = gguf::OpenGgufFile(first);
-  auto b = gguf::OpenGgufFile(second);
-  ASSERT_THAT(a, IsOk());
-  ASSERT_THAT(b, IsOk());
-  ASSERT_EQ(a->tensors.size(), b->tensors.size());
-  for (const gguf::TensorInfo& ta : a->tensors) {
-    const gguf::TensorInfo* tb = b->FindTensor(ta.name);
-    ASSERT_NE(tb, nullptr) << ta.name;
-    EXPECT_EQ(tb->type, ta.type) << ta.name;
-    ASSERT_EQ(tb->n_bytes, ta.n_bytes) << ta.name;
-    EXPECT_EQ(0, std::memcmp(tb->data, ta.data, ta.n_bytes)) << ta.name;
+  ExpectSameGgufTensors(first, second);
+
+  // The checkpoint encoded straight into an artifact (`convert -o DIR
+  // --quant q4_k_m`) holds the same blocks, in HF order, and exports to
+  // the same tensors.
+  auto encoded = gguf_export::EncodeDecoderAsGgmlBlocks(*hf, options);
+  ASSERT_THAT(encoded, IsOk());
+  EXPECT_EQ(encoded->stats.tensors, 39);
+  EXPECT_EQ(encoded->stats.fallbacks, 29);  // 128-wide rows take no K type
+  const std::string art2 = dir.File("art2");
+  ASSERT_THAT(shard_writer::WriteArtifact(encoded->model, art2, {}), IsOk());
+  auto back2 = ReadArtifactModel(art2);
+  ASSERT_THAT(back2, IsOk());
+  for (const ir::Tensor& t : back2->graph.initializers()) {
+    const ir::Tensor* from_gguf = imported->graph.FindInitializer(t.name);
+    ASSERT_NE(from_gguf, nullptr) << t.name;
+    EXPECT_EQ(t.quant.block_type, from_gguf->quant.block_type) << t.name;
+    if (t.quant.quantized()) {
+      ASSERT_EQ(t.data.size(), from_gguf->data.size()) << t.name;
+      EXPECT_EQ(0, std::memcmp(t.data.data(), from_gguf->data.data(), t.data.size())) << t.name;
+    }
   }
+  back2->carried_files.push_back(std::string(SLIMPACK_TINY_LLAMA_DIR) + "/tokenizer.json");
+  const std::string third = dir.File("third.gguf");
+  ASSERT_THAT(gguf_export::ExportDecoderToGguf(*back2, options, third), IsOk());
+  ExpectSameGgufTensors(first, third);
 }
 
 }  // namespace

@@ -1,0 +1,161 @@
+#include "export/gguf_blocks.h"
+
+#include <map>
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "export/gguf_carried_codes.h"
+#include "export/gguf_encode.h"
+#include "export/gguf_llama_plan.h"
+#include "formats/gguf/ggml_blocks.h"
+#include "hf/input_perm.h"
+#include "hf/weight_roles.h"
+#include "ir/float_convert.h"
+#include "support/status_macros.h"
+
+namespace slimpack::gguf_export {
+namespace {
+
+ir::DType FloatDType(TensorType type) {
+  switch (type) {
+    case TensorType::kF16: return ir::DType::kF16;
+    case TensorType::kBF16: return ir::DType::kBF16;
+    default: return ir::DType::kF32;
+  }
+}
+
+// `source` with `bytes` as its blocks of `type`.
+ir::Tensor BlockTensor(const ir::Tensor& source, TensorType type, std::vector<uint8_t> bytes,
+                       std::string algorithm) {
+  ir::Tensor t;
+  t.name = source.name;
+  t.dims = source.dims;
+  t.provenance = source.provenance;
+  t.role = source.role;
+  t.layer = source.layer;
+  t.dtype = ir::DType::kU8;
+  t.data = ir::TensorData::Owned(std::move(bytes));
+  t.quant.kind = ir::QuantKind::kGgmlBlocks;
+  t.quant.block_type = static_cast<ir::GgmlType>(type);
+  t.quant.axis = static_cast<int>(t.dims.size()) - 1;
+  t.quant.group_size = gguf::BlockSize(type);
+  t.quant.algorithm = std::move(algorithm);
+  return t;
+}
+
+}  // namespace
+
+absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model,
+                                                          const GgufExportOptions& options) {
+  ASSIGN_OR_RETURN(ExportPlan plan, PlanExport(model, options));
+  const GgufImportance* importance = options.importance ? &*options.importance : nullptr;
+  if (importance) RETURN_IF_ERROR(CheckImportance(plan, *importance, model));
+  TypeChooser chooser = ChooserFor(plan, importance != nullptr);
+  const int threads = std::max(1, options.threads);
+
+  GgmlBlocksModel out;
+  GgufExportResult& stats = out.stats;
+  std::map<std::string, ir::Tensor> replaced;
+  std::set<std::string> dropped;  // companions of weights written as blocks
+  double matrix_bits = 0, matrix_weights = 0;
+  for (const Planned& planned : plan.planned) {
+    TypeChoice choice = chooser.Choose(planned.slot);  // every tensor, in order
+    Planned p = planned;
+    p.rope_heads = 0;  // the artifact keeps HF's row order
+    const ir::Tensor& src = *p.source;
+    const int64_t cols = p.slot.row_length;
+    ASSIGN_OR_RETURN(const uint64_t numel, src.NumElements());
+    const int64_t rows = cols > 0 ? static_cast<int64_t>(numel) / cols : 0;
+    if (p.carried) choice = TypeChoice{*p.carried, ""};
+    if (!choice.fallback_note.empty()) ++stats.fallbacks;
+    const bool is_block = gguf::BlockSize(choice.type) > 1;
+    if (p.slot.rank >= 2) {
+      const int64_t row_bytes = gguf::RowBytes(choice.type, cols);
+      matrix_bits += 8.0 * static_cast<double>(row_bytes) * static_cast<double>(rows);
+      matrix_weights += static_cast<double>(numel);
+    }
+    std::string note = choice.fallback_note;
+    if (src.quant.quantized()) {
+      dropped.insert(src.quant.scale);
+      dropped.insert(src.quant.zero_point);
+      dropped.insert(src.name + hf::kInputPermSuffix);
+    }
+    ++stats.tensors;
+    if (p.carried) {
+      ++stats.carried;
+      if (src.quant.kind == ir::QuantKind::kGgmlBlocks) continue;  // already blocks
+      std::vector<uint8_t> bytes(static_cast<size_t>(gguf::RowBytes(choice.type, cols) * rows));
+      RETURN_IF_ERROR(EncodeCarriedRows(choice.type, src, p.scale, p.zero_point,
+                                        [](int64_t r) { return r; }, bytes.data(), bytes.size()));
+      replaced[src.name] = BlockTensor(src, choice.type, std::move(bytes), src.quant.algorithm);
+      note = "the codes as they are";
+    } else if (auto enc = options.encoded.find(src.name); enc != options.encoded.end()) {
+      if (enc->second.type != choice.type ||
+          static_cast<int64_t>(enc->second.rows.size()) != rows * gguf::RowBytes(choice.type, cols)) {
+        return absl::InternalError(absl::StrCat(
+            src.name, ": pre-encoded as ", std::string(gguf::TypeName(enc->second.type)),
+            "; the preset gives ", std::string(gguf::TypeName(choice.type))));
+      }
+      replaced[src.name] = BlockTensor(src, choice.type, enc->second.rows, options.encoded_by);
+      ++stats.pre_encoded;
+      note = options.encoded_by;
+    } else {
+      if (src.quant.quantized()) ++stats.requantized;
+      std::vector<float> values;
+      RETURN_IF_ERROR(ReadValuesF32(p, numel, values));
+      if (!is_block) {
+        const ir::DType dtype = FloatDType(choice.type);
+        ir::Tensor t = src;
+        t.quant = {};
+        t.dtype = dtype;
+        std::vector<uint8_t> bytes(*ir::DTypeByteSize(dtype, numel));
+        RETURN_IF_ERROR(ir::ConvertFloats(ir::DType::kF32,
+                                          reinterpret_cast<const uint8_t*>(values.data()), dtype,
+                                          bytes.data(), numel));
+        t.data = ir::TensorData::Owned(std::move(bytes));
+        replaced[src.name] = std::move(t);
+      } else {
+        const float* columns = nullptr;
+        if (importance && choice.type != TensorType::kQ8_0) {
+          auto it = importance->columns.find(p.gguf_name);
+          if (it != importance->columns.end()) {
+            columns = it->second.data();
+            ++stats.with_importance;
+          }
+        }
+        std::vector<uint8_t> bytes(static_cast<size_t>(gguf::RowBytes(choice.type, cols) * rows));
+        RETURN_IF_ERROR(Annotate(EncodeRows(choice.type, values, rows, cols, columns, threads,
+                                            bytes.data(), bytes.size()),
+                                 "tensor '" + src.name + "'"));
+        replaced[src.name] =
+            BlockTensor(src, choice.type, std::move(bytes), columns ? "imatrix" : "rtn");
+      }
+    }
+    if (options.log) {
+      options.log(absl::StrCat(src.name, " ", std::string(gguf::TypeName(choice.type)),
+                               note.empty() ? "" : " (" + note + ")"));
+    }
+  }
+  if (stats.pre_encoded != static_cast<int64_t>(options.encoded.size())) {
+    return absl::InternalError(absl::StrCat(options.encoded.size(), " matrices pre-encoded, ",
+                                            stats.pre_encoded, " of them tensors of the model"));
+  }
+  stats.matrix_bits_per_weight = matrix_weights > 0 ? matrix_bits / matrix_weights : 0;
+
+  out.model = model;
+  ir::Graph graph;
+  graph.name = model.graph.name;
+  graph.inputs = model.graph.inputs;
+  graph.outputs = model.graph.outputs;
+  graph.value_info = model.graph.value_info;
+  graph.nodes = model.graph.nodes;
+  for (const ir::Tensor& t : model.graph.initializers()) {
+    if (dropped.count(t.name) && !replaced.count(t.name)) continue;
+    auto r = replaced.find(t.name);
+    RETURN_IF_ERROR(graph.AddInitializer(r != replaced.end() ? r->second : t));
+  }
+  out.model.graph = std::move(graph);
+  return out;
+}
+
+}  // namespace slimpack::gguf_export

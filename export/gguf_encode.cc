@@ -1,0 +1,95 @@
+#include "export/gguf_encode.h"
+
+#include <algorithm>
+#include <mutex>
+
+#include "absl/strings/str_cat.h"
+#include "formats/gguf/ggml_blocks.h"
+#include "formats/gguf/llama_names.h"
+#include "hf/input_perm.h"
+#include "ir/float_convert.h"
+#include "ir/quant.h"
+#include "support/status_macros.h"
+#include "support/threads.h"
+
+namespace slimpack::gguf_export {
+
+absl::Status ReadValuesF32(const Planned& p, uint64_t numel, std::vector<float>& out) {
+  const ir::Tensor& t = *p.source;
+  std::vector<float> plain(numel);
+  if (t.quant.quantized()) {
+    ASSIGN_OR_RETURN(plain, ir::DequantizeToF32(t, p.scale, p.zero_point));
+    if (p.input_perm) {
+      hf::UnpermuteColumns(*p.input_perm, static_cast<int64_t>(numel / p.input_perm->size()),
+                           plain.data());
+    }
+  } else {
+    RETURN_IF_ERROR(ir::ConvertFloats(t.dtype, t.data.data(), ir::DType::kF32,
+                                      reinterpret_cast<uint8_t*>(plain.data()), numel));
+  }
+  if (p.rope_heads == 0) {
+    out = std::move(plain);
+    return absl::OkStatus();
+  }
+  const int64_t rows = RopeRows(t), cols = RopeCols(t);
+  out.resize(numel);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t src = gguf::RopePermutedSourceRow(r, rows, p.rope_heads);
+    std::copy_n(plain.data() + src * cols, cols, out.data() + r * cols);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64_t rows,
+                        int64_t cols, const float* importance, int threads, uint8_t* dst,
+                        uint64_t size) {
+  const int64_t row_bytes = gguf::RowBytes(type, cols);
+  if (static_cast<uint64_t>(row_bytes * rows) != size) {
+    return absl::InternalError(absl::StrCat("encoded size ", row_bytes * rows, " != ", size));
+  }
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, rows));
+  std::mutex mu;
+  absl::Status first_error;
+  support::RunOnThreads(parts, [&](int64_t part) {
+    const int64_t begin = rows * part / parts, end = rows * (part + 1) / parts;
+    for (int64_t r = begin; r < end; ++r) {
+      absl::Status s = gguf::QuantizeRow(type, values.data() + r * cols, cols, importance,
+                                         dst + r * row_bytes);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.ok()) first_error = Annotate(s, absl::StrCat("row ", r));
+        return;
+      }
+    }
+  });
+  return first_error;
+}
+
+TypeChooser ChooserFor(const ExportPlan& plan, bool with_importance) {
+  return TypeChooser(plan.preset, static_cast<int>(plan.a->num_layers), plan.sizes[0].num_heads,
+                     plan.sizes[0].num_kv_heads, with_importance);
+}
+
+absl::Status CheckImportance(const ExportPlan& plan, const GgufImportance& importance,
+                             const ir::Model& model) {
+  for (const auto& entry : importance.columns) {
+    // (A lambda may not capture a structured binding before C++20.)
+    const std::string& name = entry.first;
+    const std::vector<float>& columns = entry.second;
+    auto it = std::find_if(plan.planned.begin(), plan.planned.end(),
+                           [&name](const Planned& p) { return p.gguf_name == name; });
+    if (it == plan.planned.end() || it->slot.rank < 2) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          importance.file, ": imatrix entry '", name, "' names no matrix of ",
+          model.source_path, " (an imatrix made for another model?)"));
+    }
+    if (static_cast<int64_t>(columns.size()) != it->slot.row_length) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          importance.file, ": imatrix entry '", name, "' has ", columns.size(),
+          " values; the matrix has rows of ", it->slot.row_length));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace slimpack::gguf_export

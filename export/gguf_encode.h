@@ -1,0 +1,42 @@
+// The encoding steps the GGUF export and the ggml-blocks artifact share
+// (export/gguf_llama.cc, export/gguf_blocks.cc): a planned tensor's values
+// as f32, its rows encoded on threads, and llama-quantize's type rules for
+// a plan.
+#ifndef SLIMPACK_EXPORT_GGUF_ENCODE_H_
+#define SLIMPACK_EXPORT_GGUF_ENCODE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "export/gguf_llama_plan.h"
+#include "export/gguf_types.h"
+
+namespace slimpack::gguf_export {
+
+// The values of `p.source` as f32 (numel of them): dequantized when it is
+// quantized (an act-order weight's columns put back in checkpoint order),
+// rows permuted to llama.cpp's rope order when p.rope_heads > 0 (the
+// planner checked rows divide into heads of an even size).
+absl::Status ReadValuesF32(const Planned& p, uint64_t numel, std::vector<float>& out);
+
+// Encodes rows [0, rows) of `values` into `dst` (size bytes), rows split
+// over threads (each row is encoded independently, so the bytes do not
+// depend on the thread count).
+absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64_t rows,
+                        int64_t cols, const float* importance, int threads, uint8_t* dst,
+                        uint64_t size);
+
+// llama-quantize's per-tensor rules for `plan`. They read the first
+// layer's head counts (hparams n_head() / n_head_kv() without a layer).
+TypeChooser ChooserFor(const ExportPlan& plan, bool with_importance);
+
+// Every importance entry must name a matrix of the plan with its row
+// length: an imatrix made for another model would otherwise be applied
+// silently. InvalidArgument naming the imatrix file and the entry.
+absl::Status CheckImportance(const ExportPlan& plan, const GgufImportance& importance,
+                             const ir::Model& model);
+
+}  // namespace slimpack::gguf_export
+
+#endif  // SLIMPACK_EXPORT_GGUF_ENCODE_H_

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# ggml blocks in artifacts (issue 14, layouts): `convert CHECKPOINT -o DIR
+# --quant q4_k_m` keeps llama.cpp's block types (K types on a 256-wide
+# random llama) in the artifact; it evaluates exactly as the GGUF export of
+# the same model does; inspect, verify and the loader example read it; it
+# exports to GGUF with its blocks as they are. A GGUF converts into an
+# artifact with its blocks carried; asking to re-encode them is refused.
+#   ggml_blocks_cli_test.sh SLIMPACK ROOT [PRINT_TENSORS]
+set -u
+SLIMPACK="$1"
+ROOT="$2"
+PRINT_TENSORS="${3:-}"
+LLAMA="$ROOT/examples/tiny-llama"
+EVAL="$LLAMA/eval_tokens.npy"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+fail=0
+OUT="$TMP/out"
+source "$(dirname "${BASH_SOURCE[0]}")/../testing/cli_lib.sh"
+
+mkdir "$TMP/rl"
+/usr/bin/python3 "$ROOT/tests/export/make_random_llama.py" "$TMP/rl" "$LLAMA/tokenizer.json" \
+  >/dev/null || bad "make_random_llama.py failed"
+
+expect 0 "q4_k_m into an artifact" -- convert "$TMP/rl" -o "$TMP/art" --quant q4_k_m -v
+says "an artifact of ggml blocks" "the summary says what was written"
+says "model.layers.1.mlp.down_proj.weight q6_K" "-v lists each tensor's type (q4_k_m gives layer 1 ffn_down q6_K)"
+expect 0 "q4_k_m GGUF of the same model" -- convert "$TMP/rl" -o "$TMP/rl.gguf" --format gguf --quant q4_k_m
+
+/usr/bin/python3 - "$TMP/art/manifest.json" <<'PY' || fail=1
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["required_features"] == ["ggml_blocks"], m["required_features"]
+types = {}
+for t in m["tensors"]:
+    if t["layout"]["kind"] == "ggml_blocks":
+        types[t["layout"]["block_type"]] = types.get(t["layout"]["block_type"], 0) + 1
+        assert t["dtype"] == "u8" and "scale" not in t["layout"], t
+        assert t["quant"]["algorithm"] == "rtn", t["quant"]
+assert set(types) >= {"q4_k", "q6_k"}, types
+print("ok: manifest block types", types)
+PY
+
+# The artifact and the GGUF evaluate to the same numbers (the same blocks).
+expect 0 "eval the artifact" -- eval "$TMP/art" --tokens "$EVAL"
+grep -o "perplexity [0-9.]*" "$OUT" >"$TMP/ppl_art"
+expect 0 "eval the GGUF" -- eval "$TMP/rl.gguf" --tokens "$EVAL"
+grep -o "perplexity [0-9.]*" "$OUT" >"$TMP/ppl_gguf"
+cmp -s "$TMP/ppl_art" "$TMP/ppl_gguf" ||
+  bad "artifact $(cat "$TMP/ppl_art") vs GGUF $(cat "$TMP/ppl_gguf")"
+
+expect 0 "inspect" -- inspect "$TMP/art"
+says "required features: ggml_blocks" "inspect lists the feature"
+says "ggml q4_k" "inspect names the block type"
+expect 0 "inspect --json" -- inspect "$TMP/art" --json
+says '"block_type": "q6_k"' "inspect --json has block_type"
+expect 0 "verify" -- verify "$TMP/art"
+if [ -n "$PRINT_TENSORS" ]; then
+  "$PRINT_TENSORS" "$TMP/art" >"$OUT" 2>&1 || bad "loader example on ggml_blocks: exit $?"
+  says "ggml_blocks" "the standalone loader example reads the layout"
+fi
+
+# Back to GGUF: the blocks are copied, not encoded again.
+expect 0 "GGUF from the artifact" -- convert "$TMP/art" -o "$TMP/back.gguf" --format gguf --quant q4_k_m -v
+says "blk.1.ffn_down.weight [512, 256] q6_K (the artifact's rtn codes as they are)" "blocks carried to GGUF"
+
+# A GGUF into an artifact: carried without --quant, refused with one.
+expect 0 "GGUF into an artifact" -- convert "$TMP/rl.gguf" -o "$TMP/from_gguf"
+expect 0 "eval it" -- eval "$TMP/from_gguf" --tokens "$EVAL"
+grep -o "perplexity [0-9.]*" "$OUT" >"$TMP/ppl_from_gguf"
+cmp -s "$TMP/ppl_from_gguf" "$TMP/ppl_gguf" || bad "GGUF-made artifact evaluates differently"
+expect 1 "re-encoding a GGUF's blocks is refused" -- convert "$TMP/rl.gguf" -o "$TMP/again" --quant q4_0
+says "blocks; re-encoding them as q4_0 would round the weights twice" "the refusal says why"
+[ ! -e "$TMP/again" ] || bad "a refused conversion left an output"
+expect 2 "artifact-only flags are refused by name" -- convert "$TMP/rl" -o "$TMP/x" --quant q4_k_m --group 32
+says "--group: not supported with --format gguf or a llama-quantize --quant type" "--group message"
+exit $fail
