@@ -210,6 +210,10 @@ int RunConvert(const ConvertOptions& options) {
   // A llama-quantize type (q4_k_m, q8_0, ...) for an artifact: its blocks
   // are stored as ggml lays them out (spec.md "ggml_blocks").
   if (options.format.empty() && converter::IsGgmlPresetName(options.quant)) {
+    if (!options.part.empty()) {
+      return Refuse(converter::UsageError(
+          "--part", "not supported with a llama-quantize --quant type yet (convert in one piece)"));
+    }
     return RunConvertGguf(options, /*to_artifact=*/true);
   }
   if (options.format == "onnx") return RunConvertOnnx(options);

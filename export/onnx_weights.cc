@@ -70,6 +70,13 @@ class WeightExporter {
         RETURN_IF_ERROR(Int8(t));
       } else if (ir::IsGroupWise(t.quant.kind)) {
         RETURN_IF_ERROR(Grouped(t));
+      } else if (t.quant.kind == ir::QuantKind::kGgmlBlocks) {
+        // ONNX has no operator over ggml's blocks; dequantizing would
+        // silently write the f32 model at 4-8 times the size.
+        return absl::UnimplementedError(
+            Where(t) + " holds llama.cpp " + std::string(ir::GgmlTypeName(t.quant.block_type)) +
+            " blocks (layout ggml_blocks), which ONNX cannot express: export it with --format "
+            "gguf, or convert the checkpoint with an int4/int8 scheme (MatMulNBits) for ONNX");
       }
     }
     std::vector<ir::Node> nodes = std::move(prefix_);

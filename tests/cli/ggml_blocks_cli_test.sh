@@ -74,4 +74,13 @@ says "blocks; re-encoding them as q4_0 would round the weights twice" "the refus
 [ ! -e "$TMP/again" ] || bad "a refused conversion left an output"
 expect 2 "artifact-only flags are refused by name" -- convert "$TMP/rl" -o "$TMP/x" --quant q4_k_m --group 32
 says "--group: not supported with --format gguf or a llama-quantize --quant type" "--group message"
+expect 2 "--part is refused by name" -- convert "$TMP/rl" -o "$TMP/x" --quant q4_k_m --part 1/2
+says "--part: not supported with a llama-quantize --quant type yet" "--part message"
+# ONNX has no form for ggml blocks: refused naming the tensor, nothing written.
+expect 1 "ONNX export of ggml blocks is refused" -- convert "$TMP/art" -o "$TMP/art.onnx" --format onnx
+says "blocks (layout ggml_blocks), which ONNX cannot express" "the refusal names the layout"
+[ ! -e "$TMP/art.onnx" ] || bad "a refused ONNX export left a file"
+# The accuracy report compares the checkpoint with its ggml-block artifact.
+expect 0 "report checkpoint vs artifact" -- report --reference "$TMP/rl" --candidate "$TMP/art" \
+  --data "$EVAL" -o "$TMP/report"
 exit $fail
