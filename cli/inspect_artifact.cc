@@ -217,12 +217,13 @@ absl::StatusOr<std::vector<QuantRow>> QuantRows(const loader::Artifact& a) {
       r.block_type = type ? std::string(type->name) : "?";
       r.scale_dtype = "f16";
       r.bits = 0;  // the record's (the code width); the layout alone does not say
+      r.symmetric = type && !type->has_min;
     } else {
       r.scale_dtype = std::string(
           shard::DTypeName(m.tensors[static_cast<size_t>(t.layout.scale)].dtype));
       r.bits = static_cast<int64_t>(shard::DTypeBits(t.dtype));
+      r.symmetric = t.layout.zero_point < 0;
     }
-    r.symmetric = t.layout.zero_point < 0;
     uint64_t bytes = t.nbytes;
     for (int32_t aux : {t.layout.scale, t.layout.zero_point}) {
       if (aux >= 0) bytes += m.tensors[static_cast<size_t>(aux)].nbytes;

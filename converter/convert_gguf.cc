@@ -189,7 +189,9 @@ struct PreparedExport {
   gguf_export::GgufExportOptions options;
 };
 
-absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request) {
+// `refuse_blocks`: ggml blocks in the input are an error (checked before
+// any calibration work).
+absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request, bool refuse_blocks) {
   PreparedExport out;
   ir::Model& model = out.model;
   // An artifact is exported as converted (pruned, cast); its float weights
@@ -198,6 +200,20 @@ absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request) {
     ASSIGN_OR_RETURN(model, shard_reader::ReadArtifactModel(request.input));
   } else {
     ASSIGN_OR_RETURN(model, formats::ImportModel(request.input));
+  }
+  if (refuse_blocks) {
+    // llama-quantize refuses to quantize quantized tensors again without
+    // --allow-requantize; blocks of a GGUF (or of an artifact) are carried
+    // when --quant is left out.
+    for (const ir::Tensor& t : model.graph.initializers()) {
+      if (t.quant.kind == ir::QuantKind::kGgmlBlocks) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            request.input, ": tensor '", t.name, "' is already ",
+            std::string(ir::GgmlTypeName(t.quant.block_type)), " blocks; re-encoding them as ",
+            request.preset,
+            " would round the weights twice: convert without --quant to carry them as they are"));
+      }
+    }
   }
   std::vector<std::string> inputs = model.input_files;
   inputs.insert(inputs.end(), model.carried_files.begin(), model.carried_files.end());
@@ -260,7 +276,7 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertReq
   const support::OutputKind kind{"a file to replace without --force",
                                  [](const std::string&) { return false; }};
   RETURN_IF_ERROR(support::PreflightOutputFile(request.output, request.force, kind).status());
-  ASSIGN_OR_RETURN(PreparedExport prepared, Prepare(request));
+  ASSIGN_OR_RETURN(PreparedExport prepared, Prepare(request, /*refuse_blocks=*/false));
   return gguf_export::ExportDecoderToGguf(prepared.model, prepared.options, request.output);
 }
 
@@ -273,19 +289,7 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGgmlArtifact(
     const GgufConvertRequest& request) {
   // Before any calibration: the output must be usable (replacing needs --force).
   RETURN_IF_ERROR(shard_writer::PreflightOutput(request.output, request.force).status());
-  ASSIGN_OR_RETURN(PreparedExport prepared, Prepare(request));
-  // llama-quantize refuses to quantize quantized tensors again without
-  // --allow-requantize; blocks of a GGUF (or of an artifact) are carried
-  // when --quant is left out.
-  for (const ir::Tensor& t : prepared.model.graph.initializers()) {
-    if (t.quant.kind == ir::QuantKind::kGgmlBlocks) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          request.input, ": tensor '", t.name, "' is already ",
-          std::string(ir::GgmlTypeName(t.quant.block_type)),
-          " blocks; re-encoding them as ", request.preset,
-          " would round the weights twice: convert without --quant to carry them as they are"));
-    }
-  }
+  ASSIGN_OR_RETURN(PreparedExport prepared, Prepare(request, /*refuse_blocks=*/true));
   ASSIGN_OR_RETURN(gguf_export::GgmlBlocksModel blocks,
                    gguf_export::EncodeDecoderAsGgmlBlocks(prepared.model, prepared.options));
   shard_writer::ArtifactOptions options;

@@ -146,6 +146,9 @@ absl::StatusOr<ExportPlan> PlanExport(const ir::Model& model, const GgufExportOp
         t.layer >= 0 && t.layer < static_cast<int>(sizes.size()) ? sizes[t.layer] : sizes[0];
     if (arch != "qwen2" && gguf::IsRopeQ(name)) p.rope_heads = own.num_heads;
     if (arch != "qwen2" && gguf::IsRopeK(name)) p.rope_heads = own.num_kv_heads;
+    // Rows of a rank-1 rotary bias are single elements: blocks cannot be
+    // moved element by element, so its codes are decoded and encoded again.
+    if (p.rope_heads > 0 && t.dims.size() < 2) p.carried.reset();
     if (p.rope_heads > 0) {
       const int64_t rows = RopeRows(t);
       if (rows % p.rope_heads != 0 || (rows / p.rope_heads) % 2 != 0) {

@@ -54,9 +54,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using slimpack::shard::LayoutKind;
   for (const slimpack::loader::TensorInfo& t : manifest->tensors) {
     if (t.layout.kind == LayoutKind::kPlain || t.layout.kind == LayoutKind::kSparse2of4 ||
-        t.numel > (1u << 16)) {
+        t.numel > (1u << 16) || t.nbytes > (1u << 20)) {
       continue;
     }
+    // A [0, N] tensor has no elements but N scales: bound those too.
+    bool params_small = true;
+    for (int32_t aux : {t.layout.scale, t.layout.zero_point}) {
+      if (aux >= 0 && manifest->tensors[static_cast<size_t>(aux)].nbytes > (1u << 20)) {
+        params_small = false;
+      }
+    }
+    if (!params_small) continue;
     slimpack::loader::QuantizedTensorRef ref;
     ref.layout = t.layout.kind;
     ref.dtype = t.dtype;

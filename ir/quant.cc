@@ -246,6 +246,8 @@ absl::StatusOr<std::vector<float>> ScaleValues(const Tensor& scale) {
 
 absl::Status DequantizeInto(const Tensor& q, const Tensor& scale,
                             const Tensor* zero_point, float* out) {
+  // ggml blocks carry their scales; `scale` is not theirs.
+  if (q.quant.kind == QuantKind::kGgmlBlocks) return DequantizeInto(q, nullptr, nullptr, out);
   const bool has_zp = !q.quant.zero_point.empty();
   absl::Status s = ValidateQuantLayout(q, &scale, has_zp ? zero_point : nullptr);
   if (!s.ok()) return s;

@@ -28,13 +28,11 @@ bool FloatIs(const ir::Node& n, const std::string& name, float want) {
 }
 
 // The quantized rank-2 initializer named `name`, its layout checked against
-// its scale / zero point; nullptr if `name` is not one. ggml blocks have no
-// packed kernel yet: such weights are dequantized when the graph binds them.
+// its scale / zero point; nullptr if `name` is not one.
 absl::StatusOr<const ir::Tensor*> QuantizedMatrix(const ir::Graph& g,
                                                   const std::string& name) {
   const ir::Tensor* t = g.FindInitializer(name);
   if (t == nullptr || !t->quant.quantized() || t->dims.size() != 2) return nullptr;
-  if (t->quant.kind == ir::QuantKind::kGgmlBlocks) return nullptr;
   const ir::Tensor* scale = g.FindInitializer(t->quant.scale);
   const ir::Tensor* zp =
       t->quant.zero_point.empty() ? nullptr : g.FindInitializer(t->quant.zero_point);
@@ -45,8 +43,12 @@ absl::StatusOr<const ir::Tensor*> QuantizedMatrix(const ir::Graph& g,
 void SetLayout(const ir::Tensor& w, ir::Node* n) {
   n->attributes["kind"] = ir::Attribute::String(std::string(ir::QuantKindName(w.quant.kind)));
   n->attributes["axis"] = ir::Attribute::Int(w.quant.axis);
+  const bool blocks = w.quant.kind == ir::QuantKind::kGgmlBlocks;
   n->attributes["group_size"] = ir::Attribute::Int(
-      ir::IsGroupWise(w.quant.kind) ? w.quant.group_size : 0);
+      ir::IsGroupWise(w.quant.kind) || blocks ? w.quant.group_size : 0);
+  if (blocks) {
+    n->attributes["block_type"] = ir::Attribute::Int(static_cast<int64_t>(w.quant.block_type));
+  }
 }
 
 bool IsDefaultDomain(const ir::Node& n) { return n.domain.empty() || n.domain == "ai.onnx"; }

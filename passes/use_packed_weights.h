@@ -10,7 +10,8 @@
 //     -> slimpack.GatherQ(T_q, scale, zero_point|"", ids)
 //
 // W_q / T_q is a quantized initializer (ir::QuantLayout); the layout is
-// copied into attributes kind (string), axis, group_size. Gemm's C must be
+// copied into attributes kind (string), axis, group_size (and block_type,
+// ggml's type number, for ggml_blocks, which has no scale or zero point). Gemm's C must be
 // an initializer of dims [N] or [1, N] (else the node is left alone). The
 // node keeps its name, outputs and provenance. The kernels
 // (runtime/kernels/packed_kernels.h) compute bit-identical values to the dequantized

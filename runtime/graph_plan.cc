@@ -103,6 +103,25 @@ absl::StatusOr<RtTensor> PackedInitializer(const ir::Graph& graph, const ir::Ten
                              ? nullptr
                              : graph.FindInitializer(t.quant.zero_point);
   RETURN_IF_ERROR(ir::ValidateQuantLayout(t, scale, zp));
+  if (t.quant.kind == ir::QuantKind::kGgmlBlocks) {
+    if (t.dims.size() != 2) {
+      return absl::InvalidArgumentError("tensor '" + t.name + "': a packed ggml_blocks weight "
+                                        "must be 2-d, got rank " + std::to_string(t.dims.size()));
+    }
+    // Bound as what the bytes are: [rows, row bytes] of u8 (the kernels
+    // read the logical row length from the block type).
+    ASSIGN_OR_RETURN(const uint64_t want, t.ExpectedBytes());
+    if (want != t.data.size()) {
+      return absl::InvalidArgumentError("tensor '" + t.name + "' needs " + std::to_string(want) +
+                                        " bytes of blocks, found " +
+                                        std::to_string(t.data.size()));
+    }
+    ir::Tensor bytes = t;
+    bytes.quant = ir::QuantLayout{};
+    bytes.dims = {t.dims[0], static_cast<int64_t>(*ir::GgmlRowBytes(
+                                 t.quant.block_type, static_cast<uint64_t>(t.dims[1])))};
+    return RtTensor::FromIr(bytes);
+  }
   return RtTensor::FromIr(t);
 }
 

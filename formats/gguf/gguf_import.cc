@@ -159,7 +159,10 @@ absl::Status DecodeInto(const GgufFile& f, const TensorInfo& t, int64_t rope_hea
   out.provenance.file = f.label;
   out.provenance.offset = static_cast<int64_t>(t.data - f.mapping->data());
   const auto block_type = static_cast<ir::GgmlType>(t.type);
-  if (ir::GgmlTypeGeometry(block_type)) {
+  // A rotary q/k bias (rank 1) is permuted element by element, which
+  // blocks cannot be: it is decoded like a float tensor.
+  const bool keep_blocks = rope_heads == 0 || t.ne.size() >= 2;
+  if (ir::GgmlTypeGeometry(block_type) && keep_blocks) {
     const int64_t cols = t.ne.empty() ? 1 : t.ne[0];
     out.dtype = ir::DType::kU8;
     out.quant.kind = ir::QuantKind::kGgmlBlocks;

@@ -213,11 +213,13 @@ struct GgmlBlockType {
   uint32_t ggml_type;
   uint32_t block_size;
   uint32_t block_bytes;
+  bool has_min;  // values are d*q - m (asymmetric), else d*q
 };
 inline constexpr GgmlBlockType kGgmlBlockTypes[] = {
-    {"q4_0", 2, 32, 18},   {"q4_1", 3, 32, 20},   {"q5_0", 6, 32, 22},  {"q5_1", 7, 32, 24},
-    {"q8_0", 8, 32, 34},   {"q2_k", 10, 256, 84}, {"q3_k", 11, 256, 110},
-    {"q4_k", 12, 256, 144}, {"q5_k", 13, 256, 176}, {"q6_k", 14, 256, 210},
+    {"q4_0", 2, 32, 18, false},    {"q4_1", 3, 32, 20, true},    {"q5_0", 6, 32, 22, false},
+    {"q5_1", 7, 32, 24, true},     {"q8_0", 8, 32, 34, false},   {"q2_k", 10, 256, 84, true},
+    {"q3_k", 11, 256, 110, false}, {"q4_k", 12, 256, 144, true}, {"q5_k", 13, 256, 176, true},
+    {"q6_k", 14, 256, 210, false},
 };
 // nullptr for an unknown name or number.
 constexpr const GgmlBlockType* FindGgmlBlockType(std::string_view name) {

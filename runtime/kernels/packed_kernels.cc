@@ -4,6 +4,7 @@
 #include "runtime/kernels/packed_kernels.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,10 @@ struct Packed {
   const void* scale = nullptr;  // f32, or f16 when scale_f16
   bool scale_f16 = false;
   const uint8_t* zp = nullptr;  // nullptr: zero point 0
+  // ggml_blocks: the block type (kNone otherwise) and bytes per row; q
+  // then holds rows x row_bytes and cols is the logical row length.
+  ir::GgmlType block_type = ir::GgmlType::kNone;
+  uint64_t row_bytes = 0;
 };
 
 // Scale entry p as f32 (an f16 scale widened exactly).
@@ -80,9 +85,30 @@ void DequantRegionS(const Packed& w, int64_t r0, int64_t r1, int64_t c0, int64_t
   }
 }
 
+// ggml blocks decode whole rows (ir::DequantizeGgmlRow, the reference);
+// a column range is cut from the decoded row.
+void DequantBlockRegion(const Packed& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+                        float* out) {
+  const uint64_t cols = static_cast<uint64_t>(w.cols);
+  std::vector<float> row;
+  if (c0 != 0 || c1 != w.cols) row.resize(cols);
+  for (int64_t r = r0; r < r1; ++r) {
+    const uint8_t* src = w.q + static_cast<uint64_t>(r) * w.row_bytes;
+    if (row.empty()) {
+      ir::DequantizeGgmlRow(w.block_type, src, cols, out);
+      out += cols;
+    } else {
+      ir::DequantizeGgmlRow(w.block_type, src, cols, row.data());
+      out = std::copy(row.begin() + c0, row.begin() + c1, out);
+    }
+  }
+}
+
 void DequantRegion(const Packed& w, int64_t r0, int64_t r1, int64_t c0, int64_t c1,
                    float* out) {
-  if (w.scale_f16) {
+  if (w.block_type != ir::GgmlType::kNone) {
+    DequantBlockRegion(w, r0, r1, c0, c1, out);
+  } else if (w.scale_f16) {
     DequantRegionS<true>(w, r0, r1, c0, c1, out);
   } else {
     DequantRegionS<false>(w, r0, r1, c0, c1, out);
@@ -92,6 +118,32 @@ void DequantRegion(const Packed& w, int64_t r0, int64_t r1, int64_t c0, int64_t 
 absl::Status Bad(const KernelContext& ctx, const std::string& what) {
   return absl::InvalidArgumentError("node '" + ctx.node().name + "' (" +
                                     ctx.node().op_type + "): " + what);
+}
+
+// A ggml-block weight bound as its bytes, [rows, row bytes] of u8, whose
+// logical row length follows from the block type attribute.
+absl::StatusOr<Packed> ReadBlocks(const KernelContext& ctx, const RtTensor& w, int64_t axis) {
+  Packed p;
+  p.dtype = w.dtype();
+  ASSIGN_OR_RETURN(int64_t type, ctx.IntAttr("block_type", 0));
+  const auto block_type = static_cast<ir::GgmlType>(type);
+  const std::optional<ir::GgmlGeometry> geo = ir::GgmlTypeGeometry(block_type);
+  if (!geo) return Bad(ctx, "block_type " + std::to_string(type) + " is not a ggml block type");
+  if (p.dtype != DType::kU8 || axis != 1) {
+    return Bad(ctx, "ggml_blocks weight must be u8 blocks along axis 1, got " +
+                        w.DebugString() + " axis " + std::to_string(axis));
+  }
+  p.rows = w.dim(0);
+  p.row_bytes = static_cast<uint64_t>(w.dim(1));
+  if (p.row_bytes % geo->block_bytes != 0) {
+    return Bad(ctx, std::to_string(p.row_bytes) + " bytes per row are not whole " +
+                        std::string(ir::GgmlTypeName(block_type)) + " blocks");
+  }
+  p.cols = static_cast<int64_t>(p.row_bytes / geo->block_bytes * geo->block_size);
+  p.axis = 1;
+  p.block_type = block_type;
+  p.q = w.raw();
+  return p;
 }
 
 // Reads the packed weight (input `wi`), its scale (`wi`+1... as given) and
@@ -111,6 +163,7 @@ absl::StatusOr<Packed> ReadPacked(const KernelContext& ctx, const RtTensor& w,
   ASSIGN_OR_RETURN(int64_t axis, ctx.IntAttr("axis", 0));
   ASSIGN_OR_RETURN(int64_t group, ctx.IntAttr("group_size", 0));
   if (axis != 0 && axis != 1) return Bad(ctx, "axis " + std::to_string(axis) + " is not 0 or 1");
+  if (kind == ir::QuantKind::kGgmlBlocks) return ReadBlocks(ctx, w, axis);
   p.axis = static_cast<int>(axis);
   p.per_channel = kind == ir::QuantKind::kInt8PerChannel;
   const bool int8 = kind != ir::QuantKind::kInt4GroupWise;
@@ -164,12 +217,19 @@ absl::Status MatMulQ(KernelContext& ctx) {
     return Bad(ctx, "needs A of rank >= 1 and a 2-d weight, got " + a->DebugString() +
                         " and " + w->DebugString());
   }
+  // The weight's logical [rows, cols] (ggml blocks are bound as bytes).
+  std::optional<Packed> packed;
+  if (w->dtype() != DType::kF32) {
+    ASSIGN_OR_RETURN(packed, ReadPacked(ctx, *w, ctx.input(2), ctx.input(3)));
+  }
+  const int64_t w_rows = packed ? packed->rows : w->dim(0);
+  const int64_t w_cols = packed ? packed->cols : w->dim(1);
   // A's leading dims are stacked as rows, as MatMul does for a 2-d B.
   const int64_t k = a->dims().back();
   int64_t rows_m = 1;
   for (size_t i = 0; i + 1 < a->rank(); ++i) rows_m *= a->dim(i);
-  const int64_t kb = trans_b ? w->dim(1) : w->dim(0);
-  const int64_t n = trans_b ? w->dim(0) : w->dim(1);
+  const int64_t kb = trans_b ? w_cols : w_rows;
+  const int64_t n = trans_b ? w_rows : w_cols;
   if (k != kb) {
     return Bad(ctx, "inner dims differ: " + a->DebugString() + " x " + w->DebugString() +
                         (trans_b ? " (trans_b)" : ""));
@@ -192,15 +252,15 @@ absl::Status MatMulQ(KernelContext& ctx) {
     }
     beta = 1.0f;
   }
-  const int64_t ldb_full = w->dim(1);
-  if (w->dtype() == DType::kF32) {
+  const int64_t ldb_full = w_cols;
+  if (!packed) {
     // Bound dequantized (another op reads the weight): plain Gemm.
     RETURN_IF_ERROR(runtime::Sgemm(false, trans_b, rows_m, n, k, 1.0f, a->data<float>(), k,
                                        w->data<float>(), ldb_full, beta, po, n, ctx.pool()));
     ctx.SetOutput(0, std::move(out));
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(Packed p, ReadPacked(ctx, *w, ctx.input(2), ctx.input(3)));
+  const Packed& p = *packed;
   const double work = static_cast<double>(rows_m) * static_cast<double>(n) *
                       static_cast<double>(k);
   if (rows_m > n || rows_m == 0 || n == 0) {
@@ -247,7 +307,11 @@ absl::Status GatherQ(KernelContext& ctx) {
   if (ids->dtype() != DType::kI64 && ids->dtype() != DType::kI32) {
     return Bad(ctx, "indices must be i64 or i32, got " + ids->DebugString());
   }
-  const int64_t rows = t->dim(0), d = t->dim(1);
+  std::optional<Packed> packed;
+  if (t->dtype() != DType::kF32) {
+    ASSIGN_OR_RETURN(packed, ReadPacked(ctx, *t, ctx.input(1), ctx.input(2)));
+  }
+  const int64_t rows = t->dim(0), d = packed ? packed->cols : t->dim(1);
   std::vector<int64_t> dims = ids->dims();
   dims.push_back(d);
   ASSIGN_OR_RETURN(RtTensor out, ctx.AllocateUninitialized(DType::kF32, dims));
@@ -263,7 +327,7 @@ absl::Status GatherQ(KernelContext& ctx) {
                           ") is out of range for axis size " + std::to_string(rows));
     }
   }
-  if (t->dtype() == DType::kF32) {
+  if (!packed) {
     for (int64_t j = 0; j < count; ++j) {
       int64_t i = id_at(j);
       if (i < 0) i += rows;
@@ -272,11 +336,10 @@ absl::Status GatherQ(KernelContext& ctx) {
     ctx.SetOutput(0, std::move(out));
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(Packed p, ReadPacked(ctx, *t, ctx.input(1), ctx.input(2)));
   for (int64_t j = 0; j < count; ++j) {
     int64_t i = id_at(j);
     if (i < 0) i += rows;
-    DequantRegion(p, i, i + 1, 0, d, po + j * d);
+    DequantRegion(*packed, i, i + 1, 0, d, po + j * d);
   }
   ctx.SetOutput(0, std::move(out));
   return absl::OkStatus();

@@ -222,6 +222,120 @@ TEST_F(GgufLlamaTest, F32ExportImportsBackToTheCheckpointExactly) {
   }
 }
 
+// Rotary q/k rows permuted in ggml blocks: a block-typed q weight keeps its
+// blocks (whole rows move), a block-typed q/k bias (rank 1, permuted
+// element by element) is decoded on import and re-encoded, not carried, on
+// export; both come back as the values the blocks hold.
+TEST_F(GgufLlamaTest, BlockTypedRopeWeightsAndBiasesRoundTrip) {
+  ir::Model model = model_;
+  std::vector<ir::Tensor> tensors(model.graph.initializers().begin(),
+                                  model.graph.initializers().end());
+  const std::string qw = "model.layers.1.self_attn.q_proj.weight";
+  const std::string qb = "model.layers.1.self_attn.q_proj.bias";
+  std::string& config = model.architecture->config_json;
+  const std::string no_bias = "\"attention_bias\": false";
+  config.replace(config.find(no_bias), no_bias.size(), "\"attention_bias\": true");
+  auto encode = [](const ir::Tensor& f32, int64_t rows, int64_t cols) {
+    std::vector<float> v(static_cast<size_t>(rows * cols));
+    std::memcpy(v.data(), f32.data.data(), v.size() * 4);
+    std::vector<uint8_t> bytes(static_cast<size_t>(gguf::RowBytes(gguf::TensorType::kQ8_0, cols) * rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      EXPECT_THAT(gguf::QuantizeRow(gguf::TensorType::kQ8_0, v.data() + r * cols, cols, nullptr,
+                                    bytes.data() + r * gguf::RowBytes(gguf::TensorType::kQ8_0, cols)),
+                  IsOk());
+    }
+    ir::Tensor t = f32;
+    t.dtype = ir::DType::kU8;
+    t.data = ir::TensorData::Owned(std::move(bytes));
+    t.quant.kind = ir::QuantKind::kGgmlBlocks;
+    t.quant.block_type = ir::GgmlType::kQ8_0;
+    t.quant.axis = static_cast<int>(t.dims.size()) - 1;
+    t.quant.group_size = 32;
+    return t;
+  };
+  ir::Graph g;
+  g.name = model.graph.name;
+  for (const ir::Tensor& t : tensors) {
+    if (t.name == qw) {
+      ASSERT_THAT(g.AddInitializer(encode(t, t.dims[0], t.dims[1])), IsOk());
+      ir::Tensor bias;
+      bias.name = qb;
+      bias.dtype = ir::DType::kF32;
+      bias.dims = {t.dims[0]};
+      std::vector<float> values(t.dims[0]);
+      for (size_t i = 0; i < values.size(); ++i) values[i] = 0.01f * static_cast<float>(i % 37);
+      bias.data = ir::TensorData::Owned(std::vector<uint8_t>(
+          reinterpret_cast<uint8_t*>(values.data()),
+          reinterpret_cast<uint8_t*>(values.data()) + values.size() * 4));
+      bias.role = ir::WeightRole::kBias;
+      bias.layer = 1;
+      ASSERT_THAT(g.AddInitializer(encode(bias, 1, bias.dims[0])), IsOk());
+    } else {
+      ASSERT_THAT(g.AddInitializer(t), IsOk());
+    }
+  }
+  model.graph = std::move(g);
+  auto decoded = [](const ir::Tensor& t) {
+    auto v = ir::DequantizeToF32(t, nullptr, nullptr);
+    EXPECT_THAT(v, IsOk());
+    return v.ok() ? *v : std::vector<float>{};
+  };
+  const std::vector<float> want_w = decoded(*model.graph.FindInitializer(qw));
+  const std::vector<float> want_b = decoded(*model.graph.FindInitializer(qb));
+
+  GgufExportOptions options;
+  options.preset = "f32";
+  const std::string path = dir_ + "/rope_blocks.gguf";
+  auto result = ExportDecoderToGguf(model, options, path);
+  ASSERT_THAT(result, IsOk());
+  EXPECT_EQ(result->carried, 1);  // the weight; the bias is re-encoded (as f32)
+  auto file = gguf::OpenGgufFile(path);
+  ASSERT_THAT(file, IsOk());
+  EXPECT_EQ(file->FindTensor("blk.1.attn_q.weight")->type,
+            static_cast<uint32_t>(gguf::TensorType::kQ8_0));
+  EXPECT_EQ(file->FindTensor("blk.1.attn_q.bias")->type,
+            static_cast<uint32_t>(gguf::TensorType::kF32));
+
+  // A GGUF whose q bias is itself q8_0 blocks: write one from the f32 file.
+  gguf::GgufWriter writer;
+  for (const gguf::KeyValue& kv : file->metadata) {
+    writer.AddEncoded(std::string(kv.key), kv.value.type(), kv.value.Encoded());
+  }
+  for (const gguf::TensorInfo& t : file->tensors) {
+    const bool bias = t.name == "blk.1.attn_q.bias";
+    const auto type = bias ? gguf::TensorType::kQ8_0 : static_cast<gguf::TensorType>(t.type);
+    ASSERT_THAT(writer.AddTensor(std::string(t.name), t.ne, type,
+                                 [&t, bias](uint8_t* dst, uint64_t size) -> absl::Status {
+                                   if (!bias) {
+                                     std::memcpy(dst, t.data, size);
+                                     return absl::OkStatus();
+                                   }
+                                   std::vector<float> v(t.n_elements);
+                                   std::memcpy(v.data(), t.data, v.size() * 4);
+                                   return gguf::QuantizeRow(gguf::TensorType::kQ8_0, v.data(),
+                                                            static_cast<int64_t>(v.size()),
+                                                            nullptr, dst);
+                                 }),
+                IsOk());
+  }
+  const std::string q8_bias = dir_ + "/q8_bias.gguf";
+  ASSERT_THAT(writer.Write(q8_bias), IsOk());
+  auto back = gguf::ImportGguf(q8_bias);
+  ASSERT_THAT(back, IsOk());
+  const ir::Tensor* w = back->graph.FindInitializer(qw);
+  const ir::Tensor* b = back->graph.FindInitializer(qb);
+  ASSERT_NE(w, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(w->quant.kind, ir::QuantKind::kGgmlBlocks);  // rows moved, blocks kept
+  EXPECT_EQ(decoded(*w), want_w);
+  EXPECT_FALSE(b->quant.quantized());  // decoded: its elements moved one by one
+  std::vector<float> got_b(b->data.size() / 4);
+  std::memcpy(got_b.data(), b->data.data(), b->data.size());
+  // q8_0 of values already on a q8_0 grid (the f32 file holds them) is the
+  // same grid again.
+  EXPECT_EQ(got_b, want_b);
+}
+
 TEST_F(GgufLlamaTest, ImportRefusesAnEmptyTensorByName) {
   const std::string path = dir_ + "/empty.gguf";
   const std::string bytes = ExportF32(path);

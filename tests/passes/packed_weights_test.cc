@@ -287,6 +287,114 @@ TEST(PackedWeightsTest, GatherMatchesBitForBit) {
   }
 }
 
+// ggml blocks: random bytes with finite f16 super-scales (d, and dmin or m
+// where the type has one) at their spec offsets, so outputs are numbers.
+ir::Tensor RandomBlocks(const std::string& name, ir::GgmlType type, int64_t rows, int64_t cols,
+                        uint32_t seed) {
+  const ir::GgmlGeometry geo = *ir::GgmlTypeGeometry(type);
+  std::vector<uint8_t> bytes(*ir::GgmlRowBytes(type, cols) * rows);
+  std::mt19937 rng(seed);
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  std::vector<int> halves;  // byte offsets of f16 scale fields in a block
+  switch (type) {
+    case ir::GgmlType::kQ2_K: halves = {80, 82}; break;
+    case ir::GgmlType::kQ3_K: halves = {108}; break;
+    case ir::GgmlType::kQ6_K: halves = {208}; break;
+    default: halves = geo.has_min ? std::vector<int>{0, 2} : std::vector<int>{0}; break;
+  }
+  std::uniform_real_distribution<float> scale(0.0005f, 0.02f);
+  for (size_t b = 0; b < bytes.size(); b += geo.block_bytes) {
+    for (int at : halves) {
+      const uint16_t h = ir::F32ToF16(scale(rng));
+      bytes[b + at] = static_cast<uint8_t>(h);
+      bytes[b + at + 1] = static_cast<uint8_t>(h >> 8);
+    }
+  }
+  ir::Tensor t = Bytes(name, DType::kU8, {rows, cols}, std::move(bytes));
+  t.quant.kind = QuantKind::kGgmlBlocks;
+  t.quant.block_type = type;
+  t.quant.axis = 1;
+  t.quant.group_size = geo.block_size;
+  return t;
+}
+
+// MatMulQ / GatherQ over ggml blocks decode rows with the IR's reference
+// decoder: bit-identical to the graph with the weight decoded at bind, for
+// blocks along K (Gemm transB=1, the HF Linear) and along N (transB=0,
+// batched MatMul), tiled products, any thread count; bound as its bytes.
+TEST(PackedWeightsTest, GgmlBlocksMatchBitForBit) {
+  uint32_t seed = 300;
+  for (ir::GgmlType type : {ir::GgmlType::kQ4_0, ir::GgmlType::kQ5_1, ir::GgmlType::kQ8_0,
+                            ir::GgmlType::kQ2_K, ir::GgmlType::kQ3_K, ir::GgmlType::kQ4_K,
+                            ir::GgmlType::kQ5_K, ir::GgmlType::kQ6_K}) {
+    struct Case {
+      std::string op;
+      int trans_b;
+      bool bias;
+      std::vector<int64_t> a_dims;
+      int64_t n;
+    };
+    for (const Case& c : std::vector<Case>{{"Gemm", 1, true, {5, 512}, 24},
+                                           {"Gemm", 0, false, {5, 40}, 256},
+                                           {"MatMul", 0, false, {2, 3, 40}, 512},
+                                           {"Gemm", 1, false, {16, 512}, 1024},
+                                           {"Gemm", 1, false, {300, 256}, 8}}) {
+      const int64_t k = c.a_dims.back();
+      const std::string what = std::string(ir::GgmlTypeName(type)) + " " + c.op +
+                               " transB=" + std::to_string(c.trans_b) + " K=" +
+                               std::to_string(k) + " N=" + std::to_string(c.n);
+      SCOPED_TRACE(what);
+      ir::Graph g;
+      g.name = "ggml";
+      const ir::Tensor w =
+          RandomBlocks("w", type, c.trans_b ? c.n : k, c.trans_b ? k : c.n, seed++);
+      const uint64_t block_bytes = w.data.size();
+      ASSERT_THAT(g.AddInitializer(w), IsOk());
+      std::vector<std::string> in = {"a", "w"};
+      if (c.bias) {
+        ASSERT_THAT(g.AddInitializer(F32Tensor("b", {c.n}, RandomFloats(c.n, seed++, -1, 1))),
+                    IsOk());
+        in.push_back("b");
+      }
+      ir::Node n = MakeNode("lin", c.op, in, {"y"});
+      if (c.op == "Gemm") n.attributes["transB"] = ir::Attribute::Int(c.trans_b);
+      g.nodes.push_back(n);
+      g.inputs.push_back(Value("a", DType::kF32, c.a_dims));
+      g.outputs.push_back({"y", DType::kF32, ir::Shape()});
+      int64_t na = 1;
+      for (int64_t d : c.a_dims) na *= d;
+      std::map<std::string, RtTensor> inputs = {
+          {"a", RtTensor::FromVector<float>(c.a_dims, RandomFloats(na, seed++, -2, 2))}};
+      const std::vector<RtTensor> reference = RunGraph(g, inputs, 2);
+      const uint64_t dequantized_bytes = BoundBytes(g);
+      ir::Graph packed = g;
+      auto count = UsePackedWeights(packed);
+      ASSERT_THAT(count, IsOk());
+      ASSERT_EQ(*count, 1);
+      ASSERT_EQ(packed.nodes[0].op_type, "MatMulQ");
+      ExpectBitIdentical(reference, RunGraph(packed, inputs, 2), what + " (2 threads)");
+      ExpectBitIdentical(reference, RunGraph(packed, inputs, 1), what + " (1 thread)");
+      EXPECT_EQ(dequantized_bytes - BoundBytes(packed),
+                static_cast<uint64_t>(4 * k * c.n) - block_bytes);
+    }
+    // The embedding lookup decodes only the rows it reads.
+    ir::Graph g;
+    ASSERT_THAT(g.AddInitializer(RandomBlocks("emb", type, 37, 256, seed++)), IsOk());
+    g.nodes.push_back(MakeNode("gather", "Gather", {"emb", "ids"}, {"y"}));
+    g.inputs.push_back(Value("ids", DType::kI64, {2, 3}));
+    g.outputs.push_back({"y", DType::kF32, ir::Shape()});
+    std::map<std::string, RtTensor> inputs = {
+        {"ids", RtTensor::FromVector<int64_t>({2, 3}, {0, 36, -1, 17, 17, 5})}};
+    const std::vector<RtTensor> reference = RunGraph(g, inputs, 1);
+    ir::Graph packed = g;
+    auto count = UsePackedWeights(packed);
+    ASSERT_THAT(count, IsOk());
+    ASSERT_EQ(*count, 1);
+    ExpectBitIdentical(reference, RunGraph(packed, inputs, 2), "GatherQ");
+    EXPECT_LT(BoundBytes(packed), BoundBytes(g));
+  }
+}
+
 TEST(PackedWeightsTest, RewriteProducesTheExpectedGraph) {
   ir::Graph g;
   AddQuantized(g, "w1", 24, 40, Along(kU4G16, true), 300);   // Gemm transB=1, bias

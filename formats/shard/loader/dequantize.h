@@ -1,6 +1,6 @@
 // Dequantization to f32 of the layouts in spec.md section 5:
 //   x = float32(q - zero_point) * float32(scale)   (one rounding, no FMA),
-// int8 per-channel, int8 group-wise and int4 group-wise (low nibble first)
+// for int8 per-channel, int8 group-wise and int4 group-wise (low nibble first)
 // with f32 or f16 scales, ggml's blocks (layout ggml_blocks: each block
 // decoded with its own f16 scales, as ggml does), plus plain f32/f16/bf16
 // conversion. The vectorised kernels (AVX2 on x86-64 chosen at

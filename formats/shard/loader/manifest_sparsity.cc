@@ -43,6 +43,10 @@ Status ParseRecord(const JsonValue& v, const ObjectPath& tensor_path, const Mani
   if (s.packed && !s.two_of_four) {
     return f.Error("storage", "storage sparse_2_4 needs pattern \"2:4\", found \"" + pattern + "\"");
   }
+  if (t->layout.kind == LayoutKind::kGgmlBlocks) {
+    return f.Error("", "a sparsity record on a ggml_blocks tensor is not allowed: its elements "
+                       "are block bytes, not values");
+  }
   if (t->layout.zero_point >= 0) {
     return f.Error("", "a sparsity record on an asymmetric quantized tensor (zero point '" +
                            m.tensors[static_cast<size_t>(t->layout.zero_point)].name +

@@ -262,6 +262,7 @@ TEST(GgmlBlocksLayoutTest, LoaderAndIrAgreeOnGeometry) {
     EXPECT_EQ(ir::GgmlTypeName(type), s.name);
     EXPECT_EQ(geo->block_size, s.block_size) << s.name;
     EXPECT_EQ(geo->block_bytes, s.block_bytes) << s.name;
+    EXPECT_EQ(geo->has_min, s.has_min) << s.name;
     ++seen;
   }
   EXPECT_EQ(seen, 10);
@@ -293,6 +294,13 @@ const BadCase kBadCases[] = {
      "layout ggml_blocks needs dtype u8, found i8"},
     {"NamesAScale", [](nlohmann::json& m) { W(m)["layout"]["scale"] = "w"; },
      "layout ggml_blocks has no scale"},
+    {"SparsityRecord",
+     [](nlohmann::json& m) {
+       W(m)["sparsity"] = {{"axis", 1},         {"criterion", "magnitude"},
+                           {"pattern", "unstructured"}, {"ratio", 0.0},
+                           {"storage", "dense"}, {"zeros", 0}};
+     },
+     "a sparsity record on a ggml_blocks tensor is not allowed"},
 };
 
 class BadGgmlManifestTest : public ::testing::TestWithParam<BadCase> {};
