@@ -58,6 +58,7 @@ absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model
   std::map<std::string, ir::Tensor> replaced;
   std::set<std::string> dropped;  // companions of weights written as blocks
   double matrix_bits = 0, matrix_weights = 0;
+  std::vector<float> values;  // reused: its pages are touched once
   for (const Planned& planned : plan.planned) {
     TypeChoice choice = chooser.Choose(planned.slot);  // every tensor, in order
     Planned p = planned;
@@ -101,8 +102,7 @@ absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model
       note = options.encoded_by;
     } else {
       if (src.quant.quantized()) ++stats.requantized;
-      std::vector<float> values;
-      RETURN_IF_ERROR(ReadValuesF32(p, numel, values));
+      RETURN_IF_ERROR(ReadValuesF32(p, numel, threads, values));
       if (!is_block) {
         const ir::DType dtype = FloatDType(choice.type);
         ir::Tensor t = src;

@@ -14,9 +14,14 @@
 
 namespace slimpack::gguf_export {
 
-absl::Status ReadValuesF32(const Planned& p, uint64_t numel, std::vector<float>& out) {
+absl::Status ReadValuesF32(const Planned& p, uint64_t numel, int threads,
+                           std::vector<float>& out) {
   const ir::Tensor& t = *p.source;
-  std::vector<float> plain(numel);
+  // Without a row permutation the values go straight into `out`, whose
+  // capacity a caller may reuse across tensors (fresh pages cost more
+  // than the conversion).
+  std::vector<float> scratch;
+  std::vector<float>& plain = p.rope_heads == 0 ? out : scratch;
   if (t.quant.quantized()) {
     ASSIGN_OR_RETURN(plain, ir::DequantizeToF32(t, p.scale, p.zero_point));
     if (p.input_perm) {
@@ -24,13 +29,33 @@ absl::Status ReadValuesF32(const Planned& p, uint64_t numel, std::vector<float>&
                            plain.data());
     }
   } else {
-    RETURN_IF_ERROR(ir::ConvertFloats(t.dtype, t.data.data(), ir::DType::kF32,
-                                      reinterpret_cast<uint8_t*>(plain.data()), numel));
+    // Widened in chunks on threads (each element converts alone, so the
+    // values do not depend on the split); a lone thread made this the
+    // slowest step of a q4_0 conversion.
+    plain.resize(numel);
+    const uint64_t esize = static_cast<uint64_t>(ir::DTypeBits(t.dtype)) / 8;
+    if (esize == 0 || t.data.size() != numel * esize) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", t.name, "': ", t.data.size(),
+                                                     " bytes for ", numel, " elements of ",
+                                                     std::string(ir::DTypeName(t.dtype))));
+    }
+    const int64_t parts = std::max<int64_t>(
+        1, std::min<int64_t>(threads, static_cast<int64_t>(numel >> 16)));
+    std::mutex mu;
+    absl::Status first_error;
+    support::RunOnThreads(parts, [&](int64_t part) {
+      const uint64_t begin = numel * part / parts, end = numel * (part + 1) / parts;
+      absl::Status s = ir::ConvertFloats(t.dtype, t.data.data() + begin * esize, ir::DType::kF32,
+                                         reinterpret_cast<uint8_t*>(plain.data() + begin),
+                                         end - begin);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (first_error.ok()) first_error = s;
+      }
+    });
+    RETURN_IF_ERROR(first_error);
   }
-  if (p.rope_heads == 0) {
-    out = std::move(plain);
-    return absl::OkStatus();
-  }
+  if (p.rope_heads == 0) return absl::OkStatus();
   const int64_t rows = RopeRows(t), cols = RopeCols(t);
   out.resize(numel);
   for (int64_t r = 0; r < rows; ++r) {

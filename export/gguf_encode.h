@@ -18,7 +18,8 @@ namespace slimpack::gguf_export {
 // quantized (an act-order weight's columns put back in checkpoint order),
 // rows permuted to llama.cpp's rope order when p.rope_heads > 0 (the
 // planner checked rows divide into heads of an even size).
-absl::Status ReadValuesF32(const Planned& p, uint64_t numel, std::vector<float>& out);
+// Float sources are widened on up to `threads` threads.
+absl::Status ReadValuesF32(const Planned& p, uint64_t numel, int threads, std::vector<float>& out);
 
 // Encodes rows [0, rows) of `values` into `dst` (size bytes), rows split
 // over threads (each row is encoded independently, so the bytes do not

@@ -162,7 +162,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
         [p, rows, cols, type = choice.type, columns, threads, requantize, &requantized,
          &requantized_mu](uint8_t* dst, uint64_t size) -> absl::Status {
           std::vector<float> values;
-          RETURN_IF_ERROR(ReadValuesF32(p, static_cast<uint64_t>(rows) * cols, values));
+          RETURN_IF_ERROR(ReadValuesF32(p, static_cast<uint64_t>(rows) * cols, threads, values));
           RETURN_IF_ERROR(EncodeRows(type, values, rows, cols, columns, threads, dst, size));
           if (requantize) {
             // Relative L2 of what ggml decodes against the artifact's values.
