@@ -291,8 +291,10 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGgmlArtifact(
   RETURN_IF_ERROR(shard_writer::PreflightOutput(request.output, request.force).status());
   ASSIGN_OR_RETURN(PreparedExport prepared, Prepare(request, /*refuse_blocks=*/true));
   ASSIGN_OR_RETURN(gguf_export::GgmlBlocksModel blocks,
-                   gguf_export::EncodeDecoderAsGgmlBlocks(prepared.model, prepared.options));
+                   gguf_export::EncodeDecoderAsGgmlBlocks(prepared.model, prepared.options,
+                                                          /*deferred=*/true));
   shard_writer::ArtifactOptions options;
+  options.encoder.produce = blocks.produce;
   options.threads = request.threads;
   options.force = request.force;
   options.recipe = {{"ggml_preset", request.preset},

@@ -1,6 +1,7 @@
 #include "export/gguf_blocks.h"
 
 #include <map>
+#include <memory>
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,7 @@
 #include "hf/input_perm.h"
 #include "hf/weight_roles.h"
 #include "ir/float_convert.h"
+#include "support/input_pages.h"
 #include "support/status_macros.h"
 
 namespace slimpack::gguf_export {
@@ -24,8 +26,31 @@ ir::DType FloatDType(TensorType type) {
   }
 }
 
-// `source` with `bytes` as its blocks of `type`.
-ir::Tensor BlockTensor(const ir::Tensor& source, TensorType type, std::vector<uint8_t> bytes,
+// One weight to encode: where its values come from (rows in HF order),
+// the type, the importance row (or null) and its size.
+struct BlockJob {
+  Planned p;
+  TensorType type = TensorType::kF32;
+  const float* columns = nullptr;
+  int64_t rows = 0, cols = 0;
+  uint64_t numel = 0;
+};
+
+// The blocks of `job`, its values read into `values` (a buffer the caller
+// reuses). The same function encodes eagerly and when the writer asks, so
+// the bytes are the same either way.
+absl::StatusOr<std::vector<uint8_t>> EncodeJob(const BlockJob& job, int threads,
+                                               std::vector<float>& values) {
+  RETURN_IF_ERROR(ReadValuesF32(job.p, job.numel, threads, values));
+  std::vector<uint8_t> bytes(static_cast<size_t>(gguf::RowBytes(job.type, job.cols) * job.rows));
+  RETURN_IF_ERROR(Annotate(EncodeRows(job.type, values, job.rows, job.cols, job.columns, threads,
+                                      bytes.data(), bytes.size()),
+                           "tensor '" + job.p.source->name + "'"));
+  return bytes;
+}
+
+// `source` with `data` as its blocks of `type`.
+ir::Tensor BlockTensor(const ir::Tensor& source, TensorType type, ir::TensorData data,
                        std::string algorithm) {
   ir::Tensor t;
   t.name = source.name;
@@ -34,7 +59,7 @@ ir::Tensor BlockTensor(const ir::Tensor& source, TensorType type, std::vector<ui
   t.role = source.role;
   t.layer = source.layer;
   t.dtype = ir::DType::kU8;
-  t.data = ir::TensorData::Owned(std::move(bytes));
+  t.data = std::move(data);
   t.quant.kind = ir::QuantKind::kGgmlBlocks;
   t.quant.block_type = static_cast<ir::GgmlType>(type);
   t.quant.axis = static_cast<int>(t.dims.size()) - 1;
@@ -46,7 +71,8 @@ ir::Tensor BlockTensor(const ir::Tensor& source, TensorType type, std::vector<ui
 }  // namespace
 
 absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model,
-                                                          const GgufExportOptions& options) {
+                                                          const GgufExportOptions& options,
+                                                          bool deferred) {
   ASSIGN_OR_RETURN(ExportPlan plan, PlanExport(model, options));
   const GgufImportance* importance = options.importance ? &*options.importance : nullptr;
   if (importance) RETURN_IF_ERROR(CheckImportance(plan, *importance, model));
@@ -59,6 +85,7 @@ absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model
   std::set<std::string> dropped;  // companions of weights written as blocks
   double matrix_bits = 0, matrix_weights = 0;
   std::vector<float> values;  // reused: its pages are touched once
+  auto jobs = std::make_shared<std::map<std::string, BlockJob>>();
   for (const Planned& planned : plan.planned) {
     TypeChoice choice = chooser.Choose(planned.slot);  // every tensor, in order
     Planned p = planned;
@@ -88,7 +115,8 @@ absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model
       std::vector<uint8_t> bytes(static_cast<size_t>(gguf::RowBytes(choice.type, cols) * rows));
       RETURN_IF_ERROR(EncodeCarriedRows(choice.type, src, p.scale, p.zero_point,
                                         [](int64_t r) { return r; }, bytes.data(), bytes.size()));
-      replaced[src.name] = BlockTensor(src, choice.type, std::move(bytes), src.quant.algorithm);
+      replaced[src.name] = BlockTensor(src, choice.type, ir::TensorData::Owned(std::move(bytes)),
+                                       src.quant.algorithm);
       note = "the codes as they are";
     } else if (auto enc = options.encoded.find(src.name); enc != options.encoded.end()) {
       if (enc->second.type != choice.type ||
@@ -97,38 +125,43 @@ absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model
             src.name, ": pre-encoded as ", std::string(gguf::TypeName(enc->second.type)),
             "; the preset gives ", std::string(gguf::TypeName(choice.type))));
       }
-      replaced[src.name] = BlockTensor(src, choice.type, enc->second.rows, options.encoded_by);
+      replaced[src.name] = BlockTensor(src, choice.type, ir::TensorData::Owned(enc->second.rows),
+                                       options.encoded_by);
       ++stats.pre_encoded;
       note = options.encoded_by;
-    } else {
+    } else if (!is_block) {
       if (src.quant.quantized()) ++stats.requantized;
       RETURN_IF_ERROR(ReadValuesF32(p, numel, threads, values));
-      if (!is_block) {
-        const ir::DType dtype = FloatDType(choice.type);
-        ir::Tensor t = src;
-        t.quant = {};
-        t.dtype = dtype;
-        std::vector<uint8_t> bytes(*ir::DTypeByteSize(dtype, numel));
-        RETURN_IF_ERROR(ir::ConvertFloats(ir::DType::kF32,
-                                          reinterpret_cast<const uint8_t*>(values.data()), dtype,
-                                          bytes.data(), numel));
-        t.data = ir::TensorData::Owned(std::move(bytes));
-        replaced[src.name] = std::move(t);
-      } else {
-        const float* columns = nullptr;
-        if (importance && choice.type != TensorType::kQ8_0) {
-          auto it = importance->columns.find(p.gguf_name);
-          if (it != importance->columns.end()) {
-            columns = it->second.data();
-            ++stats.with_importance;
-          }
+      const ir::DType dtype = FloatDType(choice.type);
+      ir::Tensor t = src;
+      t.quant = {};
+      t.dtype = dtype;
+      std::vector<uint8_t> bytes(*ir::DTypeByteSize(dtype, numel));
+      RETURN_IF_ERROR(ir::ConvertFloats(ir::DType::kF32,
+                                        reinterpret_cast<const uint8_t*>(values.data()), dtype,
+                                        bytes.data(), numel));
+      t.data = ir::TensorData::Owned(std::move(bytes));
+      replaced[src.name] = std::move(t);
+    } else {
+      if (src.quant.quantized()) ++stats.requantized;
+      BlockJob job{p, choice.type, nullptr, rows, cols, numel};
+      if (importance && choice.type != TensorType::kQ8_0) {
+        auto it = importance->columns.find(p.gguf_name);
+        if (it != importance->columns.end()) {
+          job.columns = it->second.data();
+          ++stats.with_importance;
         }
-        std::vector<uint8_t> bytes(static_cast<size_t>(gguf::RowBytes(choice.type, cols) * rows));
-        RETURN_IF_ERROR(Annotate(EncodeRows(choice.type, values, rows, cols, columns, threads,
-                                            bytes.data(), bytes.size()),
-                                 "tensor '" + src.name + "'"));
+      }
+      const std::string algorithm = job.columns ? "imatrix" : "rtn";
+      if (deferred) {
+        const uint64_t size = static_cast<uint64_t>(gguf::RowBytes(choice.type, cols) * rows);
         replaced[src.name] =
-            BlockTensor(src, choice.type, std::move(bytes), columns ? "imatrix" : "rtn");
+            BlockTensor(src, choice.type, ir::TensorData::Deferred(size), algorithm);
+        (*jobs)[src.name] = std::move(job);
+      } else {
+        ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, EncodeJob(job, threads, values));
+        replaced[src.name] =
+            BlockTensor(src, choice.type, ir::TensorData::Owned(std::move(bytes)), algorithm);
       }
     }
     if (options.log) {
@@ -155,6 +188,23 @@ absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model
     RETURN_IF_ERROR(graph.AddInitializer(r != replaced.end() ? r->second : t));
   }
   out.model.graph = std::move(graph);
+  if (deferred) {
+    // Input pages are given back once a weight is read, so resident memory
+    // stays near one tensor's worth instead of the model's.
+    auto pages = std::make_shared<const support::InputPages>(
+        support::InputPages::Snapshot(model.input_files));
+    out.produce = [jobs, pages, threads](const ir::Tensor& t) -> absl::StatusOr<ir::TensorData> {
+      auto it = jobs->find(t.name);
+      if (it == jobs->end()) {
+        return absl::InternalError("tensor '" + t.name + "' is deferred but has no ggml job");
+      }
+      thread_local std::vector<float> values;  // reused by each writer thread
+      ASSIGN_OR_RETURN(std::vector<uint8_t> bytes, EncodeJob(it->second, threads, values));
+      const ir::Tensor& src = *it->second.p.source;
+      pages->Release(src.data.data(), src.data.size());
+      return ir::TensorData::Owned(std::move(bytes));
+    };
+  }
   return out;
 }
 

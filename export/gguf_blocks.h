@@ -11,6 +11,8 @@
 #ifndef SLIMPACK_EXPORT_GGUF_BLOCKS_H_
 #define SLIMPACK_EXPORT_GGUF_BLOCKS_H_
 
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "export/gguf_llama.h"
 #include "ir/graph.h"
@@ -20,15 +22,23 @@ namespace slimpack::gguf_export {
 struct GgmlBlocksModel {
   ir::Model model;          // the input with its tensors replaced
   GgufExportResult stats;   // as the GGUF export counts them (no file_bytes)
+  // With `deferred`: the bytes of each ir::TensorData::Deferred block
+  // tensor of `model`, for the shard writer (TensorEncoder::produce); each
+  // source weight's mapped input pages are released once it is read.
+  // Valid while the input model lives; callable from several threads.
+  std::function<absl::StatusOr<ir::TensorData>(const ir::Tensor&)> produce;
 };
 
 // Errors as ExportDecoderToGguf's planning and encoding (nothing about the
 // tokenizer: the artifact carries the checkpoint's files as they are).
 // Tensors the GGUF would not hold (rotary frequency buffers) are kept as
 // they are; scale, zero-point and permutation tensors of re-encoded
-// weights are dropped.
+// weights are dropped. `deferred`: weights to encode are left as
+// ir::TensorData::Deferred and encoded by `produce` when written (the same
+// bytes), so a conversion holds one weight at a time.
 absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model,
-                                                          const GgufExportOptions& options);
+                                                          const GgufExportOptions& options,
+                                                          bool deferred = false);
 
 }  // namespace slimpack::gguf_export
 

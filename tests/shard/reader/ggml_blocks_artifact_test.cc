@@ -412,6 +412,16 @@ TEST(GgmlBlocksGgufTest, GgufCarriedIntoAnArtifactAndBackByteForByte) {
   EXPECT_EQ(encoded->stats.fallbacks, 29);  // 128-wide rows take no K type
   const std::string art2 = dir.File("art2");
   ASSERT_THAT(shard_writer::WriteArtifact(encoded->model, art2, {}), IsOk());
+  // Encoded only when the writer asks (what `convert` does): the same files.
+  auto deferred = gguf_export::EncodeDecoderAsGgmlBlocks(*hf, options, /*deferred=*/true);
+  ASSERT_THAT(deferred, IsOk());
+  ASSERT_TRUE(deferred->produce);
+  shard_writer::ArtifactOptions write;
+  write.encoder.produce = deferred->produce;
+  write.threads = 2;
+  const std::string art3 = dir.File("art3");
+  ASSERT_THAT(shard_writer::WriteArtifact(deferred->model, art3, write), IsOk());
+  EXPECT_EQ(shard_writer::testing::HashFiles(art3), shard_writer::testing::HashFiles(art2));
   auto back2 = ReadArtifactModel(art2);
   ASSERT_THAT(back2, IsOk());
   for (const ir::Tensor& t : back2->graph.initializers()) {
