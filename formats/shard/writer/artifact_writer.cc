@@ -116,11 +116,10 @@ absl::StatusOr<std::vector<PlannedTensor>> StoredTensors(
                   : t.tensor->dtype;
     ASSIGN_OR_RETURN(uint64_t numel, t.tensor->NumElements());
     numel = StoredElements(numel, *sparse, t.name);  // 2:4 packed: half
-    auto nbytes = ir::DTypeByteSize(p.dtype, numel);
-    if (t.tensor->quant.kind == ir::QuantKind::kGgmlBlocks) {  // rows x row bytes
-      ASSIGN_OR_RETURN(uint64_t block_bytes, t.tensor->ExpectedBytes());
-      nbytes = block_bytes;
-    }
+    // ggml blocks: rows x row bytes (CollectArtifactTensors checked them).
+    auto nbytes = t.tensor->quant.kind == ir::QuantKind::kGgmlBlocks
+                      ? std::optional<uint64_t>(t.tensor->ExpectedBytes().value())
+                      : ir::DTypeByteSize(p.dtype, numel);
     if (!nbytes || p.dtype == ir::DType::kUndefined) {
       return absl::InvalidArgumentError(
           "tensor '" + t.name + "': cannot be stored as " +
