@@ -1,7 +1,8 @@
 // Benchmark of Artifact::Open and time to first tensor on a generated
 // artifact with many tensors (default 1,200 in 100 layers, like a 100-layer
 // decoder). Plain program so it also runs under qemu for arm64.
-//   loader_open_bench [num_layers=100] [repeats=200]
+// Then dequantization throughput per layout and ggml block type.
+//   loader_open_bench [num_layers=100] [repeats=200] [ggml_rows=1024]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -70,6 +71,7 @@ slt::TestArtifactSpec MakeSpec(int layers) {
 int main(int argc, char** argv) {
   const int layers = argc > 1 ? std::atoi(argv[1]) : 100;
   const int repeats = argc > 2 ? std::atoi(argv[2]) : 200;
+  const uint64_t ggml_rows = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 1024;
   slt::TempDir dir;
   slt::TestArtifact art = slt::TestArtifact::Build(MakeSpec(layers));
   if (!art.Write(dir.path()).ok()) return 1;
@@ -122,6 +124,34 @@ int main(int argc, char** argv) {
     std::printf("int4 group-wise dequantize (%s): %.0f M elements/s\n",
                 impl == sl::DequantImpl::kScalar ? "scalar" : sl::DequantImplementation(),
                 n * 64.0 * 128 / s / 1e6);
+  }
+  // ggml blocks (layout ggml_blocks): a ggml_rows x 4096 weight of each type
+  // from pattern bytes with finite f16 scales.
+  for (const slimpack::shard::GgmlBlockType& t : slimpack::shard::kGgmlBlockTypes) {
+    const uint64_t rows = ggml_rows, cols = 4096, blocks = rows * cols / t.block_size;
+    std::vector<uint8_t> bytes = slt::PatternBytes(blocks * t.block_bytes, t.ggml_type);
+    for (uint64_t i = 0; i < bytes.size(); i += 2) bytes[i + 1] &= 0x3B;  // small finite halves
+    sl::QuantizedTensorRef ref;
+    ref.layout = slimpack::shard::LayoutKind::kGgmlBlocks;
+    ref.dtype = slimpack::shard::DType::kU8;
+    ref.shape = {rows, cols};
+    ref.axis = 1;
+    ref.block_type = t.ggml_type;
+    ref.data = bytes.data();
+    ref.data_bytes = bytes.size();
+    std::vector<float> w(rows * cols);
+    double rate[2];
+    for (sl::DequantImpl impl : {sl::DequantImpl::kScalar, sl::DequantImpl::kBest}) {
+      std::vector<double> secs;
+      for (int r = 0; r < 5; ++r) {
+        auto t0 = Clock::now();
+        if (!sl::DequantizeToF32(ref, w.data(), w.size(), impl).ok()) return 1;
+        secs.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+      }
+      rate[impl == sl::DequantImpl::kBest] = rows * cols / Median(secs) / 1e6;
+    }
+    std::printf("ggml %s dequantize: scalar %.0f, %s %.0f M weights/s\n",
+                std::string(t.name).c_str(), rate[0], sl::DequantImplementation(), rate[1]);
   }
   std::vector<uint8_t> buf(64 << 20, 0x5a);
   auto t0 = Clock::now();

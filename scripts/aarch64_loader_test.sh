@@ -52,7 +52,7 @@ trap 'rm -rf "$(dirname "${art}")"' EXIT
 "${qemu[@]}" "${bin}/loader_example_c" "${art}"
 "${qemu[@]}" "${bin}/loader_example_cpp" "${art}" --verify
 # Figures under emulation say nothing about a phone; this checks it runs.
-"${qemu[@]}" "${bin}/loader_open_bench" 56 5
+"${qemu[@]}" "${bin}/loader_open_bench" 56 5 16
 
 # The portable numerics (support/portable_math, the generic GEMM
 # micro-kernel) give the same bits on aarch64 as here: digests of a sweep

@@ -105,8 +105,8 @@ SLP_AVX2 void Vec4Avx2(const uint8_t* packed, uint64_t first, size_t n,
 }  // namespace
 
 const DequantKernels* Avx2Kernels() {
-  static const DequantKernels k = {"avx2", Bcast8Avx2, Vec8Avx2, Bcast4Avx2,
-                                   Vec4Avx2};
+  static const DequantKernels k = {"avx2",   Bcast8Avx2, Vec8Avx2,
+                                   Bcast4Avx2, Vec4Avx2,  DequantGgmlBlocksAvx2};
   static const bool supported = __builtin_cpu_supports("avx2");
   return supported ? &k : nullptr;
 }

@@ -3,9 +3,9 @@
 // depends on nothing): tests hold it bit-identical to ir/ggml_blocks.cc and
 // to ggml's own decoders. Each weight costs the same float operations in the
 // same order as ggml's dequantize_row_* (two roundings for d*q - m, never an
-// FMA: the build passes -ffp-contract=off). One implementation serves every
-// DequantImpl, so the scalar and "vectorised" results are the same by
-// construction.
+// FMA: the build passes -ffp-contract=off). This is the scalar reference;
+// dequant_ggml_avx2.cc and dequant_ggml_neon.cc unpack 32 codes at a time and
+// then perform the same operations, and tests hold them bit-identical.
 #include <cstring>
 
 #include "formats/shard/loader/dequant_kernels.h"
@@ -14,8 +14,6 @@
 namespace slimpack::loader::internal {
 namespace {
 
-float Half(const uint8_t* p) { return HalfToFloat(static_cast<uint16_t>(p[0] | (p[1] << 8))); }
-
 uint32_t U32(const uint8_t* p) {
   return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
 }
@@ -23,14 +21,14 @@ uint32_t U32(const uint8_t* p) {
 // A 32-weight block: q4_0, q4_1, q5_0, q5_1 (nibble byte j holds weights j
 // and j + 16, bit j of the high word is weight j's fifth bit) and q8_0.
 void Block32(uint32_t type, const uint8_t* b, float* y) {
-  const float d = Half(b);
+  const float d = HalfAt(b);
   if (type == 8) {  // q8_0
     for (int e = 0; e < 32; ++e) y[e] = static_cast<int8_t>(b[2 + e]) * d;
     return;
   }
   const bool has_min = type == 3 || type == 7;
   const bool fifth = type == 6 || type == 7;
-  const float m = has_min ? Half(b + 2) : 0.0f;
+  const float m = has_min ? HalfAt(b + 2) : 0.0f;
   const uint8_t* qh = b + (has_min ? 4 : 2);
   const uint8_t* qs = b + (has_min ? 4 : 2) + (fifth ? 4 : 0);
   const uint32_t high = fifth ? U32(qh) : 0;
@@ -42,17 +40,6 @@ void Block32(uint32_t type, const uint8_t* b, float* y) {
   }
 }
 
-// The j-th (scale, min) pair of q4_K / q5_K's 12 scale bytes.
-void ScaleMin(const uint8_t* s, int j, int* sc, int* m) {
-  if (j < 4) {
-    *sc = s[j] & 63;
-    *m = s[j + 4] & 63;
-  } else {
-    *sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
-    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
 // A 256-weight K super-block. Weight e sits in sub-block e / 16 (e / 32 for
 // q4_K/q5_K); the 2-bit fields of q2_K/q3_K/q6_K are spread over 32-byte
 // runs: byte e % 32 of run e / 128, bits 2 * ((e % 128) / 32).
@@ -61,17 +48,14 @@ void BlockK(uint32_t type, const uint8_t* b, float* y) {
     const int h = e / 128, quarter = (e % 128) / 32, l = e % 32, s = e / 16;
     switch (type) {
       case 10: {  // q2_K
-        const float d = Half(b + 80), dmin = Half(b + 82);
+        const float d = HalfAt(b + 80), dmin = HalfAt(b + 82);
         const float dl = d * (b[s] & 0x0F), ml = dmin * (b[s] >> 4);
         const int q = (b[16 + 32 * h + l] >> (2 * quarter)) & 3;
         y[e] = dl * q - ml;
         break;
       }
       case 11: {  // q3_K
-        const uint8_t* sc = b + 96;
-        const int low = s < 8 ? sc[s] & 0x0F : sc[s - 8] >> 4;
-        const int scale = (low | (((sc[8 + s % 4] >> (2 * (s / 4))) & 3) << 4)) - 32;
-        const float dl = Half(b + 108) * scale;
+        const float dl = HalfAt(b + 108) * GgmlQ3Scale(b + 96, s);
         const int q2 = (b[32 + 32 * h + l] >> (2 * quarter)) & 3;
         const int hbit = (b[l] >> (e / 32)) & 1;
         y[e] = dl * (q2 - (hbit ? 0 : 4));
@@ -81,8 +65,8 @@ void BlockK(uint32_t type, const uint8_t* b, float* y) {
       case 13: {  // q4_K, q5_K
         const int j = e / 32;
         int sc, m;
-        ScaleMin(b + 4, j, &sc, &m);
-        const float d1 = Half(b) * sc, m1 = Half(b + 2) * m;
+        GgmlScaleMinK4(b + 4, j, &sc, &m);
+        const float d1 = HalfAt(b) * sc, m1 = HalfAt(b + 2) * m;
         const uint8_t* qs = b + (type == 12 ? 16 : 48);
         int q = (qs[32 * (j / 2) + l] >> (4 * (j % 2))) & 0x0F;
         if (type == 13) q += ((b[16 + l] >> j) & 1) << 4;
@@ -93,7 +77,7 @@ void BlockK(uint32_t type, const uint8_t* b, float* y) {
         const int low = (b[64 * h + 32 * (quarter % 2) + l] >> (4 * (quarter / 2))) & 0x0F;
         const int high = (b[128 + 32 * h + l] >> (2 * quarter)) & 3;
         const int8_t scale = static_cast<int8_t>(b[192 + s]);
-        y[e] = Half(b + 208) * scale * ((low | high << 4) - 32);
+        y[e] = HalfAt(b + 208) * scale * ((low | high << 4) - 32);
         break;
       }
     }

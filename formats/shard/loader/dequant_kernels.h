@@ -23,16 +23,42 @@ struct DequantKernels {
                  bool is_signed, int32_t zp, float s, float* out);
   void (*vec4)(const uint8_t* packed, uint64_t first, size_t n, bool is_signed,
                const int16_t* zp, const float* s, float* out);
+  // `blocks` ggml blocks of ggml type `type` (shard::kGgmlBlockTypes; the
+  // caller has checked it and passes its geometry) at src decoded to out with
+  // the spec's per-weight formulas: the vectorised kernels perform the same
+  // float operations per weight as DequantGgmlBlocks.
+  void (*ggml)(uint32_t type, uint32_t block_size, uint32_t block_bytes,
+               const uint8_t* src, uint64_t blocks, float* out);
 };
 
 const DequantKernels& ScalarKernels();
 // The fastest kernels this CPU supports (ScalarKernels() if none).
 const DequantKernels& BestKernels();
 
-// `blocks` ggml blocks of ggml type `type` (shard::kGgmlBlockTypes, with its
-// geometry) at src decoded to out (dequant_ggml.cc).
+// The scalar reference of DequantKernels::ggml (dequant_ggml.cc).
 void DequantGgmlBlocks(uint32_t type, uint32_t block_size, uint32_t block_bytes,
                        const uint8_t* src, uint64_t blocks, float* out);
+
+// Little-endian f16 at p, widened exactly.
+float HalfAt(const uint8_t* p);
+
+// The j-th (scale, min) pair of q4_K / q5_K's 12 scale bytes at s.
+inline void GgmlScaleMinK4(const uint8_t* s, int j, int* sc, int* m) {
+  if (j < 4) {
+    *sc = s[j] & 63;
+    *m = s[j + 4] & 63;
+  } else {
+    *sc = (s[j + 4] & 0x0F) | ((s[j - 4] >> 6) << 4);
+    *m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// q3_K's 6-bit scale of sub-block s (of 16), minus 32, from its 12 scale
+// bytes at sc.
+inline int GgmlQ3Scale(const uint8_t* sc, int s) {
+  const int low = s < 8 ? sc[s] & 0x0F : sc[s - 8] >> 4;
+  return (low | (((sc[8 + s % 4] >> (2 * (s / 4))) & 3) << 4)) - 32;
+}
 
 // Element k of a packed 4-bit array as an integer.
 inline int32_t Nibble(const uint8_t* packed, uint64_t k, bool is_signed) {
@@ -43,9 +69,13 @@ inline int32_t Nibble(const uint8_t* packed, uint64_t k, bool is_signed) {
 
 #if defined(__x86_64__)
 const DequantKernels* Avx2Kernels();  // nullptr when the CPU lacks AVX2
+void DequantGgmlBlocksAvx2(uint32_t type, uint32_t block_size, uint32_t block_bytes,
+                           const uint8_t* src, uint64_t blocks, float* out);
 #endif
 #if defined(__aarch64__)
 const DequantKernels& NeonKernels();
+void DequantGgmlBlocksNeon(uint32_t type, uint32_t block_size, uint32_t block_bytes,
+                           const uint8_t* src, uint64_t blocks, float* out);
 #endif
 
 }  // namespace slimpack::loader::internal

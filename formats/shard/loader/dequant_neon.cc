@@ -105,8 +105,8 @@ void Vec4Neon(const uint8_t* packed, uint64_t first, size_t n, bool is_signed,
 }  // namespace
 
 const DequantKernels& NeonKernels() {
-  static const DequantKernels k = {"neon", Bcast8Neon, Vec8Neon, Bcast4Neon,
-                                   Vec4Neon};
+  static const DequantKernels k = {"neon",     Bcast8Neon, Vec8Neon,
+                                   Bcast4Neon, Vec4Neon,   DequantGgmlBlocksNeon};
   return k;
 }
 

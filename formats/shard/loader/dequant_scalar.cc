@@ -43,8 +43,8 @@ void Vec4Scalar(const uint8_t* packed, uint64_t first, size_t n, bool is_signed,
 }  // namespace
 
 const DequantKernels& ScalarKernels() {
-  static const DequantKernels k = {"scalar", Bcast8Scalar, Vec8Scalar,
-                                   Bcast4Scalar, Vec4Scalar};
+  static const DequantKernels k = {"scalar",     Bcast8Scalar, Vec8Scalar,
+                                   Bcast4Scalar, Vec4Scalar,   DequantGgmlBlocks};
   return k;
 }
 

@@ -189,10 +189,15 @@ float BFloat16ToFloat(uint16_t b) {
 
 const char* DequantImplementation() { return internal::BestKernels().name; }
 
+float internal::HalfAt(const uint8_t* p) {
+  return HalfToFloat(static_cast<uint16_t>(p[0] | (p[1] << 8)));
+}
+
 namespace {
 
 // ggml_blocks: rows of whole blocks along the last axis, u8 bytes.
-Status DequantGgml(const QuantizedTensorRef& ref, uint64_t numel, float* out) {
+Status DequantGgml(const QuantizedTensorRef& ref, uint64_t numel, const DequantKernels& k,
+                   float* out) {
   const shard::GgmlBlockType* type = shard::FindGgmlBlockType(ref.block_type);
   if (type == nullptr) {
     return InvalidArgumentError("unknown ggml block type " + std::to_string(ref.block_type));
@@ -217,8 +222,8 @@ Status DequantGgml(const QuantizedTensorRef& ref, uint64_t numel, float* out) {
   SLP_RETURN_IF_ERROR(CheckCount("data (bytes)", ref.data_bytes, expected));
   if (numel == 0) return OkStatus();
   if (ref.data == nullptr) return InvalidArgumentError("data is null");
-  internal::DequantGgmlBlocks(type->ggml_type, type->block_size, type->block_bytes,
-                              static_cast<const uint8_t*>(ref.data), blocks, out);
+  k.ggml(type->ggml_type, type->block_size, type->block_bytes,
+         static_cast<const uint8_t*>(ref.data), blocks, out);
   return OkStatus();
 }
 
@@ -233,7 +238,9 @@ Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
     }
   }
   SLP_RETURN_IF_ERROR(CheckCount("output (elements)", out_count, numel));
-  if (ref.layout == LayoutKind::kGgmlBlocks) return DequantGgml(ref, numel, out);
+  const DequantKernels& k =
+      impl == DequantImpl::kScalar ? internal::ScalarKernels() : internal::BestKernels();
+  if (ref.layout == LayoutKind::kGgmlBlocks) return DequantGgml(ref, numel, k, out);
   const uint64_t bits = shard::DTypeBits(ref.dtype);
   if (bits == 0) return InvalidArgumentError("unknown dtype");
   const uint64_t expected_bytes = (numel * bits + 7) / 8;  // numel <= 2^53 here
@@ -286,8 +293,6 @@ Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
     }
     scale = widened.data();
   }
-  const DequantKernels& k =
-      impl == DequantImpl::kScalar ? internal::ScalarKernels() : internal::BestKernels();
   return ref.layout == LayoutKind::kInt8PerChannel ? DequantInt8(ref, scale, b, k, out)
                                                    : DequantGroups(ref, scale, b, k, out);
 }
