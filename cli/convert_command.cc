@@ -17,6 +17,7 @@
 #include "converter/convert.h"
 #include "converter/convert_gguf.h"
 #include "converter/convert_onnx.h"
+#include "converter/gguf_recipe.h"
 #include "ir/dtype.h"
 #include "support/format_bytes.h"
 #include "support/progress.h"
@@ -209,7 +210,7 @@ int RunConvert(const ConvertOptions& options) {
   if (options.format == "gguf") return RunConvertGguf(options);
   // A llama-quantize type (q4_k_m, q8_0, ...) for an artifact: its blocks
   // are stored as ggml lays them out (spec.md "ggml_blocks").
-  if (options.format.empty() && converter::IsGgmlPresetName(options.quant)) {
+  if (options.format.empty() && !converter::GgmlSchemeOf(options).empty()) {
     if (!options.part.empty()) {
       return Refuse(converter::UsageError(
           "--part", "not supported with a llama-quantize --quant type yet (convert in one piece)"));

@@ -151,6 +151,11 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
                           "Weight rounding errors by an importance matrix file (llama-imatrix's "
                           ".dat, or `slimpack calibrate --imatrix`), as llama-quantize --imatrix "
                           "does: --algo imatrix without calibration runs (artifacts and GGUF)");
+  convert_cmd->add_option("--tensor-type", o.tensor_types,
+                          "With a llama-quantize --quant type or --format gguf: PATTERN=TYPE gives "
+                          "the matrices whose checkpoint or GGUF name matches the regex PATTERN "
+                          "ggml type TYPE (q4_0 ... q6_k, q8_0, f16, bf16, f32) over the preset's "
+                          "rules, as llama-quantize --tensor-type does; repeatable, first match wins");
   convert_cmd->add_option("--target-size", o.target_size,
                           "Plan per-tensor schemes to fit this artifact size (3.8GB = 3.8e9 bytes, 3.5GiB)");
   convert_cmd->add_option("--target-bpw", o.target_bpw,

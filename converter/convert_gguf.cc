@@ -5,8 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "calibration/dataset.h"
 #include "converter/gguf_awq.h"
 #include "converter/gguf_gptq.h"
+#include "converter/gguf_recipe.h"
+#include "converter/recipe_from_artifact.h"
 #include "export/gguf_blocks.h"
 #include "export/gguf_types.h"
 #include "formats/gguf/imatrix_file.h"
@@ -28,8 +31,6 @@ namespace {
 // The flags a GGUF export does not use yet, with what the user typed.
 std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
   return {
-      {"--recipe", !f.recipe_path.empty()},
-      {"--recipe-from", !f.recipe_from.empty()},
       {"--shard-size", !f.shard_size.empty()},
       {"--passes", !f.passes.empty()},
       {"--verify-each", f.verify_each},
@@ -112,15 +113,31 @@ absl::StatusOr<gguf_export::GgufImportance> ImportanceFromCalibration(
 
 }  // namespace
 
-absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f) {
-  for (const auto& [flag, given] : UnusedFlags(f)) {
+absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& flags) {
+  for (const auto& [flag, given] : UnusedFlags(flags)) {
     if (given) {
       return UsageError(flag, "not supported with --format gguf or a llama-quantize --quant type "
                               "yet (they take --quant with a llama-quantize type, --dtype, --algo "
-                              "rtn/imatrix/gptq/awq, --calib, --calib-samples, --imatrix, --threads, "
-                              "--force, -v)");
+                              "rtn/imatrix/gptq/awq, --calib, --calib-samples, --imatrix, "
+                              "--tensor-type, --recipe, --threads, --force, -v)");
     }
   }
+  // A recipe fills what the flags leave out (converter/gguf_recipe.h).
+  ConvertFlags f = flags;
+  GgmlRecipe recipe;
+  std::optional<ArtifactRecipe> recipe_from;
+  if (!f.recipe_from.empty()) {
+    if (!f.recipe_path.empty()) {
+      return UsageError("--recipe-from", "give --recipe or --recipe-from, not both");
+    }
+    ASSIGN_OR_RETURN(recipe_from, ReadArtifactRecipe(f.recipe_from));
+    ASSIGN_OR_RETURN(recipe, GgmlRecipeFrom(recipe_from->recipe,
+                                            recipe_from->source + " producer.recipe"));
+  } else if (!f.recipe_path.empty()) {
+    ASSIGN_OR_RETURN(recipe, ReadGgmlRecipe(f.recipe_path));
+  }
+  if (f.quant.empty() && f.dtype.empty()) f.quant = recipe.scheme;
+  if (f.algo.empty()) f.algo = recipe.algorithm;
   // Weighting by importance: llama.cpp's file, or ours computed from --calib.
   if (!f.algo.empty() && f.algo != "rtn" && f.algo != "imatrix" && f.algo != "gptq" &&
       f.algo != "awq") {
@@ -158,6 +175,7 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
     return UsageError("--imatrix", "--algo rtn ignores importance; drop one of them");
   }
   GgufConvertRequest r;
+  r.recipe_from = std::move(recipe_from);
   r.input = f.input;
   r.output = f.output;
   r.threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -176,6 +194,23 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   auto preset = gguf_export::ParsePreset(r.preset);
   if (!preset.ok()) {
     return UsageError(f.quant.empty() ? "--dtype" : "--quant", std::string(preset.status().message()));
+  }
+  // --tensor-type PATTERN=TYPE (llama-quantize's flag), then the recipe's
+  // rules: the first that matches a matrix chooses its type.
+  for (const std::string& text : f.tensor_types) {
+    const size_t eq = text.rfind('=');
+    if (eq == std::string::npos) {
+      return UsageError("--tensor-type", "'" + text + "' is not PATTERN=TYPE (e.g. attn_v=q8_0)");
+    }
+    auto o = gguf_export::ParseTypeOverride(text.substr(0, eq), text.substr(eq + 1));
+    if (!o.ok()) return UsageError("--tensor-type", std::string(o.status().message()));
+    r.type_overrides.push_back(*std::move(o));
+    r.type_rules.emplace_back(text.substr(0, eq), text.substr(eq + 1));
+  }
+  for (const auto& [match, type] : recipe.rules) {
+    ASSIGN_OR_RETURN(gguf_export::TypeOverride o, gguf_export::ParseTypeOverride(match, type));
+    r.type_overrides.push_back(std::move(o));
+    r.type_rules.emplace_back(match, type);
   }
   return r;
 }
@@ -245,6 +280,7 @@ absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request, bool r
   }
   gguf_export::GgufExportOptions& options = out.options;
   options.preset = request.preset;
+  options.type_overrides = request.type_overrides;
   options.threads = request.threads;
   if (request.verbose) options.log = request.log;
   if (!request.imatrix_path.empty()) {
@@ -268,6 +304,25 @@ absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request, bool r
   return out;
 }
 
+// The calibration files (--calib, --imatrix), hashed before the work: an
+// artifact records them, and --recipe-from checks them against its record.
+absl::StatusOr<std::vector<shard_writer::NamedDigest>> CalibrationDigests(
+    const GgufConvertRequest& request) {
+  std::vector<shard_writer::NamedDigest> out;
+  std::vector<std::string> files;
+  if (!request.calib.empty()) {
+    ASSIGN_OR_RETURN(files, calibration::ExpandDataPaths(request.calib));
+  }
+  if (!request.imatrix_path.empty()) files.push_back(request.imatrix_path);
+  if (!files.empty()) {
+    ASSIGN_OR_RETURN(std::vector<calibration::DataFileDigest> digests,
+                     calibration::DigestDataFiles(files));
+    for (const auto& d : digests) out.push_back({d.name, d.bytes, d.sha256});
+  }
+  if (request.recipe_from) RETURN_IF_ERROR(CheckSameCalibration(*request.recipe_from, out));
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertRequest& request) {
@@ -276,6 +331,7 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGguf(const GgufConvertReq
   const support::OutputKind kind{"a file to replace without --force",
                                  [](const std::string&) { return false; }};
   RETURN_IF_ERROR(support::PreflightOutputFile(request.output, request.force, kind).status());
+  RETURN_IF_ERROR(CalibrationDigests(request).status());
   ASSIGN_OR_RETURN(PreparedExport prepared, Prepare(request, /*refuse_blocks=*/false));
   return gguf_export::ExportDecoderToGguf(prepared.model, prepared.options, request.output);
 }
@@ -289,6 +345,7 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGgmlArtifact(
     const GgufConvertRequest& request) {
   // Before any calibration: the output must be usable (replacing needs --force).
   RETURN_IF_ERROR(shard_writer::PreflightOutput(request.output, request.force).status());
+  ASSIGN_OR_RETURN(std::vector<shard_writer::NamedDigest> calibration, CalibrationDigests(request));
   ASSIGN_OR_RETURN(PreparedExport prepared, Prepare(request, /*refuse_blocks=*/true));
   ASSIGN_OR_RETURN(gguf_export::GgmlBlocksModel blocks,
                    gguf_export::EncodeDecoderAsGgmlBlocks(prepared.model, prepared.options,
@@ -297,11 +354,22 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGgmlArtifact(
   options.encoder.produce = blocks.produce;
   options.threads = request.threads;
   options.force = request.force;
-  options.recipe = {{"ggml_preset", request.preset},
-                    {"algorithm", request.gptq                      ? "gptq"
-                                  : request.awq                     ? "awq"
-                                  : prepared.options.importance ? "imatrix"
-                                                                    : "rtn"}};
+  // Recorded as a recipe for llama-quantize types (converter/gguf_recipe.h),
+  // so --recipe-from reads it back; flags and rules as merged.
+  nlohmann::json quant = {{"scheme", request.preset},
+                          {"algorithm", request.gptq                      ? "gptq"
+                                        : request.awq                     ? "awq"
+                                        : prepared.options.importance ? "imatrix"
+                                                                          : "rtn"}};
+  if (!request.type_rules.empty()) {
+    nlohmann::json rules = nlohmann::json::array();
+    for (const auto& [match, type] : request.type_rules) {
+      rules.push_back({{"match", match}, {"scheme", type}});
+    }
+    quant["rules"] = rules;
+  }
+  options.recipe = {{"quant", quant}};
+  options.calibration = std::move(calibration);
   RETURN_IF_ERROR(shard_writer::WriteArtifact(blocks.model, request.output, options).status());
   return blocks.stats;
 }

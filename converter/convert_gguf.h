@@ -7,11 +7,14 @@
 #define SLIMPACK_CONVERTER_CONVERT_GGUF_H_
 
 #include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "converter/convert_request.h"
+#include "converter/recipe_from_artifact.h"
 #include "export/gguf_llama.h"
 #include "support/progress.h"
 
@@ -21,6 +24,13 @@ struct GgufConvertRequest {
   std::string input;
   std::string output;  // a file path
   std::string preset;  // "q4_k_m", "q8_0", "f16", ...
+  // --tensor-type flags, then the recipe's rules (converter/gguf_recipe.h),
+  // compiled and as written (recorded in an artifact's recipe).
+  std::vector<gguf_export::TypeOverride> type_overrides;
+  std::vector<std::pair<std::string, std::string>> type_rules;
+  // --recipe-from: the artifact's record; its calibration files must be the
+  // ones given (CheckSameCalibration).
+  std::optional<ArtifactRecipe> recipe_from;
   int threads = 1;
   bool force = false;
   bool verbose = false;

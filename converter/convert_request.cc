@@ -141,6 +141,11 @@ absl::Status MergeQuantFlags(const ConvertFlags& f, ConvertRequest& r) {
     if (!a.ok()) return Usage("--algo", a.status());
     q.algorithm = *a;
   }
+  if (!f.tensor_types.empty()) {
+    return Usage("--tensor-type", "chooses ggml types: it goes with a llama-quantize --quant "
+                                  "type (q4_k_m, q8_0, ...) or --format gguf; slimpack's own "
+                                  "schemes take recipe rules (\"quant\": {\"rules\": [...]})");
+  }
   if (!f.imatrix.empty()) {
     // llama-quantize's --imatrix: importance from a file (llama-imatrix's,
     // or `slimpack calibrate --imatrix`) instead of calibration runs.

@@ -92,7 +92,7 @@ absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64
 
 TypeChooser ChooserFor(const ExportPlan& plan, bool with_importance) {
   return TypeChooser(plan.preset, static_cast<int>(plan.a->num_layers), plan.sizes[0].num_heads,
-                     plan.sizes[0].num_kv_heads, with_importance);
+                     plan.sizes[0].num_kv_heads, with_importance, plan.type_overrides);
 }
 
 absl::Status CheckImportance(const ExportPlan& plan, const GgufImportance& importance,

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "formats/gguf/gguf_format.h"
+#include "export/gguf_types.h"
 #include "ir/graph.h"
 
 namespace slimpack::gguf_export {
@@ -41,6 +42,9 @@ struct PreEncodedMatrix {
 
 struct GgufExportOptions {
   std::string preset = "f16";  // export/gguf_types.h ParsePreset
+  // Types chosen by pattern over the preset's rules (gguf_types.h
+  // TypeOverride); each must match some matrix (InvalidArgument otherwise).
+  std::vector<TypeOverride> type_overrides;
   int threads = 1;
   // Matrices with an entry are quantized with it, the others (the token
   // embedding, which no matmul reads; output.weight unless the imatrix

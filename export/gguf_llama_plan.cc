@@ -162,6 +162,7 @@ absl::StatusOr<ExportPlan> PlanExport(const ir::Model& model, const GgufExportOp
                                                      "' has ", t.dims.size(),
                                                      " dimensions; decoder weights have 1 or 2"));
     }
+    p.slot.tensor = t.name;
     p.slot.gguf_name = name;
     p.slot.rank = static_cast<int>(t.dims.size());
     p.slot.row_length = t.dims.empty() ? 1 : t.dims.back();
@@ -186,7 +187,20 @@ absl::StatusOr<ExportPlan> PlanExport(const ir::Model& model, const GgufExportOp
     };
     return rank(x) < rank(y);
   });
-
+  // A type override that matches no matrix is a typo or a rule for another
+  // model: an error, never silently nothing.
+  for (const TypeOverride& o : options.type_overrides) {
+    const bool used = std::any_of(planned.begin(), planned.end(), [&o](const Planned& p) {
+      return p.slot.rank >= 2 && (o.match.Search(p.slot.tensor) || o.match.Search(p.gguf_name));
+    });
+    if (!used) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "tensor type rule '", o.match.pattern(), "' matches no matrix of ", model.source_path,
+          " (patterns are searched in checkpoint names like model.layers.0.mlp.down_proj.weight "
+          "and GGUF names like blk.0.ffn_down.weight)"));
+    }
+  }
+  plan.type_overrides = options.type_overrides;
   return plan;
 }
 

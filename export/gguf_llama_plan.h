@@ -47,6 +47,7 @@ struct ExportPlan {
   std::string arch;
   Preset preset;
   std::vector<Planned> planned;
+  std::vector<TypeOverride> type_overrides;  // GgufExportOptions', each used
 };
 
 // Checks `model` against what llama.cpp can read (a known family, the

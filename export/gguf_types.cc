@@ -47,9 +47,34 @@ std::string PresetNames() {
   return absl::StrJoin(names, ", ");
 }
 
+absl::StatusOr<TypeOverride> ParseTypeOverride(const std::string& pattern,
+                                               const std::string& type) {
+  if (pattern.empty()) return absl::InvalidArgumentError("empty tensor pattern");
+  absl::StatusOr<support::Regex> re = support::Regex::Compile(pattern);
+  if (!re.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("invalid regex '", pattern, "': ", re.status().message()));
+  }
+  std::string lower;
+  for (char c : type) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (uint32_t t = 0; t < 64; ++t) {
+    gguf::TypeTraits traits;
+    if (!gguf::GetTypeTraits(t, &traits)) continue;
+    std::string name(traits.name);
+    for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name == lower) return TypeOverride{*std::move(re), static_cast<TensorType>(t)};
+  }
+  std::string names = gguf::SupportedTypeNames();
+  for (char& c : names) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return absl::InvalidArgumentError(absl::StrCat("type '", type, "' for '", pattern,
+                                                 "' is not a GGUF tensor type (", names, ")"));
+}
+
 TypeChooser::TypeChooser(const Preset& preset, int num_layers, int64_t num_heads,
-                         int64_t num_kv_heads, bool has_imatrix)
+                         int64_t num_kv_heads, bool has_imatrix,
+                         std::vector<TypeOverride> overrides)
     : preset_(preset),
+      overrides_(std::move(overrides)),
       num_layers_(num_layers),
       gqa_(num_kv_heads > 0 ? num_heads / num_kv_heads : 1),
       has_imatrix_(has_imatrix) {}
@@ -102,16 +127,30 @@ TensorType TypeChooser::RuleType(const TensorSlot& slot) {
 TypeChoice TypeChooser::Choose(const TensorSlot& slot) {
   // 1-D tensors (norms, biases) stay f32, as llama-quantize leaves them.
   if (slot.rank < 2) return {TensorType::kF32, ""};
+  // The preset's rules run for every matrix, overridden or not: they count
+  // the tensors of a kind as they go.
+  const TensorType ruled = preset_.mixed ? RuleType(slot) : preset_.base;
+  for (const TypeOverride& o : overrides_) {
+    if (o.match.Search(slot.tensor) || o.match.Search(slot.gguf_name)) {
+      return Fit(slot, o.type, absl::StrCat(" (by '", o.match.pattern(), "')"));
+    }
+  }
   if (!preset_.mixed) {
     // Float presets and q8_0 use one type for every matrix; q8_0 still
     // needs whole blocks.
-    if (slot.row_length % gguf::BlockSize(preset_.base) == 0) return {preset_.base, ""};
+    if (slot.row_length % gguf::BlockSize(ruled) == 0) return {ruled, ""};
     return {TensorType::kF16,
             absl::StrCat("row length ", slot.row_length, " is not a multiple of ",
-                         gguf::BlockSize(preset_.base), " (",
-                         std::string(gguf::TypeName(preset_.base)), "): using f16")};
+                         gguf::BlockSize(ruled), " (", std::string(gguf::TypeName(ruled)),
+                         "): using f16")};
   }
-  const TensorType wanted = RuleType(slot);
+  return Fit(slot, ruled, "");
+}
+
+// `wanted`, or llama-quantize's fallback when the row length does not
+// divide its block.
+TypeChoice TypeChooser::Fit(const TensorSlot& slot, TensorType wanted,
+                            const std::string& why) const {
   if (slot.row_length % gguf::BlockSize(wanted) == 0) return {wanted, ""};
   // llama-quantize's fallbacks. It sends q2_K/q3_K to IQ4_NL, a type we do
   // not write; q4_0 is the closest type we have at the same size.
@@ -127,7 +166,7 @@ TypeChoice TypeChooser::Choose(const TensorSlot& slot) {
   if (slot.row_length % gguf::BlockSize(fallback) != 0) fallback = TensorType::kF16;
   return {fallback, absl::StrCat("row length ", slot.row_length, " is not a multiple of ",
                                  gguf::BlockSize(wanted), " (",
-                                 std::string(gguf::TypeName(wanted)),
+                                 std::string(gguf::TypeName(wanted)), why,
                                  "): using ", std::string(gguf::TypeName(fallback)))};
 }
 

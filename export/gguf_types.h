@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "formats/gguf/gguf_format.h"
+#include "support/regex.h"
 
 namespace slimpack::gguf_export {
 
@@ -31,8 +32,26 @@ absl::StatusOr<Preset> ParsePreset(const std::string& name);
 // The accepted names, comma-separated (for --help and errors).
 std::string PresetNames();
 
+// A user's type for the matrices a pattern matches, over the preset's rules:
+// llama-quantize's --tensor-type PATTERN=TYPE, or a recipe rule {"match",
+// "scheme"}. The pattern (ECMAScript) is searched in the checkpoint name and
+// in the GGUF name, so "down_proj" and "ffn_down" both work; the first
+// matching override wins; a row length the type's block does not divide
+// still falls back as llama-quantize does. 1-D tensors stay f32.
+struct TypeOverride {
+  support::Regex match;
+  gguf::TensorType type;
+};
+
+// An override from its pattern and a type name (f32, f16, bf16, q8_0, q4_0,
+// q4_1, q5_0, q5_1, q2_k ... q6_k; case-insensitive). InvalidArgument naming
+// the pattern or the type otherwise.
+absl::StatusOr<TypeOverride> ParseTypeOverride(const std::string& pattern,
+                                               const std::string& type);
+
 // What one tensor is, as far as the type rules care.
 struct TensorSlot {
+  std::string tensor;     // checkpoint name: "model.layers.3.mlp.down_proj.weight"
   std::string gguf_name;  // "blk.3.ffn_down.weight"
   int64_t row_length = 0;  // ne[0]
   int rank = 0;
@@ -56,12 +75,14 @@ class TypeChooser {
   // `has_imatrix`: the export weights errors by an importance matrix, which
   // changes one of llama-quantize's rules (the early ffn_down of q4_0/q5_0).
   TypeChooser(const Preset& preset, int num_layers, int64_t num_heads, int64_t num_kv_heads,
-              bool has_imatrix = false);
+              bool has_imatrix = false, std::vector<TypeOverride> overrides = {});
   TypeChoice Choose(const TensorSlot& slot);
 
  private:
   gguf::TensorType RuleType(const TensorSlot& slot);
+  TypeChoice Fit(const TensorSlot& slot, gguf::TensorType wanted, const std::string& why) const;
   Preset preset_;
+  std::vector<TypeOverride> overrides_;
   int num_layers_;
   int64_t gqa_;
   bool has_imatrix_;

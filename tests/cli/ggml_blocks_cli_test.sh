@@ -80,6 +80,62 @@ says "--part: not supported with a llama-quantize --quant type yet" "--part mess
 expect 1 "ONNX export of ggml blocks is refused" -- convert "$TMP/art" -o "$TMP/art.onnx" --format onnx
 says "blocks (layout ggml_blocks), which ONNX cannot express" "the refusal names the layout"
 [ ! -e "$TMP/art.onnx" ] || bad "a refused ONNX export left a file"
+# Per-tensor types over the preset: --tensor-type (llama-quantize's flag)
+# and recipe rules, into an artifact and into a GGUF.
+expect 0 "--tensor-type over q4_k_m" -- convert "$TMP/rl" -o "$TMP/tt" --quant q4_k_m -v \
+  --tensor-type 'layers\.0\.self_attn\.v_proj=q8_0' --tensor-type 'ffn_down=q5_k'
+says "model.layers.0.self_attn.v_proj.weight q8_0" "a checkpoint-name pattern picks q8_0"
+says "model.layers.1.mlp.down_proj.weight q5_K" "a GGUF-name pattern wins over Q4_K_M's q6_K"
+says "model.layers.1.self_attn.v_proj.weight q6_K" "unmatched tensors keep the preset's rule"
+/usr/bin/python3 - "$TMP/tt/manifest.json" <<'PY' || fail=1
+import json, sys
+m = json.load(open(sys.argv[1]))
+quant = m["producer"]["recipe"]["quant"]
+assert quant["scheme"] == "q4_k_m" and quant["algorithm"] == "rtn", quant
+rules = quant["rules"]
+assert rules == [{"match": "layers\\.0\\.self_attn\\.v_proj", "scheme": "q8_0"},
+                 {"match": "ffn_down", "scheme": "q5_k"}], rules
+types = {t["name"]: t["layout"].get("block_type") for t in m["tensors"]}
+assert types["model.layers.0.self_attn.v_proj.weight"] == "q8_0", types
+assert types["model.layers.0.mlp.down_proj.weight"] == "q5_k", types
+print("ok: the manifest records the rules and holds their types")
+PY
+expect 0 "--recipe-from a ggml-block artifact" -- convert "$TMP/rl" -o "$TMP/tt2" --recipe-from "$TMP/tt"
+for f in "$TMP"/tt/*; do
+  cmp -s "$f" "$TMP/tt2/$(basename "$f")" || bad "--recipe-from gave other bytes: $(basename "$f")"
+done
+# The calibration data is part of the record: imatrix from the eval windows,
+# rebuilt byte for byte from the same file, refused with another.
+expect 0 "imatrix-weighted q4_k_m" -- convert "$TMP/rl" -o "$TMP/im" --quant q4_k_m --algo imatrix \
+  --calib "$EVAL"
+expect 0 "--recipe-from with the same calibration" -- convert "$TMP/rl" -o "$TMP/im2" \
+  --recipe-from "$TMP/im" --calib "$EVAL"
+for f in "$TMP"/im/*; do
+  cmp -s "$f" "$TMP/im2/$(basename "$f")" || bad "imatrix --recipe-from gave other bytes: $(basename "$f")"
+done
+expect 1 "--recipe-from with other calibration data" -- convert "$TMP/rl" -o "$TMP/im3" \
+  --recipe-from "$TMP/im" --calib "$LLAMA/calib_tokens.npy"
+says "calib_tokens.npy" "the refusal names the file that differs"
+[ ! -e "$TMP/im3" ] || bad "a refused conversion left an output"
+expect 0 "a recipe's rules (flags override its algorithm)" -- convert "$TMP/rl" -o "$TMP/rc" \
+  --recipe "$ROOT/examples/recipes/q4_k_m-attn-v-q6k.json" --algo rtn -v
+says "an artifact of ggml blocks" "a recipe with a llama-quantize scheme writes ggml blocks"
+says "model.layers.0.self_attn.v_proj.weight q6_K" "the recipe gives every attn_v q6_K"
+expect 0 "--tensor-type into a GGUF" -- convert "$TMP/rl" -o "$TMP/tt.gguf" --format gguf \
+  --quant q4_k_m --tensor-type 'attn_v=q8_0' -v
+says "blk.0.attn_v.weight [256, 128] q8_0" "the GGUF takes the override"
+expect 2 "--tensor-type without =" -- convert "$TMP/rl" -o "$TMP/x" --quant q4_k_m --tensor-type attn_v
+says "--tensor-type: 'attn_v' is not PATTERN=TYPE" "the missing = is named"
+expect 2 "--tensor-type with an unknown type" -- convert "$TMP/rl" -o "$TMP/x" --quant q4_k_m \
+  --tensor-type attn_v=q4_k_m
+says "type 'q4_k_m' for 'attn_v' is not a GGUF tensor type" "the type is named"
+expect 1 "a rule that matches no matrix" -- convert "$TMP/rl" -o "$TMP/x" --quant q4_k_m \
+  --tensor-type 'attn_vv=q8_0'
+says "tensor type rule 'attn_vv' matches no matrix of" "the unmatched pattern is named"
+[ ! -e "$TMP/x" ] || bad "a refused conversion left an output"
+expect 2 "--tensor-type with slimpack's schemes" -- convert "$TMP/rl" -o "$TMP/x" --quant int4 \
+  --tensor-type attn_v=q8_0
+says "--tensor-type: chooses ggml types" "the refusal points to recipe rules"
 # The accuracy report compares the checkpoint with its ggml-block artifact.
 expect 0 "report checkpoint vs artifact" -- report --reference "$TMP/rl" --candidate "$TMP/art" \
   --data "$EVAL" -o "$TMP/report"

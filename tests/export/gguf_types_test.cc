@@ -17,8 +17,10 @@ using ::testing::HasSubstr;
 using testing::IsOk;
 using testing::StatusIs;
 
-TensorSlot Matrix(const std::string& name, int layer, int64_t row = 4096) {
+TensorSlot Matrix(const std::string& name, int layer, int64_t row = 4096,
+                  const std::string& tensor = "") {
   TensorSlot s;
+  s.tensor = tensor;
   s.gguf_name = name;
   s.row_length = row;
   s.rank = 2;
@@ -141,6 +143,74 @@ TEST(GgufTypes, WithAnImatrixTheFirstEighthOfFfnDownLeavesQ4_0AndQ5_0) {
     }
     EXPECT_EQ(checked, 32);
   }
+}
+
+TEST(GgufTypes, OverridesWinOverThePresetInOrderAndKeepItsCounting) {
+  auto preset = ParsePreset("q4_k_m");
+  ASSERT_THAT(preset, IsOk());
+  std::vector<TypeOverride> overrides;
+  for (const auto& [pattern, type] : {std::pair<const char*, const char*>{"blk\\.0\\.", "Q8_0"},
+                                      {"v_proj", "q5_k"},
+                                      {"attn_v|ffn_down", "q4_0"}}) {
+    auto o = ParseTypeOverride(pattern, type);
+    ASSERT_THAT(o, IsOk());
+    overrides.push_back(*o);
+  }
+  TypeChooser chooser(*preset, 32, 32, 8, false, overrides);
+  for (int i = 0; i < 32; ++i) {
+    const std::string blk = "blk." + std::to_string(i) + ".";
+    const std::string hf = "model.layers." + std::to_string(i) + ".";
+    const TensorSlot v = Matrix(blk + "attn_v.weight", i, 4096, hf + "self_attn.v_proj.weight");
+    const TensorSlot q = Matrix(blk + "attn_q.weight", i, 4096, hf + "self_attn.q_proj.weight");
+    const TensorSlot down = Matrix(blk + "ffn_down.weight", i, 11008, hf + "mlp.down_proj.weight");
+    // The first override matches the GGUF name, the second the checkpoint
+    // name; the third is shadowed by the second for attn_v.
+    EXPECT_EQ(chooser.Choose(v).type, i == 0 ? TensorType::kQ8_0 : TensorType::kQ5_K) << i;
+    EXPECT_EQ(chooser.Choose(q).type, i == 0 ? TensorType::kQ8_0 : TensorType::kQ4_K) << i;
+    EXPECT_EQ(chooser.Choose(down).type, i == 0 ? TensorType::kQ8_0 : TensorType::kQ4_0) << i;
+  }
+  // A later tensor the overrides do not match gets the preset's type.
+  EXPECT_EQ(chooser.Choose(Matrix("output.weight", -1)).type, TensorType::kQ6_K);
+  // 1-D tensors stay f32 whatever matches them.
+  TensorSlot norm = Matrix("blk.0.attn_norm.weight", 0);
+  norm.rank = 1;
+  EXPECT_EQ(chooser.Choose(norm).type, TensorType::kF32);
+  // An overridden type still needs whole blocks: q5_K on a 128-wide row
+  // falls back as llama-quantize does, naming the rule.
+  const TypeChoice narrow = chooser.Choose(
+      Matrix("blk.5.attn_v.weight", 5, 128, "model.layers.5.self_attn.v_proj.weight"));
+  EXPECT_EQ(narrow.type, TensorType::kQ5_1);
+  EXPECT_THAT(narrow.fallback_note,
+              HasSubstr("row length 128 is not a multiple of 256 (q5_K (by 'v_proj')): using q5_1"));
+}
+
+TEST(GgufTypes, OverrideTheAttnVCounterStillRuns) {
+  // llama-quantize's attn_v rule counts attn_v tensors as it goes; an
+  // override of some of them must not shift which later ones get Q6_K.
+  auto preset = ParsePreset("q4_k_m");
+  ASSERT_THAT(preset, IsOk());
+  auto o = ParseTypeOverride("^blk\\.1\\.", "q8_0");
+  ASSERT_THAT(o, IsOk());
+  TypeChooser plain(*preset, 32, 32, 8);
+  TypeChooser chooser(*preset, 32, 32, 8, false, {*o});
+  for (int i = 0; i < 32; ++i) {
+    const TensorSlot v = Matrix("blk." + std::to_string(i) + ".attn_v.weight", i);
+    const TensorType want = plain.Choose(v).type;
+    EXPECT_EQ(chooser.Choose(v).type, i == 1 ? TensorType::kQ8_0 : want) << i;
+  }
+}
+
+TEST(GgufTypes, OverrideParsingNamesWhatIsWrong) {
+  EXPECT_THAT(ParseTypeOverride("attn_v", "q4_k_m").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("type 'q4_k_m' for 'attn_v' is not a GGUF tensor type (f32, f16")));
+  EXPECT_THAT(ParseTypeOverride("attn_v(", "q8_0").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("invalid regex 'attn_v('")));
+  EXPECT_THAT(ParseTypeOverride("", "q8_0").status(),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("empty tensor pattern")));
+  auto bf16 = ParseTypeOverride("output", "BF16");
+  ASSERT_THAT(bf16, IsOk());
+  EXPECT_EQ(bf16->type, TensorType::kBF16);
 }
 
 TEST(GgufTypes, UnknownPresetNamesTheAcceptedOnes) {
