@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "export/gguf_source.h"
 #include "export/gguf_tokenizer.h"
+#include "formats/gguf/gguf_import.h"
 #include "support/status_macros.h"
 
 namespace slimpack::gguf_export {
@@ -71,14 +72,24 @@ absl::Status AddNameAndTokenizer(const ir::Model& model, const ir::ArchitectureI
     AddGgufSourceTokenizer(source, writer);
     return absl::OkStatus();
   }
-  AddArchitecture(a, sizes, arch, preset, model_name, writer);
   TokenizerSources tok_src;
+  std::string side_file;  // an artifact made from a GGUF: its tokenizer keys
   for (const std::string& f : model.carried_files) {
     const std::string base = std::filesystem::path(f).filename().string();
     if (base == "tokenizer.json") tok_src.tokenizer_json = f;
     if (base == "tokenizer.model") tok_src.tokenizer_model = f;
     if (base == "tokenizer_config.json") tok_src.tokenizer_config_json = f;
+    if (base == gguf::kTokenizerSideFile) side_file = f;
   }
+  if (!side_file.empty()) {
+    // llama.cpp's own keys, copied as the source GGUF had them.
+    ASSIGN_OR_RETURN(GgufSourceMetadata source, ReadGgufSourceMetadata(side_file));
+    if (!source.name.empty()) model_name = source.name;
+    AddArchitecture(a, sizes, arch, preset, model_name, writer);
+    AddGgufSourceTokenizer(source, writer);
+    return absl::OkStatus();
+  }
+  AddArchitecture(a, sizes, arch, preset, model_name, writer);
   if (tok_src.tokenizer_json.empty() && tok_src.tokenizer_model.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
         model.source_path, ": no tokenizer.json or tokenizer.model beside the checkpoint; "

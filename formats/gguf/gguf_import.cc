@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "formats/gguf/ggml_blocks.h"
 #include "formats/gguf/gguf_reader.h"
+#include "formats/gguf/gguf_writer.h"
 #include "formats/gguf/llama_names.h"
 #include "hf/config_checks.h"
 #include "hf/hf_config.h"
@@ -266,6 +267,19 @@ absl::StatusOr<ir::Model> ImportGguf(const std::string& path) {
     RETURN_IF_ERROR(DecodeInto(f, *order[i].second, rope_heads, tensors[i]));
   }
   model.carried_overrides["config.json"] = config;
+  // The tokenizer as llama.cpp reads it (every tokenizer.* key, byte for
+  // byte) and general.name, kept beside an artifact made from this file as a
+  // GGUF of metadata alone, so exporting that artifact to GGUF again needs
+  // no tokenizer.json (export/gguf_llama_metadata.cc).
+  if (f.FindValue("tokenizer.ggml.model") != nullptr) {
+    GgufWriter side;
+    for (const KeyValue& kv : f.metadata) {
+      if (kv.key == "general.name" || kv.key.substr(0, 10) == "tokenizer.") {
+        side.AddEncoded(std::string(kv.key), kv.value.type(), kv.value.Encoded());
+      }
+    }
+    ASSIGN_OR_RETURN(model.carried_overrides[kTokenizerSideFile], side.MetadataOnlyFile());
+  }
   model.architecture = std::move(info);
   for (ir::Tensor& t : tensors) RETURN_IF_ERROR(model.graph.AddInitializer(std::move(t)));
   return model;

@@ -19,6 +19,11 @@
 
 namespace slimpack::gguf {
 
+// The carried file (ir::Model::carried_overrides) an import adds when the
+// GGUF has a tokenizer: its tokenizer.* keys and general.name, byte for byte,
+// as a GGUF of metadata alone.
+inline constexpr char kTokenizerSideFile[] = "tokenizer.gguf";
+
 // Errors name the file and the key or tensor: Unimplemented for an
 // architecture other than llama/qwen2 or a tensor slimpack has no HF name
 // for; InvalidArgument for missing or malformed architecture keys (and

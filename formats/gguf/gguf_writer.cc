@@ -127,19 +127,39 @@ absl::Status GgufWriter::AddTensor(const std::string& name, const std::vector<in
   return absl::OkStatus();
 }
 
-absl::StatusOr<WrittenFile> GgufWriter::Write(const std::string& path) {
+absl::Status GgufWriter::CheckUnique(const std::string& what) const {
   std::set<std::string> seen;
   for (const std::string& key : keys_) {
     if (!seen.insert(key).second) {
-      return absl::InternalError(absl::StrCat(path, ": metadata key '", key, "' added twice"));
+      return absl::InternalError(absl::StrCat(what, ": metadata key '", key, "' added twice"));
     }
   }
   seen.clear();
   for (const PendingTensor& t : tensors_) {
     if (!seen.insert(t.name).second) {
-      return absl::InternalError(absl::StrCat(path, ": tensor '", t.name, "' added twice"));
+      return absl::InternalError(absl::StrCat(what, ": tensor '", t.name, "' added twice"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> GgufWriter::MetadataOnlyFile() const {
+  if (!tensors_.empty()) {
+    return absl::InternalError("a metadata-only GGUF was asked of a writer holding tensors");
+  }
+  RETURN_IF_ERROR(CheckUnique("metadata-only GGUF"));
+  std::string header;
+  AppendPod<uint32_t>(header, kMagic);
+  AppendPod<uint32_t>(header, kVersion);
+  AppendPod<uint64_t>(header, 0);
+  AppendPod<uint64_t>(header, kv_count_);
+  header += kv_bytes_;
+  header.resize(*CheckedAlignUp(header.size(), alignment_), '\0');
+  return header;
+}
+
+absl::StatusOr<WrittenFile> GgufWriter::Write(const std::string& path) {
+  RETURN_IF_ERROR(CheckUnique(path));
 
   std::string header;
   AppendPod<uint32_t>(header, kMagic);

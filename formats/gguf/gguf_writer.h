@@ -56,11 +56,17 @@ class GgufWriter {
   // a filler fails (its status is returned, annotated with the tensor name).
   absl::StatusOr<WrittenFile> Write(const std::string& path);
 
+  // The file of the metadata alone (no tensors; the header padded to the
+  // alignment), for a side file such as an artifact's tokenizer.gguf.
+  // Internal when a tensor was added or a key repeats.
+  absl::StatusOr<std::string> MetadataOnlyFile() const;
+
   // Byte size of a tensor of `type` with `ne` (the row length must divide).
   static absl::StatusOr<uint64_t> TensorBytes(const std::string& name,
                                               const std::vector<int64_t>& ne, TensorType type);
 
  private:
+  absl::Status CheckUnique(const std::string& what) const;
   struct PendingTensor {
     std::string name;
     std::vector<int64_t> ne;

@@ -4,7 +4,8 @@
 # random llama) in the artifact; it evaluates exactly as the GGUF export of
 # the same model does; inspect, verify and the loader example read it; it
 # exports to GGUF with its blocks as they are. A GGUF converts into an
-# artifact with its blocks carried; asking to re-encode them is refused.
+# artifact with its blocks and tokenizer keys carried, and back to the same
+# GGUF byte for byte; asking to re-encode its blocks is refused.
 #   ggml_blocks_cli_test.sh SLIMPACK ROOT [PRINT_TENSORS]
 set -u
 SLIMPACK="$1"
@@ -69,6 +70,12 @@ expect 0 "GGUF into an artifact" -- convert "$TMP/rl.gguf" -o "$TMP/from_gguf"
 expect 0 "eval it" -- eval "$TMP/from_gguf" --tokens "$EVAL"
 grep -o "perplexity [0-9.]*" "$OUT" >"$TMP/ppl_from_gguf"
 cmp -s "$TMP/ppl_from_gguf" "$TMP/ppl_gguf" || bad "GGUF-made artifact evaluates differently"
+# It carries the GGUF's tokenizer keys (tokenizer.gguf), so it exports back
+# with no tokenizer.json beside it, to the very file it came from.
+[ -f "$TMP/from_gguf/tokenizer.gguf" ] || bad "the GGUF-made artifact lacks tokenizer.gguf"
+expect 0 "the GGUF-made artifact back to GGUF" -- convert "$TMP/from_gguf" -o "$TMP/round.gguf" \
+  --format gguf --quant q4_k_m
+cmp -s "$TMP/round.gguf" "$TMP/rl.gguf" || bad "GGUF -> artifact -> GGUF is not the same file"
 expect 1 "re-encoding a GGUF's blocks is refused" -- convert "$TMP/rl.gguf" -o "$TMP/again" --quant q4_0
 says "blocks; re-encoding them as q4_0 would round the weights twice" "the refusal says why"
 [ ! -e "$TMP/again" ] || bad "a refused conversion left an output"
