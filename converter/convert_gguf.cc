@@ -11,6 +11,7 @@
 #include "converter/gguf_recipe.h"
 #include "converter/recipe_from_artifact.h"
 #include "export/gguf_blocks.h"
+#include "export/gguf_size_plan.h"
 #include "export/gguf_types.h"
 #include "formats/gguf/imatrix_file.h"
 #include "formats/gguf/llama_names.h"
@@ -44,7 +45,6 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
       {"--group", f.group != 0},
       {"--asym", f.asym},
       {"--target-size", !f.target_size.empty()},
-      {"--target-bpw", f.target_bpw != 0},
       {"--report", !f.report_dir.empty()},
       {"--report-data", !f.report_data.empty()},
       {"--gate", !f.gate.empty()},
@@ -212,6 +212,18 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
     r.type_overrides.push_back(std::move(o));
     r.type_rules.emplace_back(match, type);
   }
+  // A size target: the planner chooses every matrix's type.
+  r.target_bpw = f.target_bpw > 0 ? f.target_bpw : recipe.target_bpw;
+  if (r.target_bpw > 0) {
+    if (!r.type_rules.empty()) {
+      return UsageError("--target-bpw", "plans every matrix's ggml type; give it without "
+                                        "--tensor-type or recipe rules");
+    }
+    if (r.gptq || r.awq) {
+      return UsageError("--target-bpw", "not supported with --algo gptq or awq on ggml types "
+                                        "yet (rtn or imatrix)");
+    }
+  }
   return r;
 }
 
@@ -301,6 +313,25 @@ absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request, bool r
                              options.importance->file, " (", options.importance->chunks,
                              " chunks of ", options.importance->dataset, ")"));
   }
+  if (request.target_bpw > 0) {
+    gguf_export::GgmlSizeTarget target;
+    target.bits_per_weight = request.target_bpw;
+    target.threads = request.threads;
+    ASSIGN_OR_RETURN(gguf_export::GgmlSizePlan plan,
+                     gguf_export::PlanGgmlTypesForSize(model, options, target));
+    if (request.log) {
+      request.log(absl::StrCat("size plan: ", plan.overrides.size(), " matrices at ",
+                               plan.bits_per_weight, " bits/weight (target ", request.target_bpw,
+                               "), summed ", options.importance ? "importance-weighted " : "",
+                               "squared error ", plan.error, "; the ", request.preset,
+                               " mix: ", plan.preset_bits_per_weight, " bits/weight, error ",
+                               plan.preset_error));
+      if (request.verbose) {
+        for (const std::string& line : plan.lines) request.log("size plan: " + line);
+      }
+    }
+    options.type_overrides = std::move(plan.overrides);
+  }
   return out;
 }
 
@@ -361,6 +392,7 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGgmlArtifact(
                                         : request.awq                     ? "awq"
                                         : prepared.options.importance ? "imatrix"
                                                                           : "rtn"}};
+  if (request.target_bpw > 0) quant["target_bpw"] = request.target_bpw;
   if (!request.type_rules.empty()) {
     nlohmann::json rules = nlohmann::json::array();
     for (const auto& [match, type] : request.type_rules) {

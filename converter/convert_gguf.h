@@ -28,6 +28,9 @@ struct GgufConvertRequest {
   // compiled and as written (recorded in an artifact's recipe).
   std::vector<gguf_export::TypeOverride> type_overrides;
   std::vector<std::pair<std::string, std::string>> type_rules;
+  // --target-bpw (or the recipe's target_bpw): every matrix's type from the
+  // size planner (export/gguf_size_plan.h) instead; 0 = none.
+  double target_bpw = 0;
   // --recipe-from: the artifact's record; its calibration files must be the
   // ones given (CheckSameCalibration).
   std::optional<ArtifactRecipe> recipe_from;

@@ -45,9 +45,16 @@ absl::StatusOr<GgmlRecipe> GgmlRecipeFrom(const Recipe& recipe, const std::strin
       (key == "scheme" ? out.scheme : out.algorithm) = value.get<std::string>();
     } else if (key == "rules") {
       if (!value.is_array()) return Bad(path, "quant.rules", "expected an array, found " + TypeOf(value));
+    } else if (key == "target_bpw") {
+      if (!value.is_number() || !(value.get<double>() > 0) || value.get<double>() > 16) {
+        return Bad(path, "quant.target_bpw", "expected a number of bits in (0, 16], found " +
+                                                 value.dump());
+      }
+      out.target_bpw = value.get<double>();
     } else {
       return Bad(path, "quant." + key,
-                 "not supported with a llama-quantize scheme (keys: scheme, algorithm, rules)");
+                 "not supported with a llama-quantize scheme (keys: scheme, algorithm, rules, "
+                 "target_bpw)");
     }
   }
   if (!out.scheme.empty() && !gguf_export::ParsePreset(out.scheme).ok()) {

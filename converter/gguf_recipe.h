@@ -7,9 +7,10 @@
 // scheme: a llama-quantize preset (export/gguf_types.h); algorithm: rtn,
 // imatrix, gptq or awq (--algo wins); rules: first match wins over the
 // preset's per-tensor rules (export/gguf_types.h TypeOverride), after any
-// --tensor-type flags. Nothing else is accepted: a key slimpack's own
-// schemes understand (op/role rules, target_bpw, dtype ...) is refused by
-// name rather than ignored.
+// --tensor-type flags; or target_bpw: the size planner picks every matrix's
+// type (export/gguf_size_plan.h; --target-bpw wins). Nothing else is
+// accepted: a key slimpack's own schemes understand (op/role rules,
+// candidates, dtype ...) is refused by name rather than ignored.
 #ifndef SLIMPACK_CONVERTER_GGUF_RECIPE_H_
 #define SLIMPACK_CONVERTER_GGUF_RECIPE_H_
 
@@ -27,6 +28,7 @@ struct GgmlRecipe {
   std::string scheme;     // "" when the recipe leaves it to --quant
   std::string algorithm;  // "" when the recipe leaves it to --algo
   std::vector<std::pair<std::string, std::string>> rules;  // (match, type name)
+  double target_bpw = 0;  // 0: none (the size planner chooses every type)
 };
 
 // A parsed recipe read as one for llama-quantize types; `source` ("FILE" or

@@ -124,6 +124,24 @@ expect 1 "--recipe-from with other calibration data" -- convert "$TMP/rl" -o "$T
   --recipe-from "$TMP/im" --calib "$LLAMA/calib_tokens.npy"
 says "calib_tokens.npy" "the refusal names the file that differs"
 [ ! -e "$TMP/im3" ] || bad "a refused conversion left an output"
+# The size planner picks every matrix's type for a bits-per-weight target
+# (K types on these 256-wide rows), recorded so --recipe-from rebuilds it.
+expect 0 "--target-bpw 4.0 over ggml types" -- convert "$TMP/rl" -o "$TMP/sp" --quant q4_k_m \
+  --target-bpw 4.0 -v
+says "size plan: 16 matrices at" "the plan is summarised"
+bpw=$(sed -n 's/.*q4_k_m, \([0-9.]*\) bits\/weight over the matrices.*/\1/p' "$OUT")
+awk -v b="${bpw:-99}" 'BEGIN { exit !(b <= 4.0 && b > 3.5) }' ||
+  bad "planned artifact has ${bpw:-no} bits/weight, expected (3.5, 4.0]"
+grep -q "q2_K\|q3_K" "$OUT" || bad "a 4.0 bpw plan uses some type below q4_K"
+expect 0 "--recipe-from the planned artifact" -- convert "$TMP/rl" -o "$TMP/sp2" --recipe-from "$TMP/sp"
+for f in "$TMP"/sp/*; do
+  cmp -s "$f" "$TMP/sp2/$(basename "$f")" || bad "planned --recipe-from gave other bytes: $(basename "$f")"
+done
+expect 1 "a target below every candidate" -- convert "$TMP/rl" -o "$TMP/x" --quant q4_k_m --target-bpw 2
+says "target 2 bits per weight is below the" "the unreachable target is named"
+expect 2 "--target-bpw with --tensor-type" -- convert "$TMP/rl" -o "$TMP/x" --quant q4_k_m \
+  --target-bpw 4.5 --tensor-type attn_v=q8_0
+says "--target-bpw: plans every matrix's ggml type" "the conflict is named"
 expect 0 "a recipe's rules (flags override its algorithm)" -- convert "$TMP/rl" -o "$TMP/rc" \
   --recipe "$ROOT/examples/recipes/q4_k_m-attn-v-q6k.json" --algo rtn -v
 says "an artifact of ggml blocks" "a recipe with a llama-quantize scheme writes ggml blocks"

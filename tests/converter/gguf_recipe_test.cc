@@ -35,6 +35,10 @@ TEST(GgmlRecipeTest, ReadsSchemeAlgorithmAndRulesInOrder) {
   EXPECT_EQ(r->scheme, "Q4_K_M");
   EXPECT_EQ(r->algorithm, "imatrix");
   EXPECT_THAT(r->rules, ElementsAre(Pair("v_proj", "q6_k"), Pair("lm_head", "Q8_0")));
+  EXPECT_EQ(r->target_bpw, 0);
+  auto sized = ReadGgmlRecipe(Write(dir, R"({"quant": {"scheme": "q4_k_m", "target_bpw": 4.25}})"));
+  ASSERT_THAT(sized, IsOk());
+  EXPECT_EQ(sized->target_bpw, 4.25);
   ConvertFlags flags;
   flags.recipe_path = path;
   EXPECT_EQ(GgmlSchemeOf(flags), "Q4_K_M");
@@ -70,8 +74,12 @@ TEST(GgmlRecipeTest, RefusesWhatItDoesNotUnderstandNamingFileAndKey) {
   } kCases[] = {
       {R"({"dtype": "f16", "quant": {"scheme": "q4_k_m"}})",
        "recipe.json: dtype: not supported with a llama-quantize scheme"},
-      {R"({"quant": {"scheme": "q4_k_m", "target_bpw": 4.5}})",
-       "recipe.json: quant.target_bpw: not supported with a llama-quantize scheme"},
+      {R"({"quant": {"scheme": "q4_k_m", "candidates": ["q4_k"]}})",
+       "recipe.json: quant.candidates: not supported with a llama-quantize scheme"},
+      {R"({"quant": {"scheme": "q4_k_m", "target_bpw": 0}})",
+       "quant.target_bpw: expected a number of bits in (0, 16], found 0"},
+      {R"({"quant": {"scheme": "q4_k_m", "target_bpw": "4.5"}})",
+       "quant.target_bpw: expected a number of bits in (0, 16], found \"4.5\""},
       {R"({"quant": {"scheme": "q4_k_x"}})", "quant.scheme: GGUF type 'q4_k_x' is not one of"},
       {R"({"quant": {"scheme": "q4_k_m", "algorithm": "rtn-mse"}})",
        "quant.algorithm: 'rtn-mse' is not one of rtn, imatrix, gptq, awq"},
