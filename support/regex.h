@@ -4,6 +4,7 @@
 #ifndef SLIMPACK_SUPPORT_REGEX_H_
 #define SLIMPACK_SUPPORT_REGEX_H_
 
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -13,16 +14,29 @@
 
 namespace slimpack::support {
 
+// libstdc++'s std::regex compiles and matches by recursion: a pattern of
+// 10,000 nested groups, or a 16 KiB name searched with "(a|b)*c", overflows
+// an 8 MiB stack (SIGSEGV). Patterns and texts are therefore bounded: rules
+// match tensor and node names, which are far shorter.
+inline constexpr size_t kMaxRegexPatternBytes = 1024;
+inline constexpr int kMaxRegexNesting = 32;  // groups and classes inside each other
+inline constexpr size_t kMaxRegexTextBytes = 1024;
+
 class Regex {
  public:
   // InvalidArgument carrying the library's reason (e.g. "mismatched
-  // parentheses") when `pattern` is not valid ECMAScript; callers add the
-  // file and key that held it.
+  // parentheses") when `pattern` is not valid ECMAScript, or naming the
+  // bound when it is longer than kMaxRegexPatternBytes or nests deeper than
+  // kMaxRegexNesting; callers add the file and key that held it. (A
+  // pattern that backtracks exponentially, "(a*)*b", is not detected: it
+  // is slow on long names, as in any backtracking engine.)
   static absl::StatusOr<Regex> Compile(std::string_view pattern);
 
-  // std::regex_search: does the pattern match anywhere in `text`?
+  // std::regex_search: does the pattern match anywhere in `text`? A text
+  // longer than kMaxRegexTextBytes (a name no real model has; a hostile
+  // file may) never matches.
   bool Search(std::string_view text) const;
-  // std::regex_match: does it match the whole of `text`?
+  // std::regex_match: does it match the whole of `text`? Same bound.
   bool FullMatch(std::string_view text) const;
 
   const std::string& pattern() const;

@@ -46,6 +46,29 @@ TEST(RegexTest, SearchLooksOnlyAtTheViewNotBeyondIt) {
   EXPECT_TRUE(re->Search(text));
 }
 
+TEST(RegexTest, PatternsAndTextsTooBigForStdRegexAreBounded) {
+  // 10,000 nested groups overflowed the stack while compiling (SIGSEGV).
+  const std::string deep = std::string(10000, '(') + "a" + std::string(10000, ')');
+  auto nested = Regex::Compile(deep);
+  EXPECT_FALSE(nested.ok());
+  EXPECT_THAT(std::string(nested.status().message()), HasSubstr("longer than 1024"));
+  auto nested33 = Regex::Compile(std::string(33, '(') + "a" + std::string(33, ')'));
+  EXPECT_FALSE(nested33.ok());
+  EXPECT_THAT(std::string(nested33.status().message()),
+              HasSubstr("pattern nests groups 33 deep (at most 32)"));
+  // 32 deep, escaped parentheses and brackets inside a class do not nest.
+  EXPECT_TRUE(Regex::Compile(std::string(32, '(') + "a" + std::string(32, ')')).ok());
+  EXPECT_TRUE(Regex::Compile(std::string(200, 'x') + R"(\(\(\([(((]+)").ok());
+  // A 100,000-byte name searched with "(a|b)*c" overflowed the stack while
+  // matching; names past the bound never match.
+  auto re = Regex::Compile("(a|b)*c");
+  ASSERT_TRUE(re.ok());
+  EXPECT_FALSE(re->Search(std::string(100000, 'a') + "c"));
+  EXPECT_FALSE(re->FullMatch(std::string(100000, 'a') + "c"));
+  EXPECT_TRUE(re->Search(std::string(1000, 'a') + "c"));
+  EXPECT_TRUE(re->FullMatch(std::string(1000, 'a') + "c"));
+}
+
 TEST(RegexTest, InvalidPatternIsInvalidArgumentNotAThrow) {
   for (const char* bad : {"(unclosed", "[z-a]", "*lead", "a{2,1}"}) {
     auto re = Regex::Compile(bad);
