@@ -138,6 +138,7 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   }
   if (f.quant.empty() && f.dtype.empty()) f.quant = recipe.scheme;
   if (f.algo.empty()) f.algo = recipe.algorithm;
+  if (f.calib_samples == 0 && !f.calib.empty()) f.calib_samples = recipe.calib_samples;
   // Weighting by importance: llama.cpp's file, or ours computed from --calib.
   if (!f.algo.empty() && f.algo != "rtn" && f.algo != "imatrix" && f.algo != "gptq" &&
       f.algo != "awq") {
@@ -393,6 +394,7 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGgmlArtifact(
                                         : prepared.options.importance ? "imatrix"
                                                                           : "rtn"}};
   if (request.target_bpw > 0) quant["target_bpw"] = request.target_bpw;
+  if (!request.calib.empty()) quant["calib_samples"] = request.calib_samples;
   if (!request.type_rules.empty()) {
     nlohmann::json rules = nlohmann::json::array();
     for (const auto& [match, type] : request.type_rules) {

@@ -45,6 +45,11 @@ absl::StatusOr<GgmlRecipe> GgmlRecipeFrom(const Recipe& recipe, const std::strin
       (key == "scheme" ? out.scheme : out.algorithm) = value.get<std::string>();
     } else if (key == "rules") {
       if (!value.is_array()) return Bad(path, "quant.rules", "expected an array, found " + TypeOf(value));
+    } else if (key == "calib_samples") {
+      if (!value.is_number_integer() || value.get<int64_t>() <= 0) {
+        return Bad(path, "quant.calib_samples", "expected a positive integer, found " + value.dump());
+      }
+      out.calib_samples = value.get<int64_t>();
     } else if (key == "target_bpw") {
       if (!value.is_number() || !(value.get<double>() > 0) || value.get<double>() > 16) {
         return Bad(path, "quant.target_bpw", "expected a number of bits in (0, 16], found " +
@@ -54,7 +59,7 @@ absl::StatusOr<GgmlRecipe> GgmlRecipeFrom(const Recipe& recipe, const std::strin
     } else {
       return Bad(path, "quant." + key,
                  "not supported with a llama-quantize scheme (keys: scheme, algorithm, rules, "
-                 "target_bpw)");
+                 "target_bpw, calib_samples)");
     }
   }
   if (!out.scheme.empty() && !gguf_export::ParsePreset(out.scheme).ok()) {

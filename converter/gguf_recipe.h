@@ -8,12 +8,14 @@
 // imatrix, gptq or awq (--algo wins); rules: first match wins over the
 // preset's per-tensor rules (export/gguf_types.h TypeOverride), after any
 // --tensor-type flags; or target_bpw: the size planner picks every matrix's
-// type (export/gguf_size_plan.h; --target-bpw wins). Nothing else is
+// type (export/gguf_size_plan.h; --target-bpw wins); calib_samples: how
+// many calibration windows (--calib-samples wins). Nothing else is
 // accepted: a key slimpack's own schemes understand (op/role rules,
 // candidates, dtype ...) is refused by name rather than ignored.
 #ifndef SLIMPACK_CONVERTER_GGUF_RECIPE_H_
 #define SLIMPACK_CONVERTER_GGUF_RECIPE_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +31,7 @@ struct GgmlRecipe {
   std::string algorithm;  // "" when the recipe leaves it to --algo
   std::vector<std::pair<std::string, std::string>> rules;  // (match, type name)
   double target_bpw = 0;  // 0: none (the size planner chooses every type)
+  int64_t calib_samples = 0;  // 0: the default (--calib-samples wins)
 };
 
 // A parsed recipe read as one for llama-quantize types; `source` ("FILE" or

@@ -188,12 +188,36 @@ absl::StatusOr<ExportPlan> PlanExport(const ir::Model& model, const GgufExportOp
     return rank(x) < rank(y);
   });
   // A type override that matches no matrix is a typo or a rule for another
-  // model: an error, never silently nothing.
-  for (const TypeOverride& o : options.type_overrides) {
-    const bool used = std::any_of(planned.begin(), planned.end(), [&o](const Planned& p) {
-      return p.slot.rank >= 2 && (o.match.Search(p.slot.tensor) || o.match.Search(p.gguf_name));
-    });
-    if (!used) {
+  // model: an error, never silently nothing. Carried codes keep their type
+  // (the export copies them): a rule asking another type for them would
+  // need a second rounding, so it is refused as llama-quantize refuses one.
+  auto matches = [](const TypeOverride& o, const Planned& p) {
+    return p.slot.rank >= 2 && (o.match.Search(p.slot.tensor) || o.match.Search(p.gguf_name));
+  };
+  std::vector<bool> used(options.type_overrides.size(), false);
+  for (const Planned& p : planned) {
+    for (size_t i = 0; i < options.type_overrides.size(); ++i) {
+      const TypeOverride& o = options.type_overrides[i];
+      if (!matches(o, p)) continue;
+      if (p.carried && o.type != *p.carried) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            model.source_path, ": tensor '", p.source->name, "' is stored as ",
+            std::string(gguf::TypeName(*p.carried)), " codes, which the export carries as they "
+            "are; tensor type rule '", o.match.pattern(), "' asks for ",
+            std::string(gguf::TypeName(o.type)), ", a second rounding: convert from the float "
+            "checkpoint instead"));
+      }
+      used[i] = true;
+      break;  // the first matching rule decides
+    }
+  }
+  for (size_t i = 0; i < options.type_overrides.size(); ++i) {
+    const TypeOverride& o = options.type_overrides[i];
+    if (!used[i] && std::any_of(planned.begin(), planned.end(),
+                                [&](const Planned& p) { return matches(o, p); })) {
+      continue;  // shadowed by an earlier rule everywhere: still a real name
+    }
+    if (!used[i]) {
       return absl::InvalidArgumentError(absl::StrCat(
           "tensor type rule '", o.match.pattern(), "' matches no matrix of ", model.source_path,
           " (patterns are searched in checkpoint names like model.layers.0.mlp.down_proj.weight "

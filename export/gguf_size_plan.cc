@@ -126,6 +126,19 @@ absl::StatusOr<GgmlSizePlan> PlanGgmlTypesForSize(const ir::Model& model,
   ASSIGN_OR_RETURN(ExportPlan plan, PlanExport(model, options));
   // The preset's own mix, measured the same way, for comparison.
   TypeChooser chooser = ChooserFor(plan, options.importance.has_value());
+  // With an importance matrix, errors are weighted by mean squared input
+  // activations; a matrix it does not cover (the token embedding, which no
+  // matmul reads) is scored at the mean over all columns it does cover, so
+  // both kinds of error are on one scale.
+  double mean_importance = 1;
+  if (options.importance) {
+    double sum = 0, count = 0;
+    for (const auto& entry : options.importance->columns) {
+      for (float v : entry.second) sum += v;
+      count += static_cast<double>(entry.second.size());
+    }
+    if (count > 0 && sum > 0) mean_importance = sum / count;
+  }
   double preset_bits = 0, preset_error = 0;
   std::vector<Matrix> matrices;
   std::vector<float> values;
@@ -139,17 +152,21 @@ absl::StatusOr<GgmlSizePlan> PlanGgmlTypesForSize(const ir::Model& model,
     const double weights = static_cast<double>(rows) * cols;
     total_weights += weights;
     if (p.carried || p.source->quant.quantized()) {
-      // Codes carried as they are: their bits count, their type is fixed.
-      const TensorType t = p.carried ? *p.carried : plan.preset.base;
+      // Codes carried as they are, or re-encoded in the preset's choice:
+      // their bits count, their type is fixed.
+      const TensorType t = p.carried ? *p.carried : preset_type;
       fixed_bits += static_cast<double>(gguf::RowBytes(t, cols)) * 8 * rows;
       continue;
     }
     const float* importance = nullptr;
+    double unweighted_scale = 1;  // for a matrix without importance
     if (options.importance) {
       auto it = options.importance->columns.find(p.gguf_name);
       if (it != options.importance->columns.end() &&
           static_cast<int64_t>(it->second.size()) == cols) {
         importance = it->second.data();
+      } else {
+        unweighted_scale = mean_importance;
       }
     }
     RETURN_IF_ERROR(ReadValuesF32(p, static_cast<uint64_t>(weights), target.threads, values));
@@ -162,7 +179,8 @@ absl::StatusOr<GgmlSizePlan> PlanGgmlTypesForSize(const ir::Model& model,
       absl::StatusOr<double> err =
           StoredError(t, values, rows, cols, importance, target.threads, encoded);
       if (!err.ok()) return Annotate(err.status(), absl::StrCat("tensor '", m.tensor, "'"));
-      opts.push_back({t, static_cast<double>(gguf::RowBytes(t, cols)) * 8 * rows, *err});
+      opts.push_back({t, static_cast<double>(gguf::RowBytes(t, cols)) * 8 * rows,
+                      *err * unweighted_scale});
     }
     if (opts.empty()) {
       // No candidate fits the row: f16, as the export's fallback.
@@ -182,7 +200,7 @@ absl::StatusOr<GgmlSizePlan> PlanGgmlTypesForSize(const ir::Model& model,
                                      : StoredError(preset_type, values, rows, cols, importance,
                                                    target.threads, encoded));
       preset_bits += static_cast<double>(gguf::RowBytes(preset_type, cols)) * 8 * rows;
-      preset_error += e;
+      preset_error += e * unweighted_scale;
     }
     m.hull = LowerHull(std::move(opts));
     matrices.push_back(std::move(m));

@@ -5,7 +5,8 @@
 // length allows, one matrix at a time, and the error measured against its
 // f32 values, weighted per column by the importance matrix when there is
 // one (the mean squared activation, so the sum estimates the error each
-// matrix adds to its output); the budget is then spent greedily on the
+// matrix adds to its output; a matrix it does not cover is scored at the
+// mean importance); the budget is then spent greedily on the
 // upgrades with the largest error reduction per bit, along each matrix's
 // lower convex hull of (bits, error). The result is a list of exact-name
 // type overrides (gguf_types.h) for the export.
@@ -23,7 +24,9 @@
 namespace slimpack::gguf_export {
 
 struct GgmlSizeTarget {
-  double bits_per_weight = 0;  // over the 2-D float matrices
+  // Over every 2-D matrix: the planned float ones, and those whose codes
+  // are carried or re-encoded in the preset's type (counted, not planned).
+  double bits_per_weight = 0;
   // Empty: every quantized ggml type (q2_K ... q8_0).
   std::vector<gguf::TensorType> candidates;
   int threads = 1;

@@ -120,6 +120,15 @@ expect 0 "--recipe-from with the same calibration" -- convert "$TMP/rl" -o "$TMP
 for f in "$TMP"/im/*; do
   cmp -s "$f" "$TMP/im2/$(basename "$f")" || bad "imatrix --recipe-from gave other bytes: $(basename "$f")"
 done
+# The window count is part of the record too.
+expect 0 "imatrix from 16 windows" -- convert "$TMP/rl" -o "$TMP/im16" --quant q4_k_m --algo imatrix \
+  --calib "$EVAL" --calib-samples 16
+expect 0 "--recipe-from it without --calib-samples" -- convert "$TMP/rl" -o "$TMP/im16b" \
+  --recipe-from "$TMP/im16" --calib "$EVAL"
+for f in "$TMP"/im16/*; do
+  cmp -s "$f" "$TMP/im16b/$(basename "$f")" || bad "--calib-samples was not recorded: $(basename "$f") differs"
+done
+cmp -s "$TMP/im16/shard-00000.bin" "$TMP/im/shard-00000.bin" && bad "16 windows gave the default's bytes"
 expect 1 "--recipe-from with other calibration data" -- convert "$TMP/rl" -o "$TMP/im3" \
   --recipe-from "$TMP/im" --calib "$LLAMA/calib_tokens.npy"
 says "calib_tokens.npy" "the refusal names the file that differs"
@@ -158,6 +167,16 @@ expect 1 "a rule that matches no matrix" -- convert "$TMP/rl" -o "$TMP/x" --quan
   --tensor-type 'attn_vv=q8_0'
 says "tensor type rule 'attn_vv' matches no matrix of" "the unmatched pattern is named"
 [ ! -e "$TMP/x" ] || bad "a refused conversion left an output"
+# Carried codes keep their type: a rule asking another one is refused, the
+# same type is a copy.
+expect 1 "a rule re-typing carried blocks" -- convert "$TMP/art" -o "$TMP/x.gguf" --format gguf \
+  --quant q4_k_m --tensor-type attn_v=q8_0
+says "codes, which the export carries as they are; tensor type rule 'attn_v' asks for q8_0" \
+  "the refusal names the rule and the type"
+[ ! -e "$TMP/x.gguf" ] || bad "a refused export left a file"
+expect 0 "a rule giving carried blocks their own type" -- convert "$TMP/art" -o "$TMP/same.gguf" \
+  --format gguf --quant q4_k_m --tensor-type 'layers\.1\.self_attn\.v_proj=q6_k'
+cmp -s "$TMP/same.gguf" "$TMP/back.gguf" || bad "a same-type rule changed the carried export"
 expect 2 "--tensor-type with slimpack's schemes" -- convert "$TMP/rl" -o "$TMP/x" --quant int4 \
   --tensor-type attn_v=q8_0
 says "--tensor-type: chooses ggml types" "the refusal points to recipe rules"

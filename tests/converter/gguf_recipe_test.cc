@@ -20,8 +20,9 @@ using ::testing::Pair;
 using testing::IsOk;
 using testing::StatusIs;
 
-std::string Write(const slimpack::testing::TempDir& dir, const std::string& text) {
-  const std::string path = dir.File("recipe.json");
+std::string Write(const slimpack::testing::TempDir& dir, const std::string& text,
+                  const std::string& name = "recipe.json") {
+  const std::string path = dir.File(name);
   std::ofstream(path) << text;
   return path;
 }
@@ -36,9 +37,12 @@ TEST(GgmlRecipeTest, ReadsSchemeAlgorithmAndRulesInOrder) {
   EXPECT_EQ(r->algorithm, "imatrix");
   EXPECT_THAT(r->rules, ElementsAre(Pair("v_proj", "q6_k"), Pair("lm_head", "Q8_0")));
   EXPECT_EQ(r->target_bpw, 0);
-  auto sized = ReadGgmlRecipe(Write(dir, R"({"quant": {"scheme": "q4_k_m", "target_bpw": 4.25}})"));
+  auto sized = ReadGgmlRecipe(Write(
+      dir, R"({"quant": {"scheme": "q4_k_m", "target_bpw": 4.25, "calib_samples": 32}})",
+      "sized.json"));
   ASSERT_THAT(sized, IsOk());
   EXPECT_EQ(sized->target_bpw, 4.25);
+  EXPECT_EQ(sized->calib_samples, 32);
   ConvertFlags flags;
   flags.recipe_path = path;
   EXPECT_EQ(GgmlSchemeOf(flags), "Q4_K_M");
@@ -76,6 +80,8 @@ TEST(GgmlRecipeTest, RefusesWhatItDoesNotUnderstandNamingFileAndKey) {
        "recipe.json: dtype: not supported with a llama-quantize scheme"},
       {R"({"quant": {"scheme": "q4_k_m", "candidates": ["q4_k"]}})",
        "recipe.json: quant.candidates: not supported with a llama-quantize scheme"},
+      {R"({"quant": {"scheme": "q4_k_m", "calib_samples": -3}})",
+       "quant.calib_samples: expected a positive integer, found -3"},
       {R"({"quant": {"scheme": "q4_k_m", "target_bpw": 0}})",
        "quant.target_bpw: expected a number of bits in (0, 16], found 0"},
       {R"({"quant": {"scheme": "q4_k_m", "target_bpw": "4.5"}})",

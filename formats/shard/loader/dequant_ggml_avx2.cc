@@ -5,7 +5,7 @@
 // of the code by the (sub-)block scale, then one add or subtract of the
 // (sub-)block offset, never fused; the scales themselves are computed by the
 // same scalar expressions. So the output is bit-identical to the scalar
-// reference (dequantize_test.cc, GgmlVectorisedMatchesScalar). Chosen at run
+// reference (dequantize_ggml_test.cc, GgmlDequantTest). Chosen at run
 // time like dequant_avx2.cc.
 #include "formats/shard/loader/dequant_kernels.h"
 

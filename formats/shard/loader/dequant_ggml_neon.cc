@@ -3,7 +3,7 @@
 // unpacked into 32 int8 codes (two q-registers), then widened and scaled four
 // at a time with one multiply and one add or subtract per weight, never fused
 // (vmulq/vaddq, and the build passes -ffp-contract=off), so the output is
-// bit-identical to dequant_ggml.cc's scalar reference (dequantize_test.cc,
+// bit-identical to dequant_ggml.cc's scalar reference (dequantize_ggml_test.cc,
 // run under qemu-aarch64 by scripts/aarch64_loader_test.sh).
 #include "formats/shard/loader/dequant_kernels.h"
 
