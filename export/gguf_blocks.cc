@@ -18,14 +18,6 @@
 namespace slimpack::gguf_export {
 namespace {
 
-ir::DType FloatDType(TensorType type) {
-  switch (type) {
-    case TensorType::kF16: return ir::DType::kF16;
-    case TensorType::kBF16: return ir::DType::kBF16;
-    default: return ir::DType::kF32;
-  }
-}
-
 // One weight to encode: where its values come from (rows in HF order),
 // the type, the importance row (or null) and its size.
 struct BlockJob {
@@ -132,7 +124,7 @@ absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model
     } else if (!is_block) {
       if (src.quant.quantized()) ++stats.requantized;
       RETURN_IF_ERROR(ReadValuesF32(p, numel, threads, values));
-      const ir::DType dtype = FloatDType(choice.type);
+      const ir::DType dtype = gguf::FloatDType(choice.type);
       ir::Tensor t = src;
       t.quant = {};
       t.dtype = dtype;

@@ -216,6 +216,8 @@ absl::Status CheckValues(const std::string& type_name, const float* src, int64_t
   return absl::OkStatus();
 }
 
+}  // namespace
+
 ir::DType FloatDType(TensorType type) {
   switch (type) {
     case TensorType::kF16: return ir::DType::kF16;
@@ -223,8 +225,6 @@ ir::DType FloatDType(TensorType type) {
     default: return ir::DType::kF32;
   }
 }
-
-}  // namespace
 
 int64_t RowBytes(TensorType type, int64_t n) {
   TypeTraits traits{};

@@ -16,8 +16,12 @@
 
 #include "absl/status/status.h"
 #include "formats/gguf/gguf_format.h"
+#include "ir/dtype.h"
 
 namespace slimpack::gguf {
+
+// The IR dtype of a float GGUF type: f16, bf16, or f32 for anything else.
+ir::DType FloatDType(TensorType type);
 
 // Bytes of a row of `n` weights of `type`, or -1 when the type is unknown,
 // n is negative or not a multiple of the type's block size, or the size
