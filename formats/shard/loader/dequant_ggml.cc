@@ -88,15 +88,10 @@ void BlockK(uint32_t type, const uint8_t* b, float* y) {
 
 void DequantGgmlBlocks(uint32_t type, uint32_t block_size, uint32_t block_bytes,
                        const uint8_t* src, uint64_t blocks, float* out) {
-  for (uint64_t i = 0; i < blocks; ++i) {
-    const uint8_t* b = src + i * block_bytes;
-    float* y = out + i * block_size;
-    if (block_size == 32) {
-      Block32(type, b, y);
-    } else {
-      BlockK(type, b, y);
-    }
-  }
+  ForEachGgmlBlock(
+      block_size, block_bytes, src, blocks, out,
+      [type](const uint8_t* b, float* y) { Block32(type, b, y); },
+      [type](const uint8_t* b, float* y) { BlockK(type, b, y); });
 }
 
 }  // namespace slimpack::loader::internal

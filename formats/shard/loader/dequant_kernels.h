@@ -60,6 +60,22 @@ inline int GgmlQ3Scale(const uint8_t* sc, int s) {
   return (low | (((sc[8 + s % 4] >> (2 * (s / 4))) & 3) << 4)) - 32;
 }
 
+// The block loop every ggml decoder shares: block32(b, y) for a 32-weight
+// type, block_k(b, y) for a 256-weight super-block, over `blocks` blocks.
+template <typename Block32, typename BlockK>
+inline void ForEachGgmlBlock(uint32_t block_size, uint32_t block_bytes, const uint8_t* src,
+                             uint64_t blocks, float* out, Block32 block32, BlockK block_k) {
+  for (uint64_t i = 0; i < blocks; ++i) {
+    const uint8_t* b = src + i * block_bytes;
+    float* y = out + i * block_size;
+    if (block_size == 32) {
+      block32(b, y);
+    } else {
+      block_k(b, y);
+    }
+  }
+}
+
 // Element k of a packed 4-bit array as an integer.
 inline int32_t Nibble(const uint8_t* packed, uint64_t k, bool is_signed) {
   const uint8_t byte = packed[k >> 1];
