@@ -169,6 +169,12 @@ absl::StatusOr<GgmlSizePlan> PlanGgmlTypesForSize(const ir::Model& model,
         unweighted_scale = mean_importance;
       }
     }
+    if (std::none_of(candidates.begin(), candidates.end(),
+                     [cols](TensorType t) { return cols % gguf::BlockSize(t) == 0; })) {
+      // No candidate fits the row: f16, as the export's fallback (nothing read).
+      fixed_bits += 16.0 * weights;
+      continue;
+    }
     RETURN_IF_ERROR(ReadValuesF32(p, static_cast<uint64_t>(weights), target.threads, values));
     Matrix m;
     m.tensor = p.source->name;
@@ -181,11 +187,6 @@ absl::StatusOr<GgmlSizePlan> PlanGgmlTypesForSize(const ir::Model& model,
       if (!err.ok()) return Annotate(err.status(), absl::StrCat("tensor '", m.tensor, "'"));
       opts.push_back({t, static_cast<double>(gguf::RowBytes(t, cols)) * 8 * rows,
                       *err * unweighted_scale});
-    }
-    if (opts.empty()) {
-      // No candidate fits the row: f16, as the export's fallback.
-      fixed_bits += 16.0 * weights;
-      continue;
     }
     const auto preset_option = std::find_if(opts.begin(), opts.end(), [&](const Option& o) {
       return o.type == preset_type;
