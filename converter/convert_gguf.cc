@@ -373,6 +373,23 @@ bool IsGgmlPresetName(const std::string& quant) {
          gguf_export::ParsePreset(quant).ok();
 }
 
+std::string GgmlSchemeOf(const ConvertFlags& flags) {
+  if (!flags.quant.empty() || !flags.dtype.empty()) {
+    return IsGgmlPresetName(flags.quant) ? flags.quant : "";
+  }
+  absl::StatusOr<Recipe> recipe = absl::NotFoundError("no recipe");
+  if (!flags.recipe_path.empty()) {
+    recipe = ReadRecipeFile(flags.recipe_path);
+  } else if (!flags.recipe_from.empty()) {
+    absl::StatusOr<ArtifactRecipe> from = ReadArtifactRecipe(flags.recipe_from);
+    if (from.ok()) recipe = from->recipe;
+  }
+  if (!recipe.ok() || !recipe->quant || !recipe->quant->contains("scheme")) return "";
+  const nlohmann::json& scheme = (*recipe->quant)["scheme"];
+  if (!scheme.is_string()) return "";
+  return IsGgmlPresetName(scheme.get<std::string>()) ? scheme.get<std::string>() : "";
+}
+
 absl::StatusOr<gguf_export::GgufExportResult> ConvertToGgmlArtifact(
     const GgufConvertRequest& request) {
   // Before any calibration: the output must be usable (replacing needs --force).

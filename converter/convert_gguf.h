@@ -74,6 +74,12 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGgmlArtifact(
 // slimpack schemes too).
 bool IsGgmlPresetName(const std::string& quant);
 
+// The quantized llama-quantize type a conversion asks for: --quant, else
+// the quant.scheme of --recipe or of --recipe-from's artifact; "" when it is
+// none (also for a recipe that does not parse: the caller's normal path
+// reports that).
+std::string GgmlSchemeOf(const ConvertFlags& flags);
+
 }  // namespace slimpack::converter
 
 #endif  // SLIMPACK_CONVERTER_CONVERT_GGUF_H_

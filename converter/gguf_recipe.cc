@@ -1,9 +1,7 @@
 #include "converter/gguf_recipe.h"
 
 #include "absl/strings/str_cat.h"
-#include "converter/convert_gguf.h"
 #include "converter/recipe.h"
-#include "converter/recipe_from_artifact.h"
 #include "export/gguf_types.h"
 #include "support/status_macros.h"
 
@@ -94,23 +92,6 @@ absl::StatusOr<GgmlRecipe> GgmlRecipeFrom(const Recipe& recipe, const std::strin
     out.rules.emplace_back(match, type);
   }
   return out;
-}
-
-std::string GgmlSchemeOf(const ConvertFlags& flags) {
-  if (!flags.quant.empty() || !flags.dtype.empty()) {
-    return IsGgmlPresetName(flags.quant) ? flags.quant : "";
-  }
-  absl::StatusOr<Recipe> recipe = absl::NotFoundError("no recipe");
-  if (!flags.recipe_path.empty()) {
-    recipe = ReadRecipeFile(flags.recipe_path);
-  } else if (!flags.recipe_from.empty()) {
-    absl::StatusOr<ArtifactRecipe> from = ReadArtifactRecipe(flags.recipe_from);
-    if (from.ok()) recipe = from->recipe;
-  }
-  if (!recipe.ok() || !recipe->quant || !recipe->quant->contains("scheme")) return "";
-  const nlohmann::json& scheme = (*recipe->quant)["scheme"];
-  if (!scheme.is_string()) return "";
-  return IsGgmlPresetName(scheme.get<std::string>()) ? scheme.get<std::string>() : "";
 }
 
 }  // namespace slimpack::converter

@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "converter/convert_request.h"
 #include "converter/recipe.h"
 
 namespace slimpack::converter {
@@ -40,12 +39,6 @@ struct GgmlRecipe {
 absl::StatusOr<GgmlRecipe> GgmlRecipeFrom(const Recipe& recipe, const std::string& source);
 // Reads `path` with converter/recipe.h's reader, then GgmlRecipeFrom.
 absl::StatusOr<GgmlRecipe> ReadGgmlRecipe(const std::string& path);
-
-// The quantized llama-quantize type a conversion asks for: --quant, else
-// the quant.scheme of --recipe or of --recipe-from's artifact; "" when it is
-// none (also for a recipe that does not parse: the caller's normal path
-// reports that).
-std::string GgmlSchemeOf(const ConvertFlags& flags);
 
 }  // namespace slimpack::converter
 

@@ -281,6 +281,13 @@ def make_recipe():
     write(d, "shard_size_int.json", json.dumps({"shard_size": 1 << 20, "passes": []}))
     write(d, "prune_sparsity.json", json.dumps(
         {"prune": {"mlp": 0.25}, "sparsity": {"ratio": 0.5, "pattern": "2:4"}}))
+    # llama-quantize types (converter/gguf_recipe.h): a planned size, rules.
+    write(d, "ggml_target_bpw.json", json.dumps(
+        {"quant": {"scheme": "q4_k_m", "target_bpw": 4.8, "calib_samples": 16}}))
+    write(d, "ggml_rules.json", json.dumps(
+        {"quant": {"scheme": "q4_0", "algorithm": "imatrix",
+                   "rules": [{"match": "(v_proj|down_proj)$", "scheme": "q6_k"},
+                             {"match": "embed", "scheme": "q8_0"}]}}))
 
 
 # --- gguf ---------------------------------------------------------------------------

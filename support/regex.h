@@ -21,13 +21,21 @@ namespace slimpack::support {
 inline constexpr size_t kMaxRegexPatternBytes = 1024;
 inline constexpr int kMaxRegexNesting = 32;  // groups and classes inside each other
 inline constexpr size_t kMaxRegexTextBytes = 1024;
+// libstdc++ reads a `{n,m}` count into a long without checking for overflow
+// (signed overflow on "{1111111111111111111}"), and compiles a count by
+// copying the repeated states n times, so "((a{999}){999}){999}" needs 10^9
+// states. A count above the longest text can never change what matches, and
+// the copies the whole pattern would need are bounded too.
+inline constexpr long kMaxRegexRepeatCount = 1024;
+inline constexpr long kMaxRegexExpandedStates = 1 << 16;
 
 class Regex {
  public:
   // InvalidArgument carrying the library's reason (e.g. "mismatched
   // parentheses") when `pattern` is not valid ECMAScript, or naming the
   // bound when it is longer than kMaxRegexPatternBytes or nests deeper than
-  // kMaxRegexNesting; callers add the file and key that held it. (A
+  // kMaxRegexNesting, or has a `{n,m}` count above kMaxRegexRepeatCount, or
+  // would expand to more than kMaxRegexExpandedStates; callers add the file and key that held it. (A
   // pattern that backtracks exponentially, "(a*)*b", is not detected: it
   // is slow on long names, as in any backtracking engine.)
   static absl::StatusOr<Regex> Compile(std::string_view pattern);

@@ -3,6 +3,8 @@
 // including the committed examples/recipes presets.
 #include "converter/gguf_recipe.h"
 
+#include "converter/convert_gguf.h"
+
 #include <fstream>
 #include <string>
 

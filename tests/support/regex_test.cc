@@ -69,6 +69,47 @@ TEST(RegexTest, PatternsAndTextsTooBigForStdRegexAreBounded) {
   EXPECT_TRUE(re->FullMatch(std::string(1000, 'a') + "c"));
 }
 
+TEST(RegexTest, RepeatCountsAndTheirExpansionAreBounded) {
+  // fuzz_recipe: libstdc++ multiplied this count by 10 past LONG_MAX
+  // (UBSan signed overflow in regex_compiler.tcc), as it reads every digit
+  // of a backreference.
+  auto huge = Regex::Compile("blk\\.[0-9]{1111111111111111111}");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(huge.status().message()),
+              HasSubstr("repeat count '{1111111111111111111}' at byte 10 is above 1024"));
+  // The input fuzz_recipe found: a backreference number read the same way.
+  auto backref = Regex::Compile(R"(I^^\\\1111111111111111111111111^^)");
+  ASSERT_FALSE(backref.ok());
+  EXPECT_THAT(std::string(backref.status().message()),
+              HasSubstr("backreference '\\1111111111111111111111111' at byte 5 has more than 3 "
+                        "digits"));
+  auto group1 = Regex::Compile(R"(^(a)\1$)");
+  ASSERT_TRUE(group1.ok()) << group1.status();
+  EXPECT_TRUE(group1->FullMatch("aa"));
+  EXPECT_FALSE(group1->FullMatch("ab"));
+  EXPECT_FALSE(Regex::Compile("a{1,1025}").ok());
+  EXPECT_FALSE(Regex::Compile("a{1025,}").ok());
+  // Nested counts multiply: 999^3 copies would be a billion states.
+  auto nested = Regex::Compile("((a{999}){999}){999}");
+  ASSERT_FALSE(nested.ok());
+  EXPECT_THAT(std::string(nested.status().message()),
+              HasSubstr("expands its {n,m} repeats to more than 65536 states"));
+  // Counts at the bound, escaped braces and braces in a bracket class
+  // are ordinary patterns that still match as ECMAScript says.
+  auto at_bound = Regex::Compile("^a{1024}$");
+  ASSERT_TRUE(at_bound.ok()) << at_bound.status();
+  EXPECT_TRUE(at_bound->FullMatch(std::string(1024, 'a')));
+  EXPECT_FALSE(at_bound->FullMatch(std::string(1023, 'a')));
+  auto layers = Regex::Compile(R"(blk\.[0-9]{1,3}\.(attn_v|ffn_down)\.weight)");
+  ASSERT_TRUE(layers.ok()) << layers.status();
+  EXPECT_TRUE(layers->FullMatch("blk.12.attn_v.weight"));
+  EXPECT_FALSE(layers->FullMatch("blk.1234.attn_v.weight"));
+  auto literal = Regex::Compile(R"(\{99999999999\}[{9999999999}])");
+  ASSERT_TRUE(literal.ok()) << literal.status();
+  EXPECT_TRUE(literal->Search("{99999999999}9"));
+}
+
 TEST(RegexTest, InvalidPatternIsInvalidArgumentNotAThrow) {
   for (const char* bad : {"(unclosed", "[z-a]", "*lead", "a{2,1}"}) {
     auto re = Regex::Compile(bad);
