@@ -111,6 +111,9 @@ int main(int argc, char** argv) {
   blocks_art.manifest["required_features"].Push(slt::J("ggml_blocks"));
   WriteSeed(dir, "ggml_blocks", blocks_art, 0);
 
+  // FP8 E4M3 codes with f16 group scales.
+  WriteSeed(dir, "fp8_groupwise", slt::Fp8SampleArtifact(/*f16_scales=*/true), 0);
+
   // No tensors at all.
   WriteSeed(dir, "empty", slt::TestArtifact::Build(slt::TestArtifactSpec()), 0);
   return 0;

@@ -126,6 +126,17 @@ uint16_t F32ToBf16(float f) {
 
 float Bf16ToF32(uint16_t b) { return FromBits(static_cast<uint32_t>(b) << 16); }
 
+float F8E4M3ToF32(uint8_t q) {
+  const uint32_t sign = static_cast<uint32_t>(q & 0x80) << 24;
+  const uint32_t exp = (q >> 3) & 0x0F;
+  const uint32_t mant = q & 0x07;
+  if (exp == 0x0F && mant == 0x07) return FromBits(sign | 0x7FC00000u);  // NaN
+  if (exp != 0) return FromBits(sign | ((exp + 120) << 23) | (mant << 20));
+  // Zero or subnormal m/8 * 2^-6 = m * 2^-9: exact as an f32 product.
+  const float v = static_cast<float>(mant) * FromBits(0x3B000000u);  // 2^-9
+  return sign ? -v : v;
+}
+
 bool IsConvertibleFloat(ir::DType t) {
   return t == ir::DType::kF32 || t == ir::DType::kF16 || t == ir::DType::kBF16;
 }

@@ -18,6 +18,10 @@ uint16_t F32ToF16(float f);
 float F16ToF32(uint16_t h);  // exact
 uint16_t F32ToBf16(float f);
 float Bf16ToF32(uint16_t b);  // exact
+// OCP 8-bit float E4M3 ("E4M3FN", safetensors F8_E4M3; spec.md,
+// "fp8_e4m3_groupwise"): bias 7, subnormals, no infinities, 0x7F / 0xFF
+// NaN. Exact.
+float F8E4M3ToF32(uint8_t q);
 
 // True for the dtypes these functions convert between.
 bool IsConvertibleFloat(ir::DType t);

@@ -102,6 +102,23 @@ void DequantizeLoop(const uint8_t* q, const float* scales, const uint8_t* zp,
   }
 }
 
+// fp8_e4m3_groupwise: the group-wise walk of DequantizeLoop with an E4M3
+// float code instead of an integer difference (no zero point).
+void Fp8Loop(const uint8_t* q, const float* scales, int64_t outer, int64_t n_axis,
+             int64_t inner, int64_t g, int64_t groups, float* out) {
+  float table[256];
+  for (int c = 0; c < 256; ++c) table[c] = F8E4M3ToF32(static_cast<uint8_t>(c));
+  uint64_t i = 0;
+  for (int64_t o = 0; o < outer; ++o) {
+    for (int64_t a = 0; a < n_axis; ++a) {
+      const uint64_t base = static_cast<uint64_t>((o * groups + a / g) * inner);
+      for (int64_t k = 0; k < inner; ++k, ++i) {
+        out[i] = table[q[i]] * scales[base + static_cast<uint64_t>(k)];
+      }
+    }
+  }
+}
+
 // ggml_blocks: u8 block bytes along the last axis, whole blocks, no scale or
 // zero-point tensor (each block holds its own).
 absl::Status ValidateGgmlBlocks(const Tensor& q) {
@@ -146,6 +163,7 @@ std::string_view QuantKindName(QuantKind k) {
     case QuantKind::kInt4GroupWise: return "int4_groupwise";
     case QuantKind::kInt8GroupWise: return "int8_groupwise";
     case QuantKind::kGgmlBlocks: return "ggml_blocks";
+    case QuantKind::kFp8E4M3GroupWise: return "fp8_e4m3_groupwise";
   }
   return "?";
 }
@@ -153,7 +171,7 @@ std::string_view QuantKindName(QuantKind k) {
 bool QuantKindFromName(std::string_view name, QuantKind* out) {
   for (QuantKind k : {QuantKind::kNone, QuantKind::kInt8PerChannel,
                       QuantKind::kInt4GroupWise, QuantKind::kInt8GroupWise,
-                      QuantKind::kGgmlBlocks}) {
+                      QuantKind::kGgmlBlocks, QuantKind::kFp8E4M3GroupWise}) {
     if (QuantKindName(k) == name) {
       *out = k;
       return true;
@@ -177,12 +195,18 @@ absl::Status ValidateQuantLayout(const Tensor& q, const Tensor* scale,
   const QuantLayout& l = q.quant;
   if (!l.quantized()) return Bad(q, "the tensor is not quantized");
   if (l.kind == QuantKind::kGgmlBlocks) return ValidateGgmlBlocks(q);
+  const bool fp8 = l.kind == QuantKind::kFp8E4M3GroupWise;
   const bool int8 = l.kind != QuantKind::kInt4GroupWise;
-  const bool dtype_ok = int8 ? (q.dtype == DType::kI8 || q.dtype == DType::kU8)
-                             : (q.dtype == DType::kI4 || q.dtype == DType::kU4);
+  const bool dtype_ok = fp8    ? q.dtype == DType::kU8
+                        : int8 ? (q.dtype == DType::kI8 || q.dtype == DType::kU8)
+                               : (q.dtype == DType::kI4 || q.dtype == DType::kU4);
   if (!dtype_ok) {
-    return Bad(q, "needs dtype " + std::string(int8 ? "i8 or u8" : "i4 or u4") +
+    return Bad(q, "needs dtype " +
+                      std::string(fp8 ? "u8 (E4M3 bytes)" : int8 ? "i8 or u8" : "i4 or u4") +
                       ", found " + std::string(DTypeName(q.dtype)));
+  }
+  if (fp8 && !l.zero_point.empty()) {
+    return Bad(q, "names zero point '" + l.zero_point + "'; FP8 codes are signed values");
   }
   if (q.dims.empty()) return Bad(q, "needs rank >= 1, found a scalar");
   if (l.axis < 0 || static_cast<size_t>(l.axis) >= q.dims.size()) {
@@ -269,6 +293,10 @@ absl::Status DequantizeInto(const Tensor& q, const Tensor& scale,
   if (!scale_values.ok()) return scale_values.status();
   const std::vector<float>& scales = *scale_values;
   const uint8_t* qd = q.data.data();
+  if (q.quant.kind == QuantKind::kFp8E4M3GroupWise) {
+    Fp8Loop(qd, scales.data(), outer, n_axis, inner, g, groups, out);
+    return absl::OkStatus();
+  }
   switch (q.dtype) {
     case DType::kI8:
       DequantizeLoop<DType::kI8>(qd, scales.data(), zd, outer, n_axis, inner, per_channel, g,

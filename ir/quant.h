@@ -16,7 +16,7 @@
 namespace slimpack::ir {
 
 // Manifest names of the kinds ("plain", "int8_per_channel",
-// "int4_groupwise", "int8_groupwise", "ggml_blocks") and the inverse (nullopt-like kNone for "plain"; false
+// "int4_groupwise", "int8_groupwise", "ggml_blocks", "fp8_e4m3_groupwise") and the inverse (nullopt-like kNone for "plain"; false
 // for an unknown name).
 std::string_view QuantKindName(QuantKind k);
 bool QuantKindFromName(std::string_view name, QuantKind* out);
@@ -40,7 +40,8 @@ std::vector<int64_t> QuantParamDims(const Tensor& q);
 //    scale's dims;
 //  - scale and zero point carry q's layer (spec.md section 7: they are
 //    placed in the same layer group).
-// ggml_blocks instead needs dtype u8, axis = rank - 1, a ggml block type,
+// fp8_e4m3_groupwise is group-wise with dtype u8 (E4M3 bytes) and no zero
+// point. ggml_blocks instead needs dtype u8, axis = rank - 1, a ggml block type,
 // group_size = its block size, a last dim of whole blocks, and names no
 // scale or zero point (both pointers are ignored).
 // InvalidArgument naming q, the field and found vs expected values.
@@ -62,7 +63,8 @@ int QuantBits(const Tensor& q);
 absl::StatusOr<std::vector<float>> ScaleValues(const Tensor& scale);
 
 // Reference dequantization, exactly x = float32(q - zp) * float32(scale)
-// with one f32 multiply per element (compiled without FP contraction). Validates the
+// (fp8: F8E4M3ToF32(q) * float32(scale)) with one f32 multiply per element
+// (compiled without FP contraction). Validates the
 // layout and the byte sizes of all three tensors first (InvalidArgument
 // naming the tensor). `out` must hold q's element count.
 absl::Status DequantizeInto(const Tensor& q, const Tensor& scale,

@@ -95,16 +95,21 @@ enum class QuantKind : uint8_t {
   // block carries its own f16 scales, so there is no scale tensor. dims
   // stay the logical shape; the bytes are rows x GgmlRowBytes(last dim).
   kGgmlBlocks = 4,
+  // u8 OCP E4M3 floats (FP8 checkpoints), one scale per group_size indices
+  // along the axis, no zero point: x = F8E4M3ToF32(q) * scale.
+  kFp8E4M3GroupWise = 5,
 };
 // True for the kinds with a group_size (one parameter per group of indices
-// along the axis) rather than one per index.
+// along the axis) rather than one per index. fp8 is one of them: callers
+// that read integer codes check the kind, not just this.
 inline bool IsGroupWise(QuantKind k) {
-  return k == QuantKind::kInt4GroupWise || k == QuantKind::kInt8GroupWise;
+  return k == QuantKind::kInt4GroupWise || k == QuantKind::kInt8GroupWise ||
+         k == QuantKind::kFp8E4M3GroupWise;
 }
 struct QuantLayout {
   QuantKind kind = QuantKind::kNone;
   int axis = 0;
-  int64_t group_size = 0;  // group-wise kinds; ggml_blocks: the block size
+  int64_t group_size = 0;  // group-wise and fp8 kinds; ggml_blocks: the block size
   GgmlType block_type = GgmlType::kNone;  // ggml_blocks only
   std::string scale;       // plain f32 or f16 tensor (none for ggml_blocks)
   std::string zero_point;  // empty: zero point 0; else same dtype as q

@@ -33,6 +33,8 @@ absl::StatusOr<const ir::Tensor*> QuantizedMatrix(const ir::Graph& g,
                                                   const std::string& name) {
   const ir::Tensor* t = g.FindInitializer(name);
   if (t == nullptr || !t->quant.quantized() || t->dims.size() != 2) return nullptr;
+  // The packed kernels read integer codes; FP8 weights are decoded at bind.
+  if (t->quant.kind == ir::QuantKind::kFp8E4M3GroupWise) return nullptr;
   const ir::Tensor* scale = g.FindInitializer(t->quant.scale);
   const ir::Tensor* zp =
       t->quant.zero_point.empty() ? nullptr : g.FindInitializer(t->quant.zero_point);

@@ -19,6 +19,8 @@ std::string SchemeName(const ir::Tensor& t) {
       return "int8-g" + std::to_string(t.quant.group_size);
     case ir::QuantKind::kGgmlBlocks:
       return std::string(ir::GgmlTypeName(t.quant.block_type));
+    case ir::QuantKind::kFp8E4M3GroupWise:
+      return "fp8-e4m3-g" + std::to_string(t.quant.group_size);
     case ir::QuantKind::kNone:
       break;
   }

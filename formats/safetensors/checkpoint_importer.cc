@@ -132,7 +132,7 @@ absl::StatusOr<SafetensorsFile> ReadShard(int dir_fd, const std::string& dir,
   }
   ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file,
                    MappedFile::FromFd(fd, path));
-  return ReadSafetensors(std::move(file));
+  return ReadSafetensors(std::move(file), {/*fp8_codes=*/true});
 }
 
 void MergeMetadata(const SafetensorsFile& f, ir::Model& model) {
@@ -238,7 +238,7 @@ absl::StatusOr<std::vector<ir::Tensor>> ReadSharded(const Checkpoint& ckpt,
 
 absl::StatusOr<std::vector<ir::Tensor>> ReadSingle(const Checkpoint& ckpt,
                                                    ir::Model& model) {
-  ASSIGN_OR_RETURN(SafetensorsFile file, ReadSafetensorsFile(ckpt.file));
+  ASSIGN_OR_RETURN(SafetensorsFile file, ReadSafetensorsFile(ckpt.file, {/*fp8_codes=*/true}));
   model.input_files.push_back(file.path);
   MergeMetadata(file, model);
   return std::move(file.tensors);
@@ -271,9 +271,31 @@ absl::Status ApplyConfig(const Checkpoint& ckpt,
 // become quantized weights with the checkpoint's codes before roles are
 // tagged. Packed tensors without a quantization config are refused: their
 // bits and zero convention cannot be guessed.
+absl::Status ApplyPrequantConfigTo(const Checkpoint& ckpt,
+                                   const std::optional<PrequantConfig>& config,
+                                   std::vector<ir::Tensor>& tensors, ir::Model& model);
+
 absl::Status ApplyPrequantConfig(const Checkpoint& ckpt, std::vector<ir::Tensor>& tensors,
                                  ir::Model& model) {
   ASSIGN_OR_RETURN(std::optional<PrequantConfig> config, ReadPrequantConfig(ckpt.dir));
+  RETURN_IF_ERROR(ApplyPrequantConfigTo(ckpt, config, tensors, model));
+  // F8_E4M3 tensors the config did not give a scale (safetensors_reader.h).
+  for (const ir::Tensor& t : tensors) {
+    if (t.quant.kind == ir::QuantKind::kFp8E4M3GroupWise && t.quant.scale.empty()) {
+      return absl::InvalidArgumentError(
+          (t.provenance.file.empty() ? ckpt.file : t.provenance.file) + ": tensor '" + t.name +
+          "' has dtype F8_E4M3, but " +
+          (config ? config->source + " does not describe FP8 weights"
+                  : ckpt.dir + " has no quantization_config saying how it is scaled") +
+          " (supported: compressed-tensors \"float-quantized\", quant_method \"fp8\")");
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ApplyPrequantConfigTo(const Checkpoint& ckpt,
+                                   const std::optional<PrequantConfig>& config,
+                                   std::vector<ir::Tensor>& tensors, ir::Model& model) {
   if (!config) {
     for (const ir::Tensor& t : tensors) {
       if (absl::EndsWith(t.name, ".qweight") || absl::EndsWith(t.name, ".weight_packed")) {

@@ -161,6 +161,7 @@ absl::StatusOr<std::vector<ir::Tensor>> UnpackLinear(const PrequantConfig& c,
 }
 
 absl::Status ImportPrequantized(const PrequantConfig& c, std::vector<ir::Tensor>& tensors) {
+  if (c.method == PrequantMethod::kFp8) return ImportFp8(c, tensors);
   const bool ct = c.method == PrequantMethod::kCompressedTensors;
   // The packed tensors' suffixes: the first finds a linear.
   const std::vector<std::string> parts =

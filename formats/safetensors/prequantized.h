@@ -49,7 +49,10 @@
 
 namespace slimpack::safetensors {
 
-enum class PrequantMethod { kGptq, kAwq, kCompressedTensors };
+// kFp8: 8-bit float E4M3 weights with f32/bf16/f16 scales, from
+// compressed-tensors' "float-quantized" format or Hugging Face's "fp8"
+// (FineGrainedFP8, DeepSeek-V3's weight_scale_inv); prequantized_fp8.cc.
+enum class PrequantMethod { kGptq, kAwq, kCompressedTensors, kFp8 };
 
 // What the checkpoint's quantization config says, after checking it.
 struct PrequantConfig {
@@ -62,6 +65,11 @@ struct PrequantConfig {
   bool sym = true;
   bool desc_act = false;         // GPTQ: act-order expected (g_idx decides)
   bool zeros_minus_one = false;  // GPTQ checkpoint_format "gptq" (v1)
+  // kFp8: the scale tensor's suffix (".weight_scale" or ".weight_scale_inv")
+  // and the block of [out, in] one scale covers; 0 means the whole
+  // dimension (strategy "channel": rows 1, cols 0; "tensor": 0, 0).
+  std::string fp8_scale_suffix;
+  int64_t fp8_block_rows = 0, fp8_block_cols = 0;
 };
 
 // Parses a quantization config object (config.json's quantization_config,
@@ -76,7 +84,12 @@ struct PrequantConfig {
 // version ("gemm"). compressed-tensors: format "pack-quantized", one weight
 // scheme over config_groups (type "int", num_bits 2 / 4 / 8, strategy
 // "group" with group_size or "channel", symmetric), no input_activations
-// (weight-only), no sparsity_config other than dense. Errors: InvalidArgument for a field of the wrong type
+// (weight-only), no sparsity_config other than dense; format
+// "float-quantized": type "float", num_bits 8 (E4M3), strategy "channel",
+// "tensor" or "block" (block_structure), static symmetric weights,
+// input_activations null or dynamic (kFp8). quant_method "fp8"
+// (FineGrainedFP8): fmt e4m3, activation_scheme dynamic, weight_block_size
+// (kFp8, weight_scale_inv). Errors: InvalidArgument for a field of the wrong type
 // or range, Unimplemented for a method, bit width, format or version we do
 // not read, each naming `source`, the field and the value found.
 absl::StatusOr<PrequantConfig> ParsePrequantConfig(const nlohmann::json& j,
@@ -121,6 +134,20 @@ absl::StatusOr<std::vector<ir::Tensor>> UnpackLinear(const PrequantConfig& confi
 // `.g_idx` without a `.qweight`, a `.weight` beside a `.qweight`, or a
 // config that announces quantization when no tensor is packed.
 absl::Status ImportPrequantized(const PrequantConfig& config, std::vector<ir::Tensor>& tensors);
+
+// kFp8: every tensor the safetensors reader marked as F8_E4M3 bytes
+// (dtype u8, layout fp8_e4m3_groupwise without a scale yet) gets its scale:
+// `<p>.weight` [out, in] with `<p>` + config.fp8_scale_suffix of shape
+// [ceil(out / rows), ceil(in / cols)] (the block sizes; [out, 1] or [1]
+// for channel / tensor) becomes fp8_e4m3_groupwise along the input axis
+// with group_size = the block's columns and scale `<p>.weight.scale`
+// [out, ceil(in / cols)] (a block's scale repeated for its rows: the
+// values are the checkpoint's exactly). f16 scales stay f16, bf16 / f32
+// are stored f32. InvalidArgument naming the file, tensor and value: a
+// marked tensor that is not rank 2 or has no scale beside it, a scale of
+// the wrong shape or dtype or a zero / negative / non-finite one, a NaN
+// code (0x7F / 0xFF) in the weight, a scale tensor nothing uses.
+absl::Status ImportFp8(const PrequantConfig& config, std::vector<ir::Tensor>& tensors);
 
 }  // namespace slimpack::safetensors
 

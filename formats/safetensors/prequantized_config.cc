@@ -132,6 +132,90 @@ absl::StatusOr<PrequantConfig> ParseAwq(const nlohmann::json& j, const std::stri
   return c;
 }
 
+// The block [rows, cols] of a "weight_block_size" / "block_structure"
+// value: two integers >= 1.
+absl::Status ReadBlock(const nlohmann::json& v, const std::string& source,
+                       const std::string& key, PrequantConfig& c) {
+  if (!v.is_array() || v.size() != 2 || !v[0].is_number_integer() ||
+      !v[1].is_number_integer() || v[0].get<int64_t>() < 1 || v[1].get<int64_t>() < 1) {
+    return Field(source, key, "must be two integers >= 1 ([rows, cols]), found " +
+                                  support::DescribeJson(v));
+  }
+  c.fp8_block_rows = v[0].get<int64_t>();
+  c.fp8_block_cols = v[1].get<int64_t>();
+  return absl::OkStatus();
+}
+
+// compressed-tensors float-quantized: FP8 E4M3 weights, static, symmetric,
+// strategy channel, tensor or block.
+absl::StatusOr<PrequantConfig> ParseFloatWeights(const nlohmann::json& w, const std::string& wk,
+                                                 PrequantConfig c) {
+  const std::string& source = c.source;
+  ASSIGN_OR_RETURN(std::optional<std::string> type, StringField(w, source, "type", wk));
+  if (!type || *type != "float") {
+    return absl::UnimplementedError(
+        source + ": " + wk + "type " + (type ? "\"" + *type + "\"" : std::string("(missing)")) +
+        " is not supported with format \"float-quantized\" (supported: \"float\")");
+  }
+  ASSIGN_OR_RETURN(int64_t bits, IntField(w, source, "num_bits", std::nullopt, wk));
+  if (bits != 8) {
+    return absl::UnimplementedError(source + ": " + wk + "num_bits " + std::to_string(bits) +
+                                    " is not supported for float weights (supported: 8, E4M3)");
+  }
+  c.bits = 8;
+  ASSIGN_OR_RETURN(c.sym, BoolField(w, source, "symmetric", true, wk));
+  ASSIGN_OR_RETURN(bool dynamic, BoolField(w, source, "dynamic", false, wk));
+  if (!c.sym || dynamic) {
+    return absl::UnimplementedError(source + ": " + wk + (dynamic ? "dynamic true" : "symmetric false") +
+                                    " is not supported for float weights (supported: static, "
+                                    "symmetric)");
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> strategy, StringField(w, source, "strategy", wk));
+  if (strategy && *strategy == "channel") {
+    c.fp8_block_rows = 1;
+  } else if (strategy && *strategy == "tensor") {
+    // One scale: block 0 x 0 (the whole matrix).
+  } else if (strategy && *strategy == "block") {
+    auto b = w.find("block_structure");
+    if (b == w.end()) return Field(source, wk + "block_structure", "is missing");
+    RETURN_IF_ERROR(ReadBlock(*b, source, wk + "block_structure", c));
+  } else {
+    return absl::UnimplementedError(
+        source + ": " + wk + "strategy " +
+        (strategy ? "\"" + *strategy + "\"" : std::string("(missing)")) +
+        " is not supported for float weights (supported: \"channel\", \"tensor\", \"block\")");
+  }
+  return c;
+}
+
+// Hugging Face's FineGrainedFP8 ("fp8", DeepSeek-V3's config): E4M3 weights
+// with weight_scale_inv over weight_block_size blocks (multiplied in, as
+// DeepSeek's weight_dequant does, despite the name).
+absl::StatusOr<PrequantConfig> ParseHfFp8(const nlohmann::json& j, const std::string& source) {
+  PrequantConfig c;
+  c.method = PrequantMethod::kFp8;
+  c.source = source;
+  c.bits = 8;
+  c.fp8_scale_suffix = ".weight_scale_inv";
+  ASSIGN_OR_RETURN(std::optional<std::string> fmt, StringField(j, source, "fmt"));
+  if (fmt && Lower(*fmt) != "e4m3") {
+    return absl::UnimplementedError(source + ": fmt \"" + *fmt +
+                                    "\" is not supported (supported: \"e4m3\")");
+  }
+  ASSIGN_OR_RETURN(std::optional<std::string> act, StringField(j, source, "activation_scheme"));
+  if (act && *act != "dynamic") {
+    return absl::UnimplementedError(source + ": activation_scheme \"" + *act +
+                                    "\" is not supported (supported: \"dynamic\")");
+  }
+  auto b = j.find("weight_block_size");
+  if (b == j.end() || b->is_null()) {
+    return Field(source, "weight_block_size", "is missing (per-tensor \"fp8\" checkpoints "
+                                              "have no weight_scale_inv blocks to read)");
+  }
+  RETURN_IF_ERROR(ReadBlock(*b, source, "weight_block_size", c));
+  return c;
+}
+
 // compressed-tensors: one weight-only integer scheme, pack-quantized.
 absl::StatusOr<PrequantConfig> ParseCompressedTensors(const nlohmann::json& j,
                                                       const std::string& source) {
@@ -139,10 +223,15 @@ absl::StatusOr<PrequantConfig> ParseCompressedTensors(const nlohmann::json& j,
   c.method = PrequantMethod::kCompressedTensors;
   c.source = source;
   ASSIGN_OR_RETURN(std::optional<std::string> fmt, StringField(j, source, "format"));
-  if (!fmt || *fmt != "pack-quantized") {
+  if (!fmt || (*fmt != "pack-quantized" && *fmt != "float-quantized")) {
     return absl::UnimplementedError(
         source + ": format " + (fmt ? "\"" + *fmt + "\"" : std::string("(missing)")) +
-        " is not supported (supported: \"pack-quantized\")");
+        " is not supported (supported: \"pack-quantized\", \"float-quantized\")");
+  }
+  const bool fp8 = *fmt == "float-quantized";
+  if (fp8) {
+    c.method = PrequantMethod::kFp8;
+    c.fp8_scale_suffix = ".weight_scale";
   }
   auto sparsity = j.find("sparsity_config");
   if (sparsity != j.end() && !sparsity->is_null() && !sparsity->empty()) {
@@ -164,6 +253,13 @@ absl::StatusOr<PrequantConfig> ParseCompressedTensors(const nlohmann::json& j,
     if (!it->is_object()) return Field(source, key, "must be an object");
     for (const char* act : {"input_activations", "output_activations"}) {
       auto a = it->find(act);
+      if (a != it->end() && !a->is_null() && fp8 && std::string(act) == "input_activations") {
+        // FP8 activations quantized per token at run time (FP8-Dynamic):
+        // nothing is stored for them, so the weights are the whole
+        // checkpoint; slimpack computes activations in f32.
+        ASSIGN_OR_RETURN(bool dyn, BoolField(*a, source, "dynamic", false, key + "." + act + "."));
+        if (dyn) continue;
+      }
       if (a != it->end() && !a->is_null()) {
         return absl::UnimplementedError(source + ": " + key + "." + act + " " +
                                         support::DescribeJson(*a) +
@@ -172,9 +268,10 @@ absl::StatusOr<PrequantConfig> ParseCompressedTensors(const nlohmann::json& j,
       }
     }
     ASSIGN_OR_RETURN(std::optional<std::string> gfmt, StringField(*it, source, "format", key + "."));
-    if (gfmt && *gfmt != "pack-quantized") {
+    if (gfmt && *gfmt != *fmt) {
       return absl::UnimplementedError(source + ": " + key + ".format \"" + *gfmt +
-                                      "\" is not supported (supported: \"pack-quantized\")");
+                                      "\" is not supported (supported: \"" + *fmt +
+                                      "\", the checkpoint's format)");
     }
     auto w = it->find("weights");
     if (w == it->end() || !w->is_object()) {
@@ -191,6 +288,7 @@ absl::StatusOr<PrequantConfig> ParseCompressedTensors(const nlohmann::json& j,
   const std::string wk = first + ".weights.";
   const nlohmann::json& w = *weights;
   ASSIGN_OR_RETURN(std::optional<std::string> type, StringField(w, source, "type", wk));
+  if (fp8) return ParseFloatWeights(w, wk, std::move(c));
   if (type && *type != "int") {
     return absl::UnimplementedError(source + ": " + wk + "type \"" + *type +
                                     "\" is not supported (supported: \"int\")");
@@ -241,9 +339,10 @@ absl::StatusOr<PrequantConfig> ParsePrequantConfig(const nlohmann::json& j,
   if (m == "gptq") return ParseGptq(j, source);
   if (m == "awq") return ParseAwq(j, source);
   if (m == "compressed-tensors") return ParseCompressedTensors(j, source);
+  if (m == "fp8") return ParseHfFp8(j, source);
   return absl::UnimplementedError(source + ": quant_method \"" + *method +
                                   "\" is not supported (supported: \"gptq\", \"awq\", "
-                                  "\"compressed-tensors\")");
+                                  "\"compressed-tensors\", \"fp8\")");
 }
 
 absl::StatusOr<std::optional<PrequantConfig>> ReadPrequantConfig(const std::string& dir) {

@@ -169,7 +169,7 @@ absl::StatusOr<uint64_t> ByteSize(const ir::Tensor& t, const std::string& ctx) {
 }
 
 absl::StatusOr<Entry> ParseEntry(const std::string& name, const json& v,
-                                 uint64_t data_size, const std::string& path) {
+                                 uint64_t data_size, const std::string& path, bool fp8) {
   const std::string ctx = path + ": tensor '" + name + "'";
   if (name.empty()) {
     return absl::InvalidArgumentError(path + ": tensor with an empty name");
@@ -186,7 +186,14 @@ absl::StatusOr<Entry> ParseEntry(const std::string& name, const json& v,
   }
   Entry e;
   e.tensor.name = name;
-  ASSIGN_OR_RETURN(e.tensor.dtype, ParseDTypeField(v["dtype"], ctx));
+  if (fp8 && v["dtype"].is_string() && v["dtype"].get_ref<const std::string&>() == kF8E4M3) {
+    // E4M3 bytes: u8 storage marked as FP8 codes whose scale the
+    // checkpoint importer supplies (or refuses the tensor); see the header.
+    e.tensor.dtype = ir::DType::kU8;
+    e.tensor.quant.kind = ir::QuantKind::kFp8E4M3GroupWise;
+  } else {
+    ASSIGN_OR_RETURN(e.tensor.dtype, ParseDTypeField(v["dtype"], ctx));
+  }
   ASSIGN_OR_RETURN(e.tensor.dims, ParseShape(v["shape"], ctx));
   ASSIGN_OR_RETURN(uint64_t nbytes, ByteSize(e.tensor, ctx));
   ASSIGN_OR_RETURN(auto offsets, ParseOffsets(v["data_offsets"], ctx));
@@ -248,7 +255,7 @@ absl::Status CheckTiling(std::vector<Entry>& entries, uint64_t data_size,
 }  // namespace
 
 absl::StatusOr<SafetensorsFile> ReadSafetensors(
-    std::shared_ptr<MappedFile> file) {
+    std::shared_ptr<MappedFile> file, const ReadOptions& options) {
   const std::string& path = file->path();
   ASSIGN_OR_RETURN(std::string_view text, HeaderText(*file));
   SafetensorsFile out;
@@ -281,7 +288,7 @@ absl::StatusOr<SafetensorsFile> ReadSafetensors(
       ASSIGN_OR_RETURN(out.metadata, ParseMetadata(*it, path));
       continue;
     }
-    ASSIGN_OR_RETURN(Entry e, ParseEntry(it.key(), *it, data_size, path));
+    ASSIGN_OR_RETURN(Entry e, ParseEntry(it.key(), *it, data_size, path, options.fp8_codes));
     entries.push_back(std::move(e));
   }
   RETURN_IF_ERROR(CheckTiling(entries, data_size, path));
@@ -298,9 +305,10 @@ absl::StatusOr<SafetensorsFile> ReadSafetensors(
   return out;
 }
 
-absl::StatusOr<SafetensorsFile> ReadSafetensorsFile(const std::string& path) {
+absl::StatusOr<SafetensorsFile> ReadSafetensorsFile(const std::string& path,
+                                                    const ReadOptions& options) {
   ASSIGN_OR_RETURN(std::shared_ptr<MappedFile> file, MappedFile::Open(path));
-  return ReadSafetensors(std::move(file));
+  return ReadSafetensors(std::move(file), options);
 }
 
 }  // namespace slimpack::safetensors

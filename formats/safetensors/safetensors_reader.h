@@ -57,12 +57,23 @@ struct SafetensorsFile {
 //    named __metadata__, malformed shape/data_offsets, shape overflow, size
 //    mismatch, overlap, hole, trailing bytes, unknown dtype string;
 //  - Unimplemented: a dtype the format defines that we do not support
-//    (F8_*, C64, ...), listing the supported ones.
+//    (F8_E5M2, C64, ...), listing the supported ones.
+inline constexpr char kF8E4M3[] = "F8_E4M3";
+
+struct ReadOptions {
+  // F8_E4M3 tensors (FP8 checkpoints) are read as their bytes: dtype u8
+  // with quant.kind fp8_e4m3_groupwise and no scale yet. Only the
+  // checkpoint importer asks for this: it gives them a scale
+  // (prequantized.h, ImportFp8) or refuses them, so a marked tensor never
+  // reaches a pass as plain u8 values. Otherwise F8_E4M3 is Unimplemented.
+  bool fp8_codes = false;
+};
 absl::StatusOr<SafetensorsFile> ReadSafetensors(
-    std::shared_ptr<MappedFile> file);
+    std::shared_ptr<MappedFile> file, const ReadOptions& options = {});
 
 // Maps `path` (NotFound if missing) and calls ReadSafetensors.
-absl::StatusOr<SafetensorsFile> ReadSafetensorsFile(const std::string& path);
+absl::StatusOr<SafetensorsFile> ReadSafetensorsFile(const std::string& path,
+                                                    const ReadOptions& options = {});
 
 }  // namespace slimpack::safetensors
 

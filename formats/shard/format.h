@@ -180,6 +180,8 @@ enum class LayoutKind : uint8_t {
                         // `group_size` consecutive indices along `axis`
   kGgmlBlocks = 5,      // u8: ggml's block bytes (`block_type`) along the
                         // last axis, each block with its own f16 scales
+  kFp8E4M3GroupWise = 6,  // u8 E4M3 floats with one scale per `group_size`
+                          // consecutive indices along `axis`, no zero point
 };
 // Scales are f32, or f16 with feature kFeatureF16Scales.
 inline constexpr std::string_view kLayoutPlain = "plain";
@@ -187,6 +189,7 @@ inline constexpr std::string_view kLayoutInt8PerChannel = "int8_per_channel";
 inline constexpr std::string_view kLayoutInt4GroupWise = "int4_groupwise";
 inline constexpr std::string_view kLayoutInt8GroupWise = "int8_groupwise";
 inline constexpr std::string_view kLayoutGgmlBlocks = "ggml_blocks";
+inline constexpr std::string_view kLayoutFp8E4M3GroupWise = "fp8_e4m3_groupwise";
 
 // The only packing order of 4-bit types in 1.0 (layout.packing).
 inline constexpr std::string_view kPackingLowNibbleFirst = "low_nibble_first";
@@ -201,6 +204,7 @@ constexpr std::string_view LayoutKindName(LayoutKind k) {
     case LayoutKind::kSparse2of4: return kLayoutSparse2of4;
     case LayoutKind::kInt8GroupWise: return kLayoutInt8GroupWise;
     case LayoutKind::kGgmlBlocks: return kLayoutGgmlBlocks;
+    case LayoutKind::kFp8E4M3GroupWise: return kLayoutFp8E4M3GroupWise;
   }
   return "?";
 }
@@ -262,7 +266,9 @@ inline constexpr uint32_t kSparseKept = 2;
 //   kFeatureInt8GroupWise some tensor has layout int8_groupwise
 //   kFeatureSparse2of4   some tensor has layout sparse_2_4
 //   kFeatureGgmlBlocks   some tensor has layout ggml_blocks
+//   kFeatureFp8E4M3      some tensor has layout fp8_e4m3_groupwise
 inline constexpr std::string_view kFeatureF16Scales = "f16_scales";
+inline constexpr std::string_view kFeatureFp8E4M3 = "fp8_e4m3";
 inline constexpr std::string_view kFeatureGgmlBlocks = "ggml_blocks";
 inline constexpr std::string_view kFeatureInt8GroupWise = "int8_groupwise";
 inline constexpr std::string_view kFeatureSparse2of4 = "sparse_2_4";

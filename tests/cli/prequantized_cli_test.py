@@ -12,12 +12,17 @@ far, so the comparison can fail.
 the checkpoint's codes bit for bit (position j of the shard's row holding checkpoint input row perm[j], perm the
 shard's input permutation, itself checked to be the stable sort of g_idx), zero points equal the checkpoint's plus
 one (v1), scales equal the f16 scales widened; `run`/`eval` on the artifact equal those on the checkpoint bit for bit.
+The FP8 fixtures (E4M3 bytes decoded here by ldexp, separately from the generator's encoder): `convert` carries the
+bytes and the scales' values (a 128x128 block's scale repeated for its rows), `run` on the artifact equals `run` on
+the checkpoint bit for bit, `--format onnx` is refused naming the tensor, `--format gguf` writes f16 weights that run
+within FP8_F16_BOUND of the checkpoint.
 Also: `report` accepts a fixture as candidate, and `convert --quant` on one is refused naming the tensor.
 usage: prequantized_cli_test.py SLIMPACK REPO_ROOT
 """
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,6 +38,7 @@ from verify import forward, next_token_loss  # noqa: E402
 FIXTURES = os.path.join(ROOT, "tests", "testdata", "prequant")
 LOGIT_BOUND = 1e-4   # max |slimpack f32 - NumPy f64| over logits of magnitude ~25 (measured ~2e-5)
 NLL_BOUND = 1e-5     # |mean NLL difference|, nats
+FP8_F16_BOUND = 0.01  # max |Δlogit| after FP8 values are rounded to f16 (relative L2 ~1.5e-4 per weight; measured 0.003)
 AWQ_FIELD = np.array([0, 4, 1, 5, 2, 6, 3, 7])  # field of column 8c + j in AutoAWQ's GEMM word
 failures = []
 
@@ -77,6 +83,15 @@ def checkpoint_grid(tensors, prefix, qc):
     return codes, zeros, scales, tensors[prefix + ".g_idx"].astype(np.int64)
 
 
+def e4m3_decode(b):
+    """OCP E4M3FN bytes -> float32 (sign, exponent bias 7, 3 mantissa bits; 0x7F/0xFF NaN), via ldexp."""
+    b = b.astype(np.int64)
+    e, m = (b >> 3) & 15, b & 7
+    mag = np.where(e == 0, np.ldexp(m.astype(np.float64), -9), np.ldexp((8 + m).astype(np.float64), e - 10))
+    mag = np.where((e == 15) & (m == 7), np.nan, mag)
+    return np.where(b & 0x80, -mag, mag).astype(np.float32)
+
+
 def dequantized(fixture, ignore_g_idx=False):
     d = os.path.join(FIXTURES, fixture)
     cfg = json.load(open(os.path.join(d, "config.json")))
@@ -84,7 +99,22 @@ def dequantized(fixture, ignore_g_idx=False):
     tensors, _ = read_safetensors(os.path.join(d, "model.safetensors"))
     weights = {k: v.astype(np.float64) for k, v in tensors.items()
                if not k.endswith((".qweight", ".qzeros", ".scales", ".g_idx", ".weight_packed", ".weight_scale",
-                                  ".weight_shape", ".weight_zero_point"))}
+                                  ".weight_shape", ".weight_zero_point", ".weight_scale_inv"))}
+    if qc["quant_method"] == "fp8" or qc.get("format") == "float-quantized":
+        # E4M3 bytes decoded bit field by bit field; x = f32(code) * f32(scale) per [rows, cols] block.
+        for k in [k for k in tensors if tensors[k].dtype == np.uint8 and k.endswith(".weight")]:
+            prefix = k[:-len(".weight")]
+            code = e4m3_decode(tensors[k])
+            out, n_in = code.shape
+            if qc["quant_method"] == "fp8":
+                br, bc = qc["weight_block_size"]
+                s = tensors[prefix + ".weight_scale_inv"].astype(np.float32)
+            else:
+                br, bc = 1, n_in
+                s = (tensors[prefix + ".weight_scale"].astype(np.uint32) << 16).view(np.float32)   # bf16 bits
+            full = s[np.arange(out)[:, None] // br, np.arange(n_in)[None, :] // bc]
+            weights[prefix + ".weight"] = (code * full).astype(np.float64)
+        return cfg, weights, tensors, qc
     if qc["quant_method"] == "compressed-tensors":
         # pack-quantized, weight-only int, one scheme (symmetric here): codes = field - 2^(bits-1), no zero point.
         scheme = next(iter(qc["config_groups"].values()))["weights"]
@@ -199,6 +229,59 @@ def main():
         check(np.array_equal(again, logits[fixture]), "run on the artifact equals run on the checkpoint bit for bit")
         check(eval_nll(art, tokens) == eval_nll(os.path.join(FIXTURES, fixture), tokens),
               "eval on the artifact equals eval on the checkpoint")
+
+        # FP8: convert carries the E4M3 bytes and the scales' values; ONNX refuses by name; GGUF re-encodes.
+        for fp8 in ("compressed-tensors-fp8-channel", "fp8-block128"):
+            src = os.path.join(FIXTURES, fp8)
+            art8 = os.path.join(tmp, fp8 + "-art")
+            slimpack("convert", src, "-o", art8)
+            slimpack("verify", art8)
+            manifest = json.load(open(os.path.join(art8, "manifest.json")))
+            by_name = {t["name"]: t for t in manifest["tensors"]}
+            shards = [open(os.path.join(art8, s["file"]), "rb").read() for s in manifest["shards"]]
+            _, _, tensors, qc = dequantized(fp8)
+            checked = 0
+            for k in sorted(tensors):
+                if tensors[k].dtype != np.uint8 or not k.endswith(".weight"):
+                    continue
+                prefix = k[:-len(".weight")]
+                out, n_in = tensors[k].shape
+                w, sc = by_name.get(k), by_name.get(k + ".scale")
+                if w is None or sc is None:
+                    check(False, f"{k} and its scale in the {fp8} artifact")
+                    continue
+                if qc["quant_method"] == "fp8":
+                    br, bc = qc["weight_block_size"]
+                    s = tensors[prefix + ".weight_scale_inv"].astype(np.float32)
+                else:
+                    br, bc = 1, n_in
+                    s = (tensors[prefix + ".weight_scale"].astype(np.uint32) << 16).view(np.float32)
+                want_scales = s.reshape(-1, s.shape[-1] if s.ndim else 1)[np.arange(out) // br]   # [out, groups]
+                t = w
+                got = shards[t["shard"]][t["offset"]:t["offset"] + t["nbytes"]]
+                ok = (w["dtype"] == "u8" and w["layout"]["kind"] == "fp8_e4m3_groupwise" and w["shape"] == [out, n_in]
+                      and w["layout"]["group_size"] == bc and got == tensors[k].tobytes())
+                raw = shards[sc["shard"]][sc["offset"]:sc["offset"] + sc["nbytes"]]
+                ok &= sc["dtype"] == "f32" and np.array_equal(np.frombuffer(raw, np.float32).reshape(want_scales.shape),
+                                                               want_scales)
+                check(bool(ok), f"{fp8}: artifact carries {k}'s E4M3 bytes and scales exactly")
+                checked += 1
+            check(checked == 28, f"{fp8}: 28 projections checked in the artifact (got {checked})")
+            check(np.array_equal(run_logits(art8, ids, tmp, fp8 + "-art"), logits[fp8]),
+                  f"{fp8}: run on the artifact equals run on the checkpoint bit for bit")
+            r = slimpack("convert", src, "-o", os.path.join(tmp, fp8 + ".onnx"), "--format", "onnx", expect=1)
+            check("fp8_e4m3_groupwise" in r.stderr and ".weight'" in r.stderr
+                  and not os.path.exists(os.path.join(tmp, fp8 + ".onnx")),
+                  f"{fp8}: ONNX export refused naming the tensor, nothing written: " + r.stderr.strip()[:120])
+        # GGUF: FP8 has no ggml type; the weights are decoded and written f16 (the default) with the tokenizer.
+        with_tok = os.path.join(tmp, "fp8-with-tokenizer")
+        shutil.copytree(os.path.join(FIXTURES, "compressed-tensors-fp8-channel"), with_tok)
+        shutil.copy(os.path.join(ROOT, "examples", "tiny-llama", "tokenizer.json"), with_tok)
+        gguf = os.path.join(tmp, "fp8.gguf")
+        slimpack("convert", with_tok, "-o", gguf, "--format", "gguf")
+        diff = float(np.abs(run_logits(gguf, ids, tmp, "fp8-gguf") - logits["compressed-tensors-fp8-channel"]).max())
+        print(f"fp8 -> GGUF f16: max |run gguf - run checkpoint| = {diff:.3g}")
+        check(diff <= FP8_F16_BOUND, f"the f16 GGUF of the FP8 checkpoint runs within {FP8_F16_BOUND} of it")
 
         # report: the Hub-style GPTQ checkpoint against its float original.
         llama = os.path.join(ROOT, "examples", "tiny-llama")

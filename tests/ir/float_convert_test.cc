@@ -171,6 +171,31 @@ TEST(FloatConvertTest, ConvertFloatsAllDirections) {
   }
 }
 
+// E4M3FN from its definition, independently of the bit assembly in
+// F8E4M3ToF32: (-1)^s * 2^(e-7) * (1 + m/8), or 2^-6 * m/8 when e == 0.
+TEST(FloatConvertTest, F8E4M3DecodesEveryCodeAsTheOcpFormatDefines) {
+  int nans = 0;
+  for (int c = 0; c < 256; ++c) {
+    const int sign = c >> 7, e = (c >> 3) & 0xF, m = c & 7;
+    const float got = F8E4M3ToF32(static_cast<uint8_t>(c));
+    if (e == 15 && m == 7) {
+      EXPECT_TRUE(std::isnan(got)) << c;
+      EXPECT_EQ(std::signbit(got), sign == 1) << c;
+      ++nans;
+      continue;
+    }
+    const double mag = e == 0 ? std::ldexp(m / 8.0, -6) : std::ldexp(1.0 + m / 8.0, e - 7);
+    const double want = sign ? -mag : mag;
+    EXPECT_EQ(Bits(got), Bits(static_cast<float>(want))) << "code " << c;
+  }
+  EXPECT_EQ(nans, 2);  // 0x7F and 0xFF only: E4M3FN has no infinities
+  EXPECT_EQ(F8E4M3ToF32(0x7E), 448.0f);                     // largest finite
+  EXPECT_EQ(F8E4M3ToF32(0x01), std::ldexp(1.0f, -9));        // smallest subnormal
+  EXPECT_EQ(F8E4M3ToF32(0x08), std::ldexp(1.0f, -6));        // smallest normal
+  EXPECT_EQ(Bits(F8E4M3ToF32(0x80)), 0x80000000u);           // -0 keeps its sign
+  EXPECT_EQ(F8E4M3ToF32(0x38), 1.0f);
+}
+
 TEST(FloatConvertTest, RejectsNonFloatTypes) {
   uint8_t buf[8] = {};
   EXPECT_THAT(ConvertFloats(ir::DType::kI32, buf, ir::DType::kF16, buf, 1),

@@ -125,6 +125,54 @@ TEST(DequantizeTest, TensorKeepsNameRoleAndLayerAndDropsLayout) {
   EXPECT_EQ(t->data.size(), 24u);
 }
 
+// u8 E4M3 codes [2, 5], one f16 scale per 2 columns: groups {0,1}, {2,3}, {4}.
+Tensor Fp8Codes() {
+  // 1.0, -2.0, 0.5, 448, 2^-9 | 0, -0.5, 1.5, 3.0, -448
+  Tensor q = Raw("f", DType::kU8, {2, 5},
+                 {0x38, 0xC0, 0x30, 0x7E, 0x01, 0x00, 0xB0, 0x3C, 0x44, 0xFE});
+  q.quant.kind = QuantKind::kFp8E4M3GroupWise;
+  q.quant.axis = 1;
+  q.quant.group_size = 2;
+  q.quant.scale = "f.s";
+  return q;
+}
+
+TEST(DequantizeTest, Fp8E4M3GroupWiseIsCodeValueTimesItsGroupScale) {
+  const Tensor q = Fp8Codes();
+  const Tensor scale = F32("f.s", {2, 3}, {0.5f, 2.0f, 1.0f, 4.0f, 0.25f, 0.125f});
+  ASSERT_THAT(ValidateQuantLayout(q, &scale, nullptr), IsOk());
+  auto x = DequantizeToF32(q, scale, nullptr);
+  ASSERT_THAT(x, IsOk());
+  EXPECT_THAT(*x, ElementsAreArray({0.5f, -1.0f, 1.0f, 896.0f, 0x1p-9f,  // row 0
+                                    0.0f, -2.0f, 0.375f, 0.75f, -56.0f}));
+  EXPECT_EQ(QuantKindName(QuantKind::kFp8E4M3GroupWise), "fp8_e4m3_groupwise");
+  QuantKind k;
+  ASSERT_TRUE(QuantKindFromName("fp8_e4m3_groupwise", &k));
+  EXPECT_EQ(k, QuantKind::kFp8E4M3GroupWise);
+  EXPECT_EQ(QuantBits(q), 8);
+}
+
+TEST(DequantizeTest, Fp8NeedsU8CodesAndNoZeroPoint) {
+  Tensor q = Fp8Codes();
+  const Tensor scale = F32("f.s", {2, 3}, std::vector<float>(6, 1.0f));
+  q.dtype = DType::kI8;
+  EXPECT_THAT(ValidateQuantLayout(q, &scale, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("tensor 'f'"),
+                             HasSubstr("needs dtype u8 (E4M3 bytes), found i8"))));
+  q = Fp8Codes();
+  q.quant.zero_point = "f.z";
+  const Tensor zp = Raw("f.z", DType::kU8, {2, 3}, std::vector<uint8_t>(6, 0));
+  EXPECT_THAT(ValidateQuantLayout(q, &scale, &zp),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("tensor 'f'"), HasSubstr("names zero point 'f.z'"))));
+  q = Fp8Codes();
+  const Tensor per_column = F32("f.s", {2, 5}, std::vector<float>(10, 1.0f));
+  EXPECT_THAT(ValidateQuantLayout(q, &per_column, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'f.s' has shape [2,5], expected [2,3]")));
+}
+
 // One malformed layout per row; the message must name the tensor and the
 // offending value.
 struct BadLayout {

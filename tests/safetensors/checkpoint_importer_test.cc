@@ -192,6 +192,29 @@ TEST(CheckpointImporterTest,
   EXPECT_THAT(model->carried_files, ElementsAre(dir.File("config.json")));
 }
 
+// F8_E4M3 is read only to be scaled by an FP8 quantization_config; without
+// one the bytes would be neither a float nor a code, so they are refused.
+TEST(CheckpointImporterTest, Fp8TensorsWithoutAnFp8ConfigAreRefused) {
+  TempDir dir;
+  const std::string header =
+      R"({"m.weight":{"dtype":"F8_E4M3","shape":[2,2],"data_offsets":[0,4]}})";
+  WriteFile(dir.File("model.safetensors"),
+            safetensors::testing::RawSafetensors(header, std::string("\x38\x40\xb8\x00", 4)));
+  EXPECT_THAT(ImportSafetensors(dir.path()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr(dir.File("model.safetensors")),
+                                        HasSubstr("tensor 'm.weight' has dtype F8_E4M3"),
+                                        HasSubstr("has no quantization_config"))));
+  WriteFile(dir.File("config.json"),
+            R"({"model_type":"gpt2","quantization_config":{"quant_method":"gptq","bits":4,)"
+            R"("group_size":128}})");
+  // An integer scheme's config finds none of its packed tensors first.
+  EXPECT_THAT(ImportSafetensors(dir.path()),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr(dir.File("config.json")),
+                                        HasSubstr("no tensor is named '<module>.qweight'"))));
+}
+
 TEST(CheckpointImporterTest, AmbiguousDirectoryAsksForAFile) {
   TempDir dir;
   for (const char* n : {"x.safetensors", "y.safetensors"}) {

@@ -7,6 +7,7 @@
 #include "formats/safetensors/prequantized.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <numeric>
@@ -836,6 +837,240 @@ TEST(PrequantizedFixtureTest, PackedTensorsWithoutAConfigAreRefused) {
   EXPECT_THAT(ImportSafetensors(dir.path()).status(),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        ::testing::AllOf(HasSubstr("'p.qweight'"), HasSubstr("quantization_config"))));
+}
+
+// FP8 (ImportFp8): E4M3 bytes as the safetensors reader marks them.
+ir::Tensor Fp8Weight(const std::string& name, int64_t out, int64_t in, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> q(static_cast<size_t>(out * in));
+  for (uint8_t& c : q) {
+    c = static_cast<uint8_t>(rng());
+    if ((c & 0x7F) == 0x7F) c ^= 0x01;  // NaN codes are refused
+  }
+  ir::Tensor t = MakeTensor(name, ir::DType::kU8, {out, in}, std::move(q));
+  t.quant.kind = ir::QuantKind::kFp8E4M3GroupWise;
+  return t;
+}
+
+std::vector<uint8_t> Bf16Bytes(const std::vector<float>& v) {
+  std::vector<uint8_t> b;
+  for (float f : v) {
+    const uint16_t h = ir::F32ToBf16(f);
+    b.push_back(static_cast<uint8_t>(h & 0xFF));
+    b.push_back(static_cast<uint8_t>(h >> 8));
+  }
+  return b;
+}
+
+PrequantConfig Fp8Config(const std::string& suffix, int64_t rows, int64_t cols) {
+  PrequantConfig c;
+  c.method = PrequantMethod::kFp8;
+  c.source = "config.json: quantization_config";
+  c.bits = 8;
+  c.fp8_scale_suffix = suffix;
+  c.fp8_block_rows = rows;
+  c.fp8_block_cols = cols;
+  return c;
+}
+
+const ir::Tensor* Named(const std::vector<ir::Tensor>& ts, const std::string& name) {
+  for (const ir::Tensor& t : ts) {
+    if (t.name == name) return &t;
+  }
+  return nullptr;
+}
+
+// Each value is the E4M3 code times the scale of the block holding it.
+void ExpectFp8Values(const ir::Tensor& w, const ir::Tensor& scale,
+                     const std::vector<float>& block_scales, int64_t rows, int64_t cols) {
+  auto x = ir::DequantizeToF32(w, scale, nullptr);
+  ASSERT_THAT(x.status(), IsOk());
+  const int64_t out = w.dims[0], in = w.dims[1];
+  const int64_t gc = (in + cols - 1) / cols;
+  for (int64_t r = 0; r < out; ++r) {
+    for (int64_t c = 0; c < in; ++c) {
+      const float want = ir::F8E4M3ToF32(w.data.data()[r * in + c]) *
+                         block_scales[static_cast<size_t>((r / rows) * gc + c / cols)];
+      ASSERT_EQ((*x)[static_cast<size_t>(r * in + c)], want) << r << "," << c;
+    }
+  }
+}
+
+TEST(PrequantizedFp8Test, ChannelScalesInBf16BecomeF32GroupsOfTheWholeRow) {
+  std::vector<ir::Tensor> t = {Fp8Weight("m.weight", 5, 24, 1)};
+  const std::vector<float> s = {0.5f, 0.0078125f, 3.0f, 1.5f, 0.25f};
+  t.push_back(MakeTensor("m.weight_scale", ir::DType::kBF16, {5, 1}, Bf16Bytes(s)));
+  t.push_back(MakeTensor("norm.weight", ir::DType::kF32, {2}, std::vector<uint8_t>(8)));
+  const std::vector<uint8_t> codes(t[0].data.data(), t[0].data.data() + t[0].data.size());
+  ASSERT_THAT(ImportFp8(Fp8Config(".weight_scale", 1, 0), t), IsOk());
+  ASSERT_EQ(t.size(), 3u);
+  const ir::Tensor* w = Named(t, "m.weight");
+  const ir::Tensor* sc = Named(t, "m.weight.scale");
+  ASSERT_NE(w, nullptr);
+  ASSERT_NE(sc, nullptr);
+  EXPECT_NE(Named(t, "norm.weight"), nullptr);
+  EXPECT_EQ(Named(t, "m.weight_scale"), nullptr);
+  EXPECT_EQ(w->dtype, ir::DType::kU8);
+  EXPECT_EQ(w->quant.kind, ir::QuantKind::kFp8E4M3GroupWise);
+  EXPECT_EQ(w->quant.axis, 1);
+  EXPECT_EQ(w->quant.group_size, 24);
+  EXPECT_EQ(w->quant.scale, "m.weight.scale");
+  EXPECT_EQ(w->quant.algorithm, "compressed-tensors-checkpoint");
+  EXPECT_TRUE(std::equal(codes.begin(), codes.end(), w->data.data()));  // bytes carried
+  EXPECT_EQ(sc->dtype, ir::DType::kF32);
+  EXPECT_EQ(sc->dims, (std::vector<int64_t>{5, 1}));
+  EXPECT_THAT(ir::ValidateQuantLayout(*w, sc, nullptr), IsOk());
+  ExpectFp8Values(*w, *sc, s, 1, 24);
+}
+
+TEST(PrequantizedFp8Test, BlockScalesRepeatPerRowAndF16StaysF16) {
+  // [5, 7] in blocks of 2 x 3: 3 x 3 blocks, the last row and column short.
+  std::vector<ir::Tensor> t = {Fp8Weight("m.weight", 5, 7, 2)};
+  std::vector<float> s(9);
+  std::vector<uint8_t> sb;
+  for (int k = 0; k < 9; ++k) {
+    s[k] = std::ldexp(1.0f + k / 8.0f, k - 4);
+    const uint16_t h = ir::F32ToF16(s[k]);
+    sb.push_back(static_cast<uint8_t>(h & 0xFF));
+    sb.push_back(static_cast<uint8_t>(h >> 8));
+  }
+  t.push_back(MakeTensor("m.weight_scale_inv", ir::DType::kF16, {3, 3}, sb));
+  ASSERT_THAT(ImportFp8(Fp8Config(".weight_scale_inv", 2, 3), t), IsOk());
+  const ir::Tensor* w = Named(t, "m.weight");
+  const ir::Tensor* sc = Named(t, "m.weight.scale");
+  ASSERT_NE(w, nullptr);
+  ASSERT_NE(sc, nullptr);
+  EXPECT_EQ(w->quant.group_size, 3);
+  EXPECT_EQ(w->quant.algorithm, "fp8-checkpoint");
+  EXPECT_EQ(sc->dtype, ir::DType::kF16);
+  EXPECT_EQ(sc->dims, (std::vector<int64_t>{5, 3}));
+  ExpectFp8Values(*w, *sc, s, 2, 3);
+}
+
+TEST(PrequantizedFp8Test, TensorStrategyTakesAScalarOrOneElementScale) {
+  for (std::vector<int64_t> dims : {std::vector<int64_t>{}, std::vector<int64_t>{1}}) {
+    std::vector<ir::Tensor> t = {Fp8Weight("m.weight", 3, 4, 3)};
+    t.push_back(MakeTensor("m.weight_scale", ir::DType::kF32, dims,
+                           std::vector<uint8_t>{0, 0, 0x80, 0x3E}));  // 0.25f
+    ASSERT_THAT(ImportFp8(Fp8Config(".weight_scale", 0, 0), t), IsOk());
+    ExpectFp8Values(*Named(t, "m.weight"), *Named(t, "m.weight.scale"), {0.25f}, 3, 4);
+  }
+}
+
+TEST(PrequantizedFp8Test, RefusalsNameTheTensorAndValue) {
+  const PrequantConfig c = Fp8Config(".weight_scale", 1, 0);
+  auto with_scale = [](ir::Tensor w, std::vector<float> s, std::vector<int64_t> dims) {
+    std::vector<uint8_t> b(s.size() * 4);
+    std::memcpy(b.data(), s.data(), b.size());
+    const std::string prefix = w.name.substr(0, w.name.size() - 7);
+    return std::vector<ir::Tensor>{
+        w, MakeTensor(prefix + ".weight_scale", ir::DType::kF32, dims, b)};
+  };
+  using absl::StatusCode;
+  auto t = with_scale(Fp8Weight("m.weight", 2, 4, 4), {1.0f, 0.0f}, {2, 1});
+  EXPECT_THAT(ImportFp8(c, t),
+              StatusIs(StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("tensor 'm.weight_scale'"),
+                                        HasSubstr("scale 0.000000 at block (1, 0)"))));
+  const float inf = std::numeric_limits<float>::infinity();
+  t = with_scale(Fp8Weight("m.weight", 2, 4, 4), {1.0f, inf}, {2, 1});
+  EXPECT_THAT(ImportFp8(c, t), StatusIs(StatusCode::kInvalidArgument, HasSubstr("scale inf")));
+  t = with_scale(Fp8Weight("m.weight", 2, 4, 4), {1.0f, -2.0f}, {2, 1});
+  EXPECT_THAT(ImportFp8(c, t), StatusIs(StatusCode::kInvalidArgument, HasSubstr("scale -2.0")));
+  t = with_scale(Fp8Weight("m.weight", 2, 4, 4), {1.0f, 1.0f, 1.0f}, {3, 1});
+  EXPECT_THAT(ImportFp8(c, t),
+              StatusIs(StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("'m.weight_scale': shape [3,1], expected [2,1]"),
+                                        HasSubstr("blocks of 1 x 4"))));
+  ir::Tensor nan = Fp8Weight("m.weight", 2, 4, 4);
+  std::vector<uint8_t> bytes(nan.data.data(), nan.data.data() + nan.data.size());
+  bytes[6] = 0xFF;
+  nan.data = ir::TensorData::Owned(bytes);
+  t = with_scale(nan, {1.0f, 1.0f}, {2, 1});
+  EXPECT_THAT(ImportFp8(c, t),
+              StatusIs(StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("tensor 'm.weight'"),
+                                        HasSubstr("NaN code 0xFF at [1, 2]"))));
+  t = {Fp8Weight("m.weight", 2, 4, 4)};
+  EXPECT_THAT(ImportFp8(c, t), StatusIs(StatusCode::kInvalidArgument,
+                                        HasSubstr("has no 'm.weight_scale' beside it")));
+  t = with_scale(Fp8Weight("m.weight", 2, 4, 4), {1.0f, 1.0f}, {2, 1});
+  t.push_back(MakeTensor("k.weight_scale", ir::DType::kF32, {1}, std::vector<uint8_t>(4)));
+  EXPECT_THAT(ImportFp8(c, t),
+              StatusIs(StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("'k.weight_scale' is not read"),
+                                        HasSubstr("no F8_E4M3 'k.weight'"))));
+  t = {MakeTensor("m.weight", ir::DType::kF32, {1}, std::vector<uint8_t>(4))};
+  EXPECT_THAT(ImportFp8(c, t), StatusIs(StatusCode::kInvalidArgument,
+                                        HasSubstr("no tensor has dtype F8_E4M3")));
+  ir::Tensor bias = Fp8Weight("m.weight", 2, 4, 4);
+  bias.name = "m.bias";
+  t = {bias};
+  EXPECT_THAT(ImportFp8(c, t), StatusIs(StatusCode::kInvalidArgument,
+                                        HasSubstr("not a '<module>.weight'")));
+  ir::Tensor rank3 = Fp8Weight("m.weight", 2, 4, 4);
+  rank3.dims = {2, 2, 2};
+  t = with_scale(rank3, {1.0f, 1.0f}, {2, 1});
+  EXPECT_THAT(ImportFp8(c, t), StatusIs(StatusCode::kInvalidArgument,
+                                        HasSubstr("F8_E4M3 weight of shape [2,2,2]")));
+}
+
+TEST(PrequantConfigTest, Fp8Configs) {
+  const std::string ct = R"({"quant_method": "compressed-tensors", "format": "float-quantized",
+      "config_groups": {"group_0": {"targets": ["Linear"],
+          "input_activations": {"num_bits": 8, "type": "float", "strategy": "token",
+                                "dynamic": true, "symmetric": true},
+          "weights": {"num_bits": 8, "type": "float", "symmetric": true, "strategy": "channel",
+                      "dynamic": false}}},
+      "ignore": ["lm_head"]})";
+  auto c = Parse(ct);
+  ASSERT_THAT(c.status(), IsOk());
+  EXPECT_EQ(c->method, PrequantMethod::kFp8);
+  EXPECT_EQ(c->fp8_scale_suffix, ".weight_scale");
+  EXPECT_EQ(c->fp8_block_rows, 1);
+  EXPECT_EQ(c->fp8_block_cols, 0);
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string t = ct;
+    t.replace(t.find(from), from.size(), to);
+    return Parse(t);
+  };
+  auto block = with(R"("strategy": "channel")",
+                    R"("strategy": "block", "block_structure": [128, 64])");
+  ASSERT_THAT(block.status(), IsOk());
+  EXPECT_EQ(block->fp8_block_rows, 128);
+  EXPECT_EQ(block->fp8_block_cols, 64);
+  auto tensor = with(R"("strategy": "channel")", R"("strategy": "tensor")");
+  ASSERT_THAT(tensor.status(), IsOk());
+  EXPECT_EQ(tensor->fp8_block_rows, 0);
+  using absl::StatusCode;
+  EXPECT_THAT(with(R"("dynamic": true)", R"("dynamic": false)").status(),
+              StatusIs(StatusCode::kUnimplemented,
+                       HasSubstr("config_groups.group_0.input_activations")));
+  EXPECT_THAT(with(R"("strategy": "channel")", R"("strategy": "group")").status(),
+              StatusIs(StatusCode::kUnimplemented, HasSubstr("strategy \"group\"")));
+  EXPECT_THAT(with(R"("strategy": "channel")", R"("strategy": "block", "block_structure": [0, 8])")
+                  .status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("block_structure must be two")));
+  EXPECT_THAT(with(R"("num_bits": 8, "type": "float", "symmetric": true, "strategy": "channel")",
+                   R"("num_bits": 4, "type": "float", "symmetric": true, "strategy": "channel")")
+                  .status(),
+              StatusIs(StatusCode::kUnimplemented, HasSubstr("num_bits 4")));
+
+  auto hf = Parse(R"({"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+                      "weight_block_size": [128, 128]})");
+  ASSERT_THAT(hf.status(), IsOk());
+  EXPECT_EQ(hf->method, PrequantMethod::kFp8);
+  EXPECT_EQ(hf->fp8_scale_suffix, ".weight_scale_inv");
+  EXPECT_EQ(hf->fp8_block_rows, 128);
+  EXPECT_EQ(hf->fp8_block_cols, 128);
+  EXPECT_THAT(Parse(R"({"quant_method": "fp8", "fmt": "e5m2", "weight_block_size": [128, 128]})")
+                  .status(),
+              StatusIs(StatusCode::kUnimplemented, HasSubstr("fmt \"e5m2\"")));
+  EXPECT_THAT(Parse(R"({"quant_method": "fp8", "activation_scheme": "static",
+                        "weight_block_size": [128, 128]})").status(),
+              StatusIs(StatusCode::kUnimplemented, HasSubstr("activation_scheme \"static\"")));
+  EXPECT_THAT(Parse(R"({"quant_method": "fp8"})").status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("weight_block_size is missing")));
 }
 
 }  // namespace

@@ -24,6 +24,8 @@ static_assert(SLIMPACK_LAYOUT_INT4_GROUPWISE == static_cast<int>(LayoutKind::kIn
 static_assert(SLIMPACK_LAYOUT_SPARSE_2_4 == static_cast<int>(LayoutKind::kSparse2of4));
 static_assert(SLIMPACK_LAYOUT_INT8_GROUPWISE == static_cast<int>(LayoutKind::kInt8GroupWise));
 static_assert(SLIMPACK_LAYOUT_GGML_BLOCKS == static_cast<int>(LayoutKind::kGgmlBlocks));
+static_assert(SLIMPACK_LAYOUT_FP8_E4M3_GROUPWISE ==
+              static_cast<int>(LayoutKind::kFp8E4M3GroupWise));
 
 using slimpack::loader::Artifact;
 using slimpack::loader::Status;

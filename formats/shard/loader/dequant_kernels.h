@@ -39,6 +39,13 @@ const DequantKernels& BestKernels();
 void DequantGgmlBlocks(uint32_t type, uint32_t block_size, uint32_t block_bytes,
                        const uint8_t* src, uint64_t blocks, float* out);
 
+// fp8_e4m3_groupwise (dequant_fp8.cc), one scalar loop for every
+// DequantImpl: the tensor as [outer, axis, inner] with `group_size`
+// consecutive indices along axis sharing a scale, scales laid out as
+// [outer, ceil(axis / group_size), inner]; out = Fp8E4M3ToFloat(q) * scale.
+void DequantFp8E4M3Groups(const uint8_t* q, const float* scale, uint64_t outer,
+                          uint64_t axis, uint64_t inner, uint64_t group_size, float* out);
+
 // Little-endian f16 at p, widened exactly.
 float HalfAt(const uint8_t* p);
 

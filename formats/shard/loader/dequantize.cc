@@ -253,15 +253,20 @@ Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
 
   const bool int8 = ref.layout == LayoutKind::kInt8PerChannel ||
                     ref.layout == LayoutKind::kInt8GroupWise;
-  if (!int8 && ref.layout != LayoutKind::kInt4GroupWise) {
+  const bool fp8 = ref.layout == LayoutKind::kFp8E4M3GroupWise;
+  if (!int8 && !fp8 && ref.layout != LayoutKind::kInt4GroupWise) {
     return InvalidArgumentError("layout " + std::string(shard::LayoutKindName(ref.layout)) +
                                 " is not a quantized layout");
   }
-  const bool dtype_ok = int8 ? (ref.dtype == DType::kI8 || ref.dtype == DType::kU8)
-                             : (ref.dtype == DType::kI4 || ref.dtype == DType::kU4);
+  const bool dtype_ok = fp8    ? ref.dtype == DType::kU8
+                        : int8 ? (ref.dtype == DType::kI8 || ref.dtype == DType::kU8)
+                               : (ref.dtype == DType::kI4 || ref.dtype == DType::kU4);
   if (!dtype_ok) {
     return InvalidArgumentError("layout does not match dtype " +
                                 std::string(shard::DTypeName(ref.dtype)));
+  }
+  if (fp8 && ref.zero_point != nullptr) {
+    return InvalidArgumentError("layout fp8_e4m3_groupwise has no zero point");
   }
   if (ref.axis < 0 || static_cast<size_t>(ref.axis) >= ref.shape.size()) {
     return InvalidArgumentError("axis " + std::to_string(ref.axis) +
@@ -292,6 +297,11 @@ Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
       widened[i] = HalfToFloat(static_cast<uint16_t>(h[2 * i] | (h[2 * i + 1] << 8)));
     }
     scale = widened.data();
+  }
+  if (fp8) {  // the same code for every DequantImpl (dequant_fp8.cc)
+    internal::DequantFp8E4M3Groups(static_cast<const uint8_t*>(ref.data), scale, b.outer,
+                                   b.axis, b.inner, ref.group_size, out);
+    return OkStatus();
   }
   return ref.layout == LayoutKind::kInt8PerChannel ? DequantInt8(ref, scale, b, k, out)
                                                    : DequantGroups(ref, scale, b, k, out);

@@ -2,7 +2,9 @@
 //   x = float32(q - zero_point) * float32(scale)   (one rounding, no FMA),
 // for int8 per-channel, int8 group-wise and int4 group-wise (low nibble first)
 // with f32 or f16 scales, ggml's blocks (layout ggml_blocks: each block
-// decoded with its own f16 scales, as ggml does), plus plain f32/f16/bf16
+// decoded with its own f16 scales, as ggml does), FP8 E4M3 group-wise
+// (x = f(q) * float32(scale), f the E4M3FN value of the byte; one scalar
+// table lookup for every DequantImpl), plus plain f32/f16/bf16
 // conversion. The vectorised kernels (AVX2 on x86-64 chosen at
 // run time, NEON on arm64) are bit-identical to the scalar reference.
 #ifndef SLIMPACK_FORMATS_SHARD_LOADER_DEQUANTIZE_H_
@@ -23,14 +25,14 @@ struct QuantizedTensorRef {
   shard::DType dtype = shard::DType::kF32;
   std::vector<uint64_t> shape;
   int32_t axis = 0;          // quantized layouts
-  uint64_t group_size = 0;   // kInt4GroupWise, kInt8GroupWise
+  uint64_t group_size = 0;   // kInt4GroupWise, kInt8GroupWise, kFp8E4M3GroupWise
   uint32_t block_type = 0;   // kGgmlBlocks: ggml's type number
   const void* data = nullptr;
   uint64_t data_bytes = 0;
   const void* scale = nullptr;      // scale_dtype elements, shape per spec.md
   uint64_t scale_count = 0;         // elements
   shard::DType scale_dtype = shard::DType::kF32;  // kF32 or kF16
-  const void* zero_point = nullptr;  // same dtype as data, or nullptr
+  const void* zero_point = nullptr;  // same dtype as data, or nullptr (always for fp8)
   uint64_t zero_point_bytes = 0;
 };
 
@@ -52,6 +54,8 @@ const char* DequantImplementation();
 // IEEE half / bfloat16 bits to float (exact).
 float HalfToFloat(uint16_t h);
 float BFloat16ToFloat(uint16_t b);
+// An OCP E4M3FN byte to float (exact; 0x7F and 0xFF are NaN, 0x80 is -0).
+float Fp8E4M3ToFloat(uint8_t q);
 
 }  // namespace slimpack::loader
 

@@ -162,29 +162,50 @@ Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
   const bool per_channel = kind == shard::kLayoutInt8PerChannel;
   const bool int4 = kind == shard::kLayoutInt4GroupWise;
   const bool int8_groups = kind == shard::kLayoutInt8GroupWise;
-  if (!per_channel && !int4 && !int8_groups) {
+  // fp8_e4m3_groupwise shares the group geometry and scale of the integer
+  // group-wise layouts; only its dtype, feature and zero point differ.
+  const bool fp8 = kind == shard::kLayoutFp8E4M3GroupWise;
+  if (!per_channel && !int4 && !int8_groups && !fp8) {
     return f.Error("kind", "unknown layout \"" + kind + "\" (supported: plain, " +
                                std::string(shard::kLayoutInt8PerChannel) + ", " +
                                std::string(shard::kLayoutInt4GroupWise) + ", " +
                                std::string(shard::kLayoutInt8GroupWise) + ", " +
                                std::string(shard::kLayoutSparse2of4) + ", " +
-                               std::string(shard::kLayoutGgmlBlocks) + ")",
+                               std::string(shard::kLayoutGgmlBlocks) + ", " +
+                               std::string(shard::kLayoutFp8E4M3GroupWise) + ")",
                    StatusCode::kUnimplemented);
   }
   if (int8_groups && !m.Requires(shard::kFeatureInt8GroupWise)) {
     return f.Error("kind", "layout int8_groupwise is used but required_features does not "
                            "list \"" + std::string(shard::kFeatureInt8GroupWise) + "\"");
   }
-  const bool int8 = !int4;
-  t->layout.kind = per_channel ? LayoutKind::kInt8PerChannel
-                   : int4      ? LayoutKind::kInt4GroupWise
-                               : LayoutKind::kInt8GroupWise;
-  const bool dtype_ok = int8 ? (t->dtype == DType::kI8 || t->dtype == DType::kU8)
-                             : (t->dtype == DType::kI4 || t->dtype == DType::kU4);
+  if (fp8 && !m.Requires(shard::kFeatureFp8E4M3)) {
+    return f.Error("kind", "layout fp8_e4m3_groupwise is used but required_features does "
+                           "not list \"" + std::string(shard::kFeatureFp8E4M3) + "\"");
+  }
+  const bool int8 = per_channel || int8_groups;
+  t->layout.kind = per_channel   ? LayoutKind::kInt8PerChannel
+                   : int4        ? LayoutKind::kInt4GroupWise
+                   : int8_groups ? LayoutKind::kInt8GroupWise
+                                 : LayoutKind::kFp8E4M3GroupWise;
+  const bool dtype_ok = fp8    ? t->dtype == DType::kU8
+                        : int8 ? (t->dtype == DType::kI8 || t->dtype == DType::kU8)
+                               : (t->dtype == DType::kI4 || t->dtype == DType::kU4);
   if (!dtype_ok) {
     return f.Error("kind", "layout " + kind + " needs dtype " +
-                               (int8 ? "i8 or u8" : "i4 or u4") + ", found " +
+                               (fp8 ? "u8" : int8 ? "i8 or u8" : "i4 or u4") + ", found " +
                                std::string(shard::DTypeName(t->dtype)));
+  }
+  // FP8 codes are signed values and the formula has no zero point, so a
+  // zero_point key is refused rather than ignored (ignoring it would misread
+  // a writer that meant one); no packing either (one byte per element).
+  if (fp8) {
+    for (const char* key : {"packing", "zero_point"}) {
+      if (f.Optional(key) != nullptr) {
+        return f.Error(key, "layout fp8_e4m3_groupwise has no " + std::string(key) +
+                                " (found " + DescribeValue(*f.Optional(key)) + ")");
+      }
+    }
   }
   uint64_t axis = 0;
   SLP_ASSIGN_OR_RETURN(axis, f.SafeUint("axis"));

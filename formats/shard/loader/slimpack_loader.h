@@ -41,7 +41,8 @@ enum {
   SLIMPACK_LAYOUT_INT4_GROUPWISE = 2,
   SLIMPACK_LAYOUT_SPARSE_2_4 = 3,
   SLIMPACK_LAYOUT_INT8_GROUPWISE = 4,
-  SLIMPACK_LAYOUT_GGML_BLOCKS = 5
+  SLIMPACK_LAYOUT_GGML_BLOCKS = 5,
+  SLIMPACK_LAYOUT_FP8_E4M3_GROUPWISE = 6
 };
 
 /* madvise hints for shard mappings. */
@@ -73,7 +74,7 @@ typedef struct slimpack_tensor_info {
   uint64_t offset;
   uint64_t nbytes;
   int32_t axis;             /* quantized layouts, else -1 */
-  uint64_t group_size;      /* int4/int8 group-wise; ggml blocks: weights a block; else 0 */
+  uint64_t group_size;      /* int4/int8/fp8 group-wise; ggml blocks: weights a block; else 0 */
   int64_t scale_index;      /* tensor index (an f32 or f16 tensor), or -1 */
   int64_t zero_point_index; /* tensor index, or -1 */
   int64_t layer;            /* -1 if absent */

@@ -126,6 +126,9 @@ class ModelBuilder {
                  : info.layout.kind == shard::LayoutKind::kInt8GroupWise
                      ? ir::QuantKind::kInt8GroupWise
                      : ir::QuantKind::kInt4GroupWise;
+        if (info.layout.kind == shard::LayoutKind::kFp8E4M3GroupWise) {
+          q.kind = ir::QuantKind::kFp8E4M3GroupWise;
+        }
         if (info.layout.kind == shard::LayoutKind::kGgmlBlocks) {
           q.kind = ir::QuantKind::kGgmlBlocks;
           q.block_type = static_cast<ir::GgmlType>(info.layout.block_type);

@@ -246,6 +246,7 @@ absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts) {
       used.insert(shard::kFeatureInt8GroupWise);
     }
     if (t->quant.kind == ir::QuantKind::kGgmlBlocks) used.insert(shard::kFeatureGgmlBlocks);
+    if (t->quant.kind == ir::QuantKind::kFp8E4M3GroupWise) used.insert(shard::kFeatureFp8E4M3);
     auto scale = t->quant.quantized() ? dtype_of.find(t->quant.scale) : dtype_of.end();
     if (scale != dtype_of.end() && scale->second == ir::DType::kF16) {
       used.insert(shard::kFeatureF16Scales);

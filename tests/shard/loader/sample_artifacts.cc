@@ -1,7 +1,10 @@
 // Builds the sample artifact spec described in the header.
 #include "tests/shard/loader/sample_artifacts.h"
 
+#include <string>
 #include <vector>
+
+#include "formats/shard/loader/dequantize.h"
 
 namespace slimpack::loader::testing {
 namespace {
@@ -100,6 +103,48 @@ TestArtifactSpec SampleSpec() {
   spec.carried_files = {{"tokenizer.json", "{\"version\": \"1.0\"}\n"}};
   spec.model = SampleModel();
   return spec;
+}
+
+uint8_t Fp8SampleCode(bool w, uint64_t i) {
+  // Odd multipliers are bijections mod 256.
+  return static_cast<uint8_t>(w ? 37 * i + 11 : 101 * i + 3);
+}
+
+uint16_t Fp8SampleScaleHalf(bool w, uint64_t k) {
+  const uint16_t h = static_cast<uint16_t>(0x3400 + 0x0111 * k);  // k < 24: normal
+  return static_cast<uint16_t>(w && k % 2 == 1 ? h | 0x8000 : h);
+}
+
+TestArtifact Fp8SampleArtifact(bool f16_scales) {
+  auto tensor = [&](bool w, std::vector<uint64_t> shape, int axis, int group_size,
+                    std::vector<uint64_t> scale_shape) {
+    const std::string name = w ? "w" : "v";
+    TestTensor t{name, "u8", shape, std::vector<uint8_t>(shape[0] * shape[1])};
+    for (uint64_t i = 0; i < t.data.size(); ++i) t.data[i] = Fp8SampleCode(w, i);
+    t.layout["kind"] = "fp8_e4m3_groupwise";
+    t.layout["axis"] = axis;
+    t.layout["group_size"] = group_size;
+    t.layout["scale"] = name + ".scale";
+    TestTensor s{name + ".scale", f16_scales ? "f16" : "f32", scale_shape, {}};
+    for (uint64_t k = 0; k < scale_shape[0] * scale_shape[1]; ++k) {
+      const uint16_t h = Fp8SampleScaleHalf(w, k);
+      if (f16_scales) {
+        s.data.push_back(static_cast<uint8_t>(h & 0xFF));
+        s.data.push_back(static_cast<uint8_t>(h >> 8));
+        continue;
+      }
+      const std::vector<uint8_t> f = F32Bytes({HalfToFloat(h)});
+      s.data.insert(s.data.end(), f.begin(), f.end());
+    }
+    return std::vector<TestTensor>{t, s};
+  };
+  TestArtifactSpec spec;
+  spec.tensors = tensor(false, {10, 7}, 0, 5, {2, 7});
+  for (TestTensor& t : tensor(true, {8, 40}, 1, 16, {8, 3})) spec.tensors.push_back(t);
+  TestArtifact a = TestArtifact::Build(spec);
+  if (f16_scales) a.manifest["required_features"].Push(J("f16_scales"));
+  a.manifest["required_features"].Push(J("fp8_e4m3"));
+  return a;
 }
 
 }  // namespace slimpack::loader::testing

@@ -18,6 +18,20 @@ TestArtifactSpec SampleSpec();
 // Index of each tensor in the manifest's storage order.
 enum SampleTensor { kA = 0, kB, kC, kCScale, kCZp, kD, kQ4, kQ4Scale, kQ4Zp };
 
+// Two fp8_e4m3_groupwise tensors in one shard, required_features
+// ["fp8_e4m3"] (plus "f16_scales" with f16_scales), in storage order:
+//   v u8[10,7] axis 0, group 5 (divides: scale v.scale [2,7]),
+//   v.scale, w u8[8,40] axis 1, group 16 (does not divide: scale w.scale
+//   [8,3]), w.scale.
+// Codes are Fp8SampleCode; scale k is the half Fp8SampleScaleHalf, stored
+// as f16 or as its exact f32 value, so both variants dequantize the same.
+TestArtifact Fp8SampleArtifact(bool f16_scales);
+enum Fp8SampleTensor { kFp8V = 0, kFp8VScale, kFp8W, kFp8WScale };
+// Code i of v or w: w's first 256 elements hold every byte once.
+uint8_t Fp8SampleCode(bool w, uint64_t i);
+// Scale k of v or w as half bits: normal, some negative.
+uint16_t Fp8SampleScaleHalf(bool w, uint64_t k);
+
 }  // namespace slimpack::loader::testing
 
 #endif  // SLIMPACK_TESTS_SHARD_LOADER_SAMPLE_ARTIFACTS_H_
