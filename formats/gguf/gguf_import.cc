@@ -121,7 +121,8 @@ absl::StatusOr<std::string> ConfigFromMetadata(const GgufFile& f, const std::str
   return c.dump(2);
 }
 
-// An f32 tensor in HF layout without data yet: dims reversed from ne.
+// A tensor in HF layout without data yet (dtype f32 until DecodeInto
+// sets it): dims reversed from ne.
 ir::Tensor Shell(const TensorInfo& t, const std::string& hf_name) {
   ir::Tensor out;
   out.name = hf_name;
@@ -150,11 +151,23 @@ absl::StatusOr<std::vector<uint8_t>> HfRowOrder(const GgufFile& f, const TensorI
   return hf_order;
 }
 
+// The IR dtype holding a float GGUF type's bytes as they are.
+std::optional<ir::DType> FloatDType(uint32_t type) {
+  switch (static_cast<TensorType>(type)) {
+    case TensorType::kF32: return ir::DType::kF32;
+    case TensorType::kF16: return ir::DType::kF16;
+    case TensorType::kBF16: return ir::DType::kBF16;
+    default: return std::nullopt;
+  }
+}
+
 // Fills `out` (a Shell) from `t`. A quantized tensor keeps its ggml blocks
 // (layout ggml_blocks: the bytes llama.cpp reads, viewing the mapping when
 // no rows move), so a GGUF converts into an artifact or back to GGUF with
-// its codes intact and dequantizes exactly where it is used; f32/f16/bf16
-// tensors are decoded to f32.
+// its codes intact and dequantizes exactly where it is used. f32/f16/bf16
+// tensors keep their dtype and bytes the same way: an F16 GGUF re-encoded
+// to Q4_K (llama-quantize's own job) reads its weights from the mapping
+// instead of holding an f32 copy twice the file's size.
 absl::Status DecodeInto(const GgufFile& f, const TensorInfo& t, int64_t rope_heads,
                         ir::Tensor& out) {
   out.provenance.file = f.label;
@@ -174,6 +187,18 @@ absl::Status DecodeInto(const GgufFile& f, const TensorInfo& t, int64_t rope_hea
     if (rope_heads > 0) {
       ASSIGN_OR_RETURN(std::vector<uint8_t> rows,
                        HfRowOrder(f, t, t.data, *ir::GgmlRowBytes(block_type, cols), rope_heads));
+      out.data = ir::TensorData::Owned(std::move(rows));
+    } else {
+      out.data = ir::TensorData::View(f.mapping, t.data, t.n_bytes);
+    }
+    return absl::OkStatus();
+  }
+  if (const std::optional<ir::DType> dtype = FloatDType(t.type)) {
+    out.dtype = *dtype;
+    if (rope_heads > 0) {
+      const uint64_t cols = static_cast<uint64_t>(t.ne.size() >= 2 ? t.ne[0] : 1);
+      ASSIGN_OR_RETURN(std::vector<uint8_t> rows,
+                       HfRowOrder(f, t, t.data, cols * ir::DTypeBits(*dtype) / 8, rope_heads));
       out.data = ir::TensorData::Owned(std::move(rows));
     } else {
       out.data = ir::TensorData::View(f.mapping, t.data, t.n_bytes);

@@ -397,6 +397,50 @@ TEST_F(GgufLlamaTest, AFloatGgufReEncodesToTheFileTheCheckpointGives) {
   }
 }
 
+// A float GGUF keeps its dtype and bytes: f16 / bf16 matrices view the
+// file's mapping (rotary q/k rows, which move, are copied in their own
+// dtype), hold the checkpoint's values rounded once, and export back to
+// the very same file.
+TEST_F(GgufLlamaTest, F16AndBf16GgufsKeepTheirBytesAndExportBackToTheSameFile) {
+  auto read = [](const std::string& path) {
+    std::ifstream file(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  };
+  for (const std::string preset : {"f16", "bf16"}) {
+    const ir::DType want = preset == "f16" ? ir::DType::kF16 : ir::DType::kBF16;
+    GgufExportOptions options;
+    options.preset = preset;
+    const std::string path = dir_ + "/" + preset + ".gguf";
+    ASSERT_THAT(ExportDecoderToGguf(model_, options, path), IsOk());
+    auto back = gguf::ImportGguf(path);
+    ASSERT_THAT(back, IsOk());
+    int matrices = 0, viewed = 0;
+    for (const ir::Tensor& t : back->graph.initializers()) {
+      if (t.dims.size() != 2) continue;
+      ++matrices;
+      EXPECT_EQ(t.dtype, want) << preset << " " << t.name;
+      const bool rope = t.name.find("q_proj") != std::string::npos ||
+                        t.name.find("k_proj") != std::string::npos;
+      EXPECT_EQ(t.data.is_view(), !rope) << preset << " " << t.name;
+      viewed += t.data.is_view();
+      const std::vector<float> src = Source(t.name);
+      ASSERT_EQ(t.data.size(), src.size() * 2) << t.name;
+      for (size_t i = 0; i < src.size(); ++i) {
+        uint16_t bits;
+        std::memcpy(&bits, t.data.data() + 2 * i, 2);
+        const uint16_t rounded = want == ir::DType::kF16 ? ir::F32ToF16(src[i])
+                                                         : ir::F32ToBf16(src[i]);
+        ASSERT_EQ(bits, rounded) << preset << " " << t.name << "[" << i << "]";
+      }
+    }
+    EXPECT_EQ(matrices, 4 * 7 + 2);  // 7 projections a layer, embedding, lm_head
+    EXPECT_EQ(viewed, matrices - 4 * 2);
+    const std::string again = dir_ + "/" + preset + "-again.gguf";
+    ASSERT_THAT(ExportDecoderToGguf(*back, options, again), IsOk());
+    EXPECT_TRUE(read(path) == read(again)) << preset;
+  }
+}
+
 TEST_F(GgufLlamaTest, AQuantizedOrTokenizerlessGgufIsNotReEncoded) {
   GgufExportOptions q8;
   q8.preset = "q8_0";
