@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -18,6 +19,7 @@
 #include "hf/input_perm.h"
 #include "ir/float_convert.h"
 #include "ir/quant.h"
+#include "support/input_pages.h"
 #include "support/status_macros.h"
 #include "support/threads.h"
 
@@ -48,6 +50,12 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
   const std::vector<Planned>& planned = plan.planned;
   gguf::GgufWriter writer;
   RETURN_IF_ERROR(AddNameAndTokenizer(model, a, sizes, arch, preset, writer));
+  // The writer fills one tensor at a time; each source's pages of a mapped
+  // input file are given back once it is encoded, so resident memory stays
+  // near one tensor's worth instead of the whole input's (a second read of
+  // the same pages faults them in again from the page cache).
+  const auto pages = std::make_shared<const support::InputPages>(
+      support::InputPages::Snapshot(model.input_files));
 
   const GgufImportance* importance = options.importance ? &*options.importance : nullptr;
   if (importance) {
@@ -120,13 +128,15 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     if (p.carried) {
       RETURN_IF_ERROR(writer.AddTensor(
           p.gguf_name, ne, choice.type,
-          [p, rows, type = choice.type](uint8_t* dst, uint64_t size) -> absl::Status {
-            return EncodeCarriedRows(
+          [p, rows, type = choice.type, pages](uint8_t* dst, uint64_t size) -> absl::Status {
+            RETURN_IF_ERROR(EncodeCarriedRows(
                 type, *p.source, p.scale, p.zero_point,
                 [&p, rows](int64_t r) {
                   return p.rope_heads > 0 ? gguf::RopePermutedSourceRow(r, rows, p.rope_heads) : r;
                 },
-                dst, size);
+                dst, size));
+            pages->Release(p.source->data.data(), p.source->data.size());
+            return absl::OkStatus();
           }));
       ++result.tensors;
       continue;
@@ -160,9 +170,10 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     RETURN_IF_ERROR(writer.AddTensor(
         p.gguf_name, ne, choice.type,
         [p, rows, cols, type = choice.type, columns, threads, requantize, &requantized,
-         &requantized_mu](uint8_t* dst, uint64_t size) -> absl::Status {
+         &requantized_mu, pages](uint8_t* dst, uint64_t size) -> absl::Status {
           std::vector<float> values;
           RETURN_IF_ERROR(ReadValuesF32(p, static_cast<uint64_t>(rows) * cols, threads, values));
+          pages->Release(p.source->data.data(), p.source->data.size());
           RETURN_IF_ERROR(EncodeRows(type, values, rows, cols, columns, threads, dst, size));
           if (requantize) {
             // Relative L2 of what ggml decodes against the artifact's values.
