@@ -14,6 +14,17 @@ absl::Status Field(const std::string& source, const std::string& key, const std:
   return absl::InvalidArgumentError(source + ": " + key + " " + what);
 }
 
+// A string field whose value (or absence) names a scheme not carried:
+// "<source>: <key> \"<value>\" is not supported<context> (supported: ...)".
+absl::Status Unsupported(const std::string& source, const std::string& key,
+                         const std::optional<std::string>& value, const std::string& context,
+                         const std::string& supported) {
+  return absl::UnimplementedError(source + ": " + key + " " +
+                                  (value ? "\"" + *value + "\"" : std::string("(missing)")) +
+                                  " is not supported" + context + " (supported: " + supported +
+                                  ")");
+}
+
 // An optional integer field (absent or null: `fallback`).
 absl::StatusOr<int64_t> IntField(const nlohmann::json& j, const std::string& source,
                                  const std::string& key, std::optional<int64_t> fallback,
@@ -153,9 +164,8 @@ absl::StatusOr<PrequantConfig> ParseFloatWeights(const nlohmann::json& w, const 
   const std::string& source = c.source;
   ASSIGN_OR_RETURN(std::optional<std::string> type, StringField(w, source, "type", wk));
   if (!type || *type != "float") {
-    return absl::UnimplementedError(
-        source + ": " + wk + "type " + (type ? "\"" + *type + "\"" : std::string("(missing)")) +
-        " is not supported with format \"float-quantized\" (supported: \"float\")");
+    return Unsupported(source, wk + "type", type, " with format \"float-quantized\"",
+                       "\"float\"");
   }
   ASSIGN_OR_RETURN(int64_t bits, IntField(w, source, "num_bits", std::nullopt, wk));
   if (bits != 8) {
@@ -180,10 +190,8 @@ absl::StatusOr<PrequantConfig> ParseFloatWeights(const nlohmann::json& w, const 
     if (b == w.end()) return Field(source, wk + "block_structure", "is missing");
     RETURN_IF_ERROR(ReadBlock(*b, source, wk + "block_structure", c));
   } else {
-    return absl::UnimplementedError(
-        source + ": " + wk + "strategy " +
-        (strategy ? "\"" + *strategy + "\"" : std::string("(missing)")) +
-        " is not supported for float weights (supported: \"channel\", \"tensor\", \"block\")");
+    return Unsupported(source, wk + "strategy", strategy, " for float weights",
+                       "\"channel\", \"tensor\", \"block\"");
   }
   return c;
 }
@@ -224,9 +232,7 @@ absl::StatusOr<PrequantConfig> ParseCompressedTensors(const nlohmann::json& j,
   c.source = source;
   ASSIGN_OR_RETURN(std::optional<std::string> fmt, StringField(j, source, "format"));
   if (!fmt || (*fmt != "pack-quantized" && *fmt != "float-quantized")) {
-    return absl::UnimplementedError(
-        source + ": format " + (fmt ? "\"" + *fmt + "\"" : std::string("(missing)")) +
-        " is not supported (supported: \"pack-quantized\", \"float-quantized\")");
+    return Unsupported(source, "format", fmt, "", "\"pack-quantized\", \"float-quantized\"");
   }
   const bool fp8 = *fmt == "float-quantized";
   if (fp8) {
@@ -290,8 +296,7 @@ absl::StatusOr<PrequantConfig> ParseCompressedTensors(const nlohmann::json& j,
   ASSIGN_OR_RETURN(std::optional<std::string> type, StringField(w, source, "type", wk));
   if (fp8) return ParseFloatWeights(w, wk, std::move(c));
   if (type && *type != "int") {
-    return absl::UnimplementedError(source + ": " + wk + "type \"" + *type +
-                                    "\" is not supported (supported: \"int\")");
+    return Unsupported(source, wk + "type", type, "", "\"int\"");
   }
   ASSIGN_OR_RETURN(int64_t bits, IntField(w, source, "num_bits", std::nullopt, wk));
   if (bits != 2 && bits != 4 && bits != 8) {
@@ -314,10 +319,7 @@ absl::StatusOr<PrequantConfig> ParseCompressedTensors(const nlohmann::json& j,
   } else if (strategy && *strategy == "channel") {
     c.group_size = -1;
   } else {
-    return absl::UnimplementedError(
-        source + ": " + wk + "strategy " +
-        (strategy ? "\"" + *strategy + "\"" : std::string("(missing)")) +
-        " is not supported (supported: \"group\", \"channel\")");
+    return Unsupported(source, wk + "strategy", strategy, "", "\"group\", \"channel\"");
   }
   return c;
 }

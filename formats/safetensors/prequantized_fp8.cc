@@ -5,6 +5,7 @@
 #include <cstring>
 #include <map>
 #include <set>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "formats/safetensors/prequantized.h"
@@ -21,18 +22,6 @@ using prequant_internal::Where;
 std::string Dims(const std::vector<int64_t>& d) { return ir::Shape::FromDims(d).ToString(); }
 
 int64_t CeilDiv(int64_t a, int64_t b) { return a / b + (a % b != 0); }
-
-// Element i of a plain f32 / f16 / bf16 tensor (exact widening).
-float FloatAt(const ir::Tensor& t, uint64_t i) {
-  const uint8_t* p = t.data.data();
-  if (t.dtype == ir::DType::kF32) {
-    float f;
-    std::memcpy(&f, p + 4 * i, 4);
-    return f;
-  }
-  const uint16_t h = static_cast<uint16_t>(p[2 * i] | (p[2 * i + 1] << 8));
-  return t.dtype == ir::DType::kF16 ? ir::F16ToF32(h) : ir::Bf16ToF32(h);
-}
 
 // The block [rows, cols] one scale covers in this weight, and the scale
 // shapes the checkpoint may use for it.
@@ -72,8 +61,13 @@ absl::StatusOr<std::vector<ir::Tensor>> ScaleOne(const PrequantConfig& c, const 
                                       " (supported: F32, F16, BF16)");
   }
   const int64_t gc = CeilDiv(in, b.cols);
-  for (int64_t k = 0; k < CeilDiv(out, b.rows) * gc; ++k) {
-    const float v = FloatAt(s, static_cast<uint64_t>(k));
+  // The scales widened once (exact for f16/bf16); the shape check above
+  // bounds their count.
+  std::vector<float> scales(static_cast<size_t>(CeilDiv(out, b.rows) * gc));
+  RETURN_IF_ERROR(ir::ConvertFloats(s.dtype, s.data.data(), ir::DType::kF32,
+                                    reinterpret_cast<uint8_t*>(scales.data()), scales.size()));
+  for (int64_t k = 0; k < static_cast<int64_t>(scales.size()); ++k) {
+    const float v = scales[static_cast<size_t>(k)];
     if (!(v > 0) || !std::isfinite(v)) {
       return absl::InvalidArgumentError(Where(s) + ": scale " + std::to_string(v) +
                                         " at block (" + std::to_string(k / gc) + ", " +
@@ -96,13 +90,12 @@ absl::StatusOr<std::vector<ir::Tensor>> ScaleOne(const PrequantConfig& c, const 
   std::vector<uint8_t> bytes(static_cast<size_t>(out * gc) * width);
   for (int64_t r = 0; r < out; ++r) {
     for (int64_t k = 0; k < gc; ++k) {
-      const uint64_t src = static_cast<uint64_t>((r / b.rows) * gc + k);
+      const size_t src = static_cast<size_t>((r / b.rows) * gc + k);
       uint8_t* dst = bytes.data() + static_cast<size_t>(r * gc + k) * width;
       if (f16) {
         std::memcpy(dst, s.data.data() + 2 * src, 2);
       } else {
-        const float v = FloatAt(s, src);
-        std::memcpy(dst, &v, 4);
+        std::memcpy(dst, &scales[src], 4);
       }
     }
   }

@@ -23,12 +23,15 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "tests/shard/reader/gemm_fixture.h"
 #include "tests/shard/writer/writer_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::shard_reader {
 namespace {
 
+using ::slimpack::shard_reader::testing::F32Tensor;
+using ::slimpack::shard_reader::testing::RawTensor;
 using ::slimpack::shard_writer::testing::Exists;
 using ::slimpack::shard_writer::testing::ReadFile;
 using ::slimpack::shard_writer::testing::RewriteManifest;
@@ -174,22 +177,6 @@ TEST(ArtifactReaderTest, TinyLlamaRoundTripsWithArchitectureAndCarriedFiles) {
 // A two-Gemm ONNX-origin model with an INT8 per-channel weight (zero
 // point) and an INT4 group-wise one (group 3 over 8 inputs: a short last
 // group), written by hand.
-ir::Tensor Bytes(std::string name, ir::DType dt, std::vector<int64_t> dims,
-                 std::vector<uint8_t> b) {
-  ir::Tensor t;
-  t.name = std::move(name);
-  t.dtype = dt;
-  t.dims = std::move(dims);
-  t.data = ir::TensorData::Owned(std::move(b));
-  return t;
-}
-
-ir::Tensor Floats(std::string name, std::vector<int64_t> dims, std::vector<float> v) {
-  std::vector<uint8_t> b(v.size() * 4);
-  std::memcpy(b.data(), v.data(), b.size());
-  return Bytes(std::move(name), ir::DType::kF32, std::move(dims), std::move(b));
-}
-
 ir::Model QuantizedModel(const std::string& dir) {
   std::mt19937 rng(7);
   auto byte = [&rng] { return static_cast<uint8_t>(rng() & 0xFF); };
@@ -204,25 +191,25 @@ ir::Model QuantizedModel(const std::string& dir) {
   std::vector<uint8_t> w8(32), w4(16);
   for (auto& b : w8) b = byte();
   for (auto& b : w4) b = byte();
-  ir::Tensor q8 = Bytes("w8", ir::DType::kI8, {4, 8}, w8);
+  ir::Tensor q8 = RawTensor("w8", ir::DType::kI8, {4, 8}, w8);
   q8.quant.kind = ir::QuantKind::kInt8PerChannel;
   q8.quant.axis = 0;
   q8.quant.scale = "w8.scale";
   q8.quant.zero_point = "w8.zero_point";
   q8.quant.algorithm = "rtn";
-  ir::Tensor q4 = Bytes("w4", ir::DType::kI4, {4, 8}, w4);
+  ir::Tensor q4 = RawTensor("w4", ir::DType::kI4, {4, 8}, w4);
   q4.quant.kind = ir::QuantKind::kInt4GroupWise;
   q4.quant.axis = 1;
   q4.quant.group_size = 3;
   q4.quant.scale = "w4.scale";
   q4.quant.algorithm = "gptq";
   (void)g.AddInitializer(q8);
-  (void)g.AddInitializer(Floats("w8.scale", {4}, {0.01f, 0.02f, 0.5f, 3.0f}));
-  (void)g.AddInitializer(Bytes("w8.zero_point", ir::DType::kI8, {4}, {0, 3, 0xFE, 0x80}));
+  (void)g.AddInitializer(F32Tensor("w8.scale", {4}, {0.01f, 0.02f, 0.5f, 3.0f}));
+  (void)g.AddInitializer(RawTensor("w8.zero_point", ir::DType::kI8, {4}, {0, 3, 0xFE, 0x80}));
   (void)g.AddInitializer(q4);
   std::vector<float> s4(12);
   for (size_t i = 0; i < s4.size(); ++i) s4[i] = 0.125f * static_cast<float>(i + 1) / 3.0f;
-  (void)g.AddInitializer(Floats("w4.scale", {4, 3}, s4));
+  (void)g.AddInitializer(F32Tensor("w4.scale", {4, 3}, s4));
   for (const char* w : {"w8", "w4"}) {
     ir::Node n;
     n.name = std::string("gemm_") + w;

@@ -20,12 +20,15 @@
 #include "ir/verifier.h"
 #include "nlohmann/json.hpp"
 #include "runtime/interpreter.h"
+#include "tests/shard/reader/gemm_fixture.h"
 #include "tests/shard/writer/writer_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::shard_reader {
 namespace {
 
+using ::slimpack::shard_reader::testing::F32Tensor;
+using ::slimpack::shard_reader::testing::RawTensor;
 using ::slimpack::shard_writer::testing::ReadFile;
 using ::slimpack::shard_writer::testing::TempDir;
 using ::slimpack::testing::IsOk;
@@ -37,16 +40,6 @@ uint32_t Bits(float f) {
   uint32_t u;
   std::memcpy(&u, &f, 4);
   return u;
-}
-
-ir::Tensor Raw(std::string name, ir::DType dt, std::vector<int64_t> dims,
-               std::vector<uint8_t> bytes) {
-  ir::Tensor t;
-  t.name = std::move(name);
-  t.dtype = dt;
-  t.dims = std::move(dims);
-  t.data = ir::TensorData::Owned(std::move(bytes));
-  return t;
 }
 
 // "w" [kRows, kCols]: every finite E4M3 code appears; f16 scales span
@@ -69,8 +62,8 @@ Fp8Weight MakeWeight() {
     const uint16_t h = ir::F32ToF16(v);
     std::memcpy(s.data() + 2 * i, &h, 2);
   }
-  Fp8Weight w{Raw("w", ir::DType::kU8, {kRows, kCols}, std::move(q)),
-              Raw("w.scale", ir::DType::kF16, {kRows, kGroups}, std::move(s))};
+  Fp8Weight w{RawTensor("w", ir::DType::kU8, {kRows, kCols}, std::move(q)),
+              RawTensor("w.scale", ir::DType::kF16, {kRows, kGroups}, std::move(s))};
   w.codes.quant.kind = ir::QuantKind::kFp8E4M3GroupWise;
   w.codes.quant.axis = 1;
   w.codes.quant.group_size = kGroup;
@@ -79,44 +72,18 @@ Fp8Weight MakeWeight() {
   return w;
 }
 
-ir::Tensor Floats(std::string name, std::vector<int64_t> dims, const std::vector<float>& v) {
-  std::vector<uint8_t> b(v.size() * 4);
-  std::memcpy(b.data(), v.data(), b.size());
-  return Raw(std::move(name), ir::DType::kF32, std::move(dims), std::move(b));
-}
-
-// y = x · wᵀ (Gemm transB) over `w` (and its scale, when quantized).
-ir::Model GemmModel(const std::string& dir, const std::vector<ir::Tensor>& weights) {
-  ir::Model m;
-  m.source_format = ir::SourceFormat::kOnnx;
-  m.source_path = dir + "/model.onnx";
-  m.ir_version = 8;
-  m.opset_imports[""] = 17;
-  ir::Graph& g = m.graph;
-  g.name = "fp8";
-  g.inputs.push_back({"x", ir::DType::kF32, ir::Shape::FromDims({kBatch, kCols})});
-  for (const ir::Tensor& t : weights) (void)g.AddInitializer(t);
-  ir::Node n;
-  n.name = "gemm";
-  n.op_type = "Gemm";
-  n.inputs = {"x", "w"};
-  n.outputs = {"y"};
-  n.attributes["transB"] = ir::Attribute::Int(1);
-  g.nodes.push_back(n);
-  g.outputs.push_back({"y", ir::DType::kF32, ir::Shape::FromDims({kBatch, kRows})});
-  return m;
-}
-
-std::vector<float> RunGemm(const ir::Model& m) {
-  auto interp = runtime::Interpreter::Create(m, {});
-  EXPECT_THAT(interp, IsOk());
-  if (!interp.ok()) return {};
+// x [kBatch, kCols]
+std::vector<float> Input() {
   std::vector<float> x(kBatch * kCols);
   for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
-  auto out = interp->Run({{"x", runtime::RtTensor::FromVector<float>({kBatch, kCols}, x)}});
-  EXPECT_THAT(out, IsOk());
-  return out.ok() ? (*out)[0].ToVector<float>() : std::vector<float>{};
+  return x;
 }
+
+ir::Model GemmModel(const std::string& dir, const std::vector<ir::Tensor>& weights) {
+  return testing::GemmModel(dir, kBatch, kRows, kCols, weights);
+}
+
+std::vector<float> RunGemm(const ir::Model& m) { return testing::RunGemm(m, kBatch, kCols, Input()); }
 
 TEST(Fp8ArtifactTest, WrittenReadRunAndDecodedBitForBit) {
   TempDir dir;
@@ -166,7 +133,7 @@ TEST(Fp8ArtifactTest, WrittenReadRunAndDecodedBitForBit) {
   }
 
   // The interpreter runs the weight as exactly those values.
-  const std::vector<float> y = RunGemm(GemmModel(dir.path(), {Floats("w", {kRows, kCols}, want)}));
+  const std::vector<float> y = RunGemm(GemmModel(dir.path(), {F32Tensor("w", {kRows, kCols}, want)}));
   ASSERT_EQ(y.size(), static_cast<size_t>(kBatch * kRows));
   EXPECT_EQ(RunGemm(src), y);
   EXPECT_EQ(RunGemm(*back), y);

@@ -29,6 +29,7 @@
 #include "ir/verifier.h"
 #include "nlohmann/json.hpp"
 #include "runtime/interpreter.h"
+#include "tests/shard/reader/gemm_fixture.h"
 #include "tests/shard/writer/writer_test_util.h"
 #include "tests/testing/status_matchers.h"
 
@@ -51,17 +52,6 @@ std::vector<float> Normal(size_t n, uint32_t seed) {
   for (float& x : v) x = dist(rng);
   v[3] = 0.4f;  // an outlier, as real weights have
   return v;
-}
-
-ir::Tensor Floats(std::string name, std::vector<int64_t> dims, const std::vector<float>& v) {
-  ir::Tensor t;
-  t.name = std::move(name);
-  t.dtype = ir::DType::kF32;
-  t.dims = std::move(dims);
-  std::vector<uint8_t> b(v.size() * 4);
-  std::memcpy(b.data(), v.data(), b.size());
-  t.data = ir::TensorData::Owned(std::move(b));
-  return t;
 }
 
 // "w" [kRows, kCols] encoded row by row in `type` (with an importance
@@ -90,36 +80,12 @@ ir::Tensor BlockWeight(ir::GgmlType type) {
   return t;
 }
 
-// y = x · wᵀ (Gemm transB) over the block weight.
 ir::Model BlockModel(const std::string& dir, const ir::Tensor& w) {
-  ir::Model m;
-  m.source_format = ir::SourceFormat::kOnnx;
-  m.source_path = dir + "/model.onnx";
-  m.ir_version = 8;
-  m.opset_imports[""] = 17;
-  ir::Graph& g = m.graph;
-  g.name = "ggml";
-  g.inputs.push_back({"x", ir::DType::kF32, ir::Shape::FromDims({kBatch, kCols})});
-  (void)g.AddInitializer(w);
-  ir::Node n;
-  n.name = "gemm";
-  n.op_type = "Gemm";
-  n.inputs = {"x", "w"};
-  n.outputs = {"y"};
-  n.attributes["transB"] = ir::Attribute::Int(1);
-  g.nodes.push_back(n);
-  g.outputs.push_back({"y", ir::DType::kF32, ir::Shape::FromDims({kBatch, kRows})});
-  return m;
+  return testing::GemmModel(dir, kBatch, kRows, kCols, {w});
 }
 
 std::vector<float> RunGemm(const ir::Model& m) {
-  auto interp = runtime::Interpreter::Create(m, {});
-  EXPECT_THAT(interp, IsOk());
-  if (!interp.ok()) return {};
-  const std::vector<float> x = Normal(kBatch * kCols, 5);
-  auto out = interp->Run({{"x", runtime::RtTensor::FromVector<float>({kBatch, kCols}, x)}});
-  EXPECT_THAT(out, IsOk());
-  return out.ok() ? (*out)[0].ToVector<float>() : std::vector<float>{};
+  return testing::RunGemm(m, kBatch, kCols, Normal(kBatch * kCols, 5));
 }
 
 std::vector<float> Decoded(const ir::Tensor& w) {
@@ -179,7 +145,7 @@ TEST_P(GgmlBlocksArtifactTest, WrittenReadRunAndDecodedBitForBit) {
 
   // The interpreter runs the weight as its decoded values.
   ir::Model plain = src;
-  plain.graph = BlockModel(dir.path(), Floats("w", {kRows, kCols}, want)).graph;
+  plain.graph = BlockModel(dir.path(), testing::F32Tensor("w", {kRows, kCols}, want)).graph;
   const std::vector<float> y = RunGemm(plain);
   ASSERT_EQ(y.size(), static_cast<size_t>(kBatch * kRows));
   EXPECT_EQ(RunGemm(src), y);
