@@ -13,7 +13,8 @@
 #  - the tiny-llama pruned per layer by `slimpack convert --prune-rules`
 #    and exported from that artifact;
 #  - GPTQ on ggml's grids (--algo gptq): the tiny-llama in q4_0/q4_k_m and
-#    the random llama in every K type.
+#    the random llama in every K type;
+#  - pre-quantized checkpoints (GPTQ act-order, FP8 E4M3) carried across.
 # llama.cpp runs with an f32 KV cache and one thread. It still differs from
 # us where ggml multiplies quantized weights by activations rounded to q8
 # (or f16 for f16 weights), so the bounds are per type, measured and set
@@ -155,17 +156,21 @@ for scheme in "int4 --group 32" "int4 --group 32 --asym" "int8" "int8 --group 32
     echo "FAIL: convert --quant $scheme"; cat "$work/log"; fail=1
   fi
 done
-# An act-order GPTQ checkpoint (tests/testdata/prequant, g_idx permuted; the
-# tiny-llama's tokenizer beside it): its weights go out with their columns
-# back in checkpoint order, dequantized into f16 and q8_0; llama.cpp is
-# compared with slimpack running the GPTQ checkpoint itself.
-cp -r "$SRC/tests/testdata/prequant/gptq-4bit-g32-actorder" "$work/actorder"
-cp "$tiny/tokenizer.json" "$work/actorder/"
-for preset in f16 q8_0; do
-  check "$work/actorder" actorder "$preset" 1e-2 0.99
-  "$SLIMPACK" run "$work/actorder" --inputs "$work/tokens.npz" -o "$work/actorder-ckpt.npz" --force >"$work/log" 2>&1 &&
-    "$PY" "$SRC/tests/export/compare_logits.py" "$work/actorder-ckpt.npz" "$work/theirs.f32" \
-      --label "actorder $preset: llama.cpp vs the GPTQ checkpoint in slimpack" --max-rel-rms 1e-2 \
+# Pre-quantized checkpoints (tests/testdata/prequant; the tiny-llama's
+# tokenizer beside each): an act-order GPTQ one, its columns back in
+# checkpoint order, dequantized into f16 and q8_0; FP8 E4M3 ones (per-channel
+# scales, and 128x128 blocks) into f16, as no ggml type holds E4M3. llama.cpp
+# is compared with slimpack running the checkpoint itself.
+for pair in gptq-4bit-g32-actorder:f16 gptq-4bit-g32-actorder:q8_0 \
+            compressed-tensors-fp8-channel:f16 fp8-block128:f16; do
+  ckpt=${pair%%:*} preset=${pair##*:}
+  rm -rf "$work/$ckpt"
+  cp -r "$SRC/tests/testdata/prequant/$ckpt" "$work/$ckpt"
+  cp "$tiny/tokenizer.json" "$work/$ckpt/"
+  check "$work/$ckpt" "$ckpt" "$preset" 1e-2 0.99
+  "$SLIMPACK" run "$work/$ckpt" --inputs "$work/tokens.npz" -o "$work/$ckpt-ckpt.npz" --force >"$work/log" 2>&1 &&
+    "$PY" "$SRC/tests/export/compare_logits.py" "$work/$ckpt-ckpt.npz" "$work/theirs.f32" \
+      --label "$ckpt $preset: llama.cpp vs the checkpoint in slimpack" --max-rel-rms 1e-2 \
       --min-top1 0.99 || { cat "$work/log"; fail=1; }
 done
 fi
