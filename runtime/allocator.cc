@@ -1,6 +1,7 @@
 #include "runtime/allocator.h"
 
 #include <cstring>
+#include <iterator>
 #include <string>
 
 namespace slimpack::runtime {
@@ -56,6 +57,16 @@ void TensorAllocator::Release(RtTensor t) {
   if (free_bytes_ + buffer->capacity() > kMaxFreeBytes) return;
   free_bytes_ += buffer->capacity();
   free_.emplace(buffer->capacity(), std::move(buffer));
+}
+
+void TensorAllocator::StartNextRun(uint64_t keep_bytes) {
+  bytes_allocated_ = 0;
+  bytes_reused_ = 0;
+  while (free_bytes_ > keep_bytes && !free_.empty()) {
+    auto largest = std::prev(free_.end());
+    free_bytes_ -= largest->first;
+    free_.erase(largest);
+  }
 }
 
 }  // namespace slimpack::runtime

@@ -30,6 +30,12 @@ class TensorAllocator {
   uint64_t bytes_allocated() const { return bytes_allocated_; }
   uint64_t bytes_reused() const { return bytes_reused_; }
 
+  // Between runs (the interpreter keeps an allocator's free buffers for its
+  // next Run, so the same activations do not fault in fresh pages every
+  // time): zeroes the counters and frees the largest idle buffers until at
+  // most `keep_bytes` stay.
+  void StartNextRun(uint64_t keep_bytes);
+
  private:
   uint64_t max_tensor_bytes_;
   // Free buffers by capacity; best fit is the smallest that is large enough.

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/gemm/gemv_avx2.h"
 #include "support/status_macros.h"
 
 namespace slimpack::runtime {
@@ -209,6 +210,12 @@ absl::Status Prepare(int64_t m, int64_t n, int64_t k, float beta, float* c,
   return absl::OkStatus();
 }
 
+// One row of A against B transposed goes to the packing-free GEMV (same
+// bits) where the CPU has it.
+bool UseGemv(bool trans_a, bool trans_b, int64_t m, int64_t k) {
+  return m == 1 && !trans_a && trans_b && k > 0 && gemm::GemvTransBAvx2Available();
+}
+
 }  // namespace
 
 int64_t GemmTileExtent(int64_t len, double work) {
@@ -238,6 +245,12 @@ absl::Status SgemmSingleCall(bool trans_a, bool trans_b, int64_t m, int64_t n,
                              int64_t k, float alpha, const float* a, int64_t lda,
                              const float* b, int64_t ldb, float beta, float* c,
                              int64_t ldc) {
+  if (UseGemv(trans_a, trans_b, m, k)) {
+    bool done = false;
+    RETURN_IF_ERROR(Prepare(m, n, k, beta, c, ldc, &done));
+    if (!done) gemm::GemvTransBAvx2(0, n, k, alpha, a, b, ldb, beta, c);
+    return absl::OkStatus();
+  }
   return SgemmWithKernel(gemm::BestMicroKernel(), trans_a, trans_b, m, n, k,
                          alpha, a, lda, b, ldb, beta, c, ldc);
 }
@@ -249,10 +262,18 @@ absl::Status Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
   bool done = false;
   RETURN_IF_ERROR(Prepare(m, n, k, beta, c, ldc, &done));
   if (done) return absl::OkStatus();
-  const gemm::MicroKernel& kern = gemm::BestMicroKernel();
-  const Operands o{trans_a, trans_b, a, lda, b, ldb};
   const double work = static_cast<double>(m) * static_cast<double>(n) *
                       static_cast<double>(k);
+  if (UseGemv(trans_a, trans_b, m, k)) {
+    const int64_t tile_n = GemmTileExtent(n, work);
+    ParallelFor(pool, CeilDiv(n, tile_n), [&](int64_t t) {
+      gemm::GemvTransBAvx2(t * tile_n, std::min(n, (t + 1) * tile_n), k, alpha, a, b, ldb,
+                           beta, c);
+    });
+    return absl::OkStatus();
+  }
+  const gemm::MicroKernel& kern = gemm::BestMicroKernel();
+  const Operands o{trans_a, trans_b, a, lda, b, ldb};
   // Cut only the longer output axis.
   const int64_t tile_m = m > n ? GemmTileExtent(m, work) : m;
   const int64_t tile_n = m > n ? n : GemmTileExtent(n, work);

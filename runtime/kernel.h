@@ -65,6 +65,10 @@ class KernelContext {
                                                  std::vector<int64_t> dims);
   // Gives scratch storage back for reuse by later allocations.
   void Recycle(RtTensor t) { allocator_->Release(std::move(t)); }
+  // The run's allocator, for kernels that run other kernels inside them
+  // (runtime/kernels/fused_kernels.cc), so their intermediates are pooled
+  // with the run's buffers.
+  TensorAllocator& allocator() const { return *allocator_; }
   ThreadPool* pool() const { return pool_; }
   absl::StatusOr<std::vector<RtTensor>> RunSubgraph(
       const ir::Graph& graph, const std::vector<RtTensor>& inputs) const;

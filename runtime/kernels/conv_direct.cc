@@ -82,6 +82,14 @@ int64_t BufferFloats(const Conv2DShape& s, const Layout& l) {
                       l.padded_positions);
 }
 
+// True when the input image already has the buffer's layout (stride 1, no
+// leading padding, every input row and column read: pointwise and "valid"
+// convolutions), so the kernel reads it where it is instead of a copy.
+bool InPlace(const Conv2DShape& s, const Layout& l) {
+  return s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 && s.pad_left == 0 &&
+         l.hq == s.height && l.wq == s.width;
+}
+
 // Copies channel c of image x into its stride-phase planes with padding.
 void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst) {
   for (int64_t p = 0; p < s.stride_h; ++p) {
@@ -103,6 +111,11 @@ void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* 
         std::fill(row, row + lo, 0.0f);
         if (sw == 1) {
           std::copy(src + lo, src + hi, row + lo);
+        } else if (sw == 2) {
+          // A constant stride vectorises (load two, keep the even lanes); the
+          // generic loop below stayed scalar and was a sixth of a
+          // MobileNet-style run, whose depthwise layers halve by stride 2.
+          for (int64_t t = lo; t < hi; ++t) row[t] = src[2 * t];
         } else {
           for (int64_t t = lo; t < hi; ++t) row[t] = src[t * sw];
         }
@@ -115,27 +128,41 @@ void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* 
 #if defined(__x86_64__)
 #define SLP_AVX512 __attribute__((target("avx512f")))
 
-// out[r][0..kNr) = (sum_k w[r * ldw + k] * b[off[k] + 0..kNr)) + bias[r],
-// for rows r < MR, terms in order k = 0..k_count-1.
+// out[r * ldo + 0..kNr) = (sum_k w[r * ldw + k] * b[r * ldb + off[k] + 0..kNr))
+// + bias[r], for rows r < MR, terms in order k = 0..k_count-1. ldb is 0
+// when every row reads the same input (one group), a channel's stride when
+// each row is a depthwise channel of its own.
 template <int MR>
 SLP_AVX512 void Tile(const float* w, int64_t ldw, int64_t k_count,
-                     const int32_t* off, const float* b, const float* bias,
-                     float* out) {
+                     const int32_t* off, const float* b, int64_t ldb, const float* bias,
+                     float* out, int64_t ldo) {
   __m512 a0[MR], a1[MR];
   #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     a0[r] = _mm512_setzero_ps();
     a1[r] = a0[r];
   }
-  for (int64_t k = 0; k < k_count; ++k) {
-    const float* bk = b + off[k];
-    const __m512 b0 = _mm512_loadu_ps(bk);
-    const __m512 b1 = _mm512_loadu_ps(bk + 16);
-    #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-      const __m512 wv = _mm512_set1_ps(w[r * ldw + k]);
-      a0[r] = _mm512_fmadd_ps(wv, b0, a0[r]);
-      a1[r] = _mm512_fmadd_ps(wv, b1, a1[r]);
+  if (ldb == 0) {
+    for (int64_t k = 0; k < k_count; ++k) {
+      const float* bk = b + off[k];
+      const __m512 b0 = _mm512_loadu_ps(bk);
+      const __m512 b1 = _mm512_loadu_ps(bk + 16);
+      #pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        const __m512 wv = _mm512_set1_ps(w[r * ldw + k]);
+        a0[r] = _mm512_fmadd_ps(wv, b0, a0[r]);
+        a1[r] = _mm512_fmadd_ps(wv, b1, a1[r]);
+      }
+    }
+  } else {
+    for (int64_t k = 0; k < k_count; ++k) {
+      #pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        const float* bk = b + r * ldb + off[k];
+        const __m512 wv = _mm512_set1_ps(w[r * ldw + k]);
+        a0[r] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(bk), a0[r]);
+        a1[r] = _mm512_fmadd_ps(wv, _mm512_loadu_ps(bk + 16), a1[r]);
+      }
     }
   }
   // The bias is added last, as BLAS-based convolutions do: a large folded
@@ -147,13 +174,13 @@ SLP_AVX512 void Tile(const float* w, int64_t ldw, int64_t k_count,
       a0[r] = _mm512_add_ps(a0[r], bv);
       a1[r] = _mm512_add_ps(a1[r], bv);
     }
-    _mm512_storeu_ps(out + r * kNr, a0[r]);
-    _mm512_storeu_ps(out + r * kNr + 16, a1[r]);
+    _mm512_storeu_ps(out + r * ldo, a0[r]);
+    _mm512_storeu_ps(out + r * ldo + 16, a1[r]);
   }
 }
 
-using TileFn = void (*)(const float*, int64_t, int64_t, const int32_t*,
-                        const float*, const float*, float*);
+using TileFn = void (*)(const float*, int64_t, int64_t, const int32_t*, const float*,
+                        int64_t, const float*, float*, int64_t);
 constexpr TileFn kTiles[kMr + 1] = {nullptr,  Tile<1>, Tile<2>, Tile<3>, Tile<4>,
                                     Tile<5>, Tile<6>, Tile<7>, Tile<8>};
 
@@ -165,25 +192,39 @@ constexpr TileFn kTiles[kMr + 1] = {nullptr,  Tile<1>, Tile<2>, Tile<3>, Tile<4>
 // the same bits as Tile above and as im2col + GEMM (runtime/gemm.h).
 template <int MR>
 SLP_AVX2 void RowsAvx2(const float* w, int64_t ldw, int64_t k_count,
-                       const int32_t* off, const float* b, const float* bias,
-                       float* out) {
+                       const int32_t* off, const float* b, int64_t ldb, const float* bias,
+                       float* out, int64_t ldo) {
   __m256 acc[MR][4];
   #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
     #pragma GCC unroll 16
     for (int q = 0; q < 4; ++q) acc[r][q] = _mm256_setzero_ps();
   }
-  for (int64_t k = 0; k < k_count; ++k) {
-    const float* bk = b + off[k];
-    const __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);
-    const __m256 b2 = _mm256_loadu_ps(bk + 16), b3 = _mm256_loadu_ps(bk + 24);
-    #pragma GCC unroll 16
-    for (int r = 0; r < MR; ++r) {
-      const __m256 wv = _mm256_broadcast_ss(w + r * ldw + k);
-      acc[r][0] = _mm256_fmadd_ps(wv, b0, acc[r][0]);
-      acc[r][1] = _mm256_fmadd_ps(wv, b1, acc[r][1]);
-      acc[r][2] = _mm256_fmadd_ps(wv, b2, acc[r][2]);
-      acc[r][3] = _mm256_fmadd_ps(wv, b3, acc[r][3]);
+  if (ldb == 0) {  // both rows read the same four vectors
+    for (int64_t k = 0; k < k_count; ++k) {
+      const float* bk = b + off[k];
+      const __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);
+      const __m256 b2 = _mm256_loadu_ps(bk + 16), b3 = _mm256_loadu_ps(bk + 24);
+      #pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        const __m256 wv = _mm256_broadcast_ss(w + r * ldw + k);
+        acc[r][0] = _mm256_fmadd_ps(wv, b0, acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(wv, b1, acc[r][1]);
+        acc[r][2] = _mm256_fmadd_ps(wv, b2, acc[r][2]);
+        acc[r][3] = _mm256_fmadd_ps(wv, b3, acc[r][3]);
+      }
+    }
+  } else {  // each row a depthwise channel of its own
+    for (int64_t k = 0; k < k_count; ++k) {
+      #pragma GCC unroll 16
+      for (int r = 0; r < MR; ++r) {
+        const float* bk = b + r * ldb + off[k];
+        const __m256 wv = _mm256_broadcast_ss(w + r * ldw + k);
+        acc[r][0] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(bk), acc[r][0]);
+        acc[r][1] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(bk + 8), acc[r][1]);
+        acc[r][2] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(bk + 16), acc[r][2]);
+        acc[r][3] = _mm256_fmadd_ps(wv, _mm256_loadu_ps(bk + 24), acc[r][3]);
+      }
     }
   }
   #pragma GCC unroll 16
@@ -191,21 +232,21 @@ SLP_AVX2 void RowsAvx2(const float* w, int64_t ldw, int64_t k_count,
     #pragma GCC unroll 16
     for (int q = 0; q < 4; ++q) {
       if (bias != nullptr) acc[r][q] = _mm256_add_ps(acc[r][q], _mm256_set1_ps(bias[r]));
-      _mm256_storeu_ps(out + r * kNr + q * 8, acc[r][q]);
+      _mm256_storeu_ps(out + r * ldo + q * 8, acc[r][q]);
     }
   }
 }
 
 template <int ROWS>
 SLP_AVX2 void TileAvx2(const float* w, int64_t ldw, int64_t k_count,
-                       const int32_t* off, const float* b, const float* bias,
-                       float* out) {
+                       const int32_t* off, const float* b, int64_t ldb, const float* bias,
+                       float* out, int64_t ldo) {
   for (int r0 = 0; r0 < ROWS; r0 += 2) {
     const float* br = bias != nullptr ? bias + r0 : nullptr;
     if (ROWS - r0 >= 2) {
-      RowsAvx2<2>(w + r0 * ldw, ldw, k_count, off, b, br, out + r0 * kNr);
+      RowsAvx2<2>(w + r0 * ldw, ldw, k_count, off, b + r0 * ldb, ldb, br, out + r0 * ldo, ldo);
     } else {
-      RowsAvx2<1>(w + r0 * ldw, ldw, k_count, off, b, br, out + r0 * kNr);
+      RowsAvx2<1>(w + r0 * ldw, ldw, k_count, off, b + r0 * ldb, ldb, br, out + r0 * ldo, ldo);
     }
   }
 }
@@ -235,9 +276,11 @@ void StoreTile(const Conv2DShape& s, const Layout& l, const float* tile, int row
     const int64_t run = std::min(n1 - n, l.wq - ow);
     const int64_t valid = std::max<int64_t>(0, std::min(run, s.out_w - ow));
     for (int r = 0; r < rows; ++r) {
-      const float* src = tile + r * kNr + (n - n0);
-      float* dst = y_first_row + r * y_row_stride + oh * s.out_w + ow;
-      std::copy(src, src + valid, dst);
+      const float* __restrict src = tile + r * kNr + (n - n0);
+      float* __restrict dst = y_first_row + r * y_row_stride + oh * s.out_w + ow;
+      // At most kNr floats: an inline loop, not a memmove call per run
+      // (a 7-wide output row made the calls cost more than the copying).
+      for (int64_t i = 0; i < valid; ++i) dst[i] = src[i];
     }
     n += run;
     ow = 0;
@@ -281,6 +324,11 @@ bool DirectConv2DSupported(const Conv2DShape& s) {
 #if defined(__x86_64__)
   if (CpuTiles() == nullptr) return false;
   if (!LayoutArithmeticFits(s)) return false;
+  // The local copy of a tile's terms (DirectConv2D) is indexed in 32 bits too.
+  std::optional<int64_t> terms = CheckedMulInt64(s.channels / s.group, s.kernel_h);
+  if (terms) terms = CheckedMulInt64(*terms, s.kernel_w);
+  if (terms) terms = CheckedMulInt64(*terms, kNr);
+  if (!terms || *terms >= INT32_MAX) return false;
   const Layout l = MakeLayout(s);
   return BufferFloats(s, l) < INT32_MAX;
 #else
@@ -290,7 +338,8 @@ bool DirectConv2DSupported(const Conv2DShape& s) {
 }
 
 int64_t DirectConv2DScratchFloats(const Conv2DShape& s) {
-  return BufferFloats(s, MakeLayout(s));
+  const Layout l = MakeLayout(s);
+  return InPlace(s, l) ? 0 : BufferFloats(s, l);
 }
 
 void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
@@ -310,34 +359,80 @@ void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
       }
     }
   }
-  const int64_t total = BufferFloats(s, l);
-  const int64_t m_blocks = CeilDiv(mg, kMr);
+  const int64_t max_off = *std::max_element(off.begin(), off.end());
+  // A depthwise convolution (one input and one output channel per group)
+  // runs as one group whose tile rows are channels, each reading its own
+  // plane (ldb): eight independent chains per tile instead of one.
+  const bool depthwise = cg == 1 && mg == 1;
+  const int64_t groups = depthwise ? 1 : s.group;
+  const int64_t rows_per_group = depthwise ? s.out_channels : mg;
+  const int64_t ldb = depthwise ? l.channel_stride : 0;
+  const bool in_place = InPlace(s, l);
+  const int64_t total = in_place ? s.channels * in_plane : BufferFloats(s, l);
+  // Tiles of whole output rows go straight to y when the flattened
+  // positions are the output positions (no discarded columns).
+  const bool direct_store = l.wq == s.out_w;
+  const int64_t m_blocks = CeilDiv(rows_per_group, kMr);
   const int64_t m_tasks = CeilDiv(m_blocks, kTaskMBlocks);
   const int64_t n_blocks = l.padded_positions / kNr;
   const int64_t n_tasks = CeilDiv(n_blocks, kTaskNBlocks);
   for (int64_t n = 0; n < s.batch; ++n) {
     const float* xn = x + n * s.channels * in_plane;
     float* yn = y + n * s.out_channels * out_plane;
-    ParallelFor(pool, s.channels, [&](int64_t c) {
-      PackChannel(s, l, xn + c * in_plane, scratch + c * l.channel_stride);
-    });
-    std::fill(scratch + s.channels * l.channel_stride, scratch + total, 0.0f);
-    ParallelFor(pool, s.group * m_tasks * n_tasks, [&](int64_t t) {
+    const float* buffer = xn;
+    if (!in_place) {
+      ParallelFor(pool, s.channels, [&](int64_t c) {
+        PackChannel(s, l, xn + c * in_plane, scratch + c * l.channel_stride);
+      });
+      std::fill(scratch + s.channels * l.channel_stride, scratch + total, 0.0f);
+      buffer = scratch;
+    }
+    ParallelFor(pool, groups * m_tasks * n_tasks, [&](int64_t t) {
       const int64_t gi = t / (m_tasks * n_tasks);
       const int64_t mt = t / n_tasks % m_tasks, nt = t % n_tasks;
-      const float* b_group = scratch + gi * cg * l.channel_stride;
       alignas(64) float tile[kMr * kNr];
+      thread_local std::vector<float> local;
+      thread_local std::vector<int32_t> local_off;
       const int64_t mb_end = std::min(m_blocks, (mt + 1) * kTaskMBlocks);
       const int64_t nb_end = std::min(n_blocks, (nt + 1) * kTaskNBlocks);
       for (int64_t mb = mt * kTaskMBlocks; mb < mb_end; ++mb) {
-        const int64_t m0 = gi * mg + mb * kMr;
-        const int rows = static_cast<int>(std::min<int64_t>(kMr, mg - mb * kMr));
+        const int64_t m0 = gi * rows_per_group + mb * kMr;
+        const int rows = static_cast<int>(std::min<int64_t>(kMr, rows_per_group - mb * kMr));
         const float* wm = w + m0 * k_count;
         const float* bm = bias != nullptr ? bias + m0 : nullptr;
+        // Offset of row 0's input in the buffer.
+        const int64_t start = depthwise ? m0 * ldb : gi * cg * l.channel_stride;
         for (int64_t nb = nt * kTaskNBlocks; nb < nb_end; ++nb) {
           const int64_t n0 = nb * kNr;
-          tiles[rows](wm, k_count, k_count, off.data(), b_group + n0, bm, tile);
-          StoreTile(s, l, tile, rows, n0, yn + m0 * out_plane, out_plane);
+          const bool store = direct_store && n0 + kNr <= out_plane;
+          float* out = store ? yn + m0 * out_plane + n0 : tile;
+          const int64_t ldo = store ? out_plane : kNr;
+          if (start + (rows - 1) * ldb + n0 + max_off + kNr <= total) {
+            tiles[rows](wm, k_count, k_count, off.data(), buffer + start + n0, ldb, bm, out, ldo);
+          } else {
+            // Terms that would read past the buffer (an in-place image's
+            // last tiles) come from a copy, row r's term k at
+            // (r * k_count + k) * kNr: the same values in the same order,
+            // so the same bits.
+            const int copies = ldb == 0 ? 1 : rows;
+            if (static_cast<int64_t>(local.size()) < copies * k_count * kNr) {
+              local.resize(copies * k_count * kNr);
+            }
+            local_off.resize(k_count);
+            for (int64_t k = 0; k < k_count; ++k) local_off[k] = static_cast<int32_t>(k * kNr);
+            for (int r = 0; r < copies; ++r) {
+              for (int64_t k = 0; k < k_count; ++k) {
+                const int64_t from = start + r * ldb + n0 + off[k];
+                const int64_t valid = std::clamp<int64_t>(total - from, 0, kNr);
+                float* to = local.data() + (r * k_count + k) * kNr;
+                std::copy(buffer + from, buffer + from + valid, to);
+                std::fill(to + valid, to + kNr, 0.0f);
+              }
+            }
+            tiles[rows](wm, k_count, k_count, local_off.data(), local.data(),
+                        ldb == 0 ? 0 : k_count * kNr, bm, out, ldo);
+          }
+          if (!store) StoreTile(s, l, tile, rows, n0, yn + m0 * out_plane, out_plane);
         }
       }
     });

@@ -52,6 +52,17 @@ const std::vector<Case>& Cases() {
        "SAME_UPPER"},
       {"pad_larger_than_kernel", {1, 2, 4, 5}, 3, 1, {2, 2}, {1, 1}, {1, 1}, {3, 2, 1, 4},
        false},
+      // Read in place (stride 1, no padding): the last tiles of the image
+      // come from a copy; 1x1 tiles of whole output rows are stored
+      // straight into the output, the ragged last one is not.
+      {"pointwise_in_place_ragged", {2, 24, 7, 11}, 40, 1, {1, 1}, {1, 1}, {1, 1},
+       {0, 0, 0, 0}, true},
+      {"valid_3x3_in_place", {1, 5, 10, 13}, 9, 1, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false},
+      // Depthwise rows are channels (8 per tile, a partial last block).
+      {"depthwise_valid_in_place", {1, 20, 9, 37}, 20, 20, {3, 3}, {1, 1}, {1, 1},
+       {0, 0, 0, 0}, true},
+      {"depthwise_37_5x5_stride2", {2, 37, 15, 15}, 37, 37, {5, 5}, {2, 2}, {1, 1},
+       {2, 2, 2, 2}, true},
   };
   return cases;
 }

@@ -213,6 +213,44 @@ TEST(ElementwiseTest, UnaryFunctionsMatchStd) {
   ExpectValues<int64_t>(RunOne({"Abs", {{"x", I64({2}, {3, -4})}}}), {2}, {3, 4});
 }
 
+// HardSwish and HardSigmoid run a vector loop and a scalar tail: every
+// element, whichever of the two computes it, has the bits of the scalar
+// definition (std::min/std::max, which map NaN to 0 before the product),
+// including NaN, infinities, signed zeros and the clamp boundaries.
+TEST(ElementwiseTest, HardSwishAndHardSigmoidGiveTheScalarBitsEverywhere) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::vector<float> v = {nan, inf, -inf, 0.0f, -0.0f, -3.0f, 3.0f, -2.5f, 2.5f, 1e-30f,
+                          -1e30f, 1e30f, 2.9999998f, -2.9999998f};
+  for (float r : Random(29, 3)) v.push_back(r * 8.0f);  // 43 values: a ragged tail
+  const float alpha = 0.3f, beta = 0.45f;
+  auto bits = [](float f) {
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    return u;
+  };
+  for (size_t n : {v.size(), size_t{3}, size_t{1}}) {
+    const std::vector<float> x(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
+    auto swish = RunOne({"HardSwish", {{"x", F32({static_cast<int64_t>(n)}, x)}}});
+    auto sigmoid = OpTest{"HardSigmoid",
+                          {{"x", F32({static_cast<int64_t>(n)}, x)}},
+                          {{"alpha", ir::Attribute::Float(alpha)},
+                           {"beta", ir::Attribute::Float(beta)}}}
+                       .Run();
+    ASSERT_TRUE(sigmoid.ok()) << sigmoid.status();
+    const std::vector<float> ys = swish.ToVector<float>(), yg = (*sigmoid)[0].ToVector<float>();
+    ASSERT_EQ(ys.size(), n);
+    ASSERT_EQ(yg.size(), n);
+    for (size_t i = 0; i < n; ++i) {
+      const float a = x[i];
+      const float want_s = a * std::min(1.0f, std::max(0.0f, a / 6.0f + 0.5f));
+      const float want_g = std::min(1.0f, std::max(0.0f, alpha * a + beta));
+      EXPECT_EQ(bits(ys[i]), bits(want_s)) << "HardSwish(" << a << ") at " << i << " of " << n;
+      EXPECT_EQ(bits(yg[i]), bits(want_g)) << "HardSigmoid(" << a << ") at " << i << " of " << n;
+    }
+  }
+}
+
 // Erf is a branch-free rational approximation (vectorisable), not libm's
 // erff: it must stay within a few f32 ulp of std::erf over the whole line,
 // be odd, saturate at +-1 and keep NaN.

@@ -177,6 +177,40 @@ TEST(GemmTest, ThreadCountDoesNotChangeABit) {
   EXPECT_LT(GemmTileExtent(s.m, double(s.m) * s.n * s.k), s.m);  // really cut
 }
 
+// One row of A against a transposed B takes the packing-free GEMV where
+// the CPU has AVX2 + FMA (runtime/gemm/gemv_avx2.h): the same bits as the
+// definition for row counts around its 8-row blocks, depths around its
+// 8-column transposes, alpha/beta, specials, and any thread count.
+TEST(GemmTest, OneRowAgainstTransposedBGivesTheDefinedBits) {
+  const std::vector<Shape> shapes = {
+      {1, 1, 1, false, true, 1.0f, 0.0f},      {1, 7, 13, false, true, 1.0f, 0.0f},
+      {1, 8, 8, false, true, 0.5f, 0.0f},      {1, 9, 7, false, true, 1.0f, 1.0f},
+      {1, 1000, 576, false, true, 1.0f, 0.0f}, {1, 37, 300, false, true, -2.0f, 0.25f},
+  };
+  for (const Shape& s : shapes) {
+    for (bool specials : {false, true}) {
+      const Problem p = Make(s, 77 + static_cast<uint32_t>(s.n * 7 + s.k), specials);
+      const std::vector<float> want = Reference(p);
+      for (int threads : {1, 3}) {
+        ThreadPool pool(threads);
+        std::vector<float> c = p.c0;
+        ASSERT_TRUE(Sgemm(s.ta, s.tb, s.m, s.n, s.k, s.alpha, p.a.data(), p.lda, p.b.data(),
+                          p.ldb, s.beta, c.data(), p.ldc, &pool)
+                        .ok());
+        const std::string what = "n=" + std::to_string(s.n) + " k=" + std::to_string(s.k) +
+                                 (specials ? " specials" : "") + " threads " +
+                                 std::to_string(threads);
+        ExpectSameBits(c, want, what);
+        std::vector<float> single = p.c0;
+        ASSERT_TRUE(SgemmSingleCall(s.ta, s.tb, s.m, s.n, s.k, s.alpha, p.a.data(), p.lda,
+                                    p.b.data(), p.ldb, s.beta, single.data(), p.ldc)
+                        .ok());
+        ExpectSameBits(single, want, what + " (single call)");
+      }
+    }
+  }
+}
+
 TEST(GemmTest, ZeroDepthScalesCAndNegativeSizesAreRefused) {
   std::vector<float> c = {1.0f, 2.0f, 3.0f, 4.0f};
   ASSERT_TRUE(SgemmSingleCall(false, false, 2, 2, 0, 1.0f, nullptr, 1, nullptr, 2, 0.5f,
