@@ -11,6 +11,10 @@
 #include <string>
 #include <vector>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ir/dtype.h"
@@ -46,6 +50,38 @@ inline int64_t SaturateRound(float v, int64_t zp, DType t) {
   const double r = static_cast<double>(std::nearbyint(v)) + static_cast<double>(zp);
   return static_cast<int64_t>(
       std::clamp(r, static_cast<double>(QMin(t)), static_cast<double>(QMax(t))));
+}
+
+// SaturateRound(v[i], zp, t) for i < n into u8 / i8 bytes (t is kU8 or kI8,
+// zp within its range), four at a time on x86-64: there nearbyint is a
+// libm call per element (SSE2 has no roundps), which made requantising a
+// W8A8 CNN's outputs cost as much as its integer products. cvtps2dq rounds
+// half to even in the default rounding mode, as nearbyint does; inputs are
+// first clamped to +-2^30, where the result saturates either way, and NaN
+// lanes take the clamped zero point.
+inline void SaturateRoundBytes(const float* v, int64_t n, int32_t zp, DType t, uint8_t* out) {
+  const auto lo = static_cast<int32_t>(QMin(t)), hi = static_cast<int32_t>(QMax(t));
+  int64_t i = 0;
+#if defined(__SSE2__)
+  const __m128 big = _mm_set1_ps(1073741824.0f), nbig = _mm_set1_ps(-1073741824.0f);
+  const __m128i vz = _mm_set1_epi32(zp), vlo = _mm_set1_epi32(lo), vhi = _mm_set1_epi32(hi);
+  const __m128i vzc = _mm_set1_epi32(std::clamp(zp, lo, hi));
+  const auto select = [](__m128i mask, __m128i a, __m128i b) {  // mask ? a : b
+    return _mm_or_si128(_mm_and_si128(mask, a), _mm_andnot_si128(mask, b));
+  };
+  for (; i + 4 <= n; i += 4) {
+    const __m128 x = _mm_loadu_ps(v + i);
+    const __m128i nan = _mm_castps_si128(_mm_cmpunord_ps(x, x));
+    __m128i r = _mm_add_epi32(_mm_cvtps_epi32(_mm_min_ps(_mm_max_ps(x, nbig), big)), vz);
+    r = select(_mm_cmplt_epi32(r, vlo), vlo, r);
+    r = select(_mm_cmpgt_epi32(r, vhi), vhi, r);
+    r = select(nan, vzc, r);
+    alignas(16) int32_t q[4];
+    _mm_store_si128(reinterpret_cast<__m128i*>(q), r);
+    for (int k = 0; k < 4; ++k) out[i + k] = static_cast<uint8_t>(q[k]);
+  }
+#endif
+  for (; i < n; ++i) out[i] = static_cast<uint8_t>(SaturateRound(v[i], zp, t));
 }
 
 inline void Store(RtTensor& out, int64_t i, int64_t v) {

@@ -92,27 +92,33 @@ std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
   const int64_t cg = p.channels / p.group, mg = p.m / p.group;
   const int64_t kdim = cg * kprod;
   std::vector<int32_t> acc(p.batch * p.m * out_size);
-  std::vector<int64_t> oo(r), kk(r);
+  std::vector<int64_t> oo(r);
   // Input offset of (kernel position, output position), or -1 in padding.
+  // Output positions are walked as an odometer and each tap's coordinates
+  // unravelled once: unravelling every (tap, position) pair with divisions
+  // took longer than a 3-channel stem convolution's products.
   std::vector<int64_t> offset(kprod * out_size);
-  for (int64_t o = 0; o < out_size; ++o) {
-    int64_t rem = o;
+  std::vector<int64_t> tap(kprod * r);
+  for (int64_t k = 0; k < kprod; ++k) {
+    int64_t krem = k;
     for (size_t d = r; d-- > 0;) {
-      oo[d] = rem % p.g.out[d];
-      rem /= p.g.out[d];
+      tap[k * r + d] = (krem % p.g.kernel[d]) * p.g.dilations[d] - p.g.pads_begin[d];
+      krem /= p.g.kernel[d];
     }
+  }
+  std::fill(oo.begin(), oo.end(), 0);
+  for (int64_t o = 0; o < out_size; ++o) {
     for (int64_t k = 0; k < kprod; ++k) {
-      int64_t krem = k;
-      for (size_t d = r; d-- > 0;) {
-        kk[d] = krem % p.g.kernel[d];
-        krem /= p.g.kernel[d];
-      }
       int64_t pos = 0;
       for (size_t d = 0; d < r && pos >= 0; ++d) {
-        const int64_t q = oo[d] * p.g.strides[d] - p.g.pads_begin[d] + kk[d] * p.g.dilations[d];
+        const int64_t q = oo[d] * p.g.strides[d] + tap[k * r + d];
         pos = (q < 0 || q >= p.in[d]) ? -1 : pos * p.in[d] + q;
       }
       offset[k * out_size + o] = pos;
+    }
+    for (size_t d = r; d-- > 0;) {  // next output position
+      if (++oo[d] < p.g.out[d]) break;
+      oo[d] = 0;
     }
   }
   // Inputs and weights minus their zero points fit int16 ([-255, 255]);
@@ -133,6 +139,20 @@ std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
     }
   }
   const int64_t chunks = (out_size + kChunk - 1) / kChunk;
+  // Per (tap, chunk): true when the chunk's positions read consecutive
+  // inputs with no padding (every tap of a 1x1 stride-1 convolution, most
+  // of a stride-1 one), so im2col copies a run instead of looking up each
+  // offset (the lookups had cost more than the products).
+  std::vector<uint8_t> run(kprod * chunks);
+  for (int64_t k = 0; k < kprod; ++k) {
+    for (int64_t ch = 0; ch < chunks; ++ch) {
+      const int64_t* off = offset.data() + k * out_size + ch * kChunk;
+      const int64_t len = std::min(kChunk, out_size - ch * kChunk);
+      bool ok = off[0] >= 0;
+      for (int64_t o = 1; ok && o < len; ++o) ok = off[o] == off[0] + o;
+      run[k * chunks + ch] = ok;
+    }
+  }
   ParallelFor(pool, p.batch * p.group * chunks, [&](int64_t t) {
     const int64_t chunk = t % chunks, grp = (t / chunks) % p.group, n = t / (chunks * p.group);
     const int64_t o0 = chunk * kChunk, len = std::min(kChunk, out_size - o0);
@@ -144,6 +164,11 @@ std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
         const int64_t tap = c * kprod + k;
         const int64_t* off = offset.data() + k * out_size + o0;
         int16_t* dst = col.data() + (tap / 2) * padded * 2 + (tap % 2);
+        if (run[k * chunks + chunk]) {
+          const int32_t* src = xc + off[0];
+          for (int64_t o = 0; o < len; ++o) dst[2 * o] = static_cast<int16_t>(src[o] - xzp);
+          continue;
+        }
         for (int64_t o = 0; o < len; ++o) {
           dst[2 * o] = off[o] < 0 ? int16_t{0} : static_cast<int16_t>(xc[off[o]] - xzp);
         }
@@ -151,19 +176,42 @@ std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
     }
     std::vector<int32_t> sum(padded);
     for (int64_t mi = grp * mg; mi < (grp + 1) * mg; ++mi) {
-      std::fill(sum.begin(), sum.end(), 0);
       const int32_t* wrow = wpair.data() + mi * kpairs;
+#if defined(__SSE2__)
+      // Sixteen positions at a time in four registers over every tap pair,
+      // stored once (adding into `sum` in memory per tap pair made the
+      // loop load/store bound). Wrap-around adds: the mod-2^32 sum ONNX's
+      // int32 output holds, in any order.
+      const auto at = [&](int64_t kp, int64_t o) {
+        const int16_t* c = col.data() + kp * padded * 2 + 2 * o;
+        return _mm_loadu_si128(reinterpret_cast<const __m128i*>(c));
+      };
+      int64_t o = 0;
+      for (; o + 16 <= padded; o += 16) {
+        __m128i s0 = _mm_setzero_si128(), s1 = s0, s2 = s0, s3 = s0;
+        for (int64_t kp = 0; kp < kpairs; ++kp) {
+          const __m128i wv = _mm_set1_epi32(wrow[kp]);
+          s0 = _mm_add_epi32(s0, _mm_madd_epi16(at(kp, o), wv));
+          s1 = _mm_add_epi32(s1, _mm_madd_epi16(at(kp, o + 4), wv));
+          s2 = _mm_add_epi32(s2, _mm_madd_epi16(at(kp, o + 8), wv));
+          s3 = _mm_add_epi32(s3, _mm_madd_epi16(at(kp, o + 12), wv));
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(sum.data() + o), s0);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(sum.data() + o + 4), s1);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(sum.data() + o + 8), s2);
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(sum.data() + o + 12), s3);
+      }
+      for (; o < padded; o += 4) {
+        __m128i s0 = _mm_setzero_si128();
+        for (int64_t kp = 0; kp < kpairs; ++kp) {
+          s0 = _mm_add_epi32(s0, _mm_madd_epi16(at(kp, o), _mm_set1_epi32(wrow[kp])));
+        }
+        _mm_storeu_si128(reinterpret_cast<__m128i*>(sum.data() + o), s0);
+      }
+#else
+      std::fill(sum.begin(), sum.end(), 0);
       for (int64_t kp = 0; kp < kpairs; ++kp) {
         const int16_t* crow = col.data() + kp * padded * 2;
-#if defined(__SSE2__)
-        const __m128i wv = _mm_set1_epi32(wrow[kp]);
-        for (int64_t o = 0; o < padded; o += 4) {
-          const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(crow + 2 * o));
-          __m128i* s4 = reinterpret_cast<__m128i*>(sum.data() + o);
-          // Wrap-around adds, the mod-2^32 sum ONNX's int32 output holds.
-          _mm_storeu_si128(s4, _mm_add_epi32(_mm_loadu_si128(s4), _mm_madd_epi16(v, wv)));
-        }
-#else
         const auto w0 = static_cast<int32_t>(static_cast<int16_t>(wrow[kp] & 0xffff));
         const auto w1 = static_cast<int32_t>(static_cast<int16_t>(
             static_cast<uint32_t>(wrow[kp]) >> 16));
@@ -172,8 +220,8 @@ std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
           sum[o] = static_cast<int32_t>(static_cast<uint32_t>(sum[o]) +
                                         static_cast<uint32_t>(prod));
         }
-#endif
       }
+#endif
       std::copy_n(sum.data(), len, acc.data() + (n * p.m + mi) * out_size + o0);
     }
   });
@@ -245,10 +293,22 @@ absl::Status QLinearConv(KernelContext& ctx) {
       }
     }
   };
-  if (out_type == DType::kU8) {
-    requantize(y.mutable_data<uint8_t>());
-  } else if (out_type == DType::kI8) {
-    requantize(y.mutable_data<int8_t>());
+  if (out_type == DType::kU8 || out_type == DType::kI8) {
+    // Each plane shares its multiplier and bias: scale in floats
+    // (vectorised), then round and saturate four at a time.
+    std::vector<float> scaled(plane);
+    uint8_t* out = y.mutable_data<uint8_t>();
+    for (int64_t nm = 0; nm < p.batch * p.m; ++nm) {
+      const int64_t mi = nm % p.m;
+      const float mm = mult[mi];
+      const auto b = static_cast<uint32_t>(bias[mi]);
+      const int32_t* a = acc.data() + nm * plane;
+      for (int64_t i = 0; i < plane; ++i) {
+        scaled[i] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[i]) + b)) * mm;
+      }
+      quantize_internal::SaturateRoundBytes(scaled.data(), plane, qy.z(0), out_type,
+                                            out + nm * plane);
+    }
   } else {
     requantize(y.mutable_data<int32_t>());
   }

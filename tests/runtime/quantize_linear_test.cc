@@ -1,11 +1,14 @@
 // Hand-computed integer cases for the quantization kernels (ties rounded to
 // even, saturation, zero points, per-axis parameters, padding with the zero
 // point); ONNX's own node tests run in onnx_node_conformance_test.
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/kernels/quantize_util.h"
 #include "tests/runtime/op_test_util.h"
 #include "tests/testing/status_matchers.h"
 
@@ -23,6 +26,32 @@ RtTensor T_(std::vector<int64_t> dims, const std::vector<T>& v) {
   return RtTensor::FromVector<T>(std::move(dims), v);
 }
 RtTensor Scalar(float v) { return T_<float>({}, {v}); }
+
+// The four-at-a-time round-and-saturate (SSE2 on x86-64) gives
+// SaturateRound's value for every input: ties to even, both saturation
+// ends, values past int32, infinities, NaN (the zero point), -0, for u8 and
+// i8 and several zero points, whichever lane or tail an input falls in.
+TEST(SaturateRoundBytesTest, MatchesTheScalarRoundingEverywhere) {
+  using kernels::quantize_internal::SaturateRound;
+  using kernels::quantize_internal::SaturateRoundBytes;
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v = {0.5f, 1.5f, 2.5f, -0.5f, -1.5f, -2.5f, 127.5f, 128.5f, -128.5f,
+                          254.5f, 255.5f, -0.0f, 1e10f, -1e10f, 3e9f, -3e9f, 1073741824.0f,
+                          inf, -inf, std::numeric_limits<float>::quiet_NaN(), 0.49999997f,
+                          8388609.0f, -129.4f, 126.6f};
+  for (int i = 0; i < 41; ++i) v.push_back(std::ldexp(static_cast<float>(i * 37 % 23) - 11.3f, i % 5));
+  for (ir::DType t : {ir::DType::kU8, ir::DType::kI8}) {
+    for (int32_t zp : t == ir::DType::kU8 ? std::vector<int32_t>{0, 128, 255}
+                                          : std::vector<int32_t>{-128, -3, 0, 127}) {
+      std::vector<uint8_t> got(v.size());
+      SaturateRoundBytes(v.data(), static_cast<int64_t>(v.size()), zp, t, got.data());
+      for (size_t i = 0; i < v.size(); ++i) {
+        EXPECT_EQ(got[i], static_cast<uint8_t>(SaturateRound(v[i], zp, t)))
+            << v[i] << " zp " << zp << (t == ir::DType::kU8 ? " u8" : " i8");
+      }
+    }
+  }
+}
 
 TEST(QuantizeLinearTest, RoundsHalfToEvenAndSaturatesU8) {
   RtTensor y = RunOne(OpTest(
