@@ -21,21 +21,21 @@ using runtime::RtTensor;
 // The inner nodes use current-opset semantics (Clip bounds, Gemm's
 // optional C) regardless of the slimpack domain's version.
 constexpr int64_t kInnerOpset = 17;
-// Scratch tensors of the inner kernels; the interpreter has already
-// bounded the outer node's inputs, this only guards the intermediate.
-constexpr uint64_t kInnerMaxBytes = uint64_t{8} << 30;
 
 // Runs `fn` as `op_type` over `inputs` with `node`'s attributes minus
 // `drop`, and returns output 0.
 absl::StatusOr<RtTensor> RunInner(const KernelContext& outer,
-                                  runtime::TensorAllocator& allocator,
                                   const std::string& op_type, KernelFn fn,
                                   ir::Node node,
                                   std::vector<const RtTensor*> inputs) {
   node.domain.clear();
   node.op_type = op_type;
   node.outputs = {node.outputs.empty() ? std::string("y") : node.outputs[0]};
-  KernelContext ctx(node, kInnerOpset, std::move(inputs), &allocator,
+  // The run's allocator: its limit bounds the intermediates, and they
+  // reuse the run's idle buffers (a fresh allocator per fused node faulted
+  // in new pages for each, which made a fused MobileNet-style graph slower
+  // than the unfused one).
+  KernelContext ctx(node, kInnerOpset, std::move(inputs), &outer.allocator(),
                     outer.pool(), nullptr);
   RETURN_IF_ERROR(fn(ctx));
   if (!ctx.outputs()[0].defined()) {
@@ -89,13 +89,9 @@ absl::Status FusedWithActivation(KernelContext& ctx, const std::string& base_op,
   base.attributes.erase("activation_params");
   std::vector<const RtTensor*> inputs;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.input(i));
-  // The run's own allocator: a fresh one per node faulted in new pages for
-  // every intermediate, which made a fused MobileNet-style graph slower
-  // than the unfused one.
-  runtime::TensorAllocator& allocator = ctx.allocator();
-  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, allocator, base_op, base_fn,
+  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, base_op, base_fn,
                                         std::move(base), std::move(inputs)));
-  ASSIGN_OR_RETURN(RtTensor z, RunInner(ctx, allocator, act_node.op_type, act_fn,
+  ASSIGN_OR_RETURN(RtTensor z, RunInner(ctx, act_node.op_type, act_fn,
                                         act_node, {&y}));
   ctx.Recycle(std::move(y));
   ctx.SetOutput(0, std::move(z));
@@ -112,8 +108,7 @@ absl::Status FusedGemm(KernelContext& ctx) {
 
 absl::Status SlimpackGelu(KernelContext& ctx) {
   std::vector<const RtTensor*> inputs = {ctx.input(0)};
-  runtime::TensorAllocator allocator(kInnerMaxBytes);
-  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, allocator, "Gelu",
+  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, "Gelu",
                                         runtime::kernels::Gelu, ctx.node(),
                                         std::move(inputs)));
   ctx.SetOutput(0, std::move(y));
@@ -126,16 +121,15 @@ absl::Status LayerNormGelu(KernelContext& ctx) {
   norm.attributes.erase("approximate");
   std::vector<const RtTensor*> inputs;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.input(i));
-  runtime::TensorAllocator allocator(kInnerMaxBytes);
   ASSIGN_OR_RETURN(RtTensor y,
-                   RunInner(ctx, allocator, "LayerNormalization",
+                   RunInner(ctx, "LayerNormalization",
                             runtime::kernels::LayerNormalization,
                             std::move(norm), std::move(inputs)));
   ir::Node gelu;
   gelu.name = ctx.node().name;
   gelu.inputs = {"x"};
   gelu.attributes["approximate"] = ir::Attribute::String(approximate);
-  ASSIGN_OR_RETURN(RtTensor z, RunInner(ctx, allocator, "Gelu",
+  ASSIGN_OR_RETURN(RtTensor z, RunInner(ctx, "Gelu",
                                         runtime::kernels::Gelu, gelu, {&y}));
   ctx.SetOutput(0, std::move(z));
   return absl::OkStatus();
@@ -143,14 +137,13 @@ absl::Status LayerNormGelu(KernelContext& ctx) {
 
 // Runs a default-domain binary op over two tensors.
 absl::StatusOr<RtTensor> RunBinary(const KernelContext& outer,
-                                   runtime::TensorAllocator& allocator,
                                    const std::string& op_type, KernelFn fn,
                                    const RtTensor& a, const RtTensor& b) {
   ir::Node node;
   node.name = outer.node().name;
   node.inputs = {"a", "b"};
   node.outputs = {"y"};
-  return RunInner(outer, allocator, op_type, fn, std::move(node), {&a, &b});
+  return RunInner(outer, op_type, fn, std::move(node), {&a, &b});
 }
 
 // x / sqrt(mean(x*x over axes [axis, rank)) + epsilon) * scale, as the
@@ -170,24 +163,23 @@ absl::Status RmsNorm(KernelContext& ctx) {
   }
   std::vector<int64_t> axes;
   for (int64_t a = axis; a < rank; ++a) axes.push_back(a);
-  runtime::TensorAllocator allocator(kInnerMaxBytes);
   namespace k = runtime::kernels;
-  ASSIGN_OR_RETURN(RtTensor sq, RunBinary(ctx, allocator, "Mul", k::Mul, *x, *x));
+  ASSIGN_OR_RETURN(RtTensor sq, RunBinary(ctx, "Mul", k::Mul, *x, *x));
   ir::Node mean;
   mean.name = ctx.node().name;
   mean.inputs = {"x"};
   mean.attributes["axes"] = ir::Attribute::Ints(axes);
   mean.attributes["keepdims"] = ir::Attribute::Int(1);
-  ASSIGN_OR_RETURN(RtTensor var, RunInner(ctx, allocator, "ReduceMean", k::ReduceMean,
+  ASSIGN_OR_RETURN(RtTensor var, RunInner(ctx, "ReduceMean", k::ReduceMean,
                                           mean, {&sq}));
   RtTensor eps = RtTensor::FromVector<float>({}, {epsilon});
-  ASSIGN_OR_RETURN(RtTensor ve, RunBinary(ctx, allocator, "Add", k::Add, var, eps));
+  ASSIGN_OR_RETURN(RtTensor ve, RunBinary(ctx, "Add", k::Add, var, eps));
   ir::Node sqrt_node;
   sqrt_node.name = ctx.node().name;
   sqrt_node.inputs = {"x"};
-  ASSIGN_OR_RETURN(RtTensor s, RunInner(ctx, allocator, "Sqrt", k::Sqrt, sqrt_node, {&ve}));
-  ASSIGN_OR_RETURN(RtTensor n, RunBinary(ctx, allocator, "Div", k::Div, *x, s));
-  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, allocator, "Mul", k::Mul, n, *scale));
+  ASSIGN_OR_RETURN(RtTensor s, RunInner(ctx, "Sqrt", k::Sqrt, sqrt_node, {&ve}));
+  ASSIGN_OR_RETURN(RtTensor n, RunBinary(ctx, "Div", k::Div, *x, s));
+  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, "Mul", k::Mul, n, *scale));
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
 }
@@ -195,13 +187,12 @@ absl::Status RmsNorm(KernelContext& ctx) {
 // x * Sigmoid(x).
 absl::Status SiLU(KernelContext& ctx) {
   ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
-  runtime::TensorAllocator allocator(kInnerMaxBytes);
   ir::Node sig;
   sig.name = ctx.node().name;
   sig.inputs = {"x"};
-  ASSIGN_OR_RETURN(RtTensor s, RunInner(ctx, allocator, "Sigmoid",
+  ASSIGN_OR_RETURN(RtTensor s, RunInner(ctx, "Sigmoid",
                                         runtime::kernels::Sigmoid, sig, {x}));
-  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, allocator, "Mul",
+  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, "Mul",
                                          runtime::kernels::Mul, *x, s));
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
@@ -210,8 +201,7 @@ absl::Status SiLU(KernelContext& ctx) {
 // ONNX HardSwish (opset 14) for models whose opset predates it.
 absl::Status SlimpackHardSwish(KernelContext& ctx) {
   ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
-  runtime::TensorAllocator allocator(kInnerMaxBytes);
-  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, allocator, "HardSwish",
+  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, "HardSwish",
                                         runtime::kernels::HardSwish, ctx.node(), {x}));
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
@@ -229,24 +219,23 @@ absl::Status Attention(KernelContext& ctx) {
                                       "': Attention has both scale and scale_divisor");
   }
   namespace k = runtime::kernels;
-  runtime::TensorAllocator allocator(kInnerMaxBytes);
-  ASSIGN_OR_RETURN(RtTensor s, RunBinary(ctx, allocator, "MatMul", k::MatMul, *q, *kt));
+  ASSIGN_OR_RETURN(RtTensor s, RunBinary(ctx, "MatMul", k::MatMul, *q, *kt));
   if (ctx.HasAttr("scale") || ctx.HasAttr("scale_divisor")) {
     bool divide = ctx.HasAttr("scale_divisor");
     ASSIGN_OR_RETURN(float c, ctx.FloatAttr(divide ? "scale_divisor" : "scale", 1.0f));
     RtTensor constant = RtTensor::FromVector<float>({}, {c});
-    ASSIGN_OR_RETURN(s, divide ? RunBinary(ctx, allocator, "Div", k::Div, s, constant)
-                               : RunBinary(ctx, allocator, "Mul", k::Mul, s, constant));
+    ASSIGN_OR_RETURN(s, divide ? RunBinary(ctx, "Div", k::Div, s, constant)
+                               : RunBinary(ctx, "Mul", k::Mul, s, constant));
   }
   if (mask != nullptr && mask->defined()) {
-    ASSIGN_OR_RETURN(s, RunBinary(ctx, allocator, "Add", k::Add, s, *mask));
+    ASSIGN_OR_RETURN(s, RunBinary(ctx, "Add", k::Add, s, *mask));
   }
   ir::Node softmax;
   softmax.name = ctx.node().name;
   softmax.inputs = {"x"};
   softmax.attributes["axis"] = ir::Attribute::Int(-1);
-  ASSIGN_OR_RETURN(RtTensor p, RunInner(ctx, allocator, "Softmax", k::Softmax, softmax, {&s}));
-  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, allocator, "MatMul", k::MatMul, p, *v));
+  ASSIGN_OR_RETURN(RtTensor p, RunInner(ctx, "Softmax", k::Softmax, softmax, {&s}));
+  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, "MatMul", k::MatMul, p, *v));
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
 }
@@ -256,10 +245,9 @@ absl::Status MatMulAdd(KernelContext& ctx) {
   ASSIGN_OR_RETURN(const RtTensor* a, ctx.RequiredInput(0));
   ASSIGN_OR_RETURN(const RtTensor* w, ctx.RequiredInput(1));
   ASSIGN_OR_RETURN(const RtTensor* bias, ctx.RequiredInput(2));
-  runtime::TensorAllocator allocator(kInnerMaxBytes);
-  ASSIGN_OR_RETURN(RtTensor m, RunBinary(ctx, allocator, "MatMul",
+  ASSIGN_OR_RETURN(RtTensor m, RunBinary(ctx, "MatMul",
                                          runtime::kernels::MatMul, *a, *w));
-  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, allocator, "Add",
+  ASSIGN_OR_RETURN(RtTensor y, RunBinary(ctx, "Add",
                                          runtime::kernels::Add, m, *bias));
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
