@@ -236,33 +236,23 @@ absl::Status QuantizeLinear(KernelContext& ctx) {
   ASSIGN_OR_RETURN(AxisSplit split, SplitAt(ctx, *x, 1, 2));
   ASSIGN_OR_RETURN(QParams q, ReadQParams(ctx, 1, 2, split.len, "QuantizeLinear"));
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(out_type, x->dims()));
-  if (x->dtype() == DType::kF32) {
-    // Each run of `inner` values shares a scale: divide (vectorised), then
-    // round and saturate four at a time.
-    std::vector<float> scaled(split.inner);
-    const float* px = x->data<float>();
-    uint8_t* py = y.mutable_data<uint8_t>();
-    for (int64_t o = 0, i = 0; o < split.outer; ++o) {
-      for (int64_t a = 0; a < split.len; ++a, i += split.inner) {
-        const float s = q.s(a);
-        for (int64_t in = 0; in < split.inner; ++in) scaled[in] = px[i + in] / s;
-        quantize_internal::SaturateRoundBytes(scaled.data(), split.inner, q.z(a), out_type,
-                                              py + i);
-      }
-    }
-    ctx.SetOutput(0, std::move(y));
-    return absl::OkStatus();
-  }
+  // Each run of `inner` values shares a scale: divide (vectorised), then
+  // round and saturate four at a time.
+  std::vector<float> scaled(split.inner);
+  uint8_t* py = y.mutable_data<uint8_t>();
   for (int64_t o = 0, i = 0; o < split.outer; ++o) {
-    for (int64_t a = 0; a < split.len; ++a) {
+    for (int64_t a = 0; a < split.len; ++a, i += split.inner) {
       const float s = q.s(a);
-      const int32_t z = q.z(a);
-      for (int64_t in = 0; in < split.inner; ++in, ++i) {
-        const float v = x->dtype() == DType::kF32
-                            ? x->data<float>()[i]
-                            : static_cast<float>(x->data<int32_t>()[i]);
-        Store(y, i, SaturateRound(v / s, z, out_type));
+      if (x->dtype() == DType::kF32) {
+        const float* px = x->data<float>() + i;
+        for (int64_t in = 0; in < split.inner; ++in) scaled[in] = px[in] / s;
+      } else {
+        const int32_t* px = x->data<int32_t>() + i;
+        for (int64_t in = 0; in < split.inner; ++in) {
+          scaled[in] = static_cast<float>(px[in]) / s;
+        }
       }
+      quantize_internal::SaturateRoundBytes(scaled.data(), split.inner, q.z(a), out_type, py + i);
     }
   }
   ctx.SetOutput(0, std::move(y));
@@ -352,11 +342,18 @@ absl::Status QLinearMatMul(KernelContext& ctx) {
   const std::vector<int32_t> acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, qa, qb, ctx.pool());
   const DType out_type = yz->dtype();
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(out_type, p.out_dims));
-  const int64_t mn = p.m * p.n;
-  for (int64_t i = 0; i < static_cast<int64_t>(acc.size()); ++i) {
-    const int64_t row = (i % mn) / p.n, col = i % p.n;
-    const float mult = qa.s(row) * qb.s(col) / qy.s(row);
-    Store(y, i, SaturateRound(static_cast<float>(acc[i]) * mult, qy.z(row), out_type));
+  // Row by row: scale in floats, then round and saturate four at a time
+  // (y is u8 or i8: ExpectQuantInput above).
+  std::vector<float> scaled(p.n);
+  uint8_t* py = y.mutable_data<uint8_t>();
+  const int64_t rows = static_cast<int64_t>(acc.size()) / std::max<int64_t>(p.n, 1);
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t row = r % p.m;
+    for (int64_t col = 0; col < p.n; ++col) {
+      const float mult = qa.s(row) * qb.s(col) / qy.s(row);
+      scaled[col] = static_cast<float>(acc[r * p.n + col]) * mult;
+    }
+    quantize_internal::SaturateRoundBytes(scaled.data(), p.n, qy.z(row), out_type, py + r * p.n);
   }
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -28,7 +27,6 @@ using quantize_internal::ExpectZeroPointType;
 using quantize_internal::IntsOf;
 using quantize_internal::QParams;
 using quantize_internal::ReadQParams;
-using quantize_internal::SaturateRound;
 
 struct ConvPlan {
   int64_t batch = 0, channels = 0, m = 0, group = 1;
@@ -92,7 +90,6 @@ std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
   const int64_t cg = p.channels / p.group, mg = p.m / p.group;
   const int64_t kdim = cg * kprod;
   std::vector<int32_t> acc(p.batch * p.m * out_size);
-  std::vector<int64_t> oo(r);
   // Input offset of (kernel position, output position), or -1 in padding.
   // Output positions are walked as an odometer and each tap's coordinates
   // unravelled once: unravelling every (tap, position) pair with divisions
@@ -106,7 +103,7 @@ std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
       krem /= p.g.kernel[d];
     }
   }
-  std::fill(oo.begin(), oo.end(), 0);
+  std::vector<int64_t> oo(r, 0);  // the current output position
   for (int64_t o = 0; o < out_size; ++o) {
     for (int64_t k = 0; k < kprod; ++k) {
       int64_t pos = 0;
@@ -279,38 +276,21 @@ absl::Status QLinearConv(KernelContext& ctx) {
   // One multiplier per output channel, computed as before per element.
   std::vector<float> mult(p.m);
   for (int64_t mi = 0; mi < p.m; ++mi) mult[mi] = qx.s(0) * qw.s(mi) / qy.s(0);
-  const auto requantize = [&](auto* out) {
-    using T = std::remove_pointer_t<decltype(out)>;
-    for (int64_t nm = 0; nm < p.batch * p.m; ++nm) {
-      const int64_t mi = nm % p.m;
-      const float mm = mult[mi];
-      const auto b = static_cast<uint32_t>(bias[mi]);
-      const int32_t* a = acc.data() + nm * plane;
-      T* o = out + nm * plane;
-      for (int64_t i = 0; i < plane; ++i) {
-        const auto sum = static_cast<int32_t>(static_cast<uint32_t>(a[i]) + b);
-        o[i] = static_cast<T>(SaturateRound(static_cast<float>(sum) * mm, qy.z(0), out_type));
-      }
+  // Each plane shares its multiplier and bias: scale in floats
+  // (vectorised), then round and saturate four at a time (y is u8 or i8:
+  // ExpectQuantInput above).
+  std::vector<float> scaled(plane);
+  uint8_t* out = y.mutable_data<uint8_t>();
+  for (int64_t nm = 0; nm < p.batch * p.m; ++nm) {
+    const int64_t mi = nm % p.m;
+    const float mm = mult[mi];
+    const auto b = static_cast<uint32_t>(bias[mi]);
+    const int32_t* a = acc.data() + nm * plane;
+    for (int64_t i = 0; i < plane; ++i) {
+      scaled[i] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[i]) + b)) * mm;
     }
-  };
-  if (out_type == DType::kU8 || out_type == DType::kI8) {
-    // Each plane shares its multiplier and bias: scale in floats
-    // (vectorised), then round and saturate four at a time.
-    std::vector<float> scaled(plane);
-    uint8_t* out = y.mutable_data<uint8_t>();
-    for (int64_t nm = 0; nm < p.batch * p.m; ++nm) {
-      const int64_t mi = nm % p.m;
-      const float mm = mult[mi];
-      const auto b = static_cast<uint32_t>(bias[mi]);
-      const int32_t* a = acc.data() + nm * plane;
-      for (int64_t i = 0; i < plane; ++i) {
-        scaled[i] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[i]) + b)) * mm;
-      }
-      quantize_internal::SaturateRoundBytes(scaled.data(), plane, qy.z(0), out_type,
-                                            out + nm * plane);
-    }
-  } else {
-    requantize(y.mutable_data<int32_t>());
+    quantize_internal::SaturateRoundBytes(scaled.data(), plane, qy.z(0), out_type,
+                                          out + nm * plane);
   }
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
