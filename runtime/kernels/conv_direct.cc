@@ -360,6 +360,9 @@ void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
     }
   }
   const int64_t max_off = *std::max_element(off.begin(), off.end());
+  // Term k of a tile's local copy (below) sits at k * kNr.
+  std::vector<int32_t> local_off(k_count);
+  for (int64_t k = 0; k < k_count; ++k) local_off[k] = static_cast<int32_t>(k * kNr);
   // A depthwise convolution (one input and one output channel per group)
   // runs as one group whose tile rows are channels, each reading its own
   // plane (ldb): eight independent chains per tile instead of one.
@@ -392,7 +395,6 @@ void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
       const int64_t mt = t / n_tasks % m_tasks, nt = t % n_tasks;
       alignas(64) float tile[kMr * kNr];
       thread_local std::vector<float> local;
-      thread_local std::vector<int32_t> local_off;
       const int64_t mb_end = std::min(m_blocks, (mt + 1) * kTaskMBlocks);
       const int64_t nb_end = std::min(n_blocks, (nt + 1) * kTaskNBlocks);
       for (int64_t mb = mt * kTaskMBlocks; mb < mb_end; ++mb) {
@@ -418,8 +420,6 @@ void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
             if (static_cast<int64_t>(local.size()) < copies * k_count * kNr) {
               local.resize(copies * k_count * kNr);
             }
-            local_off.resize(k_count);
-            for (int64_t k = 0; k < k_count; ++k) local_off[k] = static_cast<int32_t>(k * kNr);
             for (int r = 0; r < copies; ++r) {
               for (int64_t k = 0; k < k_count; ++k) {
                 const int64_t from = start + r * ldb + n0 + off[k];
