@@ -180,11 +180,7 @@ TEST(ArtifactReaderTest, TinyLlamaRoundTripsWithArchitectureAndCarriedFiles) {
 ir::Model QuantizedModel(const std::string& dir) {
   std::mt19937 rng(7);
   auto byte = [&rng] { return static_cast<uint8_t>(rng() & 0xFF); };
-  ir::Model m;
-  m.source_format = ir::SourceFormat::kOnnx;
-  m.source_path = dir + "/model.onnx";
-  m.ir_version = 8;
-  m.opset_imports[""] = 17;
+  ir::Model m = shard_reader::testing::OnnxOriginModel(dir);
   ir::Graph& g = m.graph;
   g.name = "quantized";
   g.inputs.push_back({"x", ir::DType::kF32, ir::Shape::FromDims({2, 8})});

@@ -35,15 +35,22 @@ inline ir::Tensor F32Tensor(std::string name, std::vector<int64_t> dims,
   return RawTensor(std::move(name), ir::DType::kF32, std::move(dims), std::move(b));
 }
 
-// Input "x" [batch, cols], initializers `weights` (the first is "w"
-// [rows, cols]; a quantized one brings its scale), output "y" [batch, rows].
-inline ir::Model GemmModel(const std::string& dir, int64_t batch, int64_t rows, int64_t cols,
-                           const std::vector<ir::Tensor>& weights) {
+// An empty model as the ONNX importer would describe one read from
+// DIR/model.onnx (IR 8, opset 17).
+inline ir::Model OnnxOriginModel(const std::string& dir) {
   ir::Model m;
   m.source_format = ir::SourceFormat::kOnnx;
   m.source_path = dir + "/model.onnx";
   m.ir_version = 8;
   m.opset_imports[""] = 17;
+  return m;
+}
+
+// Input "x" [batch, cols], initializers `weights` (the first is "w"
+// [rows, cols]; a quantized one brings its scale), output "y" [batch, rows].
+inline ir::Model GemmModel(const std::string& dir, int64_t batch, int64_t rows, int64_t cols,
+                           const std::vector<ir::Tensor>& weights) {
+  ir::Model m = OnnxOriginModel(dir);
   ir::Graph& g = m.graph;
   g.name = "gemm";
   g.inputs.push_back({"x", ir::DType::kF32, ir::Shape::FromDims({batch, cols})});
