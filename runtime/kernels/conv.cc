@@ -10,6 +10,7 @@
 
 #include "runtime/gemm.h"
 #include "runtime/kernels/conv_direct.h"
+#include "runtime/kernels/conv_f32.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/window.h"
 #include "support/checked_math.h"
@@ -225,36 +226,20 @@ absl::Status AddBias(const RtTensor* b, int64_t batch, int64_t channels,
 
 }  // namespace
 
-absl::Status Conv(KernelContext& ctx) {
-  ASSIGN_OR_RETURN(ConvInputs ci, ReadConvInputs(ctx));
-  const auto& xd = ci.x->dims();
+absl::Status ConvF32(KernelContext& ctx, const ConvF32Args& a, float* py) {
+  const std::vector<int64_t>& xd = a.x_dims;
+  const WindowGeometry& g = a.g;
   const int64_t batch = xd[0], channels = xd[1];
-  const int64_t m = ci.w->dim(0);
+  const int64_t m = a.out_channels;
   const std::vector<int64_t> in(xd.begin() + 2, xd.end());
-  if (channels % ci.group != 0 || m % ci.group != 0 ||
-      ci.w->dim(1) * ci.group != channels) {
-    return absl::InvalidArgumentError(
-        "X " + ci.x->DebugString() + ", W " + ci.w->DebugString() +
-        " and group " + std::to_string(ci.group) +
-        " disagree: need C = W.dim(1) * group and M divisible by group");
-  }
-  ASSIGN_OR_RETURN(WindowGeometry g, ComputeWindow(ctx, in, ci.kernel, false));
-  std::vector<int64_t> out_dims = {batch, m};
-  out_dims.insert(out_dims.end(), g.out.begin(), g.out.end());
-  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, out_dims));
-
-  const int64_t cg = channels / ci.group, mg = m / ci.group;
+  const int64_t cg = channels / a.group, mg = m / a.group;
   const int64_t kprod = Product(g.kernel);
   const int64_t in_size = Product(in), out_size = Product(g.out);
-  RETURN_IF_ERROR(CheckBias(ci.b, m));
-  if (std::optional<Conv2DShape> s = DirectShape(xd, m, ci.group, g); s.has_value()) {
+  if (std::optional<Conv2DShape> s = DirectShape(xd, m, a.group, g); s.has_value()) {
     ASSIGN_OR_RETURN(RtTensor scratch, ctx.AllocateUninitialized(
                                            DType::kF32, {DirectConv2DScratchFloats(*s)}));
-    DirectConv2D(*s, ci.x->data<float>(), ci.w->data<float>(),
-                 ci.b != nullptr ? ci.b->data<float>() : nullptr, y.mutable_data<float>(),
-                 scratch.mutable_data<float>(), ctx.pool());
+    DirectConv2D(*s, a.x, a.w, a.bias, py, scratch.mutable_data<float>(), ctx.pool());
     ctx.Recycle(std::move(scratch));
-    ctx.SetOutput(0, std::move(y));
     return absl::OkStatus();
   }
   bool pointwise = kprod == 1;
@@ -287,10 +272,9 @@ absl::Status Conv(KernelContext& ctx) {
   std::mutex slots_mu;
   std::vector<int64_t> free_slots;
   std::vector<absl::Status> statuses(chunks);
-  const float* px = ci.x->data<float>();
-  const float* pw = ci.w->data<float>();
-  float* py = y.mutable_data<float>();
-  const float* pb = ci.b != nullptr ? ci.b->data<float>() : nullptr;
+  const float* px = a.x;
+  const float* pw = a.w;
+  const float* pb = a.bias;
   for (int64_t n = 0; n < batch; ++n) {
     // The bias is written first and the GEMM adds it to each finished
     // chain (beta 1: acc + bias, as the direct kernel does), which saves a
@@ -302,7 +286,7 @@ absl::Status Conv(KernelContext& ctx) {
       }
     }
     const float beta = pb != nullptr ? 1.0f : 0.0f;
-    for (int64_t gi = 0; gi < ci.group; ++gi) {
+    for (int64_t gi = 0; gi < a.group; ++gi) {
       const float* xg = px + (n * channels + gi * cg) * in_size;
       const float* wg = pw + gi * mg * kdim;
       float* yg = yn + gi * mg * out_size;
@@ -339,6 +323,30 @@ absl::Status Conv(KernelContext& ctx) {
     }
   }
   if (col.defined()) ctx.Recycle(std::move(col));
+  return absl::OkStatus();
+}
+
+absl::Status Conv(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(ConvInputs ci, ReadConvInputs(ctx));
+  const auto& xd = ci.x->dims();
+  const int64_t batch = xd[0], channels = xd[1];
+  const int64_t m = ci.w->dim(0);
+  const std::vector<int64_t> in(xd.begin() + 2, xd.end());
+  if (channels % ci.group != 0 || m % ci.group != 0 ||
+      ci.w->dim(1) * ci.group != channels) {
+    return absl::InvalidArgumentError(
+        "X " + ci.x->DebugString() + ", W " + ci.w->DebugString() +
+        " and group " + std::to_string(ci.group) +
+        " disagree: need C = W.dim(1) * group and M divisible by group");
+  }
+  ASSIGN_OR_RETURN(WindowGeometry g, ComputeWindow(ctx, in, ci.kernel, false));
+  std::vector<int64_t> out_dims = {batch, m};
+  out_dims.insert(out_dims.end(), g.out.begin(), g.out.end());
+  RETURN_IF_ERROR(CheckBias(ci.b, m));
+  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, out_dims));
+  const ConvF32Args a{ci.x->data<float>(), xd, ci.w->data<float>(), m, ci.group,
+                      ci.b != nullptr ? ci.b->data<float>() : nullptr, g};
+  RETURN_IF_ERROR(ConvF32(ctx, a, y.mutable_data<float>()));
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
 }

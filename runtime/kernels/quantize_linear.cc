@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -21,6 +22,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "runtime/gemm.h"
 #include "runtime/kernels/broadcast.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/quantize_util.h"
@@ -223,6 +225,78 @@ std::vector<int32_t> IntegerMatMul(const std::vector<int32_t>& a,
   return acc;
 }
 
+// IntegerMatMul's sums through the float GEMM when that is exact
+// (kFloatExactBound: the largest |a - azp| times every column's
+// sum_k |b - bzp| stays below 2^24, as for an int8 classifier), false when
+// it is not or would not be faster (FloatProductsAreFast).
+absl::StatusOr<bool> FloatExactMatMul(KernelContext& ctx, const RtTensor& a, const RtTensor& b,
+                                      const MatMulShape& p, const QParams& azp,
+                                      const QParams& bzp, std::vector<int32_t>& acc) {
+  using quantize_internal::IntAt;
+  const int64_t mk = p.m * p.k, kn = p.k * p.n, mn = p.m * p.n;
+  // The integer path handles empty shapes, and CPUs without hardware FMA.
+  if (mk == 0 || kn == 0 || !quantize_internal::FloatProductsAreFast()) return false;
+  // Row by row and typed, so the scans and conversions vectorise.
+  const auto centred = [](const RtTensor& t, int64_t from, int64_t n, int32_t zp, float* out) {
+    const auto z = static_cast<float>(zp);
+    if (t.dtype() == DType::kU8) {
+      const uint8_t* v = t.data<uint8_t>() + from;
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
+    } else {
+      const int8_t* v = t.data<int8_t>() + from;
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
+    }
+  };
+  ASSIGN_OR_RETURN(RtTensor af, ctx.AllocateUninitialized(DType::kF32, {a.num_elements()}));
+  float* pa = af.mutable_data<float>();
+  float amax = 0;
+  for (int64_t r = 0; r < a.num_elements() / p.k; ++r) {
+    float* row = pa + r * p.k;
+    centred(a, r * p.k, p.k, azp.z(r % p.m), row);
+    for (int64_t k = 0; k < p.k; ++k) amax = std::max(amax, std::fabs(row[k]));
+  }
+  // B centred row by row, with column sums of |b - bzp| in floats: exact
+  // integers below 2^24 / amax whenever the bound holds (larger sums may
+  // round, but then they fail it anyway).
+  const int64_t bmats = b.num_elements() / kn;
+  ASSIGN_OR_RETURN(RtTensor bf, ctx.AllocateUninitialized(DType::kF32, {b.num_elements()}));
+  float* pb = bf.mutable_data<float>();
+  std::vector<float> zb(p.n), colsum(p.n);
+  for (int64_t j = 0; j < p.n; ++j) zb[j] = static_cast<float>(bzp.z(j));
+  bool exact = true;
+  for (int64_t mat = 0; mat < bmats && exact; ++mat) {
+    std::fill(colsum.begin(), colsum.end(), 0.0f);
+    for (int64_t k = 0; k < p.k; ++k) {
+      float* row = pb + mat * kn + k * p.n;
+      centred(b, mat * kn + k * p.n, p.n, 0, row);
+      for (int64_t j = 0; j < p.n; ++j) {
+        row[j] -= zb[j];
+        colsum[j] += std::fabs(row[j]);
+      }
+    }
+    const float worst = *std::max_element(colsum.begin(), colsum.end());
+    exact = static_cast<double>(worst) * amax < static_cast<double>(quantize_internal::kFloatExactBound);
+  }
+  if (!exact) {
+    ctx.Recycle(std::move(af));
+    ctx.Recycle(std::move(bf));
+    return false;
+  }
+  const auto batches = static_cast<int64_t>(p.a_off.size());
+  ASSIGN_OR_RETURN(RtTensor c, ctx.AllocateUninitialized(DType::kF32, {batches * mn}));
+  float* pc = c.mutable_data<float>();
+  for (int64_t o = 0; o < batches; ++o) {
+    RETURN_IF_ERROR(Sgemm(false, false, p.m, p.n, p.k, 1.0f, pa + p.a_off[o] * mk, p.k,
+                          pb + p.b_off[o] * kn, p.n, 0.0f, pc + o * mn, p.n, ctx.pool()));
+  }
+  acc.resize(batches * mn);
+  for (int64_t i = 0; i < batches * mn; ++i) acc[i] = static_cast<int32_t>(pc[i]);
+  ctx.Recycle(std::move(af));
+  ctx.Recycle(std::move(bf));
+  ctx.Recycle(std::move(c));
+  return true;
+}
+
 }  // namespace
 
 absl::Status QuantizeLinear(KernelContext& ctx) {
@@ -267,15 +341,31 @@ absl::Status DequantizeLinear(KernelContext& ctx) {
   RETURN_IF_ERROR(ExpectZeroPointType(ctx, 2, x->dtype()));
   ASSIGN_OR_RETURN(AxisSplit split, SplitAt(ctx, *x, 1, 2));
   ASSIGN_OR_RETURN(QParams q, ReadQParams(ctx, 1, 2, split.len, "DequantizeLinear"));
-  const std::vector<int32_t> v = IntsOf(*x);
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, x->dims()));
   float* py = y.mutable_data<float>();
+  // y = (x - zp) * scale: the difference is exact (in int64 for i32; for
+  // 8-bit types it is at most 255, exact in float, which lets the loops
+  // vectorise), the product is one f32 rounding.
   for (int64_t o = 0, i = 0; o < split.outer; ++o) {
-    for (int64_t a = 0; a < split.len; ++a) {
-      for (int64_t in = 0; in < split.inner; ++in, ++i) {
-        // x - zp is exact in int64; the product is one f32 rounding.
-        const int64_t d = static_cast<int64_t>(v[i]) - q.z(a);
-        py[i] = static_cast<float>(d) * q.s(a);
+    for (int64_t a = 0; a < split.len; ++a, i += split.inner) {
+      const float s = q.s(a);
+      const auto zf = static_cast<float>(q.z(a));
+      float* dst = py + i;
+      if (x->dtype() == DType::kU8) {
+        const uint8_t* src = x->data<uint8_t>() + i;
+        for (int64_t in = 0; in < split.inner; ++in) {
+          dst[in] = (static_cast<float>(src[in]) - zf) * s;
+        }
+      } else if (x->dtype() == DType::kI8) {
+        const int8_t* src = x->data<int8_t>() + i;
+        for (int64_t in = 0; in < split.inner; ++in) {
+          dst[in] = (static_cast<float>(src[in]) - zf) * s;
+        }
+      } else {
+        const int32_t* src = x->data<int32_t>() + i;
+        for (int64_t in = 0; in < split.inner; ++in) {
+          dst[in] = static_cast<float>(static_cast<int64_t>(src[in]) - q.z(a)) * s;
+        }
       }
     }
   }
@@ -318,7 +408,9 @@ absl::Status MatMulInteger(KernelContext& ctx) {
   ASSIGN_OR_RETURN(MatMulShape p, PlanMatMul(*a, *b));
   ASSIGN_OR_RETURN(QParams azp, ReadQParams(ctx, -1, 2, p.m, "a_zero_point"));
   ASSIGN_OR_RETURN(QParams bzp, ReadQParams(ctx, -1, 3, p.n, "b_zero_point"));
-  const std::vector<int32_t> acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, azp, bzp, ctx.pool());
+  std::vector<int32_t> acc;
+  ASSIGN_OR_RETURN(bool exact, FloatExactMatMul(ctx, *a, *b, p, azp, bzp, acc));
+  if (!exact) acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, azp, bzp, ctx.pool());
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
   std::copy(acc.begin(), acc.end(), y.mutable_data<int32_t>());
   ctx.SetOutput(0, std::move(y));
@@ -339,7 +431,9 @@ absl::Status QLinearMatMul(KernelContext& ctx) {
   ASSIGN_OR_RETURN(QParams qa, ReadQParams(ctx, 1, 2, p.m, "a"));
   ASSIGN_OR_RETURN(QParams qb, ReadQParams(ctx, 4, 5, p.n, "b"));
   ASSIGN_OR_RETURN(QParams qy, ReadQParams(ctx, 6, 7, p.m, "y"));
-  const std::vector<int32_t> acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, qa, qb, ctx.pool());
+  std::vector<int32_t> acc;
+  ASSIGN_OR_RETURN(bool exact, FloatExactMatMul(ctx, *a, *b, p, qa, qb, acc));
+  if (!exact) acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, qa, qb, ctx.pool());
   const DType out_type = yz->dtype();
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(out_type, p.out_dims));
   // Row by row: scale in floats, then round and saturate four at a time

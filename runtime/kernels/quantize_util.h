@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -18,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "ir/dtype.h"
+#include "runtime/gemm/micro_kernel.h"
 #include "runtime/kernel.h"
 #include "support/status_macros.h"
 
@@ -43,6 +46,41 @@ inline std::vector<int32_t> IntsOf(const RtTensor& t) {
   return v;
 }
 
+// Element i of a u8/i8 tensor.
+inline int32_t IntAt(const RtTensor& t, int64_t i) {
+  return t.dtype() == DType::kU8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i];
+}
+
+// Float arithmetic is exact on integers below 2^24 in magnitude: when every
+// partial sum of an integer product stays below this bound, a float GEMM or
+// convolution over the zero-point-centred values returns exactly the int32
+// sum, in whatever order it adds (and no wrap-around happens). The integer
+// kernels use that to run at the float kernels' speed.
+constexpr int64_t kFloatExactBound = int64_t{1} << 24;
+
+// Whether the float kernels have hardware FMA here. Without it (x86-64 with
+// SSE only) the GEMM emulates each fused multiply-add exactly, far slower
+// than the integer kernels' pmaddwd, so those keep the products.
+inline bool FloatProductsAreFast() {
+  static const bool fast =
+      std::string_view(gemm::BestMicroKernel().name) != "sse2-exact-fma";
+  return fast;
+}
+
+// (v - zp) as floats for every element of the u8/i8 tensor `t` (exact:
+// |v - zp| <= 255).
+inline void CenteredFloats(const RtTensor& t, int32_t zp, float* out) {
+  const int64_t n = t.num_elements();
+  const auto z = static_cast<float>(zp);
+  if (t.dtype() == DType::kU8) {
+    const uint8_t* v = t.data<uint8_t>();
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
+  } else {
+    const int8_t* v = t.data<int8_t>();
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
+  }
+}
+
 // Round half to even, then add zp and clamp to the type's range. NaN maps
 // to zp (ONNX leaves it undefined; this keeps the result deterministic).
 inline int64_t SaturateRound(float v, int64_t zp, DType t) {
@@ -53,32 +91,40 @@ inline int64_t SaturateRound(float v, int64_t zp, DType t) {
 }
 
 // SaturateRound(v[i], zp, t) for i < n into u8 / i8 bytes (t is kU8 or kI8,
-// zp within its range), four at a time on x86-64: there nearbyint is a
+// zp within its range), sixteen at a time on x86-64: there nearbyint is a
 // libm call per element (SSE2 has no roundps), which made requantising a
 // W8A8 CNN's outputs cost as much as its integer products. cvtps2dq rounds
-// half to even in the default rounding mode, as nearbyint does; inputs are
-// first clamped to +-2^30, where the result saturates either way, and NaN
-// lanes take the clamped zero point.
+// half to even in the default rounding mode, as nearbyint does. zp must lie
+// in t's range (a zero point of type t does).
 inline void SaturateRoundBytes(const float* v, int64_t n, int32_t zp, DType t, uint8_t* out) {
-  const auto lo = static_cast<int32_t>(QMin(t)), hi = static_cast<int32_t>(QMax(t));
   int64_t i = 0;
 #if defined(__SSE2__)
-  const __m128 big = _mm_set1_ps(1073741824.0f), nbig = _mm_set1_ps(-1073741824.0f);
-  const __m128i vz = _mm_set1_epi32(zp), vlo = _mm_set1_epi32(lo), vhi = _mm_set1_epi32(hi);
-  const __m128i vzc = _mm_set1_epi32(std::clamp(zp, lo, hi));
-  const auto select = [](__m128i mask, __m128i a, __m128i b) {  // mask ? a : b
-    return _mm_or_si128(_mm_and_si128(mask, a), _mm_andnot_si128(mask, b));
+  // Clamping to the integer bounds [lo - zp, hi - zp] before rounding
+  // gives what rounding then clamping gives (rounding is monotone and the
+  // bounds are integers), keeps cvtps2dq in range, and leaves values the
+  // saturating packs carry unchanged. NaN lanes are zeroed first: they
+  // become zp.
+  const __m128 flo = _mm_set1_ps(static_cast<float>(QMin(t) - zp));
+  const __m128 fhi = _mm_set1_ps(static_cast<float>(QMax(t) - zp));
+  const __m128i vz = _mm_set1_epi32(zp);
+  const auto round4 = [&](const float* p) {
+    __m128 x = _mm_loadu_ps(p);
+    x = _mm_and_ps(x, _mm_cmpord_ps(x, x));
+    x = _mm_min_ps(_mm_max_ps(x, flo), fhi);
+    return _mm_add_epi32(_mm_cvtps_epi32(x), vz);
   };
+  const bool u8 = t == DType::kU8;
+  for (; i + 16 <= n; i += 16) {
+    const __m128i w0 = _mm_packs_epi32(round4(v + i), round4(v + i + 4));
+    const __m128i w1 = _mm_packs_epi32(round4(v + i + 8), round4(v + i + 12));
+    const __m128i b = u8 ? _mm_packus_epi16(w0, w1) : _mm_packs_epi16(w0, w1);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), b);
+  }
   for (; i + 4 <= n; i += 4) {
-    const __m128 x = _mm_loadu_ps(v + i);
-    const __m128i nan = _mm_castps_si128(_mm_cmpunord_ps(x, x));
-    __m128i r = _mm_add_epi32(_mm_cvtps_epi32(_mm_min_ps(_mm_max_ps(x, nbig), big)), vz);
-    r = select(_mm_cmplt_epi32(r, vlo), vlo, r);
-    r = select(_mm_cmpgt_epi32(r, vhi), vhi, r);
-    r = select(nan, vzc, r);
-    alignas(16) int32_t q[4];
-    _mm_store_si128(reinterpret_cast<__m128i*>(q), r);
-    for (int k = 0; k < 4; ++k) out[i + k] = static_cast<uint8_t>(q[k]);
+    const __m128i w = _mm_packs_epi32(round4(v + i), round4(v + i));
+    const __m128i b = u8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
+    const auto bytes = static_cast<uint32_t>(_mm_cvtsi128_si32(b));
+    std::memcpy(out + i, &bytes, 4);
   }
 #endif
   for (; i < n; ++i) out[i] = static_cast<uint8_t>(SaturateRound(v[i], zp, t));

@@ -1,8 +1,10 @@
-// ONNX integer convolutions: ConvInteger and QLinearConv, im2col and an
+// ONNX integer convolutions: ConvInteger and QLinearConv, through the float
+// convolution where that is exact (FloatExactConv below), otherwise im2col and an
 // integer product with 32-bit wrap-around accumulation. Rounding and requantisation follow the rules at
 // the top of quantize_linear.cc; split from that file to keep each under
 // the 500-line limit, with the shared helpers in quantize_util.h.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -11,6 +13,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "runtime/kernels/conv_f32.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/quantize_util.h"
 #include "runtime/kernels/window.h"
@@ -225,6 +228,48 @@ std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
   return acc;
 }
 
+// IntegerConv's sums as exact floats in a [batch, m, out...] tensor from
+// ctx's allocator (the caller recycles it), or an undefined tensor when the
+// float convolution would not be faster (FloatProductsAreFast) or not exact
+// (quantize_util.h, kFloatExactBound): every channel's partial sums are
+// bounded by sum_k |w_k - wzp| times the largest |x - xzp| x's type allows.
+// Depthwise and most pointwise layers of an int8 CNN are far inside the
+// bound, and their products then run at the float kernels' speed instead of
+// the im2col + pmaddwd loop above.
+absl::StatusOr<RtTensor> FloatExactConv(KernelContext& ctx, const RtTensor& x,
+                                        const RtTensor& w, const ConvPlan& p, int32_t xzp,
+                                        const QParams& wzp) {
+  if (!quantize_internal::FloatProductsAreFast()) return RtTensor();
+  const int64_t xmax = std::max(xzp - quantize_internal::QMin(x.dtype()),
+                                quantize_internal::QMax(x.dtype()) - xzp);
+  ASSIGN_OR_RETURN(RtTensor wf, ctx.AllocateUninitialized(DType::kF32, w.dims()));
+  const int64_t kdim = w.num_elements() / std::max<int64_t>(1, p.m);
+  float* pw = wf.mutable_data<float>();
+  quantize_internal::CenteredFloats(w, 0, pw);
+  for (int64_t mi = 0; mi < p.m; ++mi) {
+    const auto z = static_cast<float>(wzp.z(mi));
+    float* row = pw + mi * kdim;
+    float sum = 0;  // exact while below 2^24, and past it the test fails anyway
+    for (int64_t k = 0; k < kdim; ++k) {
+      row[k] -= z;
+      sum += std::fabs(row[k]);
+    }
+    if (static_cast<double>(sum) * static_cast<double>(xmax) >=
+        static_cast<double>(quantize_internal::kFloatExactBound)) {
+      ctx.Recycle(std::move(wf));
+      return RtTensor();
+    }
+  }
+  ASSIGN_OR_RETURN(RtTensor xf, ctx.AllocateUninitialized(DType::kF32, x.dims()));
+  quantize_internal::CenteredFloats(x, xzp, xf.mutable_data<float>());
+  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, p.out_dims));
+  const ConvF32Args a{xf.data<float>(), x.dims(), wf.data<float>(), p.m, p.group, nullptr, p.g};
+  RETURN_IF_ERROR(ConvF32(ctx, a, y.mutable_data<float>()));
+  ctx.Recycle(std::move(xf));
+  ctx.Recycle(std::move(wf));
+  return y;
+}
+
 }  // namespace
 
 absl::Status ConvInteger(KernelContext& ctx) {
@@ -237,10 +282,18 @@ absl::Status ConvInteger(KernelContext& ctx) {
   ASSIGN_OR_RETURN(ConvPlan p, PlanConv(ctx, *x, *w));
   ASSIGN_OR_RETURN(QParams xzp, ReadQParams(ctx, -1, 2, 1, "x_zero_point"));
   ASSIGN_OR_RETURN(QParams wzp, ReadQParams(ctx, -1, 3, p.m, "w_zero_point"));
-  const std::vector<int32_t> acc =
-      IntegerConv(IntsOf(*x), IntsOf(*w), p, xzp.z(0), wzp, ctx.pool());
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
-  std::copy(acc.begin(), acc.end(), y.mutable_data<int32_t>());
+  ASSIGN_OR_RETURN(RtTensor yf, FloatExactConv(ctx, *x, *w, p, xzp.z(0), wzp));
+  if (yf.defined()) {
+    const float* f = yf.data<float>();
+    int32_t* out = y.mutable_data<int32_t>();
+    for (int64_t i = 0; i < y.num_elements(); ++i) out[i] = static_cast<int32_t>(f[i]);
+    ctx.Recycle(std::move(yf));
+  } else {
+    const std::vector<int32_t> acc =
+        IntegerConv(IntsOf(*x), IntsOf(*w), p, xzp.z(0), wzp, ctx.pool());
+    std::copy(acc.begin(), acc.end(), y.mutable_data<int32_t>());
+  }
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
 }
@@ -267,8 +320,10 @@ absl::Status QLinearConv(KernelContext& ctx) {
     }
     bias = b->ToVector<int32_t>();
   }
-  const std::vector<int32_t> acc =
-      IntegerConv(IntsOf(*x), IntsOf(*w), p, qx.z(0), qw, ctx.pool());
+  // The sums either as exact floats or from the integer kernel.
+  std::vector<int32_t> acc;
+  ASSIGN_OR_RETURN(RtTensor yf, FloatExactConv(ctx, *x, *w, p, qx.z(0), qw));
+  if (!yf.defined()) acc = IntegerConv(IntsOf(*x), IntsOf(*w), p, qx.z(0), qw, ctx.pool());
   const DType out_type = yz->dtype();
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(out_type, p.out_dims));
   int64_t plane = 1;
@@ -285,13 +340,32 @@ absl::Status QLinearConv(KernelContext& ctx) {
     const int64_t mi = nm % p.m;
     const float mm = mult[mi];
     const auto b = static_cast<uint32_t>(bias[mi]);
-    const int32_t* a = acc.data() + nm * plane;
-    for (int64_t i = 0; i < plane; ++i) {
-      scaled[i] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[i]) + b)) * mm;
+    if (yf.defined()) {
+      const float* a = yf.data<float>() + nm * plane;
+      int64_t i = 0;
+#if defined(__SSE2__)
+      // The sums are exact integers below 2^24: truncation is exact.
+      const __m128i vb = _mm_set1_epi32(static_cast<int32_t>(b));
+      const __m128 vm = _mm_set1_ps(mm);
+      for (; i + 4 <= plane; i += 4) {
+        const __m128i v = _mm_add_epi32(_mm_cvttps_epi32(_mm_loadu_ps(a + i)), vb);
+        _mm_storeu_ps(scaled.data() + i, _mm_mul_ps(_mm_cvtepi32_ps(v), vm));
+      }
+#endif
+      for (; i < plane; ++i) {
+        const auto v = static_cast<uint32_t>(static_cast<int32_t>(a[i]));
+        scaled[i] = static_cast<float>(static_cast<int32_t>(v + b)) * mm;
+      }
+    } else {
+      const int32_t* a = acc.data() + nm * plane;
+      for (int64_t i = 0; i < plane; ++i) {
+        scaled[i] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[i]) + b)) * mm;
+      }
     }
     quantize_internal::SaturateRoundBytes(scaled.data(), plane, qy.z(0), out_type,
                                           out + nm * plane);
   }
+  if (yf.defined()) ctx.Recycle(std::move(yf));
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
 }

@@ -27,7 +27,7 @@ RtTensor T_(std::vector<int64_t> dims, const std::vector<T>& v) {
 }
 RtTensor Scalar(float v) { return T_<float>({}, {v}); }
 
-// The four-at-a-time round-and-saturate (SSE2 on x86-64) gives
+// The vectorised round-and-saturate (SSE2 on x86-64) gives
 // SaturateRound's value for every input: ties to even, both saturation
 // ends, values past int32, infinities, NaN (the zero point), -0, for u8 and
 // i8 and several zero points, whichever lane or tail an input falls in.
@@ -43,11 +43,15 @@ TEST(SaturateRoundBytesTest, MatchesTheScalarRoundingEverywhere) {
   for (ir::DType t : {ir::DType::kU8, ir::DType::kI8}) {
     for (int32_t zp : t == ir::DType::kU8 ? std::vector<int32_t>{0, 128, 255}
                                           : std::vector<int32_t>{-128, -3, 0, 127}) {
-      std::vector<uint8_t> got(v.size());
-      SaturateRoundBytes(v.data(), static_cast<int64_t>(v.size()), zp, t, got.data());
-      for (size_t i = 0; i < v.size(); ++i) {
-        EXPECT_EQ(got[i], static_cast<uint8_t>(SaturateRound(v[i], zp, t)))
-            << v[i] << " zp " << zp << (t == ir::DType::kU8 ? " u8" : " i8");
+      // Starting further in shifts every input into another lane and
+      // leaves tails of 0-15 values: blocks of 16, of 4, and the scalar end.
+      for (size_t off : {0, 1, 2, 3, 5, 13}) {
+        std::vector<uint8_t> got(v.size() - off);
+        SaturateRoundBytes(v.data() + off, static_cast<int64_t>(got.size()), zp, t, got.data());
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_EQ(got[i], static_cast<uint8_t>(SaturateRound(v[off + i], zp, t)))
+              << v[off + i] << " zp " << zp << (t == ir::DType::kU8 ? " u8" : " i8");
+        }
       }
     }
   }

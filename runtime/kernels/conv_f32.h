@@ -1,0 +1,39 @@
+// The float convolution behind Conv, callable by other kernels: QLinearConv
+// and ConvInteger run their integer products through it when every partial
+// sum is an integer below 2^24, where float arithmetic is exact in any order
+// (quantized_conv.cc).
+#ifndef SLIMPACK_RUNTIME_KERNELS_CONV_F32_H_
+#define SLIMPACK_RUNTIME_KERNELS_CONV_F32_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "runtime/kernel.h"
+#include "runtime/kernels/window.h"
+
+namespace slimpack::runtime::kernels {
+
+// X [x_dims] (*) W [out_channels, x_dims[1] / group, kernel...] + bias, with
+// the window `g` (ComputeWindow's result for X's spatial axes). The caller
+// has checked that group divides both channel counts; bias is null or
+// holds out_channels floats.
+struct ConvF32Args {
+  const float* x;
+  std::vector<int64_t> x_dims;
+  const float* w;
+  int64_t out_channels;
+  int64_t group;
+  const float* bias;
+  WindowGeometry g;
+};
+
+// Writes Y [x_dims[0], out_channels, g.out...] to `y`: the direct kernel
+// (conv_direct.h) where the CPU and shape allow, otherwise im2col + GEMM.
+// Scratch comes from ctx's allocator; results do not depend on the thread
+// count.
+absl::Status ConvF32(KernelContext& ctx, const ConvF32Args& a, float* y);
+
+}  // namespace slimpack::runtime::kernels
+
+#endif  // SLIMPACK_RUNTIME_KERNELS_CONV_F32_H_
