@@ -11,6 +11,8 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/kernels/conv_depthwise.h"
+#include "runtime/kernels/conv_layout.h"
 #include "support/checked_math.h"
 
 #if defined(__x86_64__)
@@ -20,110 +22,24 @@
 namespace slimpack::runtime::kernels {
 namespace {
 
+using conv_layout::BufferFloats;
+using conv_layout::CeilDiv;
+using conv_layout::InPlace;
+using conv_layout::kNr;
+using conv_layout::Layout;
+using conv_layout::MakeLayout;
+using conv_layout::PackChannel;
+using conv_layout::TermOffset;
+
 // A register tile is kMr output channels x kNr flattened output positions:
 // 2 x kMr accumulators of 16 floats, two input loads and kMr weight
 // broadcasts per term.
 constexpr int kMr = 8;
-constexpr int64_t kNr = 32;
 // Parallel tasks are blocks of kTaskMBlocks x kTaskNBlocks tiles: sizes from
 // the shape alone, so the split (not that it changes any sum) never depends
 // on the thread count; the input run a task reads stays in L2.
 constexpr int64_t kTaskMBlocks = 8;
 constexpr int64_t kTaskNBlocks = 4;
-
-// The re-laid-out input of one image. Plane (c, p, q) holds the padded input
-// rows p, p + stride_h, ... and columns q, q + stride_w, ... of channel c, as
-// hq x wq values. Output position (oh, ow) is flattened as oh * wq + ow, so
-// term (c, i, j) of every output reads the buffer at that flattened index
-// plus a fixed offset; columns ow >= out_w are computed and discarded.
-struct Layout {
-  int64_t hq = 0, wq = 0;
-  int64_t phase_plane = 0;   // hq * wq
-  int64_t channel_stride = 0;  // stride_h * stride_w * phase_plane
-  int64_t positions = 0;     // out_h * wq flattened outputs
-  int64_t padded_positions = 0;  // rounded up to kNr
-  int64_t max_term_offset = 0;   // within a channel
-};
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-// Offset of term (i, j) of a channel plane set in the buffer.
-int64_t TermOffset(const Conv2DShape& s, const Layout& l, int64_t i, int64_t j) {
-  const int64_t di = i * s.dilation_h, dj = j * s.dilation_w;
-  const int64_t phase = (di % s.stride_h) * s.stride_w + dj % s.stride_w;
-  return phase * l.phase_plane + (di / s.stride_h) * l.wq + dj / s.stride_w;
-}
-
-Layout MakeLayout(const Conv2DShape& s) {
-  Layout l;
-  // Only rows/columns some output reads are kept (SAME padding may leave
-  // the last input rows unread).
-  const int64_t hp = (s.out_h - 1) * s.stride_h + (s.kernel_h - 1) * s.dilation_h + 1;
-  const int64_t wp = (s.out_w - 1) * s.stride_w + (s.kernel_w - 1) * s.dilation_w + 1;
-  l.hq = CeilDiv(hp, s.stride_h);
-  l.wq = CeilDiv(wp, s.stride_w);
-  l.phase_plane = l.hq * l.wq;
-  l.channel_stride = s.stride_h * s.stride_w * l.phase_plane;
-  l.positions = s.out_h * l.wq;
-  l.padded_positions = CeilDiv(l.positions, kNr) * kNr;
-  for (int64_t i = 0; i < s.kernel_h; ++i) {
-    for (int64_t j = 0; j < s.kernel_w; ++j) {
-      l.max_term_offset = std::max(l.max_term_offset, TermOffset(s, l, i, j));
-    }
-  }
-  return l;
-}
-
-// Floats of the buffer: every plane, plus the slack the last tile of the
-// last channel reads past its plane (discarded outputs read finite zeros).
-int64_t BufferFloats(const Conv2DShape& s, const Layout& l) {
-  return std::max(s.channels * l.channel_stride,
-                  (s.channels - 1) * l.channel_stride + l.max_term_offset +
-                      l.padded_positions);
-}
-
-// True when the input image already has the buffer's layout (stride 1, no
-// leading padding, every input row and column read: pointwise and "valid"
-// convolutions), so the kernel reads it where it is instead of a copy.
-bool InPlace(const Conv2DShape& s, const Layout& l) {
-  return s.stride_h == 1 && s.stride_w == 1 && s.pad_top == 0 && s.pad_left == 0 &&
-         l.hq == s.height && l.wq == s.width;
-}
-
-// Copies channel c of image x into its stride-phase planes with padding.
-void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst) {
-  for (int64_t p = 0; p < s.stride_h; ++p) {
-    for (int64_t q = 0; q < s.stride_w; ++q) {
-      float* plane = dst + (p * s.stride_w + q) * l.phase_plane;
-      // Column t reads input column t * stride_w + off when inside [0, width).
-      const int64_t off = q - s.pad_left, sw = s.stride_w;
-      const int64_t lo = std::min(l.wq, off >= 0 ? 0 : CeilDiv(-off, sw));
-      const int64_t end = s.width - off <= 0 ? 0 : CeilDiv(s.width - off, sw);
-      const int64_t hi = std::max(lo, std::min(l.wq, end));
-      for (int64_t r = 0; r < l.hq; ++r) {
-        float* row = plane + r * l.wq;
-        const int64_t src_row = r * s.stride_h + p - s.pad_top;
-        if (src_row < 0 || src_row >= s.height) {
-          std::fill(row, row + l.wq, 0.0f);
-          continue;
-        }
-        const float* src = xc + src_row * s.width + off;
-        std::fill(row, row + lo, 0.0f);
-        if (sw == 1) {
-          std::copy(src + lo, src + hi, row + lo);
-        } else if (sw == 2) {
-          // A constant stride vectorises (load two, keep the even lanes); the
-          // generic loop below stayed scalar and was a sixth of a
-          // MobileNet-style run, whose depthwise layers halve by stride 2.
-          for (int64_t t = lo; t < hi; ++t) row[t] = src[2 * t];
-        } else {
-          for (int64_t t = lo; t < hi; ++t) row[t] = src[t * sw];
-        }
-        std::fill(row + hi, row + l.wq, 0.0f);
-      }
-    }
-  }
-}
 
 #if defined(__x86_64__)
 #define SLP_AVX512 __attribute__((target("avx512f")))
@@ -338,6 +254,7 @@ bool DirectConv2DSupported(const Conv2DShape& s) {
 }
 
 int64_t DirectConv2DScratchFloats(const Conv2DShape& s) {
+  if (DepthwiseConv2DApplies(s)) return 0;
   const Layout l = MakeLayout(s);
   return InPlace(s, l) ? 0 : BufferFloats(s, l);
 }
@@ -345,6 +262,10 @@ int64_t DirectConv2DScratchFloats(const Conv2DShape& s) {
 void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
                   const float* bias, float* y, float* scratch, ThreadPool* pool) {
 #if defined(__x86_64__)
+  if (DepthwiseConv2DApplies(s)) {
+    DepthwiseConv2D(s, x, w, bias, y, pool);
+    return;
+  }
   const TileFn* tiles = CpuTiles();
   const Layout l = MakeLayout(s);
   const int64_t cg = s.channels / s.group, mg = s.out_channels / s.group;

@@ -63,6 +63,18 @@ const std::vector<Case>& Cases() {
        {0, 0, 0, 0}, true},
       {"depthwise_37_5x5_stride2", {2, 37, 15, 15}, 37, 37, {5, 5}, {2, 2}, {1, 1},
        {2, 2, 2, 2}, true},
+      // The depthwise kernel (conv_depthwise.h) on AVX2 machines: blocks of
+      // 8 rows x 1 vector (a 7-wide output), 4 x 2 (14 wide), 2 x 4 and a
+      // ragged 3-vector one (29 wide, with masked stores), a second column
+      // block (41 wide), a 1-D case, dilation and asymmetric pads.
+      {"depthwise_7x7_5x5_pad2", {1, 24, 7, 7}, 24, 24, {5, 5}, {1, 1}, {1, 1},
+       {2, 2, 2, 2}, true},
+      {"depthwise_14_wide_3x3", {1, 9, 14, 14}, 9, 9, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, false},
+      {"depthwise_29_wide_stride2", {2, 5, 57, 57}, 5, 5, {3, 3}, {2, 2}, {1, 1},
+       {1, 1, 1, 1}, true},
+      {"depthwise_41_wide_dilated_asym", {1, 3, 20, 41}, 3, 3, {3, 3}, {1, 1}, {2, 2},
+       {1, 2, 3, 2}, true},
+      {"depthwise_one_d", {1, 6, 33}, 6, 6, {5}, {1}, {1}, {2, 2}, true},
   };
   return cases;
 }
