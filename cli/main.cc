@@ -111,6 +111,10 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
   convert_cmd->add_option("--threads", o.threads, "Worker threads (default: one per core)")
       ->check(CLI::Range(1, 1024));
   convert_cmd->add_flag("--force", o.force, "Replace an existing artifact at OUT");
+  convert_cmd->add_flag("--allow-requantize", o.allow_requantize,
+                        "Quantize weights that are already quantized (a GGUF's blocks, GPTQ/AWQ/"
+                        "compressed-tensors/FP8 codes): decoded to f32 first, so both roundings "
+                        "add up (llama-quantize's flag)");
   convert_cmd->add_flag("--allow-incomplete", o.allow_incomplete,
                         "Convert an HF checkpoint that lacks expected weights (refused by default: "
                         "the artifact cannot run as a decoder)");

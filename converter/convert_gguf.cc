@@ -10,6 +10,7 @@
 #include "converter/gguf_gptq.h"
 #include "converter/gguf_recipe.h"
 #include "converter/recipe_from_artifact.h"
+#include "converter/requantize.h"
 #include "export/gguf_blocks.h"
 #include "export/gguf_size_plan.h"
 #include "export/gguf_types.h"
@@ -181,6 +182,7 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   r.output = f.output;
   r.threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   r.force = f.force;
+  r.allow_requantize = f.allow_requantize;
   r.verbose = f.verbose;
   r.imatrix_path = f.imatrix;
   r.calib = f.calib;
@@ -249,7 +251,7 @@ absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request, bool r
   } else {
     ASSIGN_OR_RETURN(model, formats::ImportModel(request.input));
   }
-  if (refuse_blocks) {
+  if (refuse_blocks && !request.allow_requantize) {
     // llama-quantize refuses to quantize quantized tensors again without
     // --allow-requantize; blocks of a GGUF (or of an artifact) are carried
     // when --quant is left out.
@@ -259,7 +261,8 @@ absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request, bool r
             request.input, ": tensor '", t.name, "' is already ",
             std::string(ir::GgmlTypeName(t.quant.block_type)), " blocks; re-encoding them as ",
             request.preset,
-            " would round the weights twice: convert without --quant to carry them as they are"));
+            " would round the weights twice: convert without --quant to carry them as they are, "
+            "or pass --allow-requantize"));
       }
     }
   }
@@ -278,6 +281,15 @@ absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request, bool r
     return absl::InvalidArgumentError(request.input + ": " + incomplete +
                                       " (llama.cpp could not load the GGUF)");
   }
+  if ((request.gptq || request.awq) && request.allow_requantize) {
+    // GPTQ and AWQ work on float weights: decode the codes first.
+    ASSIGN_OR_RETURN(const int64_t decoded, DequantizeWeightsInPlace(model, request.input));
+    if (decoded > 0 && request.log) {
+      request.log(absl::StrCat("--allow-requantize: ", decoded,
+                               " quantized weight(s) decoded to f32 before --algo ",
+                               request.gptq ? "gptq" : "awq"));
+    }
+  }
   if (request.gptq || request.awq) {
     // Their codes are carried or re-encoded as they are; GPTQ and AWQ would
     // silently skip them.
@@ -287,12 +299,14 @@ absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request, bool r
             request.input, ": tensor '", t.name, "' is already quantized (",
             t.quant.algorithm.empty() ? std::string("codes") : t.quant.algorithm,
             "); --algo ", request.gptq ? "gptq" : "awq",
-            " works on float weights: drop --algo to carry or re-encode the codes"));
+            " works on float weights: drop --algo to carry or re-encode the codes, or pass "
+            "--allow-requantize"));
       }
     }
   }
   gguf_export::GgufExportOptions& options = out.options;
   options.preset = request.preset;
+  options.allow_requantize = request.allow_requantize;
   options.type_overrides = request.type_overrides;
   options.threads = request.threads;
   if (request.verbose) options.log = request.log;

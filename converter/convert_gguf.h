@@ -36,6 +36,9 @@ struct GgufConvertRequest {
   std::optional<ArtifactRecipe> recipe_from;
   int threads = 1;
   bool force = false;
+  // --allow-requantize: ggml blocks (or other codes) in the input are
+  // decoded and encoded again in the requested type instead of refused.
+  bool allow_requantize = false;
   bool verbose = false;
   // Importance: llama.cpp's imatrix file, or calibration windows to compute
   // ours from (at most one of them).

@@ -39,6 +39,7 @@ std::vector<std::pair<std::string, bool>> WriteOnlyFlags(const ConvertFlags& f) 
       // (converter/convert.cc); not wired for ONNX export yet.
       {"--recipe-from", !f.recipe_from.empty()},
       {"--allow-incomplete", f.allow_incomplete},
+      {"--allow-requantize", f.allow_requantize},
   };
 }
 

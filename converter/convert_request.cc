@@ -99,6 +99,7 @@ absl::Status MergePassFlags(const ConvertFlags& f, ConvertRequest& r) {
   StageOptions& s = r.stages;
   s.passes = r.recipe.passes;
   s.verify_each = f.verify_each;
+  s.allow_requantize = f.allow_requantize;
   s.print_ir_after_all = f.print_ir_after_all;
   s.print_ir_after = f.print_ir_after;
   if (!f.print_ir_after.empty()) {

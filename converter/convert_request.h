@@ -37,6 +37,10 @@ struct ConvertFlags {
   // incomplete) instead of refusing it: the artifact will not run as a
   // decoder, which is what a user slicing a checkpoint for tests may want.
   bool allow_incomplete = false;
+  // Quantize weights that are already quantized (GGUF blocks, GPTQ/AWQ/
+  // compressed-tensors/FP8 codes): decoded to f32 first (requantize.h), as
+  // llama-quantize --allow-requantize does.
+  bool allow_requantize = false;
   // Graph passes: "" = the recipe's list or the default pipeline,
   // "none" = no passes, else comma-separated names.
   std::string passes;

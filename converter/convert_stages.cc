@@ -10,6 +10,7 @@
 #include "calibration/dataset.h"
 #include "calibration/token_ids.h"
 #include "converter/imatrix_stats.h"
+#include "converter/requantize.h"
 #include "passes/lower/dequantize_integer_ops.h"
 #include "ir/quant.h"
 #include "passes/pipeline.h"
@@ -273,6 +274,16 @@ absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOption
   const StageLog log(options);
   StageResult result;
   const bool has_graph = !model.graph.nodes.empty();
+  if (!has_graph && options.allow_requantize &&
+      (options.prune.active() || options.sparsify || options.quant.active())) {
+    ASSIGN_OR_RETURN(const int64_t decoded,
+                     DequantizeWeightsInPlace(model, model.source_path));
+    if (decoded > 0) {
+      log.Info("--allow-requantize: %lld quantized weight(s) decoded to f32 first; their "
+               "rounding and the new one add up",
+               static_cast<long long>(decoded));
+    }
+  }
   if (!has_graph && (options.prune.active() || options.sparsify || options.quant.active() ||
                      options.quant.w8a8)) {
     // An already-quantized checkpoint (GPTQ/AWQ import): its codes are
@@ -283,7 +294,8 @@ absl::StatusOr<StageResult> RunConvertStages(ir::Model& model, const StageOption
       return absl::FailedPreconditionError(
           "the checkpoint is already quantized (tensor '" + t.name + "', " +
           std::string(ir::QuantKindName(t.quant.kind)) + ", " + t.quant.algorithm +
-          "): convert it without --quant, --prune or --sparsity to carry its codes as they are");
+          "): convert it without --quant, --prune or --sparsity to carry its codes as they are, or "
+          "pass --allow-requantize to decode them to f32 first");
     }
   }
   if (has_graph && (options.quant.w8a8 || options.quant.active())) {

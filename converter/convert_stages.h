@@ -37,6 +37,10 @@ struct StageOptions {
   // `calib`/`threads`.
   std::optional<sparsify::SparsifyOptions> sparsify;
   quantize::QuantConfig quant;
+  // --allow-requantize: a decoder checkpoint's quantized weights are decoded
+  // to f32 (requantize.h) before --quant, --prune or --sparsity instead of
+  // refused.
+  bool allow_requantize = false;
   std::vector<std::string> calib;  // calibration files / directories
   // --imatrix: an importance-matrix file (llama.cpp's .dat layout, keyed by
   // GGUF names for HF decoders, by weight names otherwise) for --algo

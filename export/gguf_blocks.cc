@@ -86,7 +86,11 @@ absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model
     const int64_t cols = p.slot.row_length;
     ASSIGN_OR_RETURN(const uint64_t numel, src.NumElements());
     const int64_t rows = cols > 0 ? static_cast<int64_t>(numel) / cols : 0;
-    if (p.carried) choice = TypeChoice{*p.carried, ""};
+    // Codes are carried in their own type; with --allow-requantize only when
+    // that is the type asked for, otherwise decoded and encoded again.
+    const bool carried =
+        p.carried && (!options.allow_requantize || choice.type == *p.carried);
+    if (carried) choice = TypeChoice{*p.carried, ""};
     if (!choice.fallback_note.empty()) ++stats.fallbacks;
     const bool is_block = gguf::BlockSize(choice.type) > 1;
     if (p.slot.rank >= 2) {
@@ -101,7 +105,7 @@ absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model
       dropped.insert(src.name + hf::kInputPermSuffix);
     }
     ++stats.tensors;
-    if (p.carried) {
+    if (carried) {
       ++stats.carried;
       if (src.quant.kind == ir::QuantKind::kGgmlBlocks) continue;  // already blocks
       std::vector<uint8_t> bytes(static_cast<size_t>(gguf::RowBytes(choice.type, cols) * rows));

@@ -49,7 +49,8 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
   const Preset& preset = plan.preset;
   const std::vector<Planned>& planned = plan.planned;
   gguf::GgufWriter writer;
-  RETURN_IF_ERROR(AddNameAndTokenizer(model, a, sizes, arch, preset, writer));
+  RETURN_IF_ERROR(
+      AddNameAndTokenizer(model, a, sizes, arch, preset, options.allow_requantize, writer));
   // The writer fills one tensor at a time; each source's pages of a mapped
   // input file are given back once it is encoded, so resident memory stays
   // near one tensor's worth instead of the whole input's (a second read of
@@ -77,7 +78,11 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     // Asked even for carried codes: llama-quantize's rules count tensors
     // of a kind (attn_v, ffn_down) as they go.
     TypeChoice choice = chooser.Choose(p.slot);
-    if (p.carried) {
+    // Codes are carried in their own type; with --allow-requantize only when
+    // that is the type asked for, otherwise decoded and encoded again.
+    const bool carried =
+        p.carried && (!options.allow_requantize || choice.type == *p.carried);
+    if (carried) {
       choice = TypeChoice{};
       choice.type = *p.carried;
       ++result.carried;
@@ -100,7 +105,10 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
       if (options.encoded.count(p.source->name)) {
         note = options.encoded_by + (note.empty() ? "" : "; " + note);
       } else if (p.source->quant.quantized()) {
-        note = p.carried ? absl::StrCat("the artifact's ", p.source->quant.algorithm, " codes as they are")
+        note = carried ? absl::StrCat("the artifact's ", p.source->quant.algorithm, " codes as they are")
+               : p.carried
+                   ? absl::StrCat("--allow-requantize: its ", std::string(gguf::TypeName(*p.carried)),
+                                  " codes decoded and encoded again", note.empty() ? "" : "; " + note)
                : p.input_perm
                    ? absl::StrCat("act-order codes: columns put back in checkpoint order, "
                                   "dequantized and quantized again", note.empty() ? "" : "; " + note)
@@ -115,7 +123,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     const float* columns = nullptr;
     // Float types store weights exactly and ggml's q8_0 has no weighted
     // search: the imatrix reaches the other quantized types.
-    if (importance && !p.carried && gguf::BlockSize(choice.type) > 1 &&
+    if (importance && !carried && gguf::BlockSize(choice.type) > 1 &&
         choice.type != TensorType::kQ8_0) {
       auto it = importance->columns.find(p.gguf_name);
       if (it != importance->columns.end()) {
@@ -125,7 +133,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
         options.log(absl::StrCat(p.gguf_name, ": no imatrix entry, quantized without one"));
       }
     }
-    if (p.carried) {
+    if (carried) {
       RETURN_IF_ERROR(writer.AddTensor(
           p.gguf_name, ne, choice.type,
           [p, rows, type = choice.type, pages](uint8_t* dst, uint64_t size) -> absl::Status {

@@ -59,6 +59,9 @@ struct GgufExportOptions {
   // Per-tensor lines ("blk.0.ffn_down.weight [344, 128] f16 (row length 344
   // ...)") for -v; fallbacks are also counted in the result.
   std::function<void(const std::string&)> log;
+  // A GGUF source whose tensors are quantized is decoded and encoded again
+  // (--allow-requantize) instead of refused.
+  bool allow_requantize = false;
 };
 
 struct GgufExportResult {

@@ -63,10 +63,11 @@ void AddArchitecture(const ir::ArchitectureInfo& a, const std::vector<hf::LayerS
 absl::Status AddNameAndTokenizer(const ir::Model& model, const ir::ArchitectureInfo& a,
                                  const std::vector<hf::LayerSizes>& sizes,
                                  const std::string& arch, const Preset& preset,
-                                 gguf::GgufWriter& writer) {
+                                 bool allow_requantize, gguf::GgufWriter& writer) {
   std::string model_name = std::filesystem::path(model.source_path).filename().string();
   if (model.source_format == ir::SourceFormat::kGguf) {
-    ASSIGN_OR_RETURN(GgufSourceMetadata source, ReadGgufSourceMetadata(model.source_path));
+    ASSIGN_OR_RETURN(GgufSourceMetadata source,
+                     ReadGgufSourceMetadata(model.source_path, allow_requantize));
     if (!source.name.empty()) model_name = source.name;
     AddArchitecture(a, sizes, arch, preset, model_name, writer);
     AddGgufSourceTokenizer(source, writer);

@@ -17,11 +17,12 @@ namespace slimpack::gguf_export {
 
 // general.*, the architecture keys and the tokenizer: from the GGUF the
 // model was imported from (its name and tokenizer keys as they were), or
-// from the checkpoint's tokenizer files.
+// from the checkpoint's tokenizer files. A GGUF source with quantized
+// tensors is refused unless `allow_requantize` (ReadGgufSourceMetadata).
 absl::Status AddNameAndTokenizer(const ir::Model& model, const ir::ArchitectureInfo& a,
                                  const std::vector<hf::LayerSizes>& sizes,
                                  const std::string& arch, const Preset& preset,
-                                 gguf::GgufWriter& writer);
+                                 bool allow_requantize, gguf::GgufWriter& writer);
 
 }  // namespace slimpack::gguf_export
 

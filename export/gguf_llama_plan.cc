@@ -199,13 +199,13 @@ absl::StatusOr<ExportPlan> PlanExport(const ir::Model& model, const GgufExportOp
     for (size_t i = 0; i < options.type_overrides.size(); ++i) {
       const TypeOverride& o = options.type_overrides[i];
       if (!matches(o, p)) continue;
-      if (p.carried && o.type != *p.carried) {
+      if (p.carried && o.type != *p.carried && !options.allow_requantize) {
         return absl::InvalidArgumentError(absl::StrCat(
             model.source_path, ": tensor '", p.source->name, "' is stored as ",
             std::string(gguf::TypeName(*p.carried)), " codes, which the export carries as they "
             "are; tensor type rule '", o.match.pattern(), "' asks for ",
             std::string(gguf::TypeName(o.type)), ", a second rounding: convert from the float "
-            "checkpoint instead"));
+            "checkpoint instead, or pass --allow-requantize"));
       }
       used[i] = true;
       break;  // the first matching rule decides

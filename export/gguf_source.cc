@@ -6,9 +6,11 @@
 
 namespace slimpack::gguf_export {
 
-absl::StatusOr<GgufSourceMetadata> ReadGgufSourceMetadata(const std::string& path) {
+absl::StatusOr<GgufSourceMetadata> ReadGgufSourceMetadata(const std::string& path,
+                                                          bool allow_quantized) {
   ASSIGN_OR_RETURN(gguf::GgufFile file, gguf::OpenGgufFile(path));
   for (const gguf::TensorInfo& t : file.tensors) {
+    if (allow_quantized) break;
     const auto type = static_cast<gguf::TensorType>(t.type);
     if (type != gguf::TensorType::kF32 && type != gguf::TensorType::kF16 &&
         type != gguf::TensorType::kBF16) {
@@ -16,7 +18,7 @@ absl::StatusOr<GgufSourceMetadata> ReadGgufSourceMetadata(const std::string& pat
           path, ": tensor '", std::string(t.name), "' is stored as ", std::string(t.traits.name),
           "; re-encoding a quantized GGUF would round its weights twice (llama-quantize refuses "
           "it too without --allow-requantize): convert the F32/F16/BF16 GGUF or the original "
-          "checkpoint"));
+          "checkpoint, or pass --allow-requantize"));
     }
   }
   GgufSourceMetadata out;

@@ -29,9 +29,11 @@ struct GgufSourceMetadata {
 // Reads `path`'s metadata. InvalidArgument naming the tensor and its type
 // when a tensor is stored quantized: decoding it and quantizing again adds
 // a second rounding (llama-quantize refuses the same without
-// --allow-requantize); convert from the float GGUF or the checkpoint. Also
-// when the file has no tokenizer.ggml.model (llama.cpp could not run it).
-absl::StatusOr<GgufSourceMetadata> ReadGgufSourceMetadata(const std::string& path);
+// --allow-requantize); convert from the float GGUF or the checkpoint, or
+// set `allow_quantized` (the flag). Also when the file has no
+// tokenizer.ggml.model (llama.cpp could not run it).
+absl::StatusOr<GgufSourceMetadata> ReadGgufSourceMetadata(const std::string& path,
+                                                          bool allow_quantized = false);
 
 // Adds the tokenizer keys as they were.
 void AddGgufSourceTokenizer(const GgufSourceMetadata& source, gguf::GgufWriter& writer);

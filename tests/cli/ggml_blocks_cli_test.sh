@@ -79,6 +79,45 @@ cmp -s "$TMP/round.gguf" "$TMP/rl.gguf" || bad "GGUF -> artifact -> GGUF is not 
 expect 1 "re-encoding a GGUF's blocks is refused" -- convert "$TMP/rl.gguf" -o "$TMP/again" --quant q4_0
 says "blocks; re-encoding them as q4_0 would round the weights twice" "the refusal says why"
 [ ! -e "$TMP/again" ] || bad "a refused conversion left an output"
+says "or pass --allow-requantize" "the refusal names the flag"
+# --allow-requantize decodes the blocks and encodes them again: the same
+# bytes as going through an f32 GGUF of the decoded values (exact) by hand,
+# into a GGUF and into an artifact, and close to the source's perplexity.
+expect 0 "requantize q4_k_m -> q8_0 GGUF" -- convert "$TMP/rl.gguf" -o "$TMP/rq.gguf" \
+  --format gguf --quant q8_0 --allow-requantize -v
+says "(--allow-requantize: its q4_K codes decoded and encoded again)" "-v says which codes were decoded"
+expect 0 "the decoded values as an f32 GGUF" -- convert "$TMP/rl.gguf" -o "$TMP/rq-f32.gguf" \
+  --format gguf --quant f32 --allow-requantize
+expect 0 "that f32 GGUF to q8_0" -- convert "$TMP/rq-f32.gguf" -o "$TMP/rq2.gguf" --format gguf --quant q8_0
+cmp -s "$TMP/rq.gguf" "$TMP/rq2.gguf" || bad "requantizing differs from decoding to f32 and quantizing"
+expect 0 "requantize into an artifact" -- convert "$TMP/rl.gguf" -o "$TMP/rq-art" --quant q8_0 \
+  --allow-requantize
+expect 0 "eval the requantized GGUF" -- eval "$TMP/rq.gguf" --tokens "$EVAL"
+grep -o "perplexity [0-9.]*" "$OUT" >"$TMP/ppl_rq"
+expect 0 "eval the requantized artifact" -- eval "$TMP/rq-art" --tokens "$EVAL"
+grep -o "perplexity [0-9.]*" "$OUT" >"$TMP/ppl_rq_art"
+cmp -s "$TMP/ppl_rq" "$TMP/ppl_rq_art" || bad "requantized GGUF $(cat "$TMP/ppl_rq") vs artifact $(cat "$TMP/ppl_rq_art")"
+/usr/bin/python3 - "$(cut -d' ' -f2 "$TMP/ppl_gguf")" "$(cut -d' ' -f2 "$TMP/ppl_rq")" <<'PY' || fail=1
+import sys
+src, rq = float(sys.argv[1]), float(sys.argv[2])
+# The random model's perplexity is near its vocabulary's flat value; q8_0 on
+# top of q4_k_m moved it by 0.86 % (a wrong decode moves it by far more).
+assert src != rq and abs(rq - src) / src < 0.02, (src, rq)
+print("ok: requantized perplexity", rq, "vs the source's", src)
+PY
+# Into another scheme of ours (int4 group-wise) through the stages, and GPTQ
+# on the decoded weights.
+expect 0 "requantize into int4" -- convert "$TMP/rl.gguf" -o "$TMP/rq-int4" --quant int4 \
+  --allow-requantize
+says "--allow-requantize: " "the stage says it decoded the weights"
+expect 1 "GPTQ on ggml blocks is refused without the flag" -- convert "$TMP/rl.gguf" \
+  -o "$TMP/rq-gptq.gguf" --format gguf --quant q4_0 --algo gptq --calib "$EVAL" --calib-samples 2
+says "or pass --allow-requantize" "the GPTQ refusal names the flag"
+expect 0 "GPTQ on the decoded weights" -- convert "$TMP/rl.gguf" -o "$TMP/rq-gptq.gguf" --format gguf \
+  --quant q4_0 --algo gptq --calib "$EVAL" --calib-samples 2 --allow-requantize
+expect 2 "--allow-requantize is refused for ONNX export" -- convert "$TMP/rl.gguf" -o "$TMP/x.onnx" \
+  --format onnx --allow-requantize
+says "--allow-requantize" "the ONNX refusal names the flag"
 expect 2 "artifact-only flags are refused by name" -- convert "$TMP/rl" -o "$TMP/x" --quant q4_k_m --group 32
 says "--group: not supported with --format gguf or a llama-quantize --quant type" "--group message"
 expect 2 "--part is refused by name" -- convert "$TMP/rl" -o "$TMP/x" --quant q4_k_m --part 1/2

@@ -36,6 +36,9 @@ from safetensors_lite import read_safetensors  # noqa: E402
 from verify import forward, next_token_loss  # noqa: E402
 
 FIXTURES = os.path.join(ROOT, "tests", "testdata", "prequant")
+# Max |logit change| of int8 per channel on the decoded act-order 4-bit weights: measured 0.33; the
+# weights with their columns left in the wrong order (the control below) move them by ~17.
+REQUANT_BOUND = 1.0
 LOGIT_BOUND = 1e-4   # max |slimpack f32 - NumPy f64| over logits of magnitude ~25 (measured ~2e-5)
 NLL_BOUND = 1e-5     # |mean NLL difference|, nats
 FP8_F16_BOUND = 0.01  # max |Δlogit| after FP8 values are rounded to f16 (relative L2 ~1.5e-4 per weight; measured 0.003)
@@ -302,6 +305,21 @@ def main():
         check("already quantized" in r.stderr and ".weight'" in r.stderr, "convert --quant names the reason: "
               + r.stderr.strip()[:200])
         check(not os.path.exists(os.path.join(tmp, "again")), "nothing written by the refused convert")
+        check("--allow-requantize" in r.stderr, "the refusal names --allow-requantize")
+        # --allow-requantize decodes the codes (act-order columns put back in checkpoint order) and
+        # quantizes them again: int8 per channel on top of the checkpoint's 4-bit grid moves the logits
+        # far less than the act-order control above (a column order left permuted would not).
+        rq = os.path.join(tmp, "requantized")
+        r = slimpack("convert", os.path.join(FIXTURES, fixture), "-o", rq, "--quant", "int8",
+                     "--allow-requantize")
+        check("--allow-requantize: 28 quantized weight(s) decoded to f32" in r.stderr,
+              "convert says it decoded the 28 projections")
+        manifest = json.load(open(os.path.join(rq, "manifest.json")))
+        check(not any(t["name"].endswith(".input_perm") for t in manifest["tensors"]),
+              "the requantized artifact holds no input permutation")
+        moved = float(np.abs(run_logits(rq, ids, tmp, "requantized") - logits[fixture]).max())
+        print(f"requantized to int8: max |logit - checkpoint's| = {moved:.3g} (control {miss:.3g})")
+        check(0 < moved < REQUANT_BOUND, f"requantized logits within {REQUANT_BOUND} of the checkpoint's")
     if failures:
         print(f"{len(failures)} check(s) failed")
         sys.exit(1)

@@ -102,6 +102,9 @@ if "$SLIMPACK" convert "$work/tiny-q8_0.gguf" -o "$work/twice.gguf" --format ggu
    [ -e "$work/twice.gguf" ]; then
   echo "FAIL: a q8_0 GGUF re-quantized, or refused without the reason"; cat "$work/log"; fail=1
 fi
+# With --allow-requantize (llama-quantize's flag) it is: the q8_0 blocks
+# decoded and encoded as q4_0, which llama.cpp runs as slimpack does.
+check "$work/tiny-q8_0.gguf" tiny-requantized q4_0 1e-2 0.99 "--allow-requantize"
 fi
 if part random; then
 # The random model has no trained structure: ggml's q8 rounding of the
