@@ -4,6 +4,10 @@
 #include <limits>
 #include <optional>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/window.h"
 #include "support/checked_math.h"
@@ -69,10 +73,53 @@ void Pool2d(PoolKind kind, bool count_include_pad, const WindowGeometry& g,
   const int64_t dh = g.dilations[0], dw = g.dilations[1];
   const int64_t oh_n = g.out[0], ow_n = g.out[1];
   const int64_t in_size = h * w;
+#if defined(__SSE2__)
+  // Max values without Indices, four output columns at a time where every
+  // kernel column of all four lands inside the input: maxps(v, best) is
+  // `v > best ? v : best` lane by lane, the scalar loop's rule, so the
+  // same value wins (the first of equal maxima, NaN only when first). The
+  // scalar loop took 9 % of a ResNet-18 run for its one pooling layer.
+  const int64_t kw_n = g.kernel[1], sw = g.strides[1];
+  int64_t ow_begin = ow_n, ow_end = 0;  // the columns with every tap inside
+  for (int64_t ow = 0; ow < ow_n; ++ow) {
+    const AxisTaps& b = tw[static_cast<size_t>(ow)];
+    if (b.lo == 0 && b.hi == kw_n) {
+      ow_begin = std::min(ow_begin, ow);
+      ow_end = ow + 1;
+    }
+  }
+  const bool vector_max = kind == PoolKind::kMax && ip == nullptr && (sw == 1 || sw == 2);
+  // Four columns' values of one tap: stride 1 one load, stride 2 two loads
+  // (8 floats) with the even lanes kept.
+  const auto load4 = [&](int64_t at) {
+    if (sw == 1) return _mm_loadu_ps(xp + at);
+    return _mm_shuffle_ps(_mm_loadu_ps(xp + at), _mm_loadu_ps(xp + at + 4),
+                          _MM_SHUFFLE(2, 0, 2, 0));
+  };
+#endif
   for (int64_t oh = 0; oh < oh_n; ++oh) {
     const AxisTaps& a = th[static_cast<size_t>(oh)];
     float* yrow = yp + oh * ow_n;
     for (int64_t ow = 0; ow < ow_n; ++ow) {
+#if defined(__SSE2__)
+      // The last float a vector reads: column ow + 3's last tap, plus the
+      // odd lane a stride-2 load also reads; it must stay in the plane.
+      if (vector_max && a.hi > a.lo && ow >= ow_begin && ow + 4 <= ow_end &&
+          (a.start + (a.hi - 1) * dh) * w + tw[static_cast<size_t>(ow)].start +
+                  (kw_n - 1) * dw + 4 * sw - 1 < in_size) {
+        const int64_t col = tw[static_cast<size_t>(ow)].start;
+        __m128 best = load4((a.start + a.lo * dh) * w + col);
+        for (int64_t kh = a.lo; kh < a.hi; ++kh) {
+          const int64_t row = (a.start + kh * dh) * w + col;
+          for (int64_t kw = kh == a.lo ? 1 : 0; kw < kw_n; ++kw) {
+            best = _mm_max_ps(load4(row + kw * dw), best);
+          }
+        }
+        _mm_storeu_ps(yrow + ow, best);
+        ow += 3;
+        continue;
+      }
+#endif
       const AxisTaps& b = tw[static_cast<size_t>(ow)];
       const int64_t valid = (a.hi - a.lo) * (b.hi - b.lo);
       if (kind == PoolKind::kMax) {

@@ -114,11 +114,13 @@ TEST(PoolTest, AveragePoolSameUpperMatchesNaive) {
 // tied maxima wins, NaN handling, Indices) over strides, dilations, pads,
 // ceil_mode and count_include_pad, with 1 and 2 threads.
 TEST(PoolTest, TwoDimPathMatchesNdPathExactly) {
-  const int64_t n = 2, c = 3, h = 9, w = 11;
+  const int64_t n = 2, c = 3, h = 9, w = 23;
   std::vector<float> x = Random(n * c * h * w, 77);
   for (size_t i = 0; i < x.size(); i += 7) x[i] = 0.5f;  // ties
+  for (size_t i = 3; i < x.size(); i += 11) x[i] = (i / 11) % 2 ? 0.0f : -0.0f;  // +-0 ties
   x[5] = std::numeric_limits<float>::quiet_NaN();         // NaN inside
   x[h * w] = std::numeric_limits<float>::quiet_NaN();     // NaN first tap
+  x[2 * h * w + 2 * w + 8] = std::numeric_limits<float>::quiet_NaN();  // inside a vector
   struct Case {
     std::vector<int64_t> k, s, d, pads;
     int64_t ceil, incl;
@@ -129,8 +131,12 @@ TEST(PoolTest, TwoDimPathMatchesNdPathExactly) {
       {{2, 3}, {1, 2}, {2, 1}, {0, 2, 1, 0}, 1, 0},
       {{3, 2}, {3, 1}, {2, 3}, {2, 0, 2, 1}, 0, 1},
       {{4, 4}, {2, 3}, {1, 1}, {3, 3, 3, 3}, 1, 1},
+      {{3, 3}, {1, 1}, {1, 2}, {1, 1, 1, 1}, 0, 0},
+      {{2, 2}, {2, 2}, {1, 1}, {0, 0, 0, 0}, 0, 0},
   };
-  for (const std::string op : {"MaxPool", "AveragePool"}) {
+  // MaxPool without its Indices output takes a vector path of its own
+  // (four columns at a time, stride 1 or 2): checked as a third op.
+  for (const std::string op : {"MaxPool", "MaxPoolValues", "AveragePool"}) {
     for (const Case& cs : cases) {
       for (int threads : {1, 2}) {
         SCOPED_TRACE(op + " k=" + std::to_string(cs.k[0]) + "x" + std::to_string(cs.k[1]) +
@@ -151,8 +157,9 @@ TEST(PoolTest, TwoDimPathMatchesNdPathExactly) {
           a3["count_include_pad"] = Attr::Int(cs.incl);
         }
         const int outs = op == "MaxPool" ? 2 : 1;
-        OpTest t2{op, {{"x", F32({n, c, h, w}, x)}}, a2, outs};
-        OpTest t3{op, {{"x", F32({n, c, h, w, 1}, x)}}, a3, outs};
+        const std::string kernel = op == "MaxPoolValues" ? "MaxPool" : op;
+        OpTest t2{kernel, {{"x", F32({n, c, h, w}, x)}}, a2, outs};
+        OpTest t3{kernel, {{"x", F32({n, c, h, w, 1}, x)}}, a3, outs};
         t2.num_threads = threads;
         auto y2 = t2.Run();
         auto y3 = t3.Run();
