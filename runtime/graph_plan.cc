@@ -183,6 +183,10 @@ absl::StatusOr<std::unique_ptr<GraphPlan>> BuildPlan(const ir::Graph& graph,
     plan->inputs.push_back({v.name, new_slot(v.name), has_default, &v});
     in_scope.insert(v.name);
   }
+  // Initializer slots whose value no graph input can replace.
+  std::unordered_set<int> fixed;
+  for (const auto& [slot, t] : plan->constants) fixed.insert(slot);
+  for (const GraphPlan::Input& in : plan->inputs) fixed.erase(in.slot);
   ASSIGN_OR_RETURN(std::vector<size_t> order, graph.TopologicalOrder());
   // Outer-scope references become slots filled when the subgraph starts.
   for (const std::string& r : graph.OuterScopeReferences()) {
@@ -201,6 +205,7 @@ absl::StatusOr<std::unique_ptr<GraphPlan>> BuildPlan(const ir::Graph& graph,
     for (const std::string& in : n.inputs) {
       if (in.empty()) {
         step.inputs.push_back(-1);
+        step.constant_inputs.push_back(false);
         continue;
       }
       if (!in_scope.count(in)) {
@@ -209,6 +214,7 @@ absl::StatusOr<std::unique_ptr<GraphPlan>> BuildPlan(const ir::Graph& graph,
             "', which no graph input, initializer or earlier node defines");
       }
       step.inputs.push_back(plan->slot_of.at(in));
+      step.constant_inputs.push_back(fixed.count(step.inputs.back()) > 0);
     }
     // Subgraphs see everything visible here: this graph's names so far,
     // then the enclosing scopes.

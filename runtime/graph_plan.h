@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/node_cache.h"
 #include "runtime/rt_tensor.h"
 #include "ir/graph.h"
 
@@ -21,6 +22,10 @@ struct NodeStep {
   const ir::Node* node = nullptr;
   KernelFn fn = nullptr;
   std::vector<int> inputs;   // slot per input, -1 when omitted
+  // Per input: true when it is an initializer no graph input overrides, so
+  // its value is the same on every run (KernelContext::input_is_constant).
+  std::vector<bool> constant_inputs;
+  std::shared_ptr<NodeCache> cache = std::make_shared<NodeCache>();
   std::vector<int> outputs;  // slot per output, -1 when unnamed
   std::vector<int> release_after;  // slots whose last reader is this node
 };

@@ -128,6 +128,7 @@ absl::StatusOr<std::vector<RtTensor>> Interpreter::Impl::RunGraph(
     const bool default_domain = node.domain.empty() || node.domain == "ai.onnx";
     KernelContext ctx(node, default_domain ? options.opset_version : 1, std::move(inputs),
                       &allocator, pool.get(), &runner);
+    ctx.SetNodeCache(step.cache.get(), &step.constant_inputs);
     absl::Status status = step.fn(ctx);
     if (!status.ok()) return Annotate(status, NodeLabel(node));
     for (size_t i = 0; i < step.outputs.size(); ++i) {

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/allocator.h"
+#include "runtime/node_cache.h"
 #include "runtime/rt_tensor.h"
 #include "runtime/thread_pool.h"
 #include "ir/graph.h"
@@ -70,6 +71,19 @@ class KernelContext {
   // with the run's buffers.
   TensorAllocator& allocator() const { return *allocator_; }
   ThreadPool* pool() const { return pool_; }
+  // The node's cache (node_cache.h) and which inputs are constants, when
+  // the interpreter runs it from a plan; kernels run elsewhere (tests,
+  // fused kernels' inner ops) have none.
+  void SetNodeCache(NodeCache* cache, const std::vector<bool>* constant_inputs) {
+    cache_ = cache;
+    constant_inputs_ = constant_inputs;
+  }
+  NodeCache* node_cache() const { return cache_; }
+  // True when input `i` holds the same initializer on every run.
+  bool input_is_constant(size_t i) const {
+    return constant_inputs_ != nullptr && i < constant_inputs_->size() &&
+           (*constant_inputs_)[i];
+  }
   absl::StatusOr<std::vector<RtTensor>> RunSubgraph(
       const ir::Graph& graph, const std::vector<RtTensor>& inputs) const;
 
@@ -100,6 +114,8 @@ class KernelContext {
   TensorAllocator* allocator_;
   ThreadPool* pool_;
   const SubgraphRunner* subgraphs_;
+  NodeCache* cache_ = nullptr;
+  const std::vector<bool>* constant_inputs_ = nullptr;
 };
 
 // Helpers shared by kernels.

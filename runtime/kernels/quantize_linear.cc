@@ -225,66 +225,77 @@ std::vector<int32_t> IntegerMatMul(const std::vector<int32_t>& a,
   return acc;
 }
 
-// IntegerMatMul's sums through the float GEMM when that is exact
-// (kFloatExactBound: the largest |a - azp| times every column's
-// sum_k |b - bzp| stays below 2^24, as for an int8 classifier), false when
-// it is not or would not be faster (FloatProductsAreFast).
-absl::StatusOr<bool> FloatExactMatMul(KernelContext& ctx, const RtTensor& a, const RtTensor& b,
-                                      const MatMulShape& p, const QParams& azp,
-                                      const QParams& bzp, std::vector<int32_t>& acc) {
-  using quantize_internal::IntAt;
-  const int64_t mk = p.m * p.k, kn = p.k * p.n, mn = p.m * p.n;
-  // The integer path handles empty shapes, and CPUs without hardware FMA.
-  if (mk == 0 || kn == 0 || !quantize_internal::FloatProductsAreFast()) return false;
-  // Row by row and typed, so the scans and conversions vectorise.
-  const auto centred = [](const RtTensor& t, int64_t from, int64_t n, int32_t zp, float* out) {
-    const auto z = static_cast<float>(zp);
-    if (t.dtype() == DType::kU8) {
-      const uint8_t* v = t.data<uint8_t>() + from;
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
-    } else {
-      const int8_t* v = t.data<int8_t>() + from;
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
-    }
-  };
-  ASSIGN_OR_RETURN(RtTensor af, ctx.AllocateUninitialized(DType::kF32, {a.num_elements()}));
-  float* pa = af.mutable_data<float>();
-  float amax = 0;
-  for (int64_t r = 0; r < a.num_elements() / p.k; ++r) {
-    float* row = pa + r * p.k;
-    centred(a, r * p.k, p.k, azp.z(r % p.m), row);
-    for (int64_t k = 0; k < p.k; ++k) amax = std::max(amax, std::fabs(row[k]));
+// (v - zp) as floats for n elements of the u8/i8 tensor `t` from `from`;
+// typed, so the loop vectorises.
+void CentredRun(const RtTensor& t, int64_t from, int64_t n, int32_t zp, float* out) {
+  const auto z = static_cast<float>(zp);
+  if (t.dtype() == DType::kU8) {
+    const uint8_t* v = t.data<uint8_t>() + from;
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
+  } else {
+    const int8_t* v = t.data<int8_t>() + from;
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
   }
-  // B centred row by row, with column sums of |b - bzp| in floats: exact
-  // integers below 2^24 / amax whenever the bound holds (larger sums may
-  // round, but then they fail it anyway).
-  const int64_t bmats = b.num_elements() / kn;
-  ASSIGN_OR_RETURN(RtTensor bf, ctx.AllocateUninitialized(DType::kF32, {b.num_elements()}));
-  float* pb = bf.mutable_data<float>();
+}
+
+// B minus its per-column zero points (B's layout), and the largest column
+// sum of |b - bzp| over B's matrices.
+std::shared_ptr<const quantize_internal::CentredWeights> CentreMatMulB(const RtTensor& b,
+                                                                      const MatMulShape& p,
+                                                                      const QParams& bzp) {
+  auto out = std::make_shared<quantize_internal::CentredWeights>();
+  const int64_t kn = p.k * p.n;
+  out->values.resize(b.num_elements());
   std::vector<float> zb(p.n), colsum(p.n);
   for (int64_t j = 0; j < p.n; ++j) zb[j] = static_cast<float>(bzp.z(j));
-  bool exact = true;
-  for (int64_t mat = 0; mat < bmats && exact; ++mat) {
+  for (int64_t mat = 0; mat < b.num_elements() / kn; ++mat) {
     std::fill(colsum.begin(), colsum.end(), 0.0f);
     for (int64_t k = 0; k < p.k; ++k) {
-      float* row = pb + mat * kn + k * p.n;
-      centred(b, mat * kn + k * p.n, p.n, 0, row);
+      float* row = out->values.data() + mat * kn + k * p.n;
+      CentredRun(b, mat * kn + k * p.n, p.n, 0, row);
       for (int64_t j = 0; j < p.n; ++j) {
         row[j] -= zb[j];
         colsum[j] += std::fabs(row[j]);
       }
     }
-    const float worst = *std::max_element(colsum.begin(), colsum.end());
-    exact = static_cast<double>(worst) * amax < static_cast<double>(quantize_internal::kFloatExactBound);
+    out->worst_abs_sum =
+        std::max(out->worst_abs_sum, *std::max_element(colsum.begin(), colsum.end()));
   }
-  if (!exact) {
+  return out;
+}
+
+// IntegerMatMul's sums through the float GEMM when that is exact
+// (kFloatExactBound: the largest |a - azp| times every column's
+// sum_k |b - bzp| stays below 2^24, as for an int8 classifier), false when
+// it is not or would not be faster (FloatProductsAreFast). `constant_b`: B
+// and its zero point are initializers, so centred B is kept in the node's
+// cache.
+absl::StatusOr<bool> FloatExactMatMul(KernelContext& ctx, const RtTensor& a, const RtTensor& b,
+                                      const MatMulShape& p, const QParams& azp,
+                                      const QParams& bzp, bool constant_b,
+                                      std::vector<int32_t>& acc) {
+  const int64_t mk = p.m * p.k, kn = p.k * p.n, mn = p.m * p.n;
+  // The integer path handles empty shapes, and CPUs without hardware FMA.
+  if (mk == 0 || kn == 0 || !quantize_internal::FloatProductsAreFast()) return false;
+  ASSIGN_OR_RETURN(RtTensor af, ctx.AllocateUninitialized(DType::kF32, {a.num_elements()}));
+  float* pa = af.mutable_data<float>();
+  float amax = 0;
+  for (int64_t r = 0; r < a.num_elements() / p.k; ++r) {
+    float* row = pa + r * p.k;
+    CentredRun(a, r * p.k, p.k, azp.z(r % p.m), row);
+    for (int64_t k = 0; k < p.k; ++k) amax = std::max(amax, std::fabs(row[k]));
+  }
+  const std::shared_ptr<const quantize_internal::CentredWeights> cb =
+      quantize_internal::Prepared(ctx, constant_b, [&] { return CentreMatMulB(b, p, bzp); });
+  if (static_cast<double>(cb->worst_abs_sum) * amax >=
+      static_cast<double>(quantize_internal::kFloatExactBound)) {
     ctx.Recycle(std::move(af));
-    ctx.Recycle(std::move(bf));
     return false;
   }
   const auto batches = static_cast<int64_t>(p.a_off.size());
   ASSIGN_OR_RETURN(RtTensor c, ctx.AllocateUninitialized(DType::kF32, {batches * mn}));
   float* pc = c.mutable_data<float>();
+  const float* pb = cb->values.data();
   for (int64_t o = 0; o < batches; ++o) {
     RETURN_IF_ERROR(Sgemm(false, false, p.m, p.n, p.k, 1.0f, pa + p.a_off[o] * mk, p.k,
                           pb + p.b_off[o] * kn, p.n, 0.0f, pc + o * mn, p.n, ctx.pool()));
@@ -292,9 +303,13 @@ absl::StatusOr<bool> FloatExactMatMul(KernelContext& ctx, const RtTensor& a, con
   acc.resize(batches * mn);
   for (int64_t i = 0; i < batches * mn; ++i) acc[i] = static_cast<int32_t>(pc[i]);
   ctx.Recycle(std::move(af));
-  ctx.Recycle(std::move(bf));
   ctx.Recycle(std::move(c));
   return true;
+}
+
+// Whether input `i` is absent or the same initializer on every run.
+bool ConstantOrAbsent(const KernelContext& ctx, size_t i) {
+  return ctx.input(i) == nullptr || ctx.input_is_constant(i);
 }
 
 }  // namespace
@@ -409,7 +424,9 @@ absl::Status MatMulInteger(KernelContext& ctx) {
   ASSIGN_OR_RETURN(QParams azp, ReadQParams(ctx, -1, 2, p.m, "a_zero_point"));
   ASSIGN_OR_RETURN(QParams bzp, ReadQParams(ctx, -1, 3, p.n, "b_zero_point"));
   std::vector<int32_t> acc;
-  ASSIGN_OR_RETURN(bool exact, FloatExactMatMul(ctx, *a, *b, p, azp, bzp, acc));
+  ASSIGN_OR_RETURN(bool exact,
+                   FloatExactMatMul(ctx, *a, *b, p, azp, bzp,
+                                    ctx.input_is_constant(1) && ConstantOrAbsent(ctx, 3), acc));
   if (!exact) acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, azp, bzp, ctx.pool());
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
   std::copy(acc.begin(), acc.end(), y.mutable_data<int32_t>());
@@ -432,7 +449,9 @@ absl::Status QLinearMatMul(KernelContext& ctx) {
   ASSIGN_OR_RETURN(QParams qb, ReadQParams(ctx, 4, 5, p.n, "b"));
   ASSIGN_OR_RETURN(QParams qy, ReadQParams(ctx, 6, 7, p.m, "y"));
   std::vector<int32_t> acc;
-  ASSIGN_OR_RETURN(bool exact, FloatExactMatMul(ctx, *a, *b, p, qa, qb, acc));
+  ASSIGN_OR_RETURN(bool exact,
+                   FloatExactMatMul(ctx, *a, *b, p, qa, qb,
+                                    ctx.input_is_constant(3) && ConstantOrAbsent(ctx, 5), acc));
   if (!exact) acc = IntegerMatMul(IntsOf(*a), IntsOf(*b), p, qa, qb, ctx.pool());
   const DType out_type = yz->dtype();
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(out_type, p.out_dims));

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +66,28 @@ inline bool FloatProductsAreFast() {
   static const bool fast =
       std::string_view(gemm::BestMicroKernel().name) != "sse2-exact-fma";
   return fast;
+}
+
+// An integer weight minus its zero points as floats, and the largest sum of
+// |w - zp| over the terms of any one output (a convolution channel's row, a
+// matmul column): what the float-exact paths need from a weight. Built once
+// per node and kept in its cache when the weight is a constant (Prepared).
+struct CentredWeights {
+  std::vector<float> values;
+  float worst_abs_sum = 0;  // exact below 2^24; a larger sum fails the bound anyway
+};
+
+// `build()` (a std::shared_ptr<const CentredWeights>), from the node's cache
+// when `constant` (the weight and its zero point are initializers) and the
+// kernel runs from an interpreter plan, otherwise built for this call.
+template <typename Build>
+std::shared_ptr<const CentredWeights> Prepared(KernelContext& ctx, bool constant,
+                                               const Build& build) {
+  if (!constant || ctx.node_cache() == nullptr) return build();
+  absl::StatusOr<std::shared_ptr<const CentredWeights>> cached =
+      ctx.node_cache()->GetOrBuild<CentredWeights>(
+          0, [&]() -> absl::StatusOr<std::shared_ptr<const CentredWeights>> { return build(); });
+  return *std::move(cached);  // the build cannot fail
 }
 
 // (v - zp) as floats for every element of the u8/i8 tensor `t` (exact:

@@ -228,6 +228,28 @@ std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
   return acc;
 }
 
+// W minus its per-channel zero points, [m, kdim] floats, and the largest
+// channel sum of |w - wzp|.
+std::shared_ptr<const quantize_internal::CentredWeights> CentreConvWeights(const RtTensor& w,
+                                                                          int64_t m,
+                                                                          const QParams& wzp) {
+  auto out = std::make_shared<quantize_internal::CentredWeights>();
+  const int64_t kdim = w.num_elements() / std::max<int64_t>(1, m);
+  out->values.resize(w.num_elements());
+  quantize_internal::CenteredFloats(w, 0, out->values.data());
+  for (int64_t mi = 0; mi < m; ++mi) {
+    const auto z = static_cast<float>(wzp.z(mi));
+    float* row = out->values.data() + mi * kdim;
+    float sum = 0;
+    for (int64_t k = 0; k < kdim; ++k) {
+      row[k] -= z;
+      sum += std::fabs(row[k]);
+    }
+    out->worst_abs_sum = std::max(out->worst_abs_sum, sum);
+  }
+  return out;
+}
+
 // IntegerConv's sums as exact floats in a [batch, m, out...] tensor from
 // ctx's allocator (the caller recycles it), or an undefined tensor when the
 // float convolution would not be faster (FloatProductsAreFast) or not exact
@@ -235,39 +257,32 @@ std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
 // bounded by sum_k |w_k - wzp| times the largest |x - xzp| x's type allows.
 // Depthwise and most pointwise layers of an int8 CNN are far inside the
 // bound, and their products then run at the float kernels' speed instead of
-// the im2col + pmaddwd loop above.
+// the im2col + pmaddwd loop above. `constant_w`: W and its zero point are
+// initializers, so the centred weights are kept in the node's cache.
 absl::StatusOr<RtTensor> FloatExactConv(KernelContext& ctx, const RtTensor& x,
                                         const RtTensor& w, const ConvPlan& p, int32_t xzp,
-                                        const QParams& wzp) {
+                                        const QParams& wzp, bool constant_w) {
   if (!quantize_internal::FloatProductsAreFast()) return RtTensor();
   const int64_t xmax = std::max(xzp - quantize_internal::QMin(x.dtype()),
                                 quantize_internal::QMax(x.dtype()) - xzp);
-  ASSIGN_OR_RETURN(RtTensor wf, ctx.AllocateUninitialized(DType::kF32, w.dims()));
-  const int64_t kdim = w.num_elements() / std::max<int64_t>(1, p.m);
-  float* pw = wf.mutable_data<float>();
-  quantize_internal::CenteredFloats(w, 0, pw);
-  for (int64_t mi = 0; mi < p.m; ++mi) {
-    const auto z = static_cast<float>(wzp.z(mi));
-    float* row = pw + mi * kdim;
-    float sum = 0;  // exact while below 2^24, and past it the test fails anyway
-    for (int64_t k = 0; k < kdim; ++k) {
-      row[k] -= z;
-      sum += std::fabs(row[k]);
-    }
-    if (static_cast<double>(sum) * static_cast<double>(xmax) >=
-        static_cast<double>(quantize_internal::kFloatExactBound)) {
-      ctx.Recycle(std::move(wf));
-      return RtTensor();
-    }
+  const std::shared_ptr<const quantize_internal::CentredWeights> cw = quantize_internal::Prepared(
+      ctx, constant_w, [&] { return CentreConvWeights(w, p.m, wzp); });
+  if (static_cast<double>(cw->worst_abs_sum) * static_cast<double>(xmax) >=
+      static_cast<double>(quantize_internal::kFloatExactBound)) {
+    return RtTensor();
   }
   ASSIGN_OR_RETURN(RtTensor xf, ctx.AllocateUninitialized(DType::kF32, x.dims()));
   quantize_internal::CenteredFloats(x, xzp, xf.mutable_data<float>());
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, p.out_dims));
-  const ConvF32Args a{xf.data<float>(), x.dims(), wf.data<float>(), p.m, p.group, nullptr, p.g};
+  const ConvF32Args a{xf.data<float>(), x.dims(), cw->values.data(), p.m, p.group, nullptr, p.g};
   RETURN_IF_ERROR(ConvF32(ctx, a, y.mutable_data<float>()));
   ctx.Recycle(std::move(xf));
-  ctx.Recycle(std::move(wf));
   return y;
+}
+
+// Whether input `i` is absent or the same initializer on every run.
+bool ConstantOrAbsent(const KernelContext& ctx, size_t i) {
+  return ctx.input(i) == nullptr || ctx.input_is_constant(i);
 }
 
 }  // namespace
@@ -283,7 +298,8 @@ absl::Status ConvInteger(KernelContext& ctx) {
   ASSIGN_OR_RETURN(QParams xzp, ReadQParams(ctx, -1, 2, 1, "x_zero_point"));
   ASSIGN_OR_RETURN(QParams wzp, ReadQParams(ctx, -1, 3, p.m, "w_zero_point"));
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
-  ASSIGN_OR_RETURN(RtTensor yf, FloatExactConv(ctx, *x, *w, p, xzp.z(0), wzp));
+  ASSIGN_OR_RETURN(RtTensor yf, FloatExactConv(ctx, *x, *w, p, xzp.z(0), wzp,
+                                                ctx.input_is_constant(1) && ConstantOrAbsent(ctx, 3)));
   if (yf.defined()) {
     const float* f = yf.data<float>();
     int32_t* out = y.mutable_data<int32_t>();
@@ -322,7 +338,8 @@ absl::Status QLinearConv(KernelContext& ctx) {
   }
   // The sums either as exact floats or from the integer kernel.
   std::vector<int32_t> acc;
-  ASSIGN_OR_RETURN(RtTensor yf, FloatExactConv(ctx, *x, *w, p, qx.z(0), qw));
+  ASSIGN_OR_RETURN(RtTensor yf, FloatExactConv(ctx, *x, *w, p, qx.z(0), qw,
+                                                ctx.input_is_constant(3) && ConstantOrAbsent(ctx, 5)));
   if (!yf.defined()) acc = IntegerConv(IntsOf(*x), IntsOf(*w), p, qx.z(0), qw, ctx.pool());
   const DType out_type = yz->dtype();
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(out_type, p.out_dims));

@@ -26,6 +26,7 @@ using ::slimpack::testing::IsOk;
 using ::slimpack::testing::StatusIs;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
+using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using Attr = ir::Attribute;
 
@@ -494,6 +495,42 @@ TEST(InterpreterTest, HugeTensorsAreRefused) {
                              HasSubstr("exceeds the limit of 1048576 bytes"))));
   EXPECT_THAT(interp->Run({{"s", I64({2}, {INT64_MAX, 4})}}),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("invalid output dims")));
+}
+
+// The W8A8 kernels keep their centred weights in the node's cache when the
+// weight is an initializer (node_cache.h). One that a graph input can
+// override is not constant: feeding another weight must give its product,
+// not the cached one's.
+TEST(InterpreterTest, CachedWeightsFollowAnOverridableInitializer) {
+  const std::vector<int8_t> w0 = {1, -2, 3, 4, 5, -6}, w1 = {-7, 8, 9, 10, -11, 12};
+  const std::vector<uint8_t> x = {3, 200};
+  auto product = [&](const std::vector<int8_t>& w) {
+    std::vector<int32_t> y(3);
+    for (int j = 0; j < 3; ++j) y[j] = x[0] * w[j] + x[1] * w[3 + j];
+    return y;
+  };
+  for (bool overridable : {false, true}) {
+    SCOPED_TRACE(overridable ? "w is also a graph input" : "w is an initializer only");
+    ir::Graph g;
+    g.inputs.push_back(Value("x", ir::DType::kU8, {1, 2}));
+    if (overridable) g.inputs.push_back(Value("w", ir::DType::kI8, {2, 3}));
+    ASSERT_THAT(g.AddInitializer(testing::IrTensor<int8_t>("w", {2, 3}, w0)), IsOk());
+    g.nodes.push_back(MakeNode("mm", "MatMulInteger", {"x", "w"}, {"y"}));
+    g.outputs.push_back(Value("y", ir::DType::kI32, {1, 3}));
+    auto interp = Interpreter::Create(g, {});
+    ASSERT_THAT(interp, IsOk());
+    const RtTensor xt = RtTensor::FromVector<uint8_t>({1, 2}, x);
+    for (int run = 0; run < 2; ++run) {  // the second run reads the cache
+      auto y = interp->Run({{"x", xt}});
+      ASSERT_THAT(y, IsOk());
+      EXPECT_THAT((*y)[0].ToVector<int32_t>(), ElementsAreArray(product(w0)));
+    }
+    if (overridable) {
+      auto y = interp->Run({{"x", xt}, {"w", RtTensor::FromVector<int8_t>({2, 3}, w1)}});
+      ASSERT_THAT(y, IsOk());
+      EXPECT_THAT((*y)[0].ToVector<int32_t>(), ElementsAreArray(product(w1)));
+    }
+  }
 }
 
 }  // namespace
