@@ -188,6 +188,7 @@ absl::StatusOr<std::unique_ptr<GraphPlan>> BuildPlan(const ir::Graph& graph,
   for (const auto& [slot, t] : plan->constants) fixed.insert(slot);
   for (const GraphPlan::Input& in : plan->inputs) fixed.erase(in.slot);
   ASSIGN_OR_RETURN(std::vector<size_t> order, graph.TopologicalOrder());
+  const auto budget = std::make_shared<CacheBudget>();
   // Outer-scope references become slots filled when the subgraph starts.
   for (const std::string& r : graph.OuterScopeReferences()) {
     if (!outer.Contains(r)) continue;  // reported below as undefined
@@ -198,6 +199,7 @@ absl::StatusOr<std::unique_ptr<GraphPlan>> BuildPlan(const ir::Graph& graph,
     const ir::Node& n = graph.nodes[idx];
     NodeStep step;
     step.node = &n;
+    step.cache = std::make_shared<NodeCache>(budget);
     step.fn = kernels.Find(n.domain, n.op_type);
     if (step.fn == nullptr) {
       return absl::UnimplementedError(NodeLabel(n) + " has no kernel");

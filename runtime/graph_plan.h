@@ -25,7 +25,7 @@ struct NodeStep {
   // Per input: true when it is an initializer no graph input overrides, so
   // its value is the same on every run (KernelContext::input_is_constant).
   std::vector<bool> constant_inputs;
-  std::shared_ptr<NodeCache> cache = std::make_shared<NodeCache>();
+  std::shared_ptr<NodeCache> cache;  // sharing its plan's CacheBudget
   std::vector<int> outputs;  // slot per output, -1 when unnamed
   std::vector<int> release_after;  // slots whose last reader is this node
 };

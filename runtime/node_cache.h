@@ -6,6 +6,8 @@
 #ifndef SLIMPACK_RUNTIME_NODE_CACHE_H_
 #define SLIMPACK_RUNTIME_NODE_CACHE_H_
 
+#include <atomic>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -15,12 +17,35 @@
 
 namespace slimpack::runtime {
 
+// Bytes the node caches of one plan may hold together. Past it a value is
+// built for its call and not kept: a W8A8 decoder's centred float weights
+// would be four times its int8 ones, more memory than the model.
+class CacheBudget {
+ public:
+  static constexpr int64_t kDefaultBytes = int64_t{256} << 20;
+  explicit CacheBudget(int64_t bytes = kDefaultBytes) : left_(bytes) {}
+  // Takes `bytes` from the budget if that many are left.
+  bool Take(int64_t bytes) {
+    int64_t left = left_.load();
+    while (left >= bytes) {
+      if (left_.compare_exchange_weak(left, left - bytes)) return true;
+    }
+    return false;
+  }
+
+ private:
+  std::atomic<int64_t> left_;
+};
+
 class NodeCache {
  public:
-  // The value stored under `key`, built by `build` on the first call (a
-  // failed build stores nothing and returns its error). A kernel uses one
-  // key per kind of value, and builds only from constant inputs, so the
-  // value stays valid for every later run.
+  explicit NodeCache(std::shared_ptr<CacheBudget> budget) : budget_(std::move(budget)) {}
+
+  // The value stored under `key`, built by `build` on the first call and
+  // kept when the budget has T::bytes() left (otherwise built again on the
+  // next call); a failed build stores nothing and returns its error. A
+  // kernel uses one key per kind of value, and builds only from constant
+  // inputs, so a kept value stays valid for every later run.
   template <typename T>
   absl::StatusOr<std::shared_ptr<const T>> GetOrBuild(
       int key, const std::function<absl::StatusOr<std::shared_ptr<const T>>()>& build) {
@@ -29,11 +54,14 @@ class NodeCache {
       return std::static_pointer_cast<const T>(it->second);
     }
     absl::StatusOr<std::shared_ptr<const T>> built = build();
-    if (built.ok()) values_[key] = *built;
+    if (built.ok() && budget_ != nullptr && budget_->Take((*built)->bytes())) {
+      values_[key] = *built;
+    }
     return built;
   }
 
  private:
+  std::shared_ptr<CacheBudget> budget_;
   std::mutex mu_;
   std::map<int, std::shared_ptr<const void>> values_;
 };

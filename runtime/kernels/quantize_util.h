@@ -75,6 +75,7 @@ inline bool FloatProductsAreFast() {
 struct CentredWeights {
   std::vector<float> values;
   float worst_abs_sum = 0;  // exact below 2^24; a larger sum fails the bound anyway
+  int64_t bytes() const { return static_cast<int64_t>(values.size() * sizeof(float)); }
 };
 
 // `build()` (a std::shared_ptr<const CentredWeights>), from the node's cache

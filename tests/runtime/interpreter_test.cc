@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "ir/float_convert.h"
+#include "runtime/node_cache.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "support/status_macros.h"
@@ -531,6 +532,32 @@ TEST(InterpreterTest, CachedWeightsFollowAnOverridableInitializer) {
       EXPECT_THAT((*y)[0].ToVector<int32_t>(), ElementsAreArray(product(w1)));
     }
   }
+}
+
+// Node caches share their plan's byte budget: a value that fits is built
+// once, one past the budget is built again on every call (never kept).
+TEST(NodeCacheTest, KeepsValuesWithinItsBudgetAndRebuildsPastIt) {
+  struct Blob {
+    int64_t size;
+    int64_t bytes() const { return size; }
+  };
+  const auto budget = std::make_shared<CacheBudget>(100);
+  NodeCache first(budget), second(budget);
+  int builds = 0;
+  const std::function<absl::StatusOr<std::shared_ptr<const Blob>>()> build =
+      [&]() -> absl::StatusOr<std::shared_ptr<const Blob>> {
+    ++builds;
+    return std::make_shared<const Blob>(Blob{64});
+  };
+  for (int call = 0; call < 3; ++call) ASSERT_THAT(first.GetOrBuild<Blob>(0, build), IsOk());
+  EXPECT_EQ(builds, 1);  // kept: 64 of 100 bytes
+  for (int call = 0; call < 3; ++call) ASSERT_THAT(second.GetOrBuild<Blob>(0, build), IsOk());
+  EXPECT_EQ(builds, 4);  // 36 bytes left: built on each call
+  const std::function<absl::StatusOr<std::shared_ptr<const Blob>>()> fails =
+      []() -> absl::StatusOr<std::shared_ptr<const Blob>> {
+    return absl::InternalError("no");
+  };
+  EXPECT_THAT(first.GetOrBuild<Blob>(1, fails), StatusIs(absl::StatusCode::kInternal, HasSubstr("no")));
 }
 
 }  // namespace
