@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -34,6 +33,7 @@ namespace {
 
 using ir::DType;
 
+using quantize_internal::ConstantOrAbsent;
 using quantize_internal::ExpectQuantInput;
 using quantize_internal::ExpectZeroPointType;
 using quantize_internal::IntsOf;
@@ -225,19 +225,6 @@ std::vector<int32_t> IntegerMatMul(const std::vector<int32_t>& a,
   return acc;
 }
 
-// (v - zp) as floats for n elements of the u8/i8 tensor `t` from `from`;
-// typed, so the loop vectorises.
-void CentredRun(const RtTensor& t, int64_t from, int64_t n, int32_t zp, float* out) {
-  const auto z = static_cast<float>(zp);
-  if (t.dtype() == DType::kU8) {
-    const uint8_t* v = t.data<uint8_t>() + from;
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
-  } else {
-    const int8_t* v = t.data<int8_t>() + from;
-    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
-  }
-}
-
 // B minus its per-column zero points (B's layout), and the largest column
 // sum of |b - bzp| over B's matrices.
 std::shared_ptr<const quantize_internal::CentredWeights> CentreMatMulB(const RtTensor& b,
@@ -252,7 +239,7 @@ std::shared_ptr<const quantize_internal::CentredWeights> CentreMatMulB(const RtT
     std::fill(colsum.begin(), colsum.end(), 0.0f);
     for (int64_t k = 0; k < p.k; ++k) {
       float* row = out->values.data() + mat * kn + k * p.n;
-      CentredRun(b, mat * kn + k * p.n, p.n, 0, row);
+      quantize_internal::CenteredFloats(b, mat * kn + k * p.n, p.n, 0, row);
       for (int64_t j = 0; j < p.n; ++j) {
         row[j] -= zb[j];
         colsum[j] += std::fabs(row[j]);
@@ -282,7 +269,7 @@ absl::StatusOr<bool> FloatExactMatMul(KernelContext& ctx, const RtTensor& a, con
   float amax = 0;
   for (int64_t r = 0; r < a.num_elements() / p.k; ++r) {
     float* row = pa + r * p.k;
-    CentredRun(a, r * p.k, p.k, azp.z(r % p.m), row);
+    quantize_internal::CenteredFloats(a, r * p.k, p.k, azp.z(r % p.m), row);
     for (int64_t k = 0; k < p.k; ++k) amax = std::max(amax, std::fabs(row[k]));
   }
   const std::shared_ptr<const quantize_internal::CentredWeights> cb =
@@ -305,11 +292,6 @@ absl::StatusOr<bool> FloatExactMatMul(KernelContext& ctx, const RtTensor& a, con
   ctx.Recycle(std::move(af));
   ctx.Recycle(std::move(c));
   return true;
-}
-
-// Whether input `i` is absent or the same initializer on every run.
-bool ConstantOrAbsent(const KernelContext& ctx, size_t i) {
-  return ctx.input(i) == nullptr || ctx.input_is_constant(i);
 }
 
 }  // namespace

@@ -47,11 +47,6 @@ inline std::vector<int32_t> IntsOf(const RtTensor& t) {
   return v;
 }
 
-// Element i of a u8/i8 tensor.
-inline int32_t IntAt(const RtTensor& t, int64_t i) {
-  return t.dtype() == DType::kU8 ? t.data<uint8_t>()[i] : t.data<int8_t>()[i];
-}
-
 // Float arithmetic is exact on integers below 2^24 in magnitude: when every
 // partial sum of an integer product stays below this bound, a float GEMM or
 // convolution over the zero-point-centred values returns exactly the int32
@@ -78,6 +73,11 @@ struct CentredWeights {
   int64_t bytes() const { return static_cast<int64_t>(values.size() * sizeof(float)); }
 };
 
+// Whether input `i` is absent or the same initializer on every run.
+inline bool ConstantOrAbsent(const KernelContext& ctx, size_t i) {
+  return ctx.input(i) == nullptr || ctx.input_is_constant(i);
+}
+
 // `build()` (a std::shared_ptr<const CentredWeights>), from the node's cache
 // when `constant` (the weight and its zero point are initializers) and the
 // kernel runs from an interpreter plan, otherwise built for this call.
@@ -91,16 +91,15 @@ std::shared_ptr<const CentredWeights> Prepared(KernelContext& ctx, bool constant
   return *std::move(cached);  // the build cannot fail
 }
 
-// (v - zp) as floats for every element of the u8/i8 tensor `t` (exact:
-// |v - zp| <= 255).
-inline void CenteredFloats(const RtTensor& t, int32_t zp, float* out) {
-  const int64_t n = t.num_elements();
+// (v - zp) as floats for the n elements of the u8/i8 tensor `t` from
+// element `from` (exact: |v - zp| <= 255); typed, so the loops vectorise.
+inline void CenteredFloats(const RtTensor& t, int64_t from, int64_t n, int32_t zp, float* out) {
   const auto z = static_cast<float>(zp);
   if (t.dtype() == DType::kU8) {
-    const uint8_t* v = t.data<uint8_t>();
+    const uint8_t* v = t.data<uint8_t>() + from;
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
   } else {
-    const int8_t* v = t.data<int8_t>();
+    const int8_t* v = t.data<int8_t>() + from;
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(v[i]) - z;
   }
 }

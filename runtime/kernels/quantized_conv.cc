@@ -25,6 +25,7 @@ namespace {
 
 using ir::DType;
 
+using quantize_internal::ConstantOrAbsent;
 using quantize_internal::ExpectQuantInput;
 using quantize_internal::ExpectZeroPointType;
 using quantize_internal::IntsOf;
@@ -236,7 +237,7 @@ std::shared_ptr<const quantize_internal::CentredWeights> CentreConvWeights(const
   auto out = std::make_shared<quantize_internal::CentredWeights>();
   const int64_t kdim = w.num_elements() / std::max<int64_t>(1, m);
   out->values.resize(w.num_elements());
-  quantize_internal::CenteredFloats(w, 0, out->values.data());
+  quantize_internal::CenteredFloats(w, 0, w.num_elements(), 0, out->values.data());
   for (int64_t mi = 0; mi < m; ++mi) {
     const auto z = static_cast<float>(wzp.z(mi));
     float* row = out->values.data() + mi * kdim;
@@ -272,17 +273,12 @@ absl::StatusOr<RtTensor> FloatExactConv(KernelContext& ctx, const RtTensor& x,
     return RtTensor();
   }
   ASSIGN_OR_RETURN(RtTensor xf, ctx.AllocateUninitialized(DType::kF32, x.dims()));
-  quantize_internal::CenteredFloats(x, xzp, xf.mutable_data<float>());
+  quantize_internal::CenteredFloats(x, 0, x.num_elements(), xzp, xf.mutable_data<float>());
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, p.out_dims));
   const ConvF32Args a{xf.data<float>(), x.dims(), cw->values.data(), p.m, p.group, nullptr, p.g};
   RETURN_IF_ERROR(ConvF32(ctx, a, y.mutable_data<float>()));
   ctx.Recycle(std::move(xf));
   return y;
-}
-
-// Whether input `i` is absent or the same initializer on every run.
-bool ConstantOrAbsent(const KernelContext& ctx, size_t i) {
-  return ctx.input(i) == nullptr || ctx.input_is_constant(i);
 }
 
 }  // namespace
