@@ -14,6 +14,8 @@
 #   FUZZ_HARNESSES="gguf onnx" scripts/fuzz.sh
 #   FUZZ_OPT="-O1 -g1" FUZZ_SECONDS=3600 scripts/fuzz.sh   # long runs
 #   FUZZ_TIMEOUT=120 nice -n 19 scripts/fuzz.sh ...        # beside other work
+#   FUZZ_PREBUILT=build-asan scripts/fuzz.sh   # harnesses of a tree configured
+#                                # with -DSLIMPACK_FUZZ_HOOKS=ON (scripts/test.sh)
 # The build is -O0 unless FUZZ_OPT says otherwise: on the shared 2-core
 # machine the -O1 build took 611 s of the step, -O0 compiles about 40 %
 # faster and 30 s runs need coverage more than speed; long runs want -O1
@@ -32,19 +34,26 @@ OPT="${FUZZ_OPT:--O0 -g1}"
 TIMEOUT="${FUZZ_TIMEOUT:-20}"
 start=$(date +%s)
 
-CC="$LLVM/bin/clang" CXX="$LLVM/bin/clang++" \
-  cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DSLIMPACK_FUZZ=ON \
-  -DCMAKE_CXX_FLAGS_DEBUG="$OPT" -DCMAKE_C_FLAGS_DEBUG="$OPT" \
-  -DSLIMPACK_FAST_LINK=ON >/dev/null
 targets=()
 for h in $HARNESSES; do targets+=("fuzz_$h"); done
-cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" | grep -v '^\[' || true
+if [ -n "${FUZZ_PREBUILT:-}" ]; then
+  # Built with the sanitized tests (that tree's `all` has them when it was
+  # configured with the hooks; the check below names any that is missing).
+  BUILD="$(cd "$FUZZ_PREBUILT" && pwd)"
+  OPT="the tree in $BUILD"
+else
+  CC="$LLVM/bin/clang" CXX="$LLVM/bin/clang++" \
+    cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DSLIMPACK_FUZZ=ON \
+    -DCMAKE_CXX_FLAGS_DEBUG="$OPT" -DCMAKE_C_FLAGS_DEBUG="$OPT" \
+    -DSLIMPACK_FAST_LINK=ON >/dev/null
+  cmake --build "$BUILD" -j "$JOBS" --target "${targets[@]}" | grep -v '^\[' || true
+fi
 for h in $HARNESSES; do
-  [ -x "$BUILD/fuzz/fuzz_$h" ] || { echo "fuzz.sh: fuzz_$h did not build" >&2; exit 1; }
+  [ -x "$BUILD/fuzz/fuzz_$h" ] || { echo "fuzz.sh: fuzz_$h was not built in $BUILD" >&2; exit 1; }
 done
 built=$(date +%s)
 rm -f "$BUILD/failure.txt"
-echo "fuzz.sh: built ${#targets[@]} harnesses ($OPT) in $((built - start))s; ${SECONDS_EACH}s each, $PARALLEL at a time"
+echo "fuzz.sh: ${#targets[@]} harnesses ($OPT) ready in $((built - start))s; ${SECONDS_EACH}s each, $PARALLEL at a time"
 
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/slimpack-fuzz.XXXXXX")"
 trap 'rm -rf "$WORK"' EXIT
