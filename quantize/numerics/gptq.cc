@@ -285,7 +285,7 @@ absl::Status BuildPlan(int64_t cols, const std::vector<double>& xtx, uint64_t n,
   stats->damp = options.percdamp * mean_diag;
   for (int64_t i = 0; i < cols; ++i) h[i * cols + i] += stats->damp;
   std::vector<double> u;
-  const int64_t bad = internal::UpperCholeskyOfInverse(h, cols, &u);
+  const int64_t bad = internal::UpperCholeskyOfInverse(h, cols, &u, options.threads);
   if (bad >= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "GPTQ: Hessian (", cols, "x", cols, ", ", n, " calibration rows) is "

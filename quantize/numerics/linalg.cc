@@ -2,10 +2,13 @@
 #include "quantize/numerics/linalg.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <functional>
 
 #include "support/ordered_products.h"
 #include "support/simd_clones.h"
+#include "support/threads.h"
 
 namespace slimpack::quant::internal {
 namespace {
@@ -23,6 +26,28 @@ constexpr int64_t kBlock = 64;
 constexpr int64_t kTrailRows = 32;
 // Rows of L^-1 whose shared part is one SubtractProducts call.
 constexpr int64_t kInverseRows = 16;
+// Blocks whose trailing updates share one pass over the matrix.
+constexpr int kLookahead = 4;
+// Below this many trailing rows a step's update is left to one thread:
+// starting threads would cost more than the work (m^2 * 64 / 2 products).
+constexpr int64_t kMinThreadedRows = 256;
+
+// Runs piece(i, slot) for every i in [0, count) on up to `threads` threads,
+// each taking the next piece not yet taken; `slot` (< threads) names the
+// thread, for scratch buffers of its own. Which thread runs a piece does
+// not change what it computes, so the schedule is free to be dynamic.
+void ForEachPiece(int64_t count, int threads,
+                  const std::function<void(int64_t, int64_t)>& piece) {
+  const int64_t nthreads = std::max<int64_t>(1, std::min<int64_t>(threads, count));
+  if (nthreads == 1) {
+    for (int64_t i = 0; i < count; ++i) piece(i, 0);
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  support::RunOnThreads(nthreads, [&](int64_t slot) {
+    for (int64_t i = next.fetch_add(1); i < count; i = next.fetch_add(1)) piece(i, slot);
+  });
+}
 
 // Dot's order: lane l of `acc` holds the products of k = l (mod 4) for
 // k < k4, summed in k order; the tail k4 .. n-1 goes onto lane 0; then
@@ -45,23 +70,34 @@ inline double Dot(const double* a, const double* b, int64_t n) {
   return FinishDot(acc, a, b, k, n);
 }
 
-// a[i][j] -= dot(panel row i, panel row j) for 0 <= j <= i < m (a has
-// row stride lda; panel rows have length b). Two rows against four
-// columns at a time, each dot with Dot's exact order, and panel rows in
-// groups of kTrailRows so the columns' rows stay in L1 while i sweeps.
+// A panel of L below a 64-column block, as the trailing update reads it:
+// `rows` points at the row of the updated region's first row (row stride
+// b), so row i of the region is rows + i * b.
+struct PanelView {
+  const double* rows;
+  int64_t b;
+};
+
+// a[i][j] -= dot(panel row i, panel row j) for each panel in turn, for
+// 0 <= j <= i < m and j in the column group [j0, min(j0 + kTrailRows,
+// cols)) (a has row stride lda). Two rows against four columns at a time,
+// each dot with Dot's exact order; an element takes the panels'
+// subtractions in the order given, so updating with several panels in one
+// pass gives the bits of one pass per panel.
 SLIMPACK_SIMD_CLONES
-void TrailingUpdate(double* a, int64_t lda, const double* panel, int64_t m,
-                    int64_t b) {
-  const int64_t b4 = b & ~int64_t{3};
-  for (int64_t j0 = 0; j0 < m; j0 += kTrailRows) {
-    const int64_t j1 = std::min(m, j0 + kTrailRows);
-    int64_t i = j0;
-    for (; i + 2 <= m; i += 2) {
+void TrailingUpdateGroup(double* a, int64_t lda, const PanelView* panels, int np, int64_t m,
+                         int64_t cols, int64_t j0) {
+  const int64_t j1 = std::min(cols, j0 + kTrailRows);
+  int64_t i = j0;
+  for (; i + 2 <= m; i += 2) {
+    double* r0 = a + i * lda;
+    double* r1 = r0 + lda;
+    const int64_t end0 = std::min(j1, i + 1), end1 = std::min(j1, i + 2);
+    for (int p = 0; p < np; ++p) {
+      const int64_t b = panels[p].b, b4 = b & ~int64_t{3};
+      const double* panel = panels[p].rows;
       const double* x0 = panel + i * b;
       const double* x1 = x0 + b;
-      double* r0 = a + i * lda;
-      double* r1 = r0 + lda;
-      const int64_t end0 = std::min(j1, i + 1), end1 = std::min(j1, i + 2);
       int64_t j = j0;
       for (; j + 4 <= end0; j += 4) {
         const double* y0 = panel + j * b;
@@ -97,95 +133,158 @@ void TrailingUpdate(double* a, int64_t lda, const double* panel, int64_t m,
         r1[j] -= Dot(x1, panel + j * b, b);
       }
     }
-    for (; i < m; ++i) {
+  }
+  for (; i < m; ++i) {
+    for (int p = 0; p < np; ++p) {
+      const int64_t b = panels[p].b;
       for (int64_t j = j0; j < std::min(j1, i + 1); ++j) {
-        a[i * lda + j] -= Dot(panel + i * b, panel + j * b, b);
+        a[i * lda + j] -= Dot(panels[p].rows + i * b, panels[p].rows + j * b, b);
       }
+    }
+  }
+}
+
+// The lower triangle of the m x m region at `a`, restricted to its first
+// `cols` columns, column group by column group: the groups write disjoint
+// columns, so they may run on any threads.
+void TrailingUpdate(double* a, int64_t lda, const PanelView* panels, int np, int64_t m,
+                    int64_t cols, int threads) {
+  if (np == 0) return;
+  const int64_t groups = (cols + kTrailRows - 1) / kTrailRows;
+  ForEachPiece(groups, m < kMinThreadedRows ? 1 : threads, [&](int64_t g, int64_t) {
+    TrailingUpdateGroup(a, lda, panels, np, m, cols, g * kTrailRows);
+  });
+}
+
+// Column panel [j0, j1) of X = L^-1 into `out`, by forward substitution,
+// kept as a strip-major (n - j0) x b block: row i is
+// (e_i - sum_{k<i} L[i,k] X[k]) / L[i,i] with k rising. Rows go
+// kInverseRows at a time: the terms of the rows above the group are one
+// SubtractProducts call for the group, the terms inside it follow row by
+// row, continuing the same k order.
+// `panel` and `t` are the caller's scratch, reused across panels: a fresh
+// multi-megabyte buffer per panel costs a page fault per 4 KiB.
+void InvertPanel(const double* l, int64_t n, int64_t j0, double* out, std::vector<double>& panel,
+                 std::vector<double>& t) {
+  const int64_t j1 = std::min(n, j0 + kBlock), b = j1 - j0;
+  const int64_t m = n - j0, sstride = m * kStripWidth;
+  panel.assign(static_cast<size_t>(StripCount(b) * sstride), 0.0);
+  t.resize(static_cast<size_t>(kInverseRows * kBlock));
+  for (int64_t i0 = j0; i0 < n; i0 += kInverseRows) {
+    const int64_t nr = std::min(kInverseRows, n - i0);
+    std::fill(t.begin(), t.end(), 0.0);
+    for (int64_t r = 0; r < nr; ++r) {
+      if (i0 + r < j1) t[r * b + (i0 + r - j0)] = 1.0;
+    }
+    SubtractProducts(t.data(), b, l + i0 * n + j0, n, panel.data(), sstride, nr, i0 - j0, b);
+    for (int64_t r = 0; r < nr; ++r) {
+      const int64_t i = i0 + r;
+      const double* li = l + i * n;
+      double* tr = t.data() + r * b;
+      SubtractProducts(tr, b, li + i0, n, panel.data() + (i0 - j0) * kStripWidth, sstride, 1,
+                       r, b);
+      for (int64_t c2 = 0; c2 < b; ++c2) {
+        panel[StripIndex(i - j0, c2, sstride)] = tr[c2] / li[i];
+      }
+    }
+  }
+  for (int64_t i = j0; i < n; ++i) {
+    for (int64_t j = j0; j < std::min(j1, i + 1); ++j) {
+      out[i * n + j] = panel[StripIndex(i - j0, j - j0, sstride)];
     }
   }
 }
 
 }  // namespace
 
-int64_t CholeskyLowerInPlace(double* a, int64_t n) {
-  std::vector<double> panel;
-  for (int64_t k0 = 0; k0 < n; k0 += kBlock) {
-    const int64_t k1 = std::min(n, k0 + kBlock), b = k1 - k0;
-    // Diagonal block and the panel below it: contributions of earlier
-    // blocks were already subtracted by their trailing updates.
-    for (int64_t j = k0; j < k1; ++j) {
-      const double* aj = a + j * n + k0;
-      const double d = a[j * n + j] - Dot(aj, aj, j - k0);
-      if (!(d > 0) || !std::isfinite(d)) return j;
-      const double ljj = std::sqrt(d);
-      a[j * n + j] = ljj;
-      for (int64_t i = j + 1; i < n; ++i) {
-        double* ai = a + i * n + k0;
-        ai[j - k0] = (ai[j - k0] - Dot(ai, aj, j - k0)) / ljj;
+int64_t CholeskyLowerInPlace(double* a, int64_t n, int threads) {
+  // Right-looking blocked Cholesky with lookahead: the trailing updates of
+  // kLookahead consecutive blocks share one pass over the rest of the
+  // matrix (which is read and written once instead of kLookahead times:
+  // at 4096 columns it is 128 MiB, far past the caches). A block inside
+  // the group first takes the pending updates of the blocks before it,
+  // on its own columns only. Every element receives the same subtractions
+  // in the same block order as with one pass per block.
+  std::vector<std::vector<double>> panels(kLookahead);
+  std::vector<int64_t> panel_first_row(kLookahead);
+  for (int64_t s0 = 0; s0 < n; s0 += kLookahead * kBlock) {
+    int np = 0;
+    for (int64_t k0 = s0; k0 < std::min(n, s0 + kLookahead * kBlock); k0 += kBlock) {
+      const int64_t k1 = std::min(n, k0 + kBlock), b = k1 - k0, m0 = n - k0;
+      // Pending updates of this group's earlier blocks, on columns [k0, k1).
+      PanelView views[kLookahead];
+      for (int p = 0; p < np; ++p) {
+        views[p] = {panels[p].data() + (k0 - panel_first_row[p]) * kBlock, kBlock};
       }
+      TrailingUpdate(a + k0 * n + k0, n, views, np, m0, b, threads);
+      // Diagonal block, column by column.
+      for (int64_t j = k0; j < k1; ++j) {
+        const double* aj = a + j * n + k0;
+        const double d = a[j * n + j] - Dot(aj, aj, j - k0);
+        if (!(d > 0) || !std::isfinite(d)) return j;
+        const double ljj = std::sqrt(d);
+        a[j * n + j] = ljj;
+        for (int64_t i = j + 1; i < k1; ++i) {
+          double* ai = a + i * n + k0;
+          ai[j - k0] = (ai[j - k0] - Dot(ai, aj, j - k0)) / ljj;
+        }
+      }
+      if (k1 == n) return -1;
+      // The panel below it, row by row: L[i, j] needs only row i's entries
+      // left of j and the diagonal block, so rows are independent (the
+      // same terms in the same order as column by column), each copied on
+      // to a contiguous panel for the trailing updates.
+      const int64_t m = n - k1;
+      std::vector<double>& panel = panels[np];
+      panel.resize(static_cast<size_t>(m * b));
+      panel_first_row[np] = k1;
+      const int64_t pieces = (m + kTrailRows - 1) / kTrailRows;
+      ForEachPiece(pieces, m < kMinThreadedRows ? 1 : threads, [&](int64_t piece, int64_t) {
+        const int64_t r1 = std::min(m, (piece + 1) * kTrailRows);
+        for (int64_t r = piece * kTrailRows; r < r1; ++r) {
+          double* ai = a + (k1 + r) * n + k0;
+          for (int64_t j = k0; j < k1; ++j) {
+            ai[j - k0] = (ai[j - k0] - Dot(ai, a + j * n + k0, j - k0)) / a[j * n + j];
+          }
+          std::copy(ai, ai + b, panel.begin() + r * b);
+        }
+      });
+      ++np;
     }
-    if (k1 == n) break;
-    // Trailing update A22 -= L21 L21^T on a contiguous copy of the panel.
-    const int64_t m = n - k1;
-    panel.resize(static_cast<size_t>(m * b));
-    for (int64_t i = 0; i < m; ++i) {
-      std::copy(a + (k1 + i) * n + k0, a + (k1 + i) * n + k1,
-                panel.begin() + i * b);
+    // The group's updates on everything right of it, in one pass.
+    const int64_t e = s0 + kLookahead * kBlock;
+    if (e >= n) break;
+    PanelView views[kLookahead];
+    for (int p = 0; p < np; ++p) {
+      views[p] = {panels[p].data() + (e - panel_first_row[p]) * kBlock, kBlock};
     }
-    TrailingUpdate(a + k1 * n + k1, n, panel.data(), m, b);
+    TrailingUpdate(a + e * n + e, n, views, np, n - e, n - e, threads);
   }
   return -1;
 }
 
-void InvertLowerTriangular(const double* l, int64_t n, double* out) {
-  std::fill(out, out + n * n, 0.0);
-  std::vector<double> panel, t(static_cast<size_t>(kInverseRows * kBlock));
-  // Column panel [j0, j1) of X = L^-1 by forward substitution, kept as a
-  // strip-major (n - j0) x b block: row i is (e_i - sum_{k<i} L[i,k] X[k])
-  // / L[i,i] with k rising. Rows go kInverseRows at a time: the terms of
-  // the rows above the group are one SubtractProducts call for the group,
-  // the terms inside it follow row by row, continuing the same k order.
-  for (int64_t j0 = 0; j0 < n; j0 += kBlock) {
-    const int64_t j1 = std::min(n, j0 + kBlock), b = j1 - j0;
-    const int64_t m = n - j0, sstride = m * kStripWidth;
-    panel.assign(static_cast<size_t>(StripCount(b) * sstride), 0.0);
-    for (int64_t i0 = j0; i0 < n; i0 += kInverseRows) {
-      const int64_t nr = std::min(kInverseRows, n - i0);
-      std::fill(t.begin(), t.end(), 0.0);
-      for (int64_t r = 0; r < nr; ++r) {
-        if (i0 + r < j1) t[r * b + (i0 + r - j0)] = 1.0;
-      }
-      SubtractProducts(t.data(), b, l + i0 * n + j0, n, panel.data(),
-                       sstride, nr, i0 - j0, b);
-      for (int64_t r = 0; r < nr; ++r) {
-        const int64_t i = i0 + r;
-        const double* li = l + i * n;
-        double* tr = t.data() + r * b;
-        SubtractProducts(tr, b, li + i0, n,
-                         panel.data() + (i0 - j0) * kStripWidth, sstride, 1,
-                         r, b);
-        for (int64_t c2 = 0; c2 < b; ++c2) {
-          panel[StripIndex(i - j0, c2, sstride)] = tr[c2] / li[i];
-        }
-      }
-    }
-    for (int64_t i = j0; i < n; ++i) {
-      for (int64_t j = j0; j < std::min(j1, i + 1); ++j) {
-        out[i * n + j] = panel[StripIndex(i - j0, j - j0, sstride)];
-      }
-    }
-  }
+void InvertLowerTriangular(const double* l, int64_t n, double* out, int threads) {
+  // The panels write every element on or below the diagonal.
+  for (int64_t i = 0; i + 1 < n; ++i) std::fill(out + i * n + i + 1, out + (i + 1) * n, 0.0);
+  // Panels depend on L alone, not on each other. The first (tallest) ones
+  // cost the most, so they are handed out first.
+  const int64_t panels = (n + kBlock - 1) / kBlock;
+  const int64_t slots = std::max<int64_t>(1, std::min<int64_t>(threads, panels));
+  std::vector<std::vector<double>> scratch(static_cast<size_t>(2 * slots));
+  ForEachPiece(panels, threads, [&](int64_t p, int64_t slot) {
+    InvertPanel(l, n, p * kBlock, out, scratch[2 * slot], scratch[2 * slot + 1]);
+  });
 }
 
 int64_t UpperCholeskyOfInverse(std::vector<double>& a, int64_t n,
-                               std::vector<double>* u) {
+                               std::vector<double>* u, int threads) {
   // J A J is the flat array reversed ((i, j) -> (n-1-i, n-1-j)). With
   // J A J = M M^T: A^-1 = (J M^-T J)(J M^-1 J), and J M^-1 J is upper.
   std::reverse(a.begin(), a.end());
-  const int64_t bad = CholeskyLowerInPlace(a.data(), n);
+  const int64_t bad = CholeskyLowerInPlace(a.data(), n, threads);
   if (bad >= 0) return n - 1 - bad;
   u->resize(static_cast<size_t>(n * n));
-  InvertLowerTriangular(a.data(), n, u->data());
+  InvertLowerTriangular(a.data(), n, u->data(), threads);
   std::reverse(u->begin(), u->end());
   return -1;
 }

@@ -374,5 +374,48 @@ TEST(GptqLinalgTest, UpperCholeskyOfInverse) {
   }
 }
 
+// The factorisation shares its trailing updates and inverse panels out over
+// threads: 700 columns make trailing updates above the threading cut-off
+// (256 rows) and 11 inverse panels; every thread count gives the same bits.
+TEST(GptqLinalgTest, UpperCholeskyOfInverseIsBitIdenticalAcrossThreadCounts) {
+  const int64_t n = 700;
+  std::mt19937 rng(7);
+  std::normal_distribution<double> d;
+  std::vector<double> b(static_cast<size_t>(n * 40));
+  for (double& x : b) x = d(rng);
+  std::vector<double> a(static_cast<size_t>(n * n));
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      double s = i == j ? 1.0 : 0.0;
+      for (int64_t k = 0; k < 40; ++k) s += b[i * 40 + k] * b[j * 40 + k];
+      a[i * n + j] = s;
+    }
+  }
+  std::vector<double> work = a, u1;
+  ASSERT_EQ(internal::UpperCholeskyOfInverse(work, n, &u1, 1), -1);
+  for (int threads : {2, 3, 8}) {
+    std::vector<double> w = a, u;
+    ASSERT_EQ(internal::UpperCholeskyOfInverse(w, n, &u, threads), -1);
+    ASSERT_EQ(u.size(), u1.size());
+    EXPECT_EQ(std::memcmp(u.data(), u1.data(), u.size() * sizeof(double)), 0) << threads;
+  }
+  // And it is the factor: (U^T U) A == I on a few columns.
+  double worst = 0;
+  for (int64_t c : {0, 1, 350, 699}) {
+    std::vector<double> col(static_cast<size_t>(n), 0.0);  // A e_c
+    for (int64_t k = 0; k < n; ++k) col[k] = a[k * n + c];
+    std::vector<double> uc(static_cast<size_t>(n), 0.0);  // U A e_c
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t k = i; k < n; ++k) uc[i] += u1[i * n + k] * col[k];
+    }
+    for (int64_t i = 0; i < n; ++i) {  // U^T (U A e_c)
+      double s = 0;
+      for (int64_t k = 0; k <= i; ++k) s += u1[k * n + i] * uc[k];
+      worst = std::max(worst, std::fabs(s - (i == c ? 1.0 : 0.0)));
+    }
+  }
+  EXPECT_LT(worst, 1e-9);
+}
+
 }  // namespace
 }  // namespace slimpack::quant
