@@ -61,6 +61,9 @@ int RunEval(const EvalOptions& options) {
   runtime::InterpreterOptions iopts;
   // Artifacts hold the graph as the passes left it (slimpack-domain ops).
   iopts.num_threads = options.threads;
+  // Only the outputs are wanted: a W8A8 graph's DequantizeLinear ->
+  // activation -> QuantizeLinear chains run as byte lookups (same bytes).
+  iopts.fuse_quantized_lookups = true;
   auto interp = runtime::Interpreter::Create(*model, iopts);
   if (!interp.ok()) return Fail(interp.status());
   eval::PerplexityOptions popts;

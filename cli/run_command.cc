@@ -73,11 +73,20 @@ int RunRun(const RunOptions& options) {
   runtime::InterpreterOptions iopts;
   // Artifacts hold the graph as the passes left it (slimpack-domain ops).
   iopts.num_threads = options.threads;
+  // Only the outputs are wanted: a W8A8 graph's DequantizeLinear ->
+  // activation -> QuantizeLinear chains run as byte lookups (same bytes).
+  iopts.fuse_quantized_lookups = true;
   auto interp = runtime::Interpreter::Create(*model, iopts);
   if (!interp.ok()) return Fail(interp.status());
   if (options.verbose && interp->f16_widening().changed()) {
     std::fprintf(stderr, "slimpack run: graph '%s' %s\n", model->graph.name.c_str(),
                  interp->f16_widening().Summary().c_str());
+  }
+  if (options.verbose && interp->quantized_lookups() > 0) {
+    std::fprintf(stderr,
+                 "slimpack run: %lld DequantizeLinear -> activation -> QuantizeLinear chains "
+                 "run as byte lookups\n",
+                 static_cast<long long>(interp->quantized_lookups()));
   }
   auto outputs = interp->Run(*inputs);
   if (!outputs.ok()) return Fail(outputs.status());

@@ -8,6 +8,7 @@
 #include "runtime/allocator.h"
 #include "runtime/gemm.h"
 #include "runtime/graph_plan.h"
+#include "runtime/quantized_lookup.h"
 #include "runtime/thread_pool.h"
 #include "support/status_macros.h"
 
@@ -63,6 +64,7 @@ struct Interpreter::Impl {
   NodeObserver observer;
   std::vector<std::string> input_names;
   F16Widening f16;  // what the f16 plan rewrite changed
+  int64_t quantized_lookups = 0;  // chains the lookup rewrite fused
   // Allocators of finished runs with their idle buffers: a Run takes one
   // (concurrent runs each take their own) and gives it back. A
   // MobileNet-style run spent an eighth of its time faulting in the pages of
@@ -193,9 +195,13 @@ absl::StatusOr<Interpreter> Interpreter::Create(const ir::Graph& graph,
     if (!widened.ok()) return widened.status();
     impl->f16 = *widened;
   }
-  impl->graph = std::move(copy);
   impl->kernels = options.kernels ? options.kernels
                                   : std::make_shared<const KernelRegistry>(BuiltinKernels());
+  if (options.fuse_quantized_lookups) {
+    ASSIGN_OR_RETURN(impl->quantized_lookups,
+                     FuseQuantizedLookups(*copy, impl->kernels, options.opset_version));
+  }
+  impl->graph = std::move(copy);
   impl->options = options;
   auto plan = BuildGraphPlan(*impl->graph, *impl->kernels, {});
   if (!plan.ok()) return plan.status();
@@ -271,6 +277,8 @@ void Interpreter::SetObserver(NodeObserver observer) {
 }
 
 const F16Widening& Interpreter::f16_widening() const { return impl_->f16; }
+
+int64_t Interpreter::quantized_lookups() const { return impl_->quantized_lookups; }
 
 const std::vector<std::string>& Interpreter::input_names() const {
   return impl_->input_names;

@@ -37,6 +37,12 @@ struct InterpreterOptions {
   uint64_t max_tensor_bytes = uint64_t{8} << 30;
   // Kernels to use; null means BuiltinKernels().
   std::shared_ptr<const KernelRegistry> kernels;
+  // Run each DequantizeLinear -> elementwise op -> QuantizeLinear chain of
+  // per-tensor quantized values as one byte lookup
+  // (runtime/quantized_lookup.h): the same output bytes, but the float
+  // values in the middle are never computed, so an observer does not see
+  // them. For runs that only want the outputs (run, eval, benchmarks).
+  bool fuse_quantized_lookups = false;
 };
 
 // Called after each node (subgraph nodes included) with its outputs; an
@@ -82,6 +88,8 @@ class Interpreter {
 
   // What the f16 plan rewrite changed (all zero for an f32 graph).
   const F16Widening& f16_widening() const;
+  // Chains the quantized-lookup rewrite fused (0 unless asked for).
+  int64_t quantized_lookups() const;
 
   // Graph inputs the caller must provide, and the outputs Run returns.
   const std::vector<std::string>& input_names() const;

@@ -128,6 +128,8 @@ int Main(int argc, char** argv) {
   if (!inputs.ok()) return Fail(o.inputs, inputs.status());
   runtime::InterpreterOptions iopts;
   iopts.num_threads = o.threads;
+  // As `slimpack run`: W8A8 activation chains as byte lookups.
+  iopts.fuse_quantized_lookups = true;
 #ifdef SLIMPACK_HAVE_PASSES
   // The passes emit slimpack-domain fused ops (FusedConv, Attention, ...).
   

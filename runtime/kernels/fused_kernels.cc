@@ -253,6 +253,27 @@ absl::Status MatMulAdd(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+// table[byte of x] (runtime/quantized_lookup.h): x u8 or i8, table [256]
+// of the output type, built by the plan rewrite from the chain it replaces.
+absl::Status QuantizedLookup(KernelContext& ctx) {
+  ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
+  ASSIGN_OR_RETURN(const RtTensor* table, ctx.RequiredInput(1));
+  const auto is_byte = [](ir::DType t) { return t == ir::DType::kU8 || t == ir::DType::kI8; };
+  if (!is_byte(x->dtype()) || !is_byte(table->dtype()) || table->num_elements() != 256) {
+    return absl::InvalidArgumentError(
+        "QuantizedLookup takes a u8/i8 input and a [256] u8/i8 table, got " +
+        std::string(ir::DTypeName(x->dtype())) + " and " + DimsToString(table->dims()) + " " +
+        std::string(ir::DTypeName(table->dtype())));
+  }
+  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(table->dtype(), x->dims()));
+  const uint8_t* px = x->raw();
+  const uint8_t* t = table->raw();
+  uint8_t* py = y.mutable_data<uint8_t>();
+  for (int64_t i = 0; i < x->num_elements(); ++i) py[i] = t[px[i]];
+  ctx.SetOutput(0, std::move(y));
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RegisterFusedKernels(runtime::KernelRegistry& registry) {
@@ -265,6 +286,7 @@ absl::Status RegisterFusedKernels(runtime::KernelRegistry& registry) {
   RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "HardSwish", SlimpackHardSwish));
   RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "Attention", Attention));
   RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "MatMulAdd", MatMulAdd));
+  RETURN_IF_ERROR(registry.Register(kSlimpackDomain, "QuantizedLookup", QuantizedLookup));
   // Quantized weights run packed (passes/use_packed_weights.h).
   RETURN_IF_ERROR(RegisterPackedKernels(registry));
   return absl::OkStatus();
