@@ -330,6 +330,45 @@ absl::Status QuantizeLinear(KernelContext& ctx) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// y = (x - zp) * scale: the difference is exact (in int64 for i32; for
+// 8-bit types it is at most 255, exact in float, which lets the loops
+// vectorise), the product is one f32 rounding.
+void DequantizeInto(const RtTensor& x, const AxisSplit& split, const QParams& q, float* py) {
+  for (int64_t o = 0, i = 0; o < split.outer; ++o) {
+    for (int64_t a = 0; a < split.len; ++a, i += split.inner) {
+      const float s = q.s(a);
+      const auto zf = static_cast<float>(q.z(a));
+      float* dst = py + i;
+      if (x.dtype() == DType::kU8) {
+        const uint8_t* src = x.data<uint8_t>() + i;
+        for (int64_t in = 0; in < split.inner; ++in) {
+          dst[in] = (static_cast<float>(src[in]) - zf) * s;
+        }
+      } else if (x.dtype() == DType::kI8) {
+        const int8_t* src = x.data<int8_t>() + i;
+        for (int64_t in = 0; in < split.inner; ++in) {
+          dst[in] = (static_cast<float>(src[in]) - zf) * s;
+        }
+      } else {
+        const int32_t* src = x.data<int32_t>() + i;
+        for (int64_t in = 0; in < split.inner; ++in) {
+          dst[in] = static_cast<float>(static_cast<int64_t>(src[in]) - q.z(a)) * s;
+        }
+      }
+    }
+  }
+}
+
+// A dequantized constant (a QDQ graph's weight), kept in the node's cache.
+struct DequantizedConstant {
+  std::vector<float> values;
+  int64_t bytes() const { return static_cast<int64_t>(values.size() * sizeof(float)); }
+};
+
+}  // namespace
+
 absl::Status DequantizeLinear(KernelContext& ctx) {
   ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
   if (!IsQuantType(x->dtype()) && x->dtype() != DType::kI32) {
@@ -338,34 +377,25 @@ absl::Status DequantizeLinear(KernelContext& ctx) {
   RETURN_IF_ERROR(ExpectZeroPointType(ctx, 2, x->dtype()));
   ASSIGN_OR_RETURN(AxisSplit split, SplitAt(ctx, *x, 1, 2));
   ASSIGN_OR_RETURN(QParams q, ReadQParams(ctx, 1, 2, split.len, "DequantizeLinear"));
-  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, x->dims()));
-  float* py = y.mutable_data<float>();
-  // y = (x - zp) * scale: the difference is exact (in int64 for i32; for
-  // 8-bit types it is at most 255, exact in float, which lets the loops
-  // vectorise), the product is one f32 rounding.
-  for (int64_t o = 0, i = 0; o < split.outer; ++o) {
-    for (int64_t a = 0; a < split.len; ++a, i += split.inner) {
-      const float s = q.s(a);
-      const auto zf = static_cast<float>(q.z(a));
-      float* dst = py + i;
-      if (x->dtype() == DType::kU8) {
-        const uint8_t* src = x->data<uint8_t>() + i;
-        for (int64_t in = 0; in < split.inner; ++in) {
-          dst[in] = (static_cast<float>(src[in]) - zf) * s;
-        }
-      } else if (x->dtype() == DType::kI8) {
-        const int8_t* src = x->data<int8_t>() + i;
-        for (int64_t in = 0; in < split.inner; ++in) {
-          dst[in] = (static_cast<float>(src[in]) - zf) * s;
-        }
-      } else {
-        const int32_t* src = x->data<int32_t>() + i;
-        for (int64_t in = 0; in < split.inner; ++in) {
-          dst[in] = static_cast<float>(static_cast<int64_t>(src[in]) - q.z(a)) * s;
-        }
-      }
-    }
+  // A QDQ graph dequantizes every weight on every run: when all inputs are
+  // initializers no graph input overrides, the floats are computed once
+  // and the output is a read-only view of them (the same values).
+  if (ctx.node_cache() != nullptr && ctx.input_is_constant(0) &&
+      quantize_internal::ConstantOrAbsent(ctx, 1) && quantize_internal::ConstantOrAbsent(ctx, 2)) {
+    ASSIGN_OR_RETURN(std::shared_ptr<const DequantizedConstant> c,
+                     ctx.node_cache()->GetOrBuild<DequantizedConstant>(
+                         0, [&]() -> absl::StatusOr<std::shared_ptr<const DequantizedConstant>> {
+                           auto built = std::make_shared<DequantizedConstant>();
+                           built->values.resize(static_cast<size_t>(x->num_elements()));
+                           DequantizeInto(*x, split, q, built->values.data());
+                           return std::shared_ptr<const DequantizedConstant>(std::move(built));
+                         }));
+    const auto* bytes = reinterpret_cast<const uint8_t*>(c->values.data());
+    ctx.SetOutput(0, RtTensor::Borrow(DType::kF32, x->dims(), std::move(c), bytes));
+    return absl::OkStatus();
   }
+  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, x->dims()));
+  DequantizeInto(*x, split, q, y.mutable_data<float>());
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
 }

@@ -534,6 +534,42 @@ TEST(InterpreterTest, CachedWeightsFollowAnOverridableInitializer) {
   }
 }
 
+// DequantizeLinear of a constant (a QDQ graph's weight) is computed once and
+// handed out as a read-only view: later runs see the same values (through a
+// reader, Neg), and an initializer a graph input can override is not
+// cached: feeding another weight gives its values.
+TEST(InterpreterTest, DequantizedConstantIsCachedReadOnlyAndFollowsOverrides) {
+  const std::vector<int8_t> w0 = {-3, 0, 5, -128}, w1 = {7, -7, 1, 127};
+  auto expected = [](const std::vector<int8_t>& w) {
+    std::vector<float> y;
+    for (int8_t v : w) y.push_back(-((static_cast<float>(v) - 2.0f) * 0.5f));
+    return y;
+  };
+  for (bool overridable : {false, true}) {
+    SCOPED_TRACE(overridable ? "w is also a graph input" : "w is an initializer only");
+    ir::Graph g;
+    if (overridable) g.inputs.push_back(Value("w", ir::DType::kI8, {4}));
+    ASSERT_THAT(g.AddInitializer(testing::IrTensor<int8_t>("w", {4}, w0)), IsOk());
+    ASSERT_THAT(g.AddInitializer(testing::IrTensor<float>("s", {}, {0.5f})), IsOk());
+    ASSERT_THAT(g.AddInitializer(testing::IrTensor<int8_t>("z", {}, {2})), IsOk());
+    g.nodes.push_back(MakeNode("dq", "DequantizeLinear", {"w", "s", "z"}, {"f"}));
+    g.nodes.push_back(MakeNode("neg", "Neg", {"f"}, {"y"}));
+    g.outputs.push_back(Value("y", ir::DType::kF32, {4}));
+    auto interp = Interpreter::Create(g, {});
+    ASSERT_THAT(interp, IsOk());
+    for (int run = 0; run < 3; ++run) {  // later runs read the cache
+      auto y = interp->Run({});
+      ASSERT_THAT(y, IsOk());
+      EXPECT_THAT((*y)[0].ToVector<float>(), ElementsAreArray(expected(w0))) << "run " << run;
+    }
+    if (overridable) {
+      auto y = interp->Run({{"w", RtTensor::FromVector<int8_t>({4}, w1)}});
+      ASSERT_THAT(y, IsOk());
+      EXPECT_THAT((*y)[0].ToVector<float>(), ElementsAreArray(expected(w1)));
+    }
+  }
+}
+
 // Node caches share their plan's byte budget: a value that fits is built
 // once, one past the budget is built again on every call (never kept).
 TEST(NodeCacheTest, KeepsValuesWithinItsBudgetAndRebuildsPastIt) {
