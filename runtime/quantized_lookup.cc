@@ -54,7 +54,6 @@ class Fuser {
       if (!di) continue;
       const ir::Node& dq = g_.nodes[*di];
       if (Domain(dq) != "" || dq.op_type != "DequantizeLinear") continue;
-      if (removed.count(*oi) || removed.count(*di)) continue;
       std::optional<ir::DType> in_type = ChainIsFusable(dq, op, q);
       if (!in_type) continue;
       ASSIGN_OR_RETURN(std::optional<ir::Tensor> table, Table(dq, op, q, *in_type));

@@ -31,16 +31,7 @@ using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 using Attr = ir::Attribute;
 
-ir::Node MakeNode(std::string name, std::string op, std::vector<std::string> in,
-                  std::vector<std::string> out, std::map<std::string, Attr> attrs = {}) {
-  ir::Node n;
-  n.name = std::move(name);
-  n.op_type = std::move(op);
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  n.attributes = std::move(attrs);
-  return n;
-}
+using testing::MakeNode;
 
 ir::ValueInfo Value(std::string name, ir::DType dtype, std::vector<int64_t> dims) {
   return {std::move(name), dtype, ir::Shape::FromDims(dims)};

@@ -32,6 +32,21 @@ ir::Tensor IrTensor(std::string name, std::vector<int64_t> dims,
   return t;
 }
 
+// A node for hand-built graphs (the default ONNX domain unless `domain`).
+inline ir::Node MakeNode(std::string name, std::string op, std::vector<std::string> in,
+                         std::vector<std::string> out,
+                         std::map<std::string, ir::Attribute> attrs = {},
+                         std::string domain = "") {
+  ir::Node n;
+  n.name = std::move(name);
+  n.op_type = std::move(op);
+  n.domain = std::move(domain);
+  n.inputs = std::move(in);
+  n.outputs = std::move(out);
+  n.attributes = std::move(attrs);
+  return n;
+}
+
 inline RtTensor F32(std::vector<int64_t> dims, const std::vector<float>& v) {
   return RtTensor::FromVector<float>(std::move(dims), v);
 }

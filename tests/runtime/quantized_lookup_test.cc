@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <set>
 #include <string>
@@ -18,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "runtime/interpreter.h"
 #include "runtime/kernels/fused_kernels.h"
+#include "tests/runtime/op_test_util.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack::runtime {
@@ -26,26 +26,8 @@ namespace {
 using ::slimpack::testing::IsOk;
 using ::testing::ElementsAre;
 
-ir::Tensor Scalar(const std::string& name, ir::DType dtype, const void* value) {
-  ir::Tensor t;
-  t.name = name;
-  t.dtype = dtype;
-  const size_t bytes = ir::DTypeBits(dtype) / 8;
-  const auto* p = static_cast<const uint8_t*>(value);
-  t.data = ir::TensorData::Owned(std::vector<uint8_t>(p, p + bytes));
-  return t;
-}
-
-ir::Node MakeNode(std::string name, std::string op, std::vector<std::string> in,
-                  std::vector<std::string> out, std::string domain = "") {
-  ir::Node n;
-  n.name = std::move(name);
-  n.op_type = std::move(op);
-  n.domain = std::move(domain);
-  n.inputs = std::move(in);
-  n.outputs = std::move(out);
-  return n;
-}
+using testing::IrTensor;
+using testing::MakeNode;
 
 struct Chain {
   ir::DType in = ir::DType::kU8, out = ir::DType::kU8;
@@ -60,16 +42,12 @@ ir::Graph ChainGraph(const Chain& c, ir::Node op) {
   g.inputs.push_back({"x", c.in, {}});
   g.outputs.push_back({"y", ir::DType::kUndefined, {}});
   const auto zp = [](const std::string& name, ir::DType t, int v) {
-    if (t == ir::DType::kU8) {
-      const auto b = static_cast<uint8_t>(v);
-      return Scalar(name, t, &b);
-    }
-    const auto b = static_cast<int8_t>(v - 128);
-    return Scalar(name, t, &b);
+    if (t == ir::DType::kU8) return IrTensor<uint8_t>(name, {}, {static_cast<uint8_t>(v)});
+    return IrTensor<int8_t>(name, {}, {static_cast<int8_t>(v - 128)});
   };
-  EXPECT_THAT(g.AddInitializer(Scalar("s1", ir::DType::kF32, &c.in_scale)), IsOk());
+  EXPECT_THAT(g.AddInitializer(IrTensor<float>("s1", {}, {c.in_scale})), IsOk());
   EXPECT_THAT(g.AddInitializer(zp("z1", c.in, c.in_zp)), IsOk());
-  EXPECT_THAT(g.AddInitializer(Scalar("s2", ir::DType::kF32, &c.out_scale)), IsOk());
+  EXPECT_THAT(g.AddInitializer(IrTensor<float>("s2", {}, {c.out_scale})), IsOk());
   EXPECT_THAT(g.AddInitializer(zp("z2", c.out, c.out_zp)), IsOk());
   g.nodes.push_back(MakeNode("dq", "DequantizeLinear", {"x", "s1", "z1"}, {"f"}));
   op.inputs.insert(op.inputs.begin(), "f");
@@ -104,7 +82,7 @@ std::vector<uint8_t> RunBytes(const ir::Graph& g, bool fuse, int64_t* fused) {
 }
 
 ir::Node Op(std::string op, std::string domain = "") {
-  return MakeNode(op, op, {}, {}, std::move(domain));
+  return MakeNode(op, op, {}, {}, {}, std::move(domain));
 }
 
 TEST(QuantizedLookupTest, FusedRunGivesTheUnfusedBytesForEveryAcceptedOp) {
@@ -145,9 +123,8 @@ TEST(QuantizedLookupTest, ClipWithConstantBoundsFusesAndMatches) {
   ir::Node clip = Op("Clip");
   clip.inputs = {"lo", "hi"};
   ir::Graph g = ChainGraph(Chain{}, clip);
-  const float lo = -1.0f, hi = 2.5f;
-  ASSERT_THAT(g.AddInitializer(Scalar("lo", ir::DType::kF32, &lo)), IsOk());
-  ASSERT_THAT(g.AddInitializer(Scalar("hi", ir::DType::kF32, &hi)), IsOk());
+  ASSERT_THAT(g.AddInitializer(IrTensor<float>("lo", {}, {-1.0f})), IsOk());
+  ASSERT_THAT(g.AddInitializer(IrTensor<float>("hi", {}, {2.5f})), IsOk());
   int64_t fused = -1, plain = -1;
   const std::vector<uint8_t> want = RunBytes(g, false, &plain);
   EXPECT_EQ(RunBytes(g, true, &fused), want);
@@ -209,11 +186,7 @@ TEST(QuantizedLookupTest, LeavesChainsItCannotFuse) {
   }
   {  // Per-channel scale: two values.
     ir::Graph g = ChainGraph(Chain{}, Op("Relu"));
-    ir::Tensor* s = g.FindMutableInitializer("s1");
-    const float two[2] = {0.05f, 0.07f};
-    s->dims = {2};
-    s->data = ir::TensorData::Owned(std::vector<uint8_t>(
-        reinterpret_cast<const uint8_t*>(two), reinterpret_cast<const uint8_t*>(two) + 8));
+    *g.FindMutableInitializer("s1") = IrTensor<float>("s1", {2}, {0.05f, 0.07f});
     unchanged(g, "per-channel scale");
   }
   {  // A scale the caller may override (an initializer that is also an input).
