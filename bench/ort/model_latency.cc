@@ -14,9 +14,13 @@
 // --passes SPEC runs the given comma-separated pipeline instead. Without it
 // the imported graph runs as is. The pass time is not part of the latency.
 //
+// --no-byte-dot keeps the W8A8 kernels off their byte dot product path
+// (runtime/kernels/int8_dot.h) on a CPU that has one, to time the float-exact
+// / pmaddwd paths other CPUs take (the sums are the same).
+//
 // Usage: model_latency MODEL --inputs IN.npz [--threads N] [--warmup W]
 //                      [--iters I] [--profile] [--profile-nodes]
-//                      [--passes default|SPEC] [--out OUT.npz]
+//                      [--passes default|SPEC] [--out OUT.npz] [--no-byte-dot]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +32,7 @@
 #include "eval/named_tensors.h"
 #include "eval/runnable_model.h"
 #include "runtime/interpreter.h"
+#include "runtime/kernels/int8_dot.h"
 #include "formats/numpy/numpy_io.h"
 #ifdef SLIMPACK_HAVE_PASSES
 #include "runtime/kernels/fused_kernels.h"
@@ -45,12 +50,13 @@ struct Options {
   int threads = 1, warmup = 3, iters = 20;
   bool profile = false;
   bool profile_nodes = false;
+  bool byte_dot = true;
 };
 
 constexpr char kUsage[] =
     "usage: model_latency MODEL --inputs IN.npz [--threads N] [--warmup W] "
     "[--iters I] [--profile] [--profile-nodes] [--passes default|SPEC] "
-    "[--out OUT.npz]\n";
+    "[--out OUT.npz] [--no-byte-dot]\n";
 
 bool ParseInt(const char* s, int min, int* v) {
   char* end = nullptr;
@@ -66,6 +72,8 @@ bool Parse(int argc, char** argv, Options* o) {
     const bool has_value = i + 1 < argc;
     if (a == "--profile") {
       o->profile = true;
+    } else if (a == "--no-byte-dot") {
+      o->byte_dot = false;
     } else if (a == "--profile-nodes") {
       o->profile_nodes = true;
     } else if (a == "--inputs" && has_value) {
@@ -126,6 +134,7 @@ int Main(int argc, char** argv) {
   if (!tensors.ok()) return Fail(o.inputs, tensors.status());
   auto inputs = eval::MatchGraphInputs(model->graph, *tensors, o.inputs);
   if (!inputs.ok()) return Fail(o.inputs, inputs.status());
+  if (!o.byte_dot) runtime::kernels::int8dot::SetFast(false);
   runtime::InterpreterOptions iopts;
   iopts.num_threads = o.threads;
   // As `slimpack run`: W8A8 activation chains as byte lookups.

@@ -12,6 +12,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #if defined(__SSE2__)
@@ -68,6 +69,7 @@ inline bool FloatProductsAreFast() {
 // matmul column): what the float-exact paths need from a weight. Built once
 // per node and kept in its cache when the weight is a constant (Prepared).
 struct CentredWeights {
+  static constexpr int kCacheKey = 0;
   std::vector<float> values;
   float worst_abs_sum = 0;  // exact below 2^24; a larger sum fails the bound anyway
   int64_t bytes() const { return static_cast<int64_t>(values.size() * sizeof(float)); }
@@ -78,16 +80,17 @@ inline bool ConstantOrAbsent(const KernelContext& ctx, size_t i) {
   return ctx.input(i) == nullptr || ctx.input_is_constant(i);
 }
 
-// `build()` (a std::shared_ptr<const CentredWeights>), from the node's cache
-// when `constant` (the weight and its zero point are initializers) and the
+// `build()` (a std::shared_ptr<const T>, T one of the prepared-weight
+// structs, each with its own T::kCacheKey), from the node's cache when
+// `constant` (the weight and its zero point are initializers) and the
 // kernel runs from an interpreter plan, otherwise built for this call.
 template <typename Build>
-std::shared_ptr<const CentredWeights> Prepared(KernelContext& ctx, bool constant,
-                                               const Build& build) {
+auto Prepared(KernelContext& ctx, bool constant, const Build& build) -> decltype(build()) {
+  using Ptr = decltype(build());
+  using T = std::remove_const_t<typename Ptr::element_type>;
   if (!constant || ctx.node_cache() == nullptr) return build();
-  absl::StatusOr<std::shared_ptr<const CentredWeights>> cached =
-      ctx.node_cache()->GetOrBuild<CentredWeights>(
-          0, [&]() -> absl::StatusOr<std::shared_ptr<const CentredWeights>> { return build(); });
+  absl::StatusOr<Ptr> cached = ctx.node_cache()->GetOrBuild<T>(
+      T::kCacheKey, [&]() -> absl::StatusOr<Ptr> { return build(); });
   return *std::move(cached);  // the build cannot fail
 }
 

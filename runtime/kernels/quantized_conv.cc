@@ -15,6 +15,8 @@
 
 #include "runtime/kernels/conv_f32.h"
 #include "runtime/kernels/kernels.h"
+#include "runtime/kernels/int8_dot.h"
+#include "runtime/kernels/int8_dot_ops.h"
 #include "runtime/kernels/quantize_util.h"
 #include "runtime/kernels/window.h"
 #include "runtime/thread_pool.h"
@@ -83,45 +85,13 @@ constexpr int64_t kChunk = 256;
 // multiply-add sweep over its rows (pmaddwd on x86-64).
 std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
                                  const std::vector<int32_t>& w, const ConvPlan& p,
-                                 int32_t xzp, const QParams& wzp, ThreadPool* pool) {
-  const size_t r = p.in.size();
-  int64_t in_size = 1, out_size = 1, kprod = 1;
-  for (size_t d = 0; d < r; ++d) {
-    in_size *= p.in[d];
-    out_size *= p.g.out[d];
-    kprod *= p.g.kernel[d];
-  }
+                                 const Im2colTable& t, int32_t xzp, const QParams& wzp,
+                                 ThreadPool* pool) {
+  const int64_t in_size = t.in_size, out_size = t.out_size, kprod = t.kprod;
   const int64_t cg = p.channels / p.group, mg = p.m / p.group;
   const int64_t kdim = cg * kprod;
   std::vector<int32_t> acc(p.batch * p.m * out_size);
-  // Input offset of (kernel position, output position), or -1 in padding.
-  // Output positions are walked as an odometer and each tap's coordinates
-  // unravelled once: unravelling every (tap, position) pair with divisions
-  // took longer than a 3-channel stem convolution's products.
-  std::vector<int64_t> offset(kprod * out_size);
-  std::vector<int64_t> tap(kprod * r);
-  for (int64_t k = 0; k < kprod; ++k) {
-    int64_t krem = k;
-    for (size_t d = r; d-- > 0;) {
-      tap[k * r + d] = (krem % p.g.kernel[d]) * p.g.dilations[d] - p.g.pads_begin[d];
-      krem /= p.g.kernel[d];
-    }
-  }
-  std::vector<int64_t> oo(r, 0);  // the current output position
-  for (int64_t o = 0; o < out_size; ++o) {
-    for (int64_t k = 0; k < kprod; ++k) {
-      int64_t pos = 0;
-      for (size_t d = 0; d < r && pos >= 0; ++d) {
-        const int64_t q = oo[d] * p.g.strides[d] + tap[k * r + d];
-        pos = (q < 0 || q >= p.in[d]) ? -1 : pos * p.in[d] + q;
-      }
-      offset[k * out_size + o] = pos;
-    }
-    for (size_t d = r; d-- > 0;) {  // next output position
-      if (++oo[d] < p.g.out[d]) break;
-      oo[d] = 0;
-    }
-  }
+  const std::vector<int64_t>& offset = t.offset;
   // Inputs and weights minus their zero points fit int16 ([-255, 255]);
   // taps are paired so one pmaddwd (SSE2, every x86-64) multiplies two taps
   // of four positions and adds each pair: the col buffer is laid out
@@ -139,21 +109,8 @@ std::vector<int32_t> IntegerConv(const std::vector<int32_t>& x,
                                                      (static_cast<uint32_t>(hi) << 16));
     }
   }
-  const int64_t chunks = (out_size + kChunk - 1) / kChunk;
-  // Per (tap, chunk): true when the chunk's positions read consecutive
-  // inputs with no padding (every tap of a 1x1 stride-1 convolution, most
-  // of a stride-1 one), so im2col copies a run instead of looking up each
-  // offset (the lookups had cost more than the products).
-  std::vector<uint8_t> run(kprod * chunks);
-  for (int64_t k = 0; k < kprod; ++k) {
-    for (int64_t ch = 0; ch < chunks; ++ch) {
-      const int64_t* off = offset.data() + k * out_size + ch * kChunk;
-      const int64_t len = std::min(kChunk, out_size - ch * kChunk);
-      bool ok = off[0] >= 0;
-      for (int64_t o = 1; ok && o < len; ++o) ok = off[o] == off[0] + o;
-      run[k * chunks + ch] = ok;
-    }
-  }
+  const int64_t chunks = t.chunks;
+  const std::vector<uint8_t>& run = t.run;
   ParallelFor(pool, p.batch * p.group * chunks, [&](int64_t t) {
     const int64_t chunk = t % chunks, grp = (t / chunks) % p.group, n = t / (chunks * p.group);
     const int64_t o0 = chunk * kChunk, len = std::min(kChunk, out_size - o0);
@@ -281,6 +238,62 @@ absl::StatusOr<RtTensor> FloatExactConv(KernelContext& ctx, const RtTensor& x,
   return y;
 }
 
+// The integer sums of a convolution, from whichever path is fastest here:
+// the byte dot products where the CPU has them, else the float convolution
+// where it is exact, else IntegerConv. All give the same int32 values; the
+// float path returns them as floats in `yf` (acc left undefined). Both
+// come from ctx's allocator; the caller recycles them.
+struct ConvSums {
+  RtTensor acc;  // i32 [batch, m, out...]
+  RtTensor yf;
+};
+absl::StatusOr<ConvSums> ConvProducts(KernelContext& ctx, const RtTensor& x, const RtTensor& w,
+                                      const ConvPlan& p, int32_t xzp, const QParams& wzp,
+                                      bool constant_w) {
+  ConvSums s;
+  // The im2col table costs as much as a small layer's float products: it is
+  // built only for the paths that read it.
+  Im2colTable t;
+  const auto table = [&]() -> const Im2colTable& {
+    if (t.chunk == 0) t = BuildIm2colTable(p.in, p.g, kChunk);
+    return t;
+  };
+  int64_t positions = 1, kprod = 1;
+  for (size_t d = 0; d < p.in.size(); ++d) {
+    positions *= p.g.out[d];
+    kprod *= p.g.kernel[d];
+  }
+  const bool bytes = int8dot::Fast() && positions > 0 && w.num_elements() > 0;
+  const auto dot = [&]() -> absl::Status {
+    const std::shared_ptr<const DotConvWeights> dw = quantize_internal::Prepared(
+        ctx, constant_w, [&] { return PrepareDotConvWeights(w, p.m, wzp); });
+    ASSIGN_OR_RETURN(s.acc, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
+    DotConv(x, xzp, *dw, p.group, table(), ctx.pool(), s.acc.mutable_data<int32_t>());
+    return absl::OkStatus();
+  };
+  // Pointwise (1x1) layers take the byte path: their columns are four
+  // channels' runs interleaved with SSE2. Wider kernels gather each tap
+  // through the im2col table, one byte at a time; that made a MobileNet's
+  // depthwise and stem layers 2-3x slower than the float kernels, which
+  // read their input planes in place, so they take the byte path only
+  // where the float one would not be exact.
+  if (bytes && kprod == 1) {
+    RETURN_IF_ERROR(dot());
+    return s;
+  }
+  ASSIGN_OR_RETURN(s.yf, FloatExactConv(ctx, x, w, p, xzp, wzp, constant_w));
+  if (!s.yf.defined() && bytes) {
+    RETURN_IF_ERROR(dot());
+    return s;
+  }
+  if (!s.yf.defined()) {
+    const std::vector<int32_t> acc = IntegerConv(IntsOf(x), IntsOf(w), p, table(), xzp, wzp, ctx.pool());
+    ASSIGN_OR_RETURN(s.acc, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
+    std::copy(acc.begin(), acc.end(), s.acc.mutable_data<int32_t>());
+  }
+  return s;
+}
+
 }  // namespace
 
 absl::Status ConvInteger(KernelContext& ctx) {
@@ -293,20 +306,17 @@ absl::Status ConvInteger(KernelContext& ctx) {
   ASSIGN_OR_RETURN(ConvPlan p, PlanConv(ctx, *x, *w));
   ASSIGN_OR_RETURN(QParams xzp, ReadQParams(ctx, -1, 2, 1, "x_zero_point"));
   ASSIGN_OR_RETURN(QParams wzp, ReadQParams(ctx, -1, 3, p.m, "w_zero_point"));
-  ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
-  ASSIGN_OR_RETURN(RtTensor yf, FloatExactConv(ctx, *x, *w, p, xzp.z(0), wzp,
-                                                ctx.input_is_constant(1) && ConstantOrAbsent(ctx, 3)));
-  if (yf.defined()) {
-    const float* f = yf.data<float>();
-    int32_t* out = y.mutable_data<int32_t>();
-    for (int64_t i = 0; i < y.num_elements(); ++i) out[i] = static_cast<int32_t>(f[i]);
-    ctx.Recycle(std::move(yf));
-  } else {
-    const std::vector<int32_t> acc =
-        IntegerConv(IntsOf(*x), IntsOf(*w), p, xzp.z(0), wzp, ctx.pool());
-    std::copy(acc.begin(), acc.end(), y.mutable_data<int32_t>());
+  ASSIGN_OR_RETURN(ConvSums sums,
+                   ConvProducts(ctx, *x, *w, p, xzp.z(0), wzp,
+                                ctx.input_is_constant(1) && ConstantOrAbsent(ctx, 3)));
+  if (sums.yf.defined()) {
+    ASSIGN_OR_RETURN(sums.acc, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
+    const float* f = sums.yf.data<float>();
+    int32_t* out = sums.acc.mutable_data<int32_t>();
+    for (int64_t i = 0; i < sums.acc.num_elements(); ++i) out[i] = static_cast<int32_t>(f[i]);
+    ctx.Recycle(std::move(sums.yf));
   }
-  ctx.SetOutput(0, std::move(y));
+  ctx.SetOutput(0, std::move(sums.acc));
   return absl::OkStatus();
 }
 
@@ -333,10 +343,10 @@ absl::Status QLinearConv(KernelContext& ctx) {
     bias = b->ToVector<int32_t>();
   }
   // The sums either as exact floats or from the integer kernel.
-  std::vector<int32_t> acc;
-  ASSIGN_OR_RETURN(RtTensor yf, FloatExactConv(ctx, *x, *w, p, qx.z(0), qw,
-                                                ctx.input_is_constant(3) && ConstantOrAbsent(ctx, 5)));
-  if (!yf.defined()) acc = IntegerConv(IntsOf(*x), IntsOf(*w), p, qx.z(0), qw, ctx.pool());
+  ASSIGN_OR_RETURN(ConvSums sums,
+                   ConvProducts(ctx, *x, *w, p, qx.z(0), qw,
+                                ctx.input_is_constant(3) && ConstantOrAbsent(ctx, 5)));
+  RtTensor& yf = sums.yf;
   const DType out_type = yz->dtype();
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(out_type, p.out_dims));
   int64_t plane = 1;
@@ -370,7 +380,13 @@ absl::Status QLinearConv(KernelContext& ctx) {
         scaled[i] = static_cast<float>(static_cast<int32_t>(v + b)) * mm;
       }
     } else {
-      const int32_t* a = acc.data() + nm * plane;
+      const int32_t* a = sums.acc.data<int32_t>() + nm * plane;
+      if (int8dot::RequantizeVnni512(a, plane, static_cast<int32_t>(b), mm,
+                                     static_cast<int32_t>(quantize_internal::QMin(out_type)),
+                                     static_cast<int32_t>(quantize_internal::QMax(out_type)),
+                                     qy.z(0), out + nm * plane)) {
+        continue;
+      }
       for (int64_t i = 0; i < plane; ++i) {
         scaled[i] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[i]) + b)) * mm;
       }
@@ -379,6 +395,7 @@ absl::Status QLinearConv(KernelContext& ctx) {
                                           out + nm * plane);
   }
   if (yf.defined()) ctx.Recycle(std::move(yf));
+  if (sums.acc.defined()) ctx.Recycle(std::move(sums.acc));
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
 }

@@ -10,7 +10,9 @@
 // integer ones: the random cases below take the float path, the "extreme"
 // cases (weights of +-128/127 and a zero input zero point, so some sum of
 // |w - wzp| * 255 passes 2^24) the integer one, and the last tests pin the
-// bound itself with sums one product either side of it.
+// bound itself with sums one product either side of it. Every case also
+// runs through the byte dot product path (int8_dot_ops.h), which has no
+// such bound: the VNNI kernel where the CPU has it, else the portable loop.
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -81,7 +83,8 @@ TEST(IntegerKernelsTest, MatMulIntegerEqualsTheNaiveSum) {
         }
       }
     }
-    for (int threads : {1, 3}) {
+    for (int threads : {1, 3}) for (bool bytes : {true, false}) {
+      testing::BytePath path(bytes);
       OpTest t("MatMulInteger",
                {{"a", RtTensor::FromVector<uint8_t>({c.batch, c.m, c.k}, a)},
                 {"b", RtTensor::FromVector<int8_t>({c.k, c.n}, b)},
@@ -90,7 +93,8 @@ TEST(IntegerKernelsTest, MatMulIntegerEqualsTheNaiveSum) {
       t.num_threads = threads;
       const RtTensor y = RunOne(t);
       EXPECT_THAT(y.ToVector<int32_t>(), ElementsAreArray(want))
-          << c.batch << "x" << c.m << "x" << c.k << "x" << c.n << ", " << threads << " threads";
+          << c.batch << "x" << c.m << "x" << c.k << "x" << c.n << ", " << threads << " threads"
+          << (bytes ? ", byte path" : "");
     }
     ++checked;
   }
@@ -146,7 +150,8 @@ TEST(IntegerKernelsTest, ConvIntegerEqualsTheNaiveSum) {
         }
       }
     }
-    for (int threads : {1, 3}) {
+    for (int threads : {1, 3}) for (bool bytes : {true, false}) {
+      testing::BytePath path(bytes);
       OpTest t("ConvInteger",
                {{"x", RtTensor::FromVector<uint8_t>({c.batch, c.c, c.h, c.w}, x)},
                 {"w", RtTensor::FromVector<int8_t>({c.m, cg, c.kh, c.kw}, w)},
@@ -159,7 +164,7 @@ TEST(IntegerKernelsTest, ConvIntegerEqualsTheNaiveSum) {
       t.num_threads = threads;
       const RtTensor y = RunOne(t);
       EXPECT_THAT(y.ToVector<int32_t>(), ElementsAreArray(want))
-          << "case " << checked << ", " << threads << " threads";
+          << "case " << checked << ", " << threads << " threads" << (bytes ? ", byte path" : "");
     }
     ++checked;
   }
@@ -171,6 +176,7 @@ TEST(IntegerKernelsTest, ConvIntegerEqualsTheNaiveSum) {
 // and past 2^24, which a float sum would round to an even neighbour: only
 // the integer kernel gives it, so the bound must send it there.
 TEST(IntegerKernelsTest, SumsEitherSideOfTwoToTheTwentyFourAreExact) {
+  testing::BytePath path(false);  // the bound chooses between the other two
   for (int64_t k : {518, 519}) {
     const int64_t want = k * 255 * 127;
     const RtTensor mm = RunOne(OpTest(

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/interpreter.h"
+#include "runtime/kernels/int8_dot.h"
 #include "ir/graph.h"
 #include "gtest/gtest.h"
 
@@ -119,6 +120,17 @@ struct OpTest {
 };
 
 // Runs `t` and returns its first output; fails the test on error.
+// Within its scope the W8A8 kernels take the byte dot product path (on)
+// or their float-exact / pmaddwd paths (off), whatever this CPU has; the
+// default choice comes back at the end of the scope.
+class BytePath {
+ public:
+  explicit BytePath(bool on) { kernels::int8dot::SetFast(on); }
+  ~BytePath() { kernels::int8dot::SetFast(kernels::int8dot::HaveVnni512()); }
+  BytePath(const BytePath&) = delete;
+  BytePath& operator=(const BytePath&) = delete;
+};
+
 inline RtTensor RunOne(const OpTest& t) {
   auto out = t.Run();
   EXPECT_TRUE(out.ok()) << out.status();

@@ -1,0 +1,43 @@
+#include "runtime/kernels/int8_dot.h"
+
+#include <atomic>
+
+namespace slimpack::runtime::kernels::int8dot {
+namespace {
+
+std::atomic<bool>& FastFlag() {
+  static std::atomic<bool> fast{HaveVnni512()};
+  return fast;
+}
+
+}  // namespace
+
+void DotPortable(const Operands& o) {
+  for (int64_t r = 0; r < o.rows; ++r) {
+    const uint8_t* row = o.row + r * o.ldr;
+    for (int64_t c = 0; c < o.cols; ++c) {
+      uint32_t sum = 0;  // wraps like the instruction's int32 lanes
+      for (int64_t q = 0; q < o.kq; ++q) {
+        const uint8_t* p = o.panel + (q * o.pcols + c) * 4;
+        for (int j = 0; j < 4; ++j) {
+          const int32_t a = o.signed_rows ? static_cast<int8_t>(row[4 * q + j]) : row[4 * q + j];
+          const int32_t b = o.signed_rows ? p[j] : static_cast<int8_t>(p[j]);
+          sum += static_cast<uint32_t>(a * b);
+        }
+      }
+      o.out[r * o.ldo + c] = static_cast<int32_t>(sum);
+    }
+  }
+}
+
+void Dot(const Operands& o) {
+  if (o.rows <= 0 || o.cols <= 0) return;
+  if (FastFlag().load(std::memory_order_relaxed) && DotVnni512(o)) return;
+  DotPortable(o);
+}
+
+bool Fast() { return FastFlag().load(std::memory_order_relaxed); }
+
+void SetFast(bool enabled) { FastFlag().store(enabled); }
+
+}  // namespace slimpack::runtime::kernels::int8dot

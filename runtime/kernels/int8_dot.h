@@ -1,0 +1,65 @@
+// Byte dot products for the W8A8 kernels: unsigned bytes times signed
+// bytes, four at a time, summed in int32 with wrap-around (mod 2^32, the
+// sum ONNX's integer ops define, so no order or blocking can change a bit).
+// This is the shape of x86's VPDPBUSD (AVX512-VNNI) and Arm's UDOT/SDOT: a
+// CPU with such an instruction multiplies 64 byte pairs per instruction,
+// four times the float kernels' 16 fused multiply-adds, which is what lets
+// a W8A8 model run faster than its float original.
+//
+// One operand is a row-major matrix of `rows` x 4*kq bytes (`ldr` bytes
+// apart), the other a panel of `cols` columns stored as [kq][pcols][4]
+// bytes (pcols >= cols, a multiple of 16): column c's bytes 4q..4q+3 are
+// contiguous, so one 64-byte load holds four k of sixteen columns. Then
+//   out[r * ldo + c] = sum over q < kq, j < 4 of row[r][4q + j] * panel[q][c][j]
+// for r < rows, c < cols (other outputs untouched). Which operand is the
+// signed one is the caller's choice (a convolution broadcasts weight rows
+// over activation columns, a matmul activation rows over weight columns).
+// Callers pad k to a multiple of four with zeros in either operand.
+#ifndef SLIMPACK_RUNTIME_KERNELS_INT8_DOT_H_
+#define SLIMPACK_RUNTIME_KERNELS_INT8_DOT_H_
+
+#include <cstdint>
+
+namespace slimpack::runtime::kernels::int8dot {
+
+struct Operands {
+  int64_t rows = 0, cols = 0, kq = 0;
+  const uint8_t* row = nullptr;  // the rows' bytes
+  int64_t ldr = 0;
+  const uint8_t* panel = nullptr;  // the panel's bytes
+  int64_t pcols = 0;
+  bool signed_rows = false;  // rows are int8 and the panel uint8, or the reverse
+  int32_t* out = nullptr;
+  int64_t ldo = 0;
+};
+
+// The product with this CPU's fastest kernel (AVX512-VNNI when present,
+// otherwise a portable loop: same sums).
+void Dot(const Operands& o);
+
+// The portable loop, for tests and CPUs without a byte dot instruction.
+void DotPortable(const Operands& o);
+
+// Whether the W8A8 kernels take the byte path (int8_dot_ops.h): by default
+// when Dot has a byte dot instruction here; without one their float-exact
+// and pmaddwd paths are faster. Tests turn it on and off to run both paths
+// on one machine (on, without the instruction, Dot runs DotPortable).
+bool Fast();
+void SetFast(bool enabled);
+
+// The AVX512-VNNI kernel (int8_dot_vnni.cc): false when not built for this
+// architecture or the CPU lacks the instructions.
+bool DotVnni512(const Operands& o);
+bool HaveVnni512();
+
+// out[i] = clamp(rint(f32(acc[i] + bias) * mult), lo - zp, hi - zp) + zp as
+// bytes, NaN as zp, the sum wrapping mod 2^32: what QLinearConv's scalar
+// requantisation (quantize_internal::SaturateRoundBytes) gives, sixteen
+// lanes at a time; [lo, hi] is the output type's range. False when the CPU
+// lacks AVX-512 (the caller then runs the scalar definition).
+bool RequantizeVnni512(const int32_t* acc, int64_t n, int32_t bias, float mult, int32_t lo,
+                       int32_t hi, int32_t zp, uint8_t* out);
+
+}  // namespace slimpack::runtime::kernels::int8dot
+
+#endif  // SLIMPACK_RUNTIME_KERNELS_INT8_DOT_H_

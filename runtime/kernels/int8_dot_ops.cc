@@ -1,0 +1,320 @@
+#include "runtime/kernels/int8_dot_ops.h"
+
+#include <algorithm>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+#include "runtime/kernels/int8_dot.h"
+
+namespace slimpack::runtime::kernels {
+namespace {
+
+using ir::DType;
+
+// A u8 / i8 value as the unsigned byte the instruction reads (i8 + 128).
+inline uint8_t AsUnsigned(uint8_t bits, bool is_signed) {
+  return is_signed ? static_cast<uint8_t>(bits ^ 0x80) : bits;
+}
+// A u8 / i8 value as the signed byte (u8 - 128), as its bit pattern.
+inline uint8_t AsSigned(uint8_t bits, bool is_signed) {
+  return is_signed ? bits : static_cast<uint8_t>(bits ^ 0x80);
+}
+
+inline uint32_t U(int64_t v) { return static_cast<uint32_t>(v); }
+
+constexpr int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
+
+}  // namespace
+
+Im2colTable BuildIm2colTable(const std::vector<int64_t>& in, const WindowGeometry& g,
+                             int64_t chunk) {
+  Im2colTable t;
+  const size_t r = in.size();
+  for (size_t d = 0; d < r; ++d) {
+    t.in_size *= in[d];
+    t.out_size *= g.out[d];
+    t.kprod *= g.kernel[d];
+  }
+  t.chunk = chunk;
+  t.chunks = (t.out_size + chunk - 1) / chunk;
+  // Output positions are walked as an odometer and each tap's coordinates
+  // unravelled once: unravelling every (tap, position) pair with divisions
+  // took longer than a 3-channel stem convolution's products.
+  t.offset.resize(t.kprod * t.out_size);
+  std::vector<int64_t> tap(t.kprod * r);
+  for (int64_t k = 0; k < t.kprod; ++k) {
+    int64_t krem = k;
+    for (size_t d = r; d-- > 0;) {
+      tap[k * r + d] = (krem % g.kernel[d]) * g.dilations[d] - g.pads_begin[d];
+      krem /= g.kernel[d];
+    }
+  }
+  std::vector<int64_t> oo(r, 0);  // the current output position
+  for (int64_t o = 0; o < t.out_size; ++o) {
+    for (int64_t k = 0; k < t.kprod; ++k) {
+      int64_t pos = 0;
+      for (size_t d = 0; d < r && pos >= 0; ++d) {
+        const int64_t q = oo[d] * g.strides[d] + tap[k * r + d];
+        pos = (q < 0 || q >= in[d]) ? -1 : pos * in[d] + q;
+      }
+      t.offset[k * t.out_size + o] = pos;
+    }
+    for (size_t d = r; d-- > 0;) {  // next output position
+      if (++oo[d] < g.out[d]) break;
+      oo[d] = 0;
+    }
+  }
+  // A chunk whose positions read consecutive inputs (every tap of a 1x1
+  // stride-1 convolution, most of a stride-1 one) is copied as a run
+  // instead of looked up one offset at a time (the lookups had cost more
+  // than the products).
+  t.run.resize(t.kprod * t.chunks);
+  for (int64_t k = 0; k < t.kprod; ++k) {
+    for (int64_t ch = 0; ch < t.chunks; ++ch) {
+      const int64_t* off = t.offset.data() + k * t.out_size + ch * chunk;
+      const int64_t len = std::min(chunk, t.out_size - ch * chunk);
+      bool ok = off[0] >= 0;
+      for (int64_t o = 1; ok && o < len; ++o) ok = off[o] == off[0] + o;
+      t.run[k * t.chunks + ch] = ok;
+    }
+  }
+  return t;
+}
+
+std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(
+    const RtTensor& w, int64_t m, const quantize_internal::QParams& wzp) {
+  auto out = std::make_shared<DotConvWeights>();
+  const bool is_signed = w.dtype() == DType::kI8;
+  out->m = m;
+  out->kdim = w.num_elements() / std::max<int64_t>(1, m);
+  out->kq = (out->kdim + 3) / 4;
+  const int64_t ldr = 4 * out->kq;
+  out->rows.assign(m * ldr, 0);
+  out->ones.assign(ldr, 0);
+  std::fill_n(out->ones.begin(), out->kdim, uint8_t{1});
+  out->zp.resize(m);
+  out->sum.resize(m);
+  const auto* src = w.data<uint8_t>();
+  for (int64_t mi = 0; mi < m; ++mi) {
+    uint32_t sum = 0;
+    for (int64_t k = 0; k < out->kdim; ++k) {
+      const uint8_t b = AsSigned(src[mi * out->kdim + k], is_signed);
+      out->rows[mi * ldr + k] = b;
+      sum += U(static_cast<int8_t>(b));
+    }
+    out->sum[mi] = static_cast<int32_t>(sum);
+    out->zp[mi] = is_signed ? wzp.z(mi) : wzp.z(mi) - 128;
+    out->any_zp = out->any_zp || out->zp[mi] != 0;
+  }
+  return out;
+}
+
+// One task's im2col columns: for the group's `cg` channels from `x` and the
+// chunk's positions, tap kk = channel * kprod + tap of position o at
+// panel[(kk / 4) * pcols * 4 + o * 4 + kk % 4], as the unsigned byte
+// (x ^ flip); padded taps read xz, whose difference from the zero point is
+// zero. A function of its own, with everything in locals: inside the task
+// lambda every byte store could alias the captured variables, and GCC
+// reloaded them per element (the loop took half a MobileNet's run).
+void LayOutColumns(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chunk,
+                   int64_t pcols, uint8_t flip, uint8_t xz, uint8_t* panel) {
+  const int64_t kprod = t.kprod, out_size = t.out_size, in_size = t.in_size;
+  const int64_t chunks = t.chunks, o0 = chunk * t.chunk, kdim = cg * kprod;
+  const int64_t len = std::min(t.chunk, out_size - o0);
+  for (int64_t q = 0; q < (kdim + 3) / 4; ++q) {
+    uint8_t* quad = panel + q * pcols * 4;
+    // Each of the quad's four taps: where it reads, and whether as a run.
+    const uint8_t* src[4] = {};
+    const int64_t* off[4] = {};
+    bool runs = true;
+    for (int j = 0; j < 4; ++j) {
+      const int64_t kk = 4 * q + j, c = kk / kprod, k = kk % kprod;
+      if (kk >= kdim) {
+        runs = false;
+        continue;
+      }
+      off[j] = t.offset.data() + k * out_size + o0;
+      const bool run = t.run[k * chunks + chunk] != 0;
+      src[j] = x + c * in_size + (run ? off[j][0] : 0);
+      runs = runs && run;
+    }
+    int64_t o = 0;
+#if defined(__SSE2__)
+    if (runs) {
+      // Four runs (a 1x1 convolution's channels): interleave sixteen
+      // positions of each into 64 bytes.
+      const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+      const auto load = [&](int j) {
+        return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[j] + o)), f);
+      };
+      for (; o + 16 <= len; o += 16) {
+        const __m128i a = load(0), b = load(1), c = load(2), d = load(3);
+        const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+        const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+        auto* dst = reinterpret_cast<__m128i*>(quad + 4 * o);
+        _mm_storeu_si128(dst, _mm_unpacklo_epi16(ab_lo, cd_lo));
+        _mm_storeu_si128(dst + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
+        _mm_storeu_si128(dst + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
+        _mm_storeu_si128(dst + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
+      }
+    }
+#endif
+    for (int j = 0; j < 4; ++j) {
+      if (off[j] == nullptr) continue;
+      uint8_t* dst = quad + j;
+      if (t.run[(4 * q + j) % kprod * chunks + chunk] != 0) {
+        for (int64_t i = o; i < len; ++i) dst[4 * i] = static_cast<uint8_t>(src[j][i] ^ flip);
+        continue;
+      }
+      const int64_t* tap = off[j];
+      const uint8_t* plane = src[j];
+      for (int64_t i = o; i < len; ++i) {
+        const int64_t at = tap[i];
+        dst[4 * i] = at < 0 ? xz : static_cast<uint8_t>(plane[at] ^ flip);
+      }
+    }
+  }
+}
+
+void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t group,
+             const Im2colTable& t, ThreadPool* pool, int32_t* acc) {
+  const bool x_signed = x.dtype() == DType::kI8;
+  const auto xz = static_cast<uint8_t>(x_signed ? xzp + 128 : xzp);
+  const int64_t batch = x.dim(0), channels = x.dim(1);
+  const int64_t cg = channels / group, mg = w.m / group;
+  const int64_t kdim = cg * t.kprod, ldr = 4 * w.kq;
+  // Per output channel, what does not depend on the position:
+  // K xzp' wzp' - xzp' sum w'.
+  std::vector<uint32_t> fixed(w.m);
+  for (int64_t mi = 0; mi < w.m; ++mi) {
+    fixed[mi] = U(kdim) * U(xz) * U(w.zp[mi]) - U(xz) * U(w.sum[mi]);
+  }
+  const auto* xb = x.data<uint8_t>();
+  const uint8_t flip = x_signed ? 0x80 : 0;
+  // Tasks also split a group's output channels into blocks of 64, so a
+  // late layer (few positions, many channels: one chunk) still spreads
+  // over the threads; each block lays out its own copy of the columns.
+  constexpr int64_t kRowBlock = 64;
+  const int64_t rblocks = (mg + kRowBlock - 1) / kRowBlock;
+  ParallelFor(pool, batch * group * t.chunks * rblocks, [&](int64_t task) {
+    const int64_t rb = task % rblocks, chunk = (task / rblocks) % t.chunks;
+    const int64_t grp = (task / (rblocks * t.chunks)) % group;
+    const int64_t n = task / (rblocks * t.chunks * group);
+    const int64_t r0 = rb * kRowBlock, rn = std::min(kRowBlock, mg - r0);
+    const int64_t o0 = chunk * t.chunk, len = std::min(t.chunk, t.out_size - o0);
+    const int64_t pcols = RoundUp(len, 16);
+    // The chunk's im2col columns as [k / 4][position][k % 4] bytes; padded
+    // taps read xzp' (their difference is zero). Padded k are zero in the
+    // weight rows, so the buffer's stale bytes there multiply by zero, and
+    // the columns past `len` are never stored: the buffer is reused
+    // without clearing (a depthwise layer runs one small task per channel).
+    thread_local std::vector<uint8_t> panel;
+    panel.resize(std::max<size_t>(panel.size(), w.kq * pcols * 4));
+    LayOutColumns(xb + (n * channels + grp * cg) * t.in_size, cg, t, chunk, pcols, flip, xz,
+                  panel.data());
+    int32_t* out = acc + (n * w.m + grp * mg + r0) * t.out_size + o0;
+    int8dot::Dot({rn, len, w.kq, w.rows.data() + (grp * mg + r0) * ldr, ldr, panel.data(),
+                  pcols, /*signed_rows=*/true, out, t.out_size});
+    thread_local std::vector<int32_t> xsum;
+    if (w.any_zp) {
+      xsum.resize(std::max<size_t>(xsum.size(), len));
+      int8dot::Dot({1, len, w.kq, w.ones.data(), ldr, panel.data(), pcols, true, xsum.data(),
+                    len});
+    }
+    for (int64_t r = 0; r < rn; ++r) {
+      const int64_t mi = grp * mg + r0 + r;
+      int32_t* row = out + r * t.out_size;
+      const uint32_t f = fixed[mi];
+      if (w.any_zp) {
+        const uint32_t z = U(w.zp[mi]);
+        for (int64_t o = 0; o < len; ++o) {
+          row[o] = static_cast<int32_t>(U(row[o]) + f - z * U(xsum[o]));
+        }
+      } else {
+        for (int64_t o = 0; o < len; ++o) row[o] = static_cast<int32_t>(U(row[o]) + f);
+      }
+    }
+  });
+}
+
+std::shared_ptr<const DotMatMulWeights> PrepareDotMatMulWeights(
+    const RtTensor& b, int64_t k, int64_t n, const quantize_internal::QParams& bzp) {
+  auto out = std::make_shared<DotMatMulWeights>();
+  const bool is_signed = b.dtype() == DType::kI8;
+  out->k = k;
+  out->n = n;
+  out->kq = (k + 3) / 4;
+  out->pcols = RoundUp(n, 16);
+  out->matrices = k * n == 0 ? 0 : b.num_elements() / (k * n);
+  const int64_t per = out->kq * out->pcols * 4;
+  out->panel.assign(out->matrices * per, 0);
+  out->zp.resize(n);
+  for (int64_t j = 0; j < n; ++j) out->zp[j] = is_signed ? bzp.z(j) : bzp.z(j) - 128;
+  out->sum.assign(out->matrices * n, 0);
+  const auto* src = b.data<uint8_t>();
+  for (int64_t mat = 0; mat < out->matrices; ++mat) {
+    uint8_t* panel = out->panel.data() + mat * per;
+    int32_t* sum = out->sum.data() + mat * n;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const uint8_t* row = src + (mat * k + kk) * n;
+      uint8_t* dst = panel + (kk / 4) * out->pcols * 4 + kk % 4;
+      for (int64_t j = 0; j < n; ++j) {
+        const uint8_t v = AsSigned(row[j], is_signed);
+        dst[4 * j] = v;
+        sum[j] = static_cast<int32_t>(U(sum[j]) + U(static_cast<int8_t>(v)));
+      }
+    }
+  }
+  return out;
+}
+
+void DotMatMul(const RtTensor& a, int64_t m, const quantize_internal::QParams& azp,
+               const DotMatMulWeights& b, const std::vector<int64_t>& a_off,
+               const std::vector<int64_t>& b_off, ThreadPool* pool, int32_t* acc) {
+  const bool a_signed = a.dtype() == DType::kI8;
+  const int64_t k = b.k, n = b.n, ldr = 4 * b.kq;
+  const int64_t a_rows = k == 0 ? 0 : a.num_elements() / k;
+  // A's rows as unsigned bytes, k padded with zeros, and their sums.
+  std::vector<uint8_t> rows(a_rows * ldr, 0);
+  std::vector<uint32_t> rsum(a_rows, 0);
+  const auto* src = a.data<uint8_t>();
+  for (int64_t r = 0; r < a_rows; ++r) {
+    uint32_t s = 0;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const uint8_t v = AsUnsigned(src[r * k + kk], a_signed);
+      rows[r * ldr + kk] = v;
+      s += v;
+    }
+    rsum[r] = s;
+  }
+  // Tasks of up to 16 rows x 256 columns of one output matrix.
+  constexpr int64_t kRows = 16, kCols = 256;
+  const int64_t rblocks = (m + kRows - 1) / kRows, cblocks = (n + kCols - 1) / kCols;
+  const int64_t per = b.kq * b.pcols * 4;
+  const auto batches = static_cast<int64_t>(a_off.size());
+  ParallelFor(pool, batches * rblocks * cblocks, [&](int64_t task) {
+    const int64_t cb = task % cblocks, rb = (task / cblocks) % rblocks;
+    const int64_t bi = task / (cblocks * rblocks);
+    const int64_t r0 = rb * kRows, rn = std::min(kRows, m - r0);
+    const int64_t c0 = cb * kCols, cn = std::min(kCols, n - c0);
+    const int64_t arow0 = a_off[bi] * m + r0;
+    int32_t* out = acc + (bi * m + r0) * n + c0;
+    int8dot::Dot({rn, cn, b.kq, rows.data() + arow0 * ldr, ldr,
+                  b.panel.data() + b_off[bi] * per + c0 * 4, b.pcols,
+                  /*signed_rows=*/false, out, n});
+    const int32_t* bsum = b.sum.data() + b_off[bi] * n + c0;
+    for (int64_t r = 0; r < rn; ++r) {
+      const uint32_t za = U(a_signed ? azp.z(r0 + r) + 128 : azp.z(r0 + r));
+      const uint32_t sa = rsum[arow0 + r];
+      int32_t* row = out + r * n;
+      for (int64_t j = 0; j < cn; ++j) {
+        const uint32_t zb = U(b.zp[c0 + j]);
+        row[j] = static_cast<int32_t>(U(row[j]) - zb * sa - za * U(bsum[j]) + U(k) * za * zb);
+      }
+    }
+  });
+}
+
+}  // namespace slimpack::runtime::kernels

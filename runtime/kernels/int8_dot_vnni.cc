@@ -1,0 +1,143 @@
+// int8dot's AVX512-VNNI kernel: tiles of up to 4 rows x 64 columns, sixteen
+// zmm accumulators, one VPDPBUSD per (row, 16 columns, 4 k). Compiled with
+// -mavx512f -mavx512vnni (runtime/CMakeLists.txt) and called only after
+// __builtin_cpu_supports; nothing here may be an inline function shared with
+// other objects (the linker could keep this object's AVX-512 copy).
+#include "runtime/kernels/int8_dot.h"
+
+#if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512VNNI__)
+// GCC 12's AVX-512 conversion intrinsics start from _mm*_undefined_*(), which
+// its -Wmaybe-uninitialized reports at every inlined use (a false positive:
+// every lane is written).
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace slimpack::runtime::kernels::int8dot {
+namespace {
+
+constexpr int kMaxRows = 4;
+constexpr int kMaxVectors = 4;  // of 16 int32 columns
+
+using TileFn = void (*)(const Operands& o, int64_t r0, int64_t c0);
+
+// Rows r0..r0+R-1 times columns c0..c0+16V-1 (the last vector masked to
+// o.cols). The panel is padded to whole vectors, so its loads need no mask.
+template <bool kSignedRows, int R, int V>
+void Tile(const Operands& o, int64_t r0, int64_t c0) {
+  __m512i acc[R][V];
+  #pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    #pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm512_setzero_si512();
+  }
+  const uint8_t* row = o.row + r0 * o.ldr;
+  const uint8_t* panel = o.panel + c0 * 4;
+  for (int64_t q = 0; q < o.kq; ++q) {
+    __m512i p[V];
+    #pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      p[v] = _mm512_loadu_si512(panel + (q * o.pcols + 16 * v) * 4);
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      int32_t four;
+      std::memcpy(&four, row + r * o.ldr + 4 * q, 4);
+      const __m512i b = _mm512_set1_epi32(four);
+      #pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) {
+        // VPDPBUSD: its second operand is read as unsigned bytes, the third
+        // as signed.
+        acc[r][v] = kSignedRows ? _mm512_dpbusd_epi32(acc[r][v], p[v], b)
+                                 : _mm512_dpbusd_epi32(acc[r][v], b, p[v]);
+      }
+    }
+  }
+  #pragma GCC unroll 4
+  for (int v = 0; v < V; ++v) {
+    const int64_t left = o.cols - c0 - 16 * v;
+    const auto mask = static_cast<__mmask16>(left >= 16 ? 0xffff : (1u << left) - 1);
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      _mm512_mask_storeu_epi32(o.out + (r0 + r) * o.ldo + c0 + 16 * v, mask, acc[r][v]);
+    }
+  }
+}
+
+template <bool S, int R>
+constexpr TileFn kRowTiles[kMaxVectors] = {Tile<S, R, 1>, Tile<S, R, 2>, Tile<S, R, 3>,
+                                           Tile<S, R, 4>};
+
+template <bool S>
+constexpr const TileFn* kTiles[kMaxRows] = {kRowTiles<S, 1>, kRowTiles<S, 2>, kRowTiles<S, 3>,
+                                            kRowTiles<S, 4>};
+
+}  // namespace
+
+bool HaveVnni512() {
+  static const bool ok = __builtin_cpu_supports("avx512f") &&
+                         __builtin_cpu_supports("avx512vnni");
+  return ok;
+}
+
+bool DotVnni512(const Operands& o) {
+  if (!HaveVnni512()) return false;
+  constexpr int64_t kBlock = 16 * kMaxVectors;
+  for (int64_t c0 = 0; c0 < o.cols; c0 += kBlock) {
+    const int64_t vectors = std::min<int64_t>(kMaxVectors, (o.cols - c0 + 15) / 16);
+    for (int64_t r0 = 0; r0 < o.rows; r0 += kMaxRows) {
+      const int64_t rows = std::min<int64_t>(kMaxRows, o.rows - r0);
+      (o.signed_rows ? kTiles<true> : kTiles<false>)[rows - 1][vectors - 1](o, r0, c0);
+    }
+  }
+  return true;
+}
+
+bool RequantizeVnni512(const int32_t* acc, int64_t n, int32_t bias, float mult, int32_t lo,
+                       int32_t hi, int32_t zp, uint8_t* out) {
+  if (!HaveVnni512()) return false;
+  const __m512i vb = _mm512_set1_epi32(bias), vz = _mm512_set1_epi32(zp);
+  const __m512 vm = _mm512_set1_ps(mult);
+  const __m512 flo = _mm512_set1_ps(static_cast<float>(lo - zp));
+  const __m512 fhi = _mm512_set1_ps(static_cast<float>(hi - zp));
+  // As quantize_internal::SaturateRoundBytes: NaN lanes become zp, values
+  // are clamped to the integer bounds before rounding half to even
+  // (VCVTPS2DQ in the default rounding mode), so after adding zp every lane
+  // is in the byte type's range and VPMOVDB's truncation is exact.
+  const auto one = [&](__m512i a) {
+    __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_add_epi32(a, vb)), vm);
+    x = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, x, _CMP_ORD_Q), x);
+    x = _mm512_min_ps(_mm512_max_ps(x, flo), fhi);
+    return _mm512_cvtepi32_epi8(_mm512_add_epi32(_mm512_cvtps_epi32(x), vz));
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), one(_mm512_loadu_si512(acc + i)));
+  }
+  if (i < n) {  // (a masked byte store would need AVX512BW)
+    alignas(16) uint8_t last[16];
+    const auto m = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm_store_si128(reinterpret_cast<__m128i*>(last), one(_mm512_maskz_loadu_epi32(m, acc + i)));
+    std::memcpy(out + i, last, n - i);
+  }
+  return true;
+}
+
+}  // namespace slimpack::runtime::kernels::int8dot
+
+#else
+
+namespace slimpack::runtime::kernels::int8dot {
+bool HaveVnni512() { return false; }
+bool DotVnni512(const Operands&) { return false; }
+bool RequantizeVnni512(const int32_t*, int64_t, int32_t, float, int32_t, int32_t, int32_t,
+                       uint8_t*) {
+  return false;
+}
+}  // namespace slimpack::runtime::kernels::int8dot
+
+#endif

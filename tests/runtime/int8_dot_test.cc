@@ -1,0 +1,236 @@
+// The byte dot product kernels (runtime/kernels/int8_dot.h) against a naive
+// int64 sum taken mod 2^32, on every tile shape the AVX512-VNNI kernel has
+// (1-4 rows, 1-4 vectors of 16 columns, a masked last vector), both operand
+// signs, k from 0 to past the point where int32 wraps; and the W8A8 ops
+// through the byte path (int8_dot_ops.h) for every pairing of u8 / i8
+// operands, whose +-128 remapping and zero-point terms are where a sign
+// slip would hide. On a CPU without the instruction Dot runs the portable
+// loop, so the remapping is still checked there.
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/kernels/int8_dot.h"
+#include "runtime/kernels/quantize_util.h"
+#include "tests/runtime/op_test_util.h"
+
+namespace slimpack::runtime {
+namespace {
+
+using kernels::int8dot::Operands;
+using ::testing::ElementsAreArray;
+using testing::BytePath;
+using testing::OpTest;
+using testing::RunOne;
+
+// out[r][c] by definition, in int64, then wrapped as the kernels wrap.
+std::vector<int32_t> Naive(const Operands& o) {
+  std::vector<int32_t> out(o.rows * o.cols);
+  for (int64_t r = 0; r < o.rows; ++r) {
+    for (int64_t c = 0; c < o.cols; ++c) {
+      int64_t s = 0;
+      for (int64_t k = 0; k < 4 * o.kq; ++k) {
+        const int64_t a = o.signed_rows ? static_cast<int8_t>(o.row[r * o.ldr + k])
+                                        : o.row[r * o.ldr + k];
+        const uint8_t pb = o.panel[((k / 4) * o.pcols + c) * 4 + k % 4];
+        const int64_t b = o.signed_rows ? pb : static_cast<int8_t>(pb);
+        s += a * b;
+      }
+      out[r * o.cols + c] = static_cast<int32_t>(static_cast<uint32_t>(s));
+    }
+  }
+  return out;
+}
+
+TEST(Int8DotTest, EveryTileShapeEqualsTheNaiveSum) {
+  std::mt19937 rng(5);
+  int checked = 0;
+  for (bool signed_rows : {false, true}) {
+    for (int64_t rows : {1, 2, 3, 4, 5, 9}) {
+      for (int64_t cols : {1, 15, 16, 17, 48, 64, 65, 130}) {
+        const int64_t kq = static_cast<int64_t>(rng() % 40);
+        const int64_t ldr = 4 * kq + 4, pcols = (cols + 15) / 16 * 16;
+        std::vector<uint8_t> row(rows * ldr), panel(kq * pcols * 4 + 1);
+        for (auto& v : row) v = static_cast<uint8_t>(rng());
+        for (auto& v : panel) v = static_cast<uint8_t>(rng());
+        std::vector<int32_t> out(rows * cols, -1);
+        const Operands o{rows, cols, kq, row.data(), ldr, panel.data(), pcols,
+                         signed_rows, out.data(), cols};
+        kernels::int8dot::Dot(o);
+        const std::vector<int32_t> want = Naive(o);
+        EXPECT_THAT(out, ElementsAreArray(want))
+            << rows << "x" << cols << " kq " << kq << (signed_rows ? " signed rows" : "");
+        std::fill(out.begin(), out.end(), -1);
+        kernels::int8dot::DotPortable(o);
+        EXPECT_THAT(out, ElementsAreArray(want)) << "portable";
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 96);
+}
+
+// 70,000 products of 255 x -128 sum to -2,284,800,000, past int32's range:
+// every path wraps it to the same 32 bits.
+TEST(Int8DotTest, SumsWrapModTwoToTheThirtyTwo) {
+  const int64_t kq = 17500, cols = 16;
+  std::vector<uint8_t> row(4 * kq, 255), panel(kq * cols * 4, 0x80);
+  std::vector<int32_t> out(cols), portable(cols);
+  Operands o{1, cols, kq, row.data(), 4 * kq, panel.data(), cols, false, out.data(), cols};
+  kernels::int8dot::Dot(o);
+  o.out = portable.data();
+  kernels::int8dot::DotPortable(o);
+  const auto want = static_cast<int32_t>(static_cast<uint32_t>(int64_t{-2284800000}));
+  EXPECT_EQ(want, 2010167296);
+  EXPECT_THAT(out, ::testing::Each(want));
+  EXPECT_THAT(portable, ::testing::Each(want));
+}
+
+TEST(Int8DotTest, TheByteInstructionIsUsedWhereTheCpuHasIt) {
+#if defined(__x86_64__)
+  EXPECT_EQ(kernels::int8dot::HaveVnni512(), __builtin_cpu_supports("avx512f") &&
+                                                 __builtin_cpu_supports("avx512vnni"));
+#else
+  EXPECT_FALSE(kernels::int8dot::HaveVnni512());
+#endif
+  EXPECT_EQ(kernels::int8dot::Fast(), kernels::int8dot::HaveVnni512());
+}
+
+// The AVX-512 requantisation against quantize_internal::SaturateRoundBytes
+// on what QLinearConv feeds it (f32(acc + bias) * mult): sums at int32's
+// ends (the bias add wraps), ties that round to even, multipliers that
+// saturate, zero, NaN and infinite ones, both byte types, every tail length.
+TEST(Int8DotTest, RequantizeGivesTheScalarBytes) {
+  std::mt19937 rng(8);
+  std::vector<int32_t> acc(53);
+  for (int32_t& v : acc) v = static_cast<int32_t>(rng()) >> (rng() % 31);
+  acc[0] = INT32_MAX;
+  acc[1] = INT32_MIN;
+  acc[2] = 5;  // 5 * 0.5 = 2.5: a tie
+  acc[3] = -7;
+  int checked = 0;
+  for (const float mult : {0.5f, 1.3e-3f, -2.7e-2f, 40.0f, 0.0f, std::numeric_limits<float>::quiet_NaN(),
+                           std::numeric_limits<float>::infinity()}) {
+    for (const bool u8 : {true, false}) {
+      const ir::DType type = u8 ? ir::DType::kU8 : ir::DType::kI8;
+      const int32_t zp = u8 ? 131 : -9, bias = u8 ? 1000 : 1;
+      for (int64_t n : {0, 1, 15, 16, 17, 53}) {
+        std::vector<float> scaled(n);
+        for (int64_t i = 0; i < n; ++i) {
+          scaled[i] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(acc[i]) +
+                                                              static_cast<uint32_t>(bias))) * mult;
+        }
+        std::vector<uint8_t> want(n + 1, 0xA5), got(n + 1, 0xA5);
+        kernels::quantize_internal::SaturateRoundBytes(scaled.data(), n, zp, type, want.data());
+        const bool ran = kernels::int8dot::RequantizeVnni512(acc.data(), n, bias, mult, u8 ? 0 : -128,
+                                                            u8 ? 255 : 127, zp, got.data());
+        ASSERT_EQ(ran, kernels::int8dot::HaveVnni512());
+        if (ran) {
+          EXPECT_EQ(got, want) << "mult " << mult << (u8 ? " u8 " : " i8 ") << n;
+        }
+        ++checked;
+      }
+    }
+  }
+  EXPECT_EQ(checked, 84);
+}
+
+template <typename T>
+RtTensor Bytes(std::vector<int64_t> dims, std::mt19937& rng) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<T> v(n);
+  for (T& x : v) x = static_cast<T>(rng());
+  return RtTensor::FromVector<T>(dims, v);
+}
+
+int64_t Value(const RtTensor& t, int64_t i) {
+  return t.dtype() == ir::DType::kU8 ? int64_t{t.data<uint8_t>()[i]}
+                                     : int64_t{t.data<int8_t>()[i]};
+}
+
+template <typename A, typename B>
+void CheckMatMulInteger(int64_t m, int64_t k, int64_t n, std::mt19937& rng) {
+  const RtTensor a = Bytes<A>({2, m, k}, rng), b = Bytes<B>({k, n}, rng);
+  const RtTensor az = Bytes<A>({m}, rng), bz = Bytes<B>({n}, rng);
+  std::vector<int32_t> want(2 * m * n);
+  for (int64_t bi = 0; bi < 2; ++bi) {
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t s = 0;
+        for (int64_t kk = 0; kk < k; ++kk) {
+          s += (Value(a, (bi * m + i) * k + kk) - Value(az, i)) * (Value(b, kk * n + j) - Value(bz, j));
+        }
+        want[(bi * m + i) * n + j] = static_cast<int32_t>(s);
+      }
+    }
+  }
+  for (bool bytes : {true, false}) {
+    BytePath path(bytes);
+    OpTest t("MatMulInteger", {{"a", a}, {"b", b}, {"az", az}, {"bz", bz}});
+    t.num_threads = 2;
+    EXPECT_THAT(RunOne(t).ToVector<int32_t>(), ElementsAreArray(want))
+        << m << "x" << k << "x" << n << (bytes ? " byte path" : " other paths");
+  }
+}
+
+TEST(Int8DotTest, MatMulIntegerOfEveryOperandTypeEqualsTheNaiveSum) {
+  std::mt19937 rng(6);
+  CheckMatMulInteger<uint8_t, int8_t>(5, 37, 70, rng);
+  CheckMatMulInteger<int8_t, int8_t>(17, 9, 300, rng);
+  CheckMatMulInteger<uint8_t, uint8_t>(1, 130, 33, rng);
+  CheckMatMulInteger<int8_t, uint8_t>(3, 4, 1, rng);
+}
+
+template <typename X, typename W>
+void CheckConvInteger(int64_t c, int64_t hw, int64_t m, int64_t group, int64_t kernel,
+                      std::mt19937& rng) {
+  const int64_t cg = c / group, mg = m / group, pad = kernel / 2;
+  const RtTensor x = Bytes<X>({1, c, hw, hw}, rng);
+  const RtTensor w = Bytes<W>({m, cg, kernel, kernel}, rng);
+  const RtTensor xz = Bytes<X>({}, rng), wz = Bytes<W>({m}, rng);
+  std::vector<int32_t> want(m * hw * hw);
+  for (int64_t mi = 0; mi < m; ++mi) {
+    for (int64_t oy = 0; oy < hw; ++oy) {
+      for (int64_t ox = 0; ox < hw; ++ox) {
+        int64_t s = 0;
+        for (int64_t ci = 0; ci < cg; ++ci) {
+          for (int64_t ky = 0; ky < kernel; ++ky) {
+            for (int64_t kx = 0; kx < kernel; ++kx) {
+              const int64_t iy = oy - pad + ky, ix = ox - pad + kx;
+              if (iy < 0 || iy >= hw || ix < 0 || ix >= hw) continue;
+              const int64_t xv = Value(x, ((mi / mg * cg + ci) * hw + iy) * hw + ix);
+              const int64_t wv = Value(w, ((mi * cg + ci) * kernel + ky) * kernel + kx);
+              s += (xv - Value(xz, 0)) * (wv - Value(wz, mi));
+            }
+          }
+        }
+        want[(mi * hw + oy) * hw + ox] = static_cast<int32_t>(s);
+      }
+    }
+  }
+  for (bool bytes : {true, false}) {
+    BytePath path(bytes);
+    OpTest t("ConvInteger", {{"x", x}, {"w", w}, {"xz", xz}, {"wz", wz}},
+             {{"group", ir::Attribute::Int(group)},
+              {"pads", ir::Attribute::Ints({pad, pad, pad, pad})}});
+    t.num_threads = 2;
+    EXPECT_THAT(RunOne(t).ToVector<int32_t>(), ElementsAreArray(want))
+        << c << " channels, group " << group << (bytes ? ", byte path" : ", other paths");
+  }
+}
+
+TEST(Int8DotTest, ConvIntegerOfEveryOperandTypeEqualsTheNaiveSum) {
+  std::mt19937 rng(7);
+  CheckConvInteger<uint8_t, int8_t>(6, 9, 10, 1, 3, rng);
+  CheckConvInteger<int8_t, int8_t>(8, 5, 8, 8, 3, rng);    // depthwise
+  CheckConvInteger<uint8_t, uint8_t>(5, 17, 3, 1, 1, rng);  // 289 positions: two chunks
+  CheckConvInteger<int8_t, uint8_t>(4, 6, 6, 2, 3, rng);
+  CheckConvInteger<uint8_t, int8_t>(3, 4, 130, 1, 1, rng);  // three blocks of channels
+}
+
+}  // namespace
+}  // namespace slimpack::runtime
