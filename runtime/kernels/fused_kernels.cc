@@ -7,6 +7,7 @@
 
 #include "runtime/allocator.h"
 #include "runtime/kernel.h"
+#include "runtime/kernels/byte_lookup.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/packed_kernels.h"
 #include "support/status_macros.h"
@@ -269,7 +270,7 @@ absl::Status QuantizedLookup(KernelContext& ctx) {
   const uint8_t* px = x->raw();
   const uint8_t* t = table->raw();
   uint8_t* py = y.mutable_data<uint8_t>();
-  for (int64_t i = 0; i < x->num_elements(); ++i) py[i] = t[px[i]];
+  kernels::LookupBytes(t, px, x->num_elements(), py);
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
 }

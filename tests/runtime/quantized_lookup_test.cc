@@ -16,6 +16,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/interpreter.h"
+#include "runtime/kernels/byte_lookup.h"
 #include "runtime/kernels/fused_kernels.h"
 #include "tests/runtime/op_test_util.h"
 #include "tests/testing/status_matchers.h"
@@ -224,6 +225,31 @@ TEST(QuantizedLookupTest, ConsecutiveChainsFuse) {
   const std::vector<uint8_t> want = RunBytes(g, false, &plain);
   EXPECT_EQ(RunBytes(g, true, &fused), want);
   EXPECT_EQ(fused, 2);
+}
+
+// The lookup kernel (VPERMI2B where the CPU has VBMI) against the byte
+// loop, for every code in vector bodies and in masked tails of each length.
+TEST(ByteLookupTest, EveryCodeAndEveryTailLengthMatchesTheTable) {
+  std::mt19937 rng(9);
+  uint8_t table[256];
+  for (uint8_t& v : table) v = static_cast<uint8_t>(rng());
+  std::vector<uint8_t> x(256 * 3 + 63);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i < 768 ? i % 256 : rng());
+  int checked = 0;
+  for (int64_t n : {0, 1, 63, 64, 65, 127, 256, 830, 831}) {
+    std::vector<uint8_t> want(n + 1, 0xA5), got(n + 1, 0xA5);
+    kernels::LookupBytesPortable(table, x.data(), n, want.data());
+    kernels::LookupBytes(table, x.data(), n, got.data());
+    EXPECT_EQ(got, want) << n << " bytes";  // the guard byte past n stays 0xA5
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(want[i], table[x[i]]);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 9);
+#if defined(__x86_64__)
+  uint8_t y[1];
+  EXPECT_EQ(kernels::LookupBytesVbmi(table, x.data(), 1, y),
+            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi"));
+#endif
 }
 
 }  // namespace
