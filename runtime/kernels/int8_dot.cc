@@ -6,7 +6,7 @@ namespace slimpack::runtime::kernels::int8dot {
 namespace {
 
 std::atomic<bool>& FastFlag() {
-  static std::atomic<bool> fast{HaveVnni512()};
+  static std::atomic<bool> fast{HaveByteDot()};
   return fast;
 }
 
@@ -32,9 +32,11 @@ void DotPortable(const Operands& o) {
 
 void Dot(const Operands& o) {
   if (o.rows <= 0 || o.cols <= 0) return;
-  if (FastFlag().load(std::memory_order_relaxed) && DotVnni512(o)) return;
+  if (FastFlag().load(std::memory_order_relaxed) && (DotVnni512(o) || DotAvxVnni(o))) return;
   DotPortable(o);
 }
+
+bool HaveByteDot() { return HaveVnni512() || HaveAvxVnni(); }
 
 bool Fast() { return FastFlag().load(std::memory_order_relaxed); }
 

@@ -33,8 +33,8 @@ struct Operands {
   int64_t ldo = 0;
 };
 
-// The product with this CPU's fastest kernel (AVX512-VNNI when present,
-// otherwise a portable loop: same sums).
+// The product with this CPU's fastest kernel (AVX512-VNNI, else AVX-VNNI,
+// else a portable loop: the same sums).
 void Dot(const Operands& o);
 
 // The portable loop, for tests and CPUs without a byte dot instruction.
@@ -51,6 +51,14 @@ void SetFast(bool enabled);
 // architecture or the CPU lacks the instructions.
 bool DotVnni512(const Operands& o);
 bool HaveVnni512();
+
+// The AVX-VNNI kernel (int8_dot_avxvnni.cc; 256-bit, for CPUs with it but
+// without AVX-512), the same way.
+bool DotAvxVnni(const Operands& o);
+bool HaveAvxVnni();
+
+// Whether this CPU has either byte dot instruction.
+bool HaveByteDot();
 
 // out[i] = clamp(rint(f32(acc[i] + bias) * mult), lo - zp, hi - zp) + zp as
 // bytes, NaN as zp, the sum wrapping mod 2^32: what QLinearConv's scalar

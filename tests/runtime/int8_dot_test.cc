@@ -1,14 +1,16 @@
 // The byte dot product kernels (runtime/kernels/int8_dot.h) against a naive
-// int64 sum taken mod 2^32, on every tile shape the AVX512-VNNI kernel has
-// (1-4 rows, 1-4 vectors of 16 columns, a masked last vector), both operand
-// signs, k from 0 to past the point where int32 wraps; and the W8A8 ops
+// int64 sum taken mod 2^32, on every tile shape the AVX512-VNNI and
+// AVX-VNNI kernels have (1-4 rows, 1-4 vectors of 16 or 8 columns, a masked
+// last vector; each kernel where the CPU has it), both operand signs, k from 0 to past the point where int32 wraps; and the W8A8 ops
 // through the byte path (int8_dot_ops.h) for every pairing of u8 / i8
 // operands, whose +-128 remapping and zero-point terms are where a sign
 // slip would hide. On a CPU without the instruction Dot runs the portable
 // loop, so the remapping is still checked there.
 #include <cstdint>
+#include <fstream>
 #include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -50,7 +52,7 @@ TEST(Int8DotTest, EveryTileShapeEqualsTheNaiveSum) {
   int checked = 0;
   for (bool signed_rows : {false, true}) {
     for (int64_t rows : {1, 2, 3, 4, 5, 9}) {
-      for (int64_t cols : {1, 15, 16, 17, 48, 64, 65, 130}) {
+      for (int64_t cols : {1, 7, 8, 9, 15, 16, 17, 33, 48, 64, 65, 130}) {
         const int64_t kq = static_cast<int64_t>(rng() % 40);
         const int64_t ldr = 4 * kq + 4, pcols = (cols + 15) / 16 * 16;
         std::vector<uint8_t> row(rows * ldr), panel(kq * pcols * 4 + 1);
@@ -66,11 +68,17 @@ TEST(Int8DotTest, EveryTileShapeEqualsTheNaiveSum) {
         std::fill(out.begin(), out.end(), -1);
         kernels::int8dot::DotPortable(o);
         EXPECT_THAT(out, ElementsAreArray(want)) << "portable";
+        // Each instruction set's kernel where this CPU has it (Dot above
+        // ran the widest).
+        std::fill(out.begin(), out.end(), -1);
+        if (kernels::int8dot::DotAvxVnni(o)) {
+          EXPECT_THAT(out, ElementsAreArray(want)) << "AVX-VNNI";
+        }
         ++checked;
       }
     }
   }
-  EXPECT_EQ(checked, 96);
+  EXPECT_EQ(checked, 144);
 }
 
 // 70,000 products of 255 x -128 sum to -2,284,800,000, past int32's range:
@@ -89,14 +97,23 @@ TEST(Int8DotTest, SumsWrapModTwoToTheThirtyTwo) {
   EXPECT_THAT(portable, ::testing::Each(want));
 }
 
+// The kernels' CPU checks against the kernel's own report of the CPU.
 TEST(Int8DotTest, TheByteInstructionIsUsedWhereTheCpuHasIt) {
-#if defined(__x86_64__)
-  EXPECT_EQ(kernels::int8dot::HaveVnni512(), __builtin_cpu_supports("avx512f") &&
-                                                 __builtin_cpu_supports("avx512vnni"));
-#else
-  EXPECT_FALSE(kernels::int8dot::HaveVnni512());
-#endif
-  EXPECT_EQ(kernels::int8dot::Fast(), kernels::int8dot::HaveVnni512());
+  std::ifstream in("/proc/cpuinfo");
+  std::string line, flags;
+  while (std::getline(in, line)) {
+    if (line.rfind("flags", 0) == 0) {
+      flags = line + " ";
+      break;
+    }
+  }
+  ASSERT_FALSE(flags.empty()) << "no flags line in /proc/cpuinfo";
+  const auto has = [&](const char* f) { return flags.find(std::string(" ") + f + " ") != std::string::npos; };
+  EXPECT_EQ(kernels::int8dot::HaveVnni512(), has("avx512f") && has("avx512_vnni"));
+  EXPECT_EQ(kernels::int8dot::HaveAvxVnni(), has("avx2") && has("avx_vnni"));
+  EXPECT_EQ(kernels::int8dot::HaveByteDot(),
+            kernels::int8dot::HaveVnni512() || kernels::int8dot::HaveAvxVnni());
+  EXPECT_EQ(kernels::int8dot::Fast(), kernels::int8dot::HaveByteDot());
 }
 
 // The AVX-512 requantisation against quantize_internal::SaturateRoundBytes

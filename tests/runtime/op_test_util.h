@@ -126,7 +126,7 @@ struct OpTest {
 class BytePath {
  public:
   explicit BytePath(bool on) { kernels::int8dot::SetFast(on); }
-  ~BytePath() { kernels::int8dot::SetFast(kernels::int8dot::HaveVnni512()); }
+  ~BytePath() { kernels::int8dot::SetFast(kernels::int8dot::HaveByteDot()); }
   BytePath(const BytePath&) = delete;
   BytePath& operator=(const BytePath&) = delete;
 };
