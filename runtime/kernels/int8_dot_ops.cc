@@ -1,6 +1,7 @@
 #include "runtime/kernels/int8_dot_ops.h"
 
 #include <algorithm>
+#include <cstring>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -29,7 +30,7 @@ constexpr int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to
 }  // namespace
 
 Im2colTable BuildIm2colTable(const std::vector<int64_t>& in, const WindowGeometry& g,
-                             int64_t chunk) {
+                             int64_t chunk, bool planar_ok) {
   Im2colTable t;
   const size_t r = in.size();
   for (size_t d = 0; d < r; ++d) {
@@ -39,6 +40,15 @@ Im2colTable BuildIm2colTable(const std::vector<int64_t>& in, const WindowGeometr
   }
   t.chunk = chunk;
   t.chunks = (t.out_size + chunk - 1) / chunk;
+  if (planar_ok && r == 2 && t.kprod > 1) {
+    t.planar = true;
+    t.ih = in[0], t.iw = in[1], t.ow = g.out[1];
+    t.kh = g.kernel[0], t.kw = g.kernel[1];
+    t.sh = g.strides[0], t.sw = g.strides[1];
+    t.dh = g.dilations[0], t.dw = g.dilations[1];
+    t.ph = g.pads_begin[0], t.pw = g.pads_begin[1];
+    return t;
+  }
   // Output positions are walked as an odometer and each tap's coordinates
   // unravelled once: unravelling every (tap, position) pair with divisions
   // took longer than a 3-channel stem convolution's products.
@@ -84,11 +94,13 @@ Im2colTable BuildIm2colTable(const std::vector<int64_t>& in, const WindowGeometr
 }
 
 std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(
-    const RtTensor& w, int64_t m, const quantize_internal::QParams& wzp) {
+    const RtTensor& w, int64_t m, const quantize_internal::QParams& wzp, int64_t taps) {
   auto out = std::make_shared<DotConvWeights>();
   const bool is_signed = w.dtype() == DType::kI8;
   out->m = m;
   out->kdim = w.num_elements() / std::max<int64_t>(1, m);
+  out->taps = taps;
+  const int64_t cg = out->kdim / std::max<int64_t>(1, taps);
   out->kq = (out->kdim + 3) / 4;
   const int64_t ldr = 4 * out->kq;
   out->rows.assign(m * ldr, 0);
@@ -101,7 +113,8 @@ std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(
     uint32_t sum = 0;
     for (int64_t k = 0; k < out->kdim; ++k) {
       const uint8_t b = AsSigned(src[mi * out->kdim + k], is_signed);
-      out->rows[mi * ldr + k] = b;
+      // ONNX's k = channel * taps + tap; tap-major puts it at tap * cg + channel.
+      out->rows[mi * ldr + (taps > 1 ? (k % taps) * cg + k / taps : k)] = b;
       sum += U(static_cast<int8_t>(b));
     }
     out->sum[mi] = static_cast<int32_t>(sum);
@@ -178,6 +191,84 @@ void LayOutColumns(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t c
   }
 }
 
+// LayOutColumns for a planar table, whose K runs tap-major (k = tap * cg +
+// channel, PrepareDotConvWeights with `taps`): a quad of k is then four
+// channels at one tap, which read the same positions of four planes, so
+// each output row's stretch inside the input is four rows interleaved with
+// SSE2 (stride 1) and the stretches in the padding are fills; no table
+// loads. A quad that straddles two taps (cg not a multiple of four) is laid
+// out byte by byte.
+void LayOutRows(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chunk,
+                int64_t pcols, uint8_t flip, uint8_t xz, uint8_t* panel) {
+  const int64_t o0 = chunk * t.chunk, len = std::min(t.chunk, t.out_size - o0);
+  const int64_t ih = t.ih, iw = t.iw, ow = t.ow, sw = t.sw, kdim = cg * t.kprod;
+  for (int64_t q = 0; q < (kdim + 3) / 4; ++q) {
+    uint8_t* quad = panel + q * pcols * 4;
+    const int64_t lanes = std::min<int64_t>(4, kdim - 4 * q);
+    const int64_t tap = 4 * q / cg;
+    const bool together = lanes == 4 && (4 * q + 3) / cg == tap;
+    for (int64_t j = 0; j < (together ? 1 : lanes); ++j) {
+      const int64_t kk = 4 * q + j, tp = kk / cg, c = kk % cg;
+      const int64_t ky = tp / t.kw, kx = tp % t.kw, base = kx * t.dw - t.pw;
+      const uint8_t* planes = x + c * t.in_size;
+      for (int64_t o = 0; o < len;) {
+        const int64_t pos = o0 + o, oy = pos / ow, ox0 = pos % ow;
+        const int64_t n = std::min(ow - ox0, len - o);
+        const int64_t iy = oy * t.sh + ky * t.dh - t.ph;
+        uint8_t* d = quad + 4 * o;
+        o += n;
+        // Output columns [lo, hi) of this stretch read inside the row.
+        int64_t lo = 0, hi = 0;
+        if (iy >= 0 && iy < ih) {
+          const int64_t need = -base - ox0 * sw, room = iw - 1 - base - ox0 * sw;
+          lo = need <= 0 ? 0 : (need + sw - 1) / sw;
+          hi = room < 0 ? 0 : std::min(n, room / sw + 1);
+          lo = std::min(lo, hi);
+        }
+        const int64_t first = (ox0 + lo) * sw + base;  // input column of output lo
+        const int64_t at = hi > lo ? iy * iw + first : 0;  // (an address only when read)
+        if (together) {
+          std::memset(d, xz, 4 * lo);
+          std::memset(d + 4 * hi, xz, 4 * (n - hi));
+          const uint8_t* r[4];
+          for (int l = 0; l < 4; ++l) r[l] = planes + l * t.in_size + at;
+          int64_t i = lo;
+#if defined(__SSE2__)
+          if (sw == 1) {
+            const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+            for (; i + 16 <= hi; i += 16) {
+              const auto ld = [&](int l) {
+                return _mm_xor_si128(
+                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[l] + (i - lo))), f);
+              };
+              const __m128i a = ld(0), b = ld(1), c4 = ld(2), e = ld(3);
+              const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+              const __m128i ce_lo = _mm_unpacklo_epi8(c4, e), ce_hi = _mm_unpackhi_epi8(c4, e);
+              auto* out = reinterpret_cast<__m128i*>(d + 4 * i);
+              _mm_storeu_si128(out, _mm_unpacklo_epi16(ab_lo, ce_lo));
+              _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(ab_lo, ce_lo));
+              _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(ab_hi, ce_hi));
+              _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(ab_hi, ce_hi));
+            }
+          }
+#endif
+          for (; i < hi; ++i) {
+            for (int l = 0; l < 4; ++l) {
+              d[4 * i + l] = static_cast<uint8_t>(r[l][(i - lo) * sw] ^ flip);
+            }
+          }
+          continue;
+        }
+        uint8_t* dj = d + j;
+        for (int64_t i = 0; i < lo; ++i) dj[4 * i] = xz;
+        for (int64_t i = hi; i < n; ++i) dj[4 * i] = xz;
+        const uint8_t* row = planes + at;
+        for (int64_t i = lo; i < hi; ++i) dj[4 * i] = static_cast<uint8_t>(row[(i - lo) * sw] ^ flip);
+      }
+    }
+  }
+}
+
 void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t group,
              const Im2colTable& t, ThreadPool* pool, int32_t* acc) {
   const bool x_signed = x.dtype() == DType::kI8;
@@ -212,8 +303,8 @@ void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t gr
     // without clearing (a depthwise layer runs one small task per channel).
     thread_local std::vector<uint8_t> panel;
     panel.resize(std::max<size_t>(panel.size(), w.kq * pcols * 4));
-    LayOutColumns(xb + (n * channels + grp * cg) * t.in_size, cg, t, chunk, pcols, flip, xz,
-                  panel.data());
+    (t.planar ? LayOutRows : LayOutColumns)(xb + (n * channels + grp * cg) * t.in_size, cg, t,
+                                            chunk, pcols, flip, xz, panel.data());
     int32_t* out = acc + (n * w.m + grp * mg + r0) * t.out_size + o0;
     int8dot::Dot({rn, len, w.kq, w.rows.data() + (grp * mg + r0) * ldr, ldr, panel.data(),
                   pcols, /*signed_rows=*/true, out, t.out_size});

@@ -30,15 +30,21 @@ struct Im2colTable {
   int64_t chunk = 0, chunks = 0;  // output positions per task, and tasks per plane
   std::vector<int64_t> offset;    // [tap][position]: offset in the plane, or -1 (padding)
   std::vector<uint8_t> run;       // [tap][chunk]: reads consecutive inputs, no padding
+  // A 2-D window wider than 1 x 1 when the caller allows it (`planar`):
+  // no offset table, the geometry instead, for DotConv's row-wise layout.
+  bool planar = false;
+  int64_t ih = 0, iw = 0, ow = 0, kh = 0, kw = 0, sh = 0, sw = 0, dh = 0, dw = 0, ph = 0, pw = 0;
 };
 Im2colTable BuildIm2colTable(const std::vector<int64_t>& in, const WindowGeometry& g,
-                             int64_t chunk);
+                             int64_t chunk, bool planar_ok = false);
 
 // A convolution weight [m, kdim] as signed byte rows (k padded to a
-// multiple of four with zeros), with what the zero-point terms need.
+// multiple of four with zeros), with what the zero-point terms need. With
+// `taps` > 1 (a planar Im2colTable's kprod) k runs tap-major, as
+// DotConv lays out planar columns; with 1, in ONNX's order.
 struct DotConvWeights {
   static constexpr int kCacheKey = 1;
-  int64_t m = 0, kdim = 0, kq = 0;
+  int64_t m = 0, kdim = 0, kq = 0, taps = 1;
   std::vector<uint8_t> rows;      // [m][4 kq] int8 bit patterns
   std::vector<uint8_t> ones;      // [4 kq]: 1 for k < kdim: a row that sums x'
   std::vector<int32_t> zp, sum;   // per channel: wzp' and sum_k w' (mod 2^32)
@@ -46,7 +52,7 @@ struct DotConvWeights {
   int64_t bytes() const { return static_cast<int64_t>(rows.size() + 8 * zp.size()); }
 };
 std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(
-    const RtTensor& w, int64_t m, const quantize_internal::QParams& wzp);
+    const RtTensor& w, int64_t m, const quantize_internal::QParams& wzp, int64_t taps);
 
 // acc[n, m, position] for x [batch, channels, spatial...] (u8 or i8, zero
 // point xzp) and `group` groups: what IntegerConv in quantized_conv.cc sums.

@@ -254,8 +254,8 @@ absl::StatusOr<ConvSums> ConvProducts(KernelContext& ctx, const RtTensor& x, con
   // The im2col table costs as much as a small layer's float products: it is
   // built only for the paths that read it.
   Im2colTable t;
-  const auto table = [&]() -> const Im2colTable& {
-    if (t.chunk == 0) t = BuildIm2colTable(p.in, p.g, kChunk);
+  const auto table = [&](bool planar_ok) -> const Im2colTable& {
+    if (t.chunk == 0) t = BuildIm2colTable(p.in, p.g, kChunk, planar_ok);
     return t;
   };
   int64_t positions = 1, kprod = 1;
@@ -265,19 +265,19 @@ absl::StatusOr<ConvSums> ConvProducts(KernelContext& ctx, const RtTensor& x, con
   }
   const bool bytes = int8dot::Fast() && positions > 0 && w.num_elements() > 0;
   const auto dot = [&]() -> absl::Status {
+    const Im2colTable& tt = table(true);
     const std::shared_ptr<const DotConvWeights> dw = quantize_internal::Prepared(
-        ctx, constant_w, [&] { return PrepareDotConvWeights(w, p.m, wzp); });
+        ctx, constant_w, [&] { return PrepareDotConvWeights(w, p.m, wzp, tt.planar ? kprod : 1); });
     ASSIGN_OR_RETURN(s.acc, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
-    DotConv(x, xzp, *dw, p.group, table(), ctx.pool(), s.acc.mutable_data<int32_t>());
+    DotConv(x, xzp, *dw, p.group, tt, ctx.pool(), s.acc.mutable_data<int32_t>());
     return absl::OkStatus();
   };
-  // Pointwise (1x1) layers take the byte path: their columns are four
-  // channels' runs interleaved with SSE2. Wider kernels gather each tap
-  // through the im2col table, one byte at a time; that made a MobileNet's
-  // depthwise and stem layers 2-3x slower than the float kernels, which
-  // read their input planes in place, so they take the byte path only
-  // where the float one would not be exact.
-  if (bytes && kprod == 1) {
+  // Layers with four or more channels per group take the byte path: their
+  // columns are four channels interleaved with SSE2 (int8_dot_ops.cc).
+  // Depthwise and 3-channel stem layers would be laid out byte by byte,
+  // 2-5x slower than the float kernels, which read their input planes in
+  // place; they take the byte path only where the float one is not exact.
+  if (bytes && p.channels / p.group >= 4) {
     RETURN_IF_ERROR(dot());
     return s;
   }
@@ -287,7 +287,8 @@ absl::StatusOr<ConvSums> ConvProducts(KernelContext& ctx, const RtTensor& x, con
     return s;
   }
   if (!s.yf.defined()) {
-    const std::vector<int32_t> acc = IntegerConv(IntsOf(x), IntsOf(w), p, table(), xzp, wzp, ctx.pool());
+    const std::vector<int32_t> acc =
+        IntegerConv(IntsOf(x), IntsOf(w), p, table(false), xzp, wzp, ctx.pool());
     ASSIGN_OR_RETURN(s.acc, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
     std::copy(acc.begin(), acc.end(), s.acc.mutable_data<int32_t>());
   }

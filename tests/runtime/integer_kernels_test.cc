@@ -114,6 +114,12 @@ TEST(IntegerKernelsTest, ConvIntegerEqualsTheNaiveSum) {
       {1, 5, 17, 18, 3, 1, 1, 1, 1, 1, 0},  // 306 positions: two chunks
       {1, 70, 6, 7, 4, 1, 3, 3, 1, 1, 1, true},
       {1, 140, 9, 9, 6, 2, 3, 3, 2, 1, 1, true},
+      // The byte path's row-wise layout (four or more channels per group):
+      // quads straddling two taps (5 channels), dilation; whole quads with
+      // stride 2; SSE2 stretches of 16 with tails, three groups.
+      {1, 5, 9, 11, 7, 1, 3, 3, 1, 2, 2},
+      {2, 8, 12, 40, 5, 1, 3, 3, 2, 1, 1},
+      {1, 12, 30, 37, 9, 3, 3, 3, 1, 1, 1},
   };
   int checked = 0;
   for (const ConvCase& c : cases) {
@@ -168,7 +174,7 @@ TEST(IntegerKernelsTest, ConvIntegerEqualsTheNaiveSum) {
     }
     ++checked;
   }
-  EXPECT_EQ(checked, 7);
+  EXPECT_EQ(checked, 10);
 }
 
 // 518 products of 255 x 127 sum to 16,774,530 < 2^24: the float kernels
