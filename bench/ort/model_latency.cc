@@ -16,7 +16,8 @@
 //
 // --no-byte-dot keeps the W8A8 kernels off their byte dot product path
 // (runtime/kernels/int8_dot.h) on a CPU that has one, to time the float-exact
-// / pmaddwd paths other CPUs take (the sums are the same).
+// / pmaddwd paths other CPUs take (the sums are the same). The AVX-512
+// requantisation of integer sums and the VBMI lookups stay on.
 //
 // Usage: model_latency MODEL --inputs IN.npz [--threads N] [--warmup W]
 //                      [--iters I] [--profile] [--profile-nodes]

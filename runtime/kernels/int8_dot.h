@@ -63,8 +63,9 @@ bool HaveByteDot();
 // out[i] = clamp(rint(f32(acc[i] + bias) * mult), lo - zp, hi - zp) + zp as
 // bytes, NaN as zp, the sum wrapping mod 2^32: what QLinearConv's scalar
 // requantisation (quantize_internal::SaturateRoundBytes) gives, sixteen
-// lanes at a time; [lo, hi] is the output type's range. False when the CPU
-// lacks AVX-512 (the caller then runs the scalar definition).
+// lanes at a time; [lo, hi] is the output type's range. It needs only
+// AVX512F but shares the VNNI kernel's object and gate: false when the CPU
+// lacks AVX512-VNNI (the caller then runs the scalar definition).
 bool RequantizeVnni512(const int32_t* acc, int64_t n, int32_t bias, float mult, int32_t lo,
                        int32_t hi, int32_t zp, uint8_t* out);
 

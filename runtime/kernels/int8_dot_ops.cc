@@ -40,7 +40,13 @@ Im2colTable BuildIm2colTable(const std::vector<int64_t>& in, const WindowGeometr
   }
   t.chunk = chunk;
   t.chunks = (t.out_size + chunk - 1) / chunk;
-  if (planar_ok && r == 2 && t.kprod > 1) {
+  // A 1x1, stride-1, unpadded window reads whole runs (LayOutColumns copies
+  // a chunk's 256 positions at a time); every other 2-D one goes row-wise.
+  bool runs = t.kprod == 1;
+  for (size_t d = 0; d < r; ++d) {
+    runs = runs && g.strides[d] == 1 && g.pads_begin[d] == 0 && g.pads_end[d] == 0;
+  }
+  if (planar_ok && r == 2 && !runs) {
     t.planar = true;
     t.ih = in[0], t.iw = in[1], t.ow = g.out[1];
     t.kh = g.kernel[0], t.kw = g.kernel[1];
@@ -300,7 +306,7 @@ void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t gr
     // taps read xzp' (their difference is zero). Padded k are zero in the
     // weight rows, so the buffer's stale bytes there multiply by zero, and
     // the columns past `len` are never stored: the buffer is reused
-    // without clearing (a depthwise layer runs one small task per channel).
+    // without clearing (a layer runs many small tasks).
     thread_local std::vector<uint8_t> panel;
     panel.resize(std::max<size_t>(panel.size(), w.kq * pcols * 4));
     (t.planar ? LayOutRows : LayOutColumns)(xb + (n * channels + grp * cg) * t.in_size, cg, t,

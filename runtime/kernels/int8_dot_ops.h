@@ -30,8 +30,9 @@ struct Im2colTable {
   int64_t chunk = 0, chunks = 0;  // output positions per task, and tasks per plane
   std::vector<int64_t> offset;    // [tap][position]: offset in the plane, or -1 (padding)
   std::vector<uint8_t> run;       // [tap][chunk]: reads consecutive inputs, no padding
-  // A 2-D window wider than 1 x 1 when the caller allows it (`planar`):
-  // no offset table, the geometry instead, for DotConv's row-wise layout.
+  // A 2-D window other than a 1 x 1, stride-1, unpadded one, when the
+  // caller allows it (`planar`): no offset table, the geometry instead, for
+  // DotConv's row-wise layout.
   bool planar = false;
   int64_t ih = 0, iw = 0, ow = 0, kh = 0, kw = 0, sh = 0, sw = 0, dh = 0, dw = 0, ph = 0, pw = 0;
 };
@@ -49,7 +50,9 @@ struct DotConvWeights {
   std::vector<uint8_t> ones;      // [4 kq]: 1 for k < kdim: a row that sums x'
   std::vector<int32_t> zp, sum;   // per channel: wzp' and sum_k w' (mod 2^32)
   bool any_zp = false;            // some wzp' != 0: the per-position sums are needed
-  int64_t bytes() const { return static_cast<int64_t>(rows.size() + 8 * zp.size()); }
+  int64_t bytes() const {
+    return static_cast<int64_t>(rows.size() + ones.size() + 8 * zp.size());
+  }
 };
 std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(
     const RtTensor& w, int64_t m, const quantize_internal::QParams& wzp, int64_t taps);
@@ -65,7 +68,9 @@ struct DotMatMulWeights {
   int64_t k = 0, n = 0, kq = 0, pcols = 0, matrices = 0;
   std::vector<uint8_t> panel;    // per matrix [kq][pcols][4] int8 bit patterns
   std::vector<int32_t> zp, sum;  // per column: bzp' and, per matrix, sum_k b'
-  int64_t bytes() const { return static_cast<int64_t>(panel.size() + 4 * sum.size()); }
+  int64_t bytes() const {
+    return static_cast<int64_t>(panel.size() + 4 * (sum.size() + zp.size()));
+  }
 };
 std::shared_ptr<const DotMatMulWeights> PrepareDotMatMulWeights(
     const RtTensor& b, int64_t k, int64_t n, const quantize_internal::QParams& bzp);

@@ -267,16 +267,18 @@ absl::StatusOr<ConvSums> ConvProducts(KernelContext& ctx, const RtTensor& x, con
   const auto dot = [&]() -> absl::Status {
     const Im2colTable& tt = table(true);
     const std::shared_ptr<const DotConvWeights> dw = quantize_internal::Prepared(
-        ctx, constant_w, [&] { return PrepareDotConvWeights(w, p.m, wzp, tt.planar ? kprod : 1); });
+        ctx, constant_w,
+        [&] { return PrepareDotConvWeights(w, p.m, wzp, tt.planar ? kprod : 1); });
     ASSIGN_OR_RETURN(s.acc, ctx.AllocateUninitialized(DType::kI32, p.out_dims));
     DotConv(x, xzp, *dw, p.group, tt, ctx.pool(), s.acc.mutable_data<int32_t>());
     return absl::OkStatus();
   };
   // Layers with four or more channels per group take the byte path: their
-  // columns are four channels interleaved with SSE2 (int8_dot_ops.cc).
-  // Depthwise and 3-channel stem layers would be laid out byte by byte,
-  // 2-5x slower than the float kernels, which read their input planes in
-  // place; they take the byte path only where the float one is not exact.
+  // columns are four channels interleaved (with SSE2 at stride 1; 1-D and
+  // 3-D windows through the offset table, a byte at a time). Depthwise and
+  // 3-channel stem layers would be laid out a byte at a time, 2-5x slower
+  // than the float kernels, which read their input planes in place; they
+  // take the byte path only where the float one is not exact.
   if (bytes && p.channels / p.group >= 4) {
     RETURN_IF_ERROR(dot());
     return s;

@@ -80,9 +80,7 @@ absl::StatusOr<MatMulShape> PlanMatMul(const RtTensor& a, const RtTensor& b) {
   return p;
 }
 
-// acc[batch, m, n] = sum_k (a - azp[m]) * (b - bzp[n]) in int32 (wrapping).
-// azp is per-tensor or per-row (M), bzp per-tensor or per-column (N).
-// Rows of A per task.
+// Rows of A per IntegerMatMul task.
 constexpr int64_t kRowsPerTask = 16;
 
 // Two 8-bit differences as the int16 pair pmaddwd multiplies.
@@ -92,7 +90,7 @@ int32_t Pair(int32_t lo, int32_t hi) {
 }
 
 // acc[i, j] = sum_k (a[i, k] - azp[i]) * (b[k, j] - bzp[j]), summed mod 2^32
-// (order-free, so blocking and threads cannot change a bit). Differences of
+// (azp per tensor or per row, bzp per tensor or per column; order-free, so blocking and threads cannot change a bit). Differences of
 // 8-bit values fit int16: B is packed once per batch into panels of 8
 // columns, [panel][k pair][column][2] int16, and a 4-row x 8-column tile of
 // sums stays in registers while pmaddwd (SSE2, every x86-64) multiplies two

@@ -11,6 +11,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -247,6 +248,77 @@ TEST(Int8DotTest, ConvIntegerOfEveryOperandTypeEqualsTheNaiveSum) {
   CheckConvInteger<uint8_t, uint8_t>(5, 17, 3, 1, 1, rng);  // 289 positions: two chunks
   CheckConvInteger<int8_t, uint8_t>(4, 6, 6, 2, 3, rng);
   CheckConvInteger<uint8_t, int8_t>(3, 4, 130, 1, 1, rng);  // three blocks of channels
+  CheckConvInteger<int8_t, uint8_t>(8, 7, 6, 2, 3, rng);    // row-wise layout, i8 x, groups
+}
+
+// The requantising ops and batched matmuls give the same bytes through the
+// byte path as through the others (each checked against the definition
+// elsewhere): QLinearConv with per-channel i8 weights, bias and i8 output,
+// 3x3 with padding and a strided, padded 1x1; QLinearMatMul with per-row
+// a/y parameters and per-column b; MatMulInteger with a batched B and a
+// broadcast A.
+TEST(Int8DotTest, RequantisingAndBatchedOpsGiveTheSameBytesOnEveryPath) {
+  std::mt19937 rng(10);
+  const auto f32 = [](std::vector<int64_t> dims, std::vector<float> v) {
+    return RtTensor::FromVector<float>(dims, v);
+  };
+  const auto both = [](const OpTest& t) {
+    std::vector<RtTensor> out;
+    for (bool bytes : {true, false}) {
+      BytePath path(bytes);
+      out.push_back(RunOne(t));
+    }
+    return out;
+  };
+  int checked = 0;
+  for (const auto& [kernel, stride, pad] : {std::tuple{3, 1, 1}, std::tuple{1, 2, 1}}) {
+    const int64_t c = 8, m = 12;
+    std::vector<float> ws(m);
+    for (float& v : ws) v = 0.001f + static_cast<float>(rng() % 100) * 1e-4f;
+    std::vector<int32_t> bias(m);
+    for (int32_t& v : bias) v = static_cast<int32_t>(rng() % 20001) - 10000;
+    OpTest t("QLinearConv",
+             {{"x", Bytes<int8_t>({1, c, 11, 13}, rng)},
+              {"xs", f32({}, {0.02f})},
+              {"xz", RtTensor::FromVector<int8_t>({}, {-3})},
+              {"w", Bytes<int8_t>({m, c, kernel, kernel}, rng)},
+              {"ws", f32({m}, ws)},
+              {"wz", RtTensor::FromVector<int8_t>({m}, std::vector<int8_t>(m, 0))},
+              {"ys", f32({}, {0.05f})},
+              {"yz", RtTensor::FromVector<int8_t>({}, {7})},
+              {"b", RtTensor::FromVector<int32_t>({m}, bias)}},
+             {{"pads", ir::Attribute::Ints({pad, pad, pad, pad})},
+              {"strides", ir::Attribute::Ints({stride, stride})}});
+    const std::vector<RtTensor> y = both(t);
+    EXPECT_EQ(y[0].ToVector<int8_t>(), y[1].ToVector<int8_t>()) << "QLinearConv " << kernel;
+    ++checked;
+  }
+  {
+    const int64_t m = 6, k = 21, n = 19;
+    std::vector<float> as(m), ys(m), bs(n);
+    for (float& v : as) v = 0.01f + static_cast<float>(rng() % 50) * 1e-3f;
+    for (float& v : ys) v = 0.5f + static_cast<float>(rng() % 50) * 1e-2f;
+    for (float& v : bs) v = 0.01f + static_cast<float>(rng() % 50) * 1e-3f;
+    OpTest t("QLinearMatMul",
+             {{"a", Bytes<uint8_t>({2, m, k}, rng)}, {"as", f32({m}, as)},
+              {"az", Bytes<uint8_t>({m}, rng)}, {"b", Bytes<int8_t>({2, k, n}, rng)},
+              {"bs", f32({n}, bs)}, {"bz", Bytes<int8_t>({n}, rng)},
+              {"ys", f32({m}, ys)}, {"yz", Bytes<uint8_t>({m}, rng)}});
+    const std::vector<RtTensor> y = both(t);
+    EXPECT_EQ(y[0].ToVector<uint8_t>(), y[1].ToVector<uint8_t>()) << "QLinearMatMul";
+    ++checked;
+  }
+  {
+    OpTest t("MatMulInteger", {{"a", Bytes<uint8_t>({5, 33}, rng)},
+                               {"b", Bytes<int8_t>({3, 33, 40}, rng)},
+                               {"az", Bytes<uint8_t>({}, rng)},
+                               {"bz", Bytes<int8_t>({40}, rng)}});
+    const std::vector<RtTensor> y = both(t);
+    EXPECT_EQ(y[0].dims(), (std::vector<int64_t>{3, 5, 40}));
+    EXPECT_EQ(y[0].ToVector<int32_t>(), y[1].ToVector<int32_t>()) << "MatMulInteger batched B";
+    ++checked;
+  }
+  EXPECT_EQ(checked, 4);
 }
 
 }  // namespace

@@ -122,13 +122,16 @@ struct OpTest {
 // Runs `t` and returns its first output; fails the test on error.
 // Within its scope the W8A8 kernels take the byte dot product path (on)
 // or their float-exact / pmaddwd paths (off), whatever this CPU has; the
-// default choice comes back at the end of the scope.
+// choice before it comes back at the end of the scope.
 class BytePath {
  public:
-  explicit BytePath(bool on) { kernels::int8dot::SetFast(on); }
-  ~BytePath() { kernels::int8dot::SetFast(kernels::int8dot::HaveByteDot()); }
+  explicit BytePath(bool on) : before_(kernels::int8dot::Fast()) { kernels::int8dot::SetFast(on); }
+  ~BytePath() { kernels::int8dot::SetFast(before_); }
   BytePath(const BytePath&) = delete;
   BytePath& operator=(const BytePath&) = delete;
+
+ private:
+  const bool before_;
 };
 
 inline RtTensor RunOne(const OpTest& t) {
