@@ -27,6 +27,33 @@ inline uint32_t U(int64_t v) { return static_cast<uint32_t>(v); }
 
 constexpr int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
+// dst[4 i + l] = src[l][i] ^ flip for i below n rounded down to sixteen,
+// with SSE2 unpacks (sixteen positions of four sources into 64 bytes; none
+// without SSE2); returns how many positions it laid out. The byte loops
+// after it finish the rest.
+int64_t InterleaveFour(const uint8_t* const src[4], int64_t n, uint8_t flip, uint8_t* dst) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+  const auto load = [&](int l) {
+    return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[l] + i)), f);
+  };
+  for (; i + 16 <= n; i += 16) {
+    const __m128i a = load(0), b = load(1), c = load(2), d = load(3);
+    const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
+    const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
+    auto* out = reinterpret_cast<__m128i*>(dst + 4 * i);
+    _mm_storeu_si128(out, _mm_unpacklo_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
+    _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
+    _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
+  }
+#else
+  (void)src, (void)flip, (void)dst, (void)n;
+#endif
+  return i;
+}
+
 }  // namespace
 
 Im2colTable BuildIm2colTable(const std::vector<int64_t>& in, const WindowGeometry& g,
@@ -130,6 +157,8 @@ std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(
   return out;
 }
 
+namespace {
+
 // One task's im2col columns: for the group's `cg` channels from `x` and the
 // chunk's positions, tap kk = channel * kprod + tap of position o at
 // panel[(kk / 4) * pcols * 4 + o * 4 + kk % 4], as the unsigned byte
@@ -147,6 +176,7 @@ void LayOutColumns(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t c
     // Each of the quad's four taps: where it reads, and whether as a run.
     const uint8_t* src[4] = {};
     const int64_t* off[4] = {};
+    bool run[4] = {};
     bool runs = true;
     for (int j = 0; j < 4; ++j) {
       const int64_t kk = 4 * q + j, c = kk / kprod, k = kk % kprod;
@@ -155,35 +185,16 @@ void LayOutColumns(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t c
         continue;
       }
       off[j] = t.offset.data() + k * out_size + o0;
-      const bool run = t.run[k * chunks + chunk] != 0;
-      src[j] = x + c * in_size + (run ? off[j][0] : 0);
-      runs = runs && run;
+      run[j] = t.run[k * chunks + chunk] != 0;
+      src[j] = x + c * in_size + (run[j] ? off[j][0] : 0);
+      runs = runs && run[j];
     }
-    int64_t o = 0;
-#if defined(__SSE2__)
-    if (runs) {
-      // Four runs (a 1x1 convolution's channels): interleave sixteen
-      // positions of each into 64 bytes.
-      const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
-      const auto load = [&](int j) {
-        return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[j] + o)), f);
-      };
-      for (; o + 16 <= len; o += 16) {
-        const __m128i a = load(0), b = load(1), c = load(2), d = load(3);
-        const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
-        const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
-        auto* dst = reinterpret_cast<__m128i*>(quad + 4 * o);
-        _mm_storeu_si128(dst, _mm_unpacklo_epi16(ab_lo, cd_lo));
-        _mm_storeu_si128(dst + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
-        _mm_storeu_si128(dst + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
-        _mm_storeu_si128(dst + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
-      }
-    }
-#endif
+    // Four runs (a 1x1 convolution's channels) are interleaved in bulk.
+    const int64_t o = runs ? InterleaveFour(src, len, flip, quad) : 0;
     for (int j = 0; j < 4; ++j) {
       if (off[j] == nullptr) continue;
       uint8_t* dst = quad + j;
-      if (t.run[(4 * q + j) % kprod * chunks + chunk] != 0) {
+      if (run[j]) {
         for (int64_t i = o; i < len; ++i) dst[4 * i] = static_cast<uint8_t>(src[j][i] ^ flip);
         continue;
       }
@@ -238,26 +249,7 @@ void LayOutRows(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chun
           std::memset(d + 4 * hi, xz, 4 * (n - hi));
           const uint8_t* r[4];
           for (int l = 0; l < 4; ++l) r[l] = planes + l * t.in_size + at;
-          int64_t i = lo;
-#if defined(__SSE2__)
-          if (sw == 1) {
-            const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
-            for (; i + 16 <= hi; i += 16) {
-              const auto ld = [&](int l) {
-                return _mm_xor_si128(
-                    _mm_loadu_si128(reinterpret_cast<const __m128i*>(r[l] + (i - lo))), f);
-              };
-              const __m128i a = ld(0), b = ld(1), c4 = ld(2), e = ld(3);
-              const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
-              const __m128i ce_lo = _mm_unpacklo_epi8(c4, e), ce_hi = _mm_unpackhi_epi8(c4, e);
-              auto* out = reinterpret_cast<__m128i*>(d + 4 * i);
-              _mm_storeu_si128(out, _mm_unpacklo_epi16(ab_lo, ce_lo));
-              _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(ab_lo, ce_lo));
-              _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(ab_hi, ce_hi));
-              _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(ab_hi, ce_hi));
-            }
-          }
-#endif
+          int64_t i = lo + (sw == 1 ? InterleaveFour(r, hi - lo, flip, d + 4 * lo) : 0);
           for (; i < hi; ++i) {
             for (int l = 0; l < 4; ++l) {
               d[4 * i + l] = static_cast<uint8_t>(r[l][(i - lo) * sw] ^ flip);
@@ -274,6 +266,8 @@ void LayOutRows(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chun
     }
   }
 }
+
+}  // namespace
 
 void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t group,
              const Im2colTable& t, ThreadPool* pool, int32_t* acc) {
