@@ -345,7 +345,7 @@ absl::Status QLinearConv(KernelContext& ctx) {
     }
     bias = b->ToVector<int32_t>();
   }
-  // The sums either as exact floats or from the integer kernel.
+  // The sums, as exact floats (yf) or int32 (acc): ConvProducts picks the path.
   ASSIGN_OR_RETURN(ConvSums sums,
                    ConvProducts(ctx, *x, *w, p, qx.z(0), qw,
                                 ctx.input_is_constant(3) && ConstantOrAbsent(ctx, 5)));
