@@ -138,6 +138,11 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
                           "(default: per channel)")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   convert_cmd->add_flag("--asym", o.asym, "Asymmetric quantization (zero points)");
+  convert_cmd->add_option("--activation-type", o.activation_type,
+                          "--quant w8a8: uint8 (default) or int8 activations (zero points "
+                          "stay as calibrated; int8 is what Arm and QNN/NNAPI int8 paths "
+                          "prefer)")
+      ->check(CLI::IsMember({"uint8", "int8"}));
   convert_cmd->add_option("--algo", o.algo,
                           "Weight algorithm: rtn, rtn-mse, imatrix, gptq, awq (the last three need --calib; "
                           "with --format gguf: rtn, imatrix, gptq on ggml's grids)")

@@ -137,6 +137,13 @@ absl::Status MergeQuantFlags(const ConvertFlags& f, ConvertRequest& r) {
   } else if (f.group > 0 || f.asym) {
     return Usage("--group/--asym", "they refine --quant; pass --quant too");
   }
+  if (!f.activation_type.empty()) {
+    if (!q.w8a8) {
+      return Usage("--activation-type", "chooses the activation integer type of --quant w8a8; "
+                                        "weight-only schemes keep activations float");
+    }
+    q.w8a8_int8_activations = f.activation_type == "int8";
+  }
   if (!f.algo.empty()) {
     auto a = quantize::ParseAlgorithm(f.algo);
     if (!a.ok()) return Usage("--algo", a.status());

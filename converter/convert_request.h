@@ -53,6 +53,9 @@ struct ConvertFlags {
   int64_t group = 0;
   bool asym = false;
   std::string algo;
+  // --quant w8a8: "uint8" or "int8" activations ("" = the recipe's, else
+  // uint8), as ONNX Runtime's quantize_static activation_type.
+  std::string activation_type;
   std::vector<std::string> calib;
   int64_t calib_samples = 0;
   // --format gguf: llama.cpp's importance matrix (llama-imatrix -o FILE).

@@ -207,6 +207,7 @@ absl::Status StaticQuantStage(ir::Model& model, const calibration::CalibrationTa
                               StageResult& result) {
   passes::StaticQuantOptions so;
   so.keep_float_regex = options.quant.keep_float;
+  so.activation_dtype = options.quant.w8a8_int8_activations ? ir::DType::kI8 : ir::DType::kU8;
   auto report = passes::QuantizeStatic(model, table, so);
   if (!report.ok()) return Annotate(report.status(), "quantize (w8a8)");
   nlohmann::json decisions = nlohmann::json::array();

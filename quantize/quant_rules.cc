@@ -193,6 +193,11 @@ absl::StatusOr<QuantConfig> ParseQuantConfig(const json& j, const std::string& f
         return KeyError(file, kp, "expected one of entropy, minmax, mse, percentile; found " + v.dump());
       }
       c.calib_method = v.get<std::string>();
+    } else if (k == "activation_type") {
+      if (!v.is_string() || (v.get<std::string>() != "uint8" && v.get<std::string>() != "int8")) {
+        return KeyError(file, kp, "expected \"uint8\" or \"int8\", found " + v.dump());
+      }
+      c.w8a8_int8_activations = v.get<std::string>() == "int8";
     } else if (k == "keep_float") {
       if (!v.is_string()) return KeyError(file, kp, "expected a regex string, found " + JsonType(v));
       if (auto re = support::Regex::Compile(v.get<std::string>()); !re.ok()) {
@@ -255,9 +260,12 @@ absl::StatusOr<QuantConfig> ParseQuantConfig(const json& j, const std::string& f
       }
     } else {
       return KeyError(file, kp,
-                      "unknown key (known: algorithm, awq, calib_method, calib_samples, candidates, gptq, "
+                      "unknown key (known: activation_type, algorithm, awq, calib_method, calib_samples, candidates, gptq, "
                       "keep_float, mse_clip, rules, scheme, target_bpw, target_size)");
     }
+  }
+  if (c.w8a8_int8_activations && !c.w8a8) {
+    return KeyError(file, "quant.activation_type", "applies to \"scheme\": \"w8a8\" only");
   }
   return c;
 }
@@ -267,6 +275,8 @@ json QuantConfigToJson(const QuantConfig& c) {
   if (c.w8a8) {
     j["scheme"] = "w8a8";
     j["calib_method"] = c.calib_method;
+    // Only when not the default, so earlier uint8 artifacts keep their bytes.
+    if (c.w8a8_int8_activations) j["activation_type"] = "int8";
     if (!c.keep_float.empty()) j["keep_float"] = c.keep_float;
     return j;
   }

@@ -106,6 +106,7 @@ struct QuantConfig {
   bool w8a8 = false;
   std::string calib_method = "minmax";  // w8a8 ranges: minmax|percentile|entropy|mse
   std::string keep_float;               // w8a8: node-name regex kept FP32
+  bool w8a8_int8_activations = false;   // w8a8: "activation_type": "int8"
   // Size-target planner (size_planner.h): weights no rule matched get the
   // candidate scheme that minimises total estimated error under the target.
   std::optional<uint64_t> target_bytes;   // "target_size": "3.8GB" or bytes

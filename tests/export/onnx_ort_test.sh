@@ -170,6 +170,24 @@ w8a8_part() {
       --calib "$SRC/examples/digits-cnn/calib.npz" &&
     check digits-w8a8-direct "$work/digits-w8a8" "$work/digits-direct.onnx" "$work/digits_eval.npz" \
       --w8a8 --max-steps 1 --labels "$work/digits_labels.npy"
+  # int8 activations (--activation-type int8), both encodings: every
+  # activation QuantizeLinear/QLinear* zero point is int8, none uint8.
+  convert "$digits" -o "$work/digits-s8" --quant w8a8 --activation-type int8 \
+      --calib "$SRC/examples/digits-cnn/calib.npz" || return
+  for fmt in qdq qoperator; do
+    convert "$work/digits-s8" -o "$work/digits-s8-$fmt.onnx" --format onnx --onnx-quant-format "$fmt" &&
+      "$PY" - "$work/digits-s8-$fmt.onnx" <<'EOF' || bad "digits-s8-$fmt: activations are not all int8"
+import onnx, sys
+from onnx import TensorProto
+m = onnx.load(sys.argv[1])
+inits = {t.name: t for t in m.graph.initializer}
+zps = [n.input[2] for n in m.graph.node if n.op_type == "QuantizeLinear" and len(n.input) > 2]
+types = {inits[z].data_type for z in zps if z in inits}
+sys.exit(0 if zps and types == {TensorProto.INT8} else 1)
+EOF
+    check "digits-s8-$fmt" "$work/digits-s8" "$work/digits-s8-$fmt.onnx" "$work/digits_eval.npz" \
+      --w8a8 --max-steps 1 --labels "$work/digits_labels.npy"
+  done
   # Opset 12 (Paddle-style): QOperator as it is; QDQ after ONNX's version
   # converter raised the model to opset 13 (per-axis DequantizeLinear).
   convert "$fixtures/paddle_style.onnx" -o "$work/paddle-w8a8" --quant w8a8 --calib "$work/paddle_style.npz" &&
@@ -205,6 +223,13 @@ refusals_part() {
   says "--shard-size: does not apply to --format onnx" "--shard-size refusal"
   expect 2 "--onnx-quant-format needs w8a8" -- convert "$digits" -o "$r" --format onnx --onnx-quant-format qdq
   says "--onnx-quant-format: chooses how static W8A8 is written" "--onnx-quant-format refusal"
+  expect 2 "--activation-type needs w8a8" -- convert "$digits" -o "$r" --format onnx --quant int8 \
+    --activation-type int8
+  says "--activation-type: chooses the activation integer type of --quant w8a8" "--activation-type refusal"
+  expect 2 "--activation-type value" -- convert "$digits" -o "$r" --format onnx --quant w8a8 \
+    --calib "$SRC/examples/digits-cnn/calib.npz" --activation-type s8
+  says "--activation-type: s8 not in {uint8,int8}" "--activation-type value refusal"
+  [ -e "$r" ] && bad "a refused export left $r"
   expect 2 "unknown profile" -- convert "$digits" -o "$r" --format onnx --onnx-profile fast
   says "--onnx-profile: 'fast' is not an ONNX profile (standard, ort)" "profile refusal"
   expect 2 "unknown quant format" -- convert "$digits" -o "$r" --format onnx --quant w8a8 \

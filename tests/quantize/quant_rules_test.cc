@@ -101,6 +101,24 @@ TEST(QuantConfigTest, ParsesEveryKeyAndRoundTrips) {
   EXPECT_EQ(QuantConfigToJson(*again), QuantConfigToJson(*c));
 }
 
+// int8 activations are recorded (and read back); the uint8 default is not
+// written, so artifacts made before the key existed keep their manifests.
+TEST(QuantConfigTest, W8a8ActivationTypeRoundTrips) {
+  auto s8 = ParseQuantConfig(
+      nlohmann::json::parse(R"({"scheme": "w8a8", "activation_type": "int8"})"), "r.json");
+  ASSERT_TRUE(s8.ok()) << s8.status();
+  EXPECT_TRUE(s8->w8a8 && s8->w8a8_int8_activations);
+  EXPECT_EQ(QuantConfigToJson(*s8),
+            nlohmann::json::parse(
+                R"({"scheme": "w8a8", "calib_method": "minmax", "activation_type": "int8"})"));
+  auto u8 = ParseQuantConfig(
+      nlohmann::json::parse(R"({"scheme": "w8a8", "activation_type": "uint8"})"), "r.json");
+  ASSERT_TRUE(u8.ok()) << u8.status();
+  EXPECT_FALSE(u8->w8a8_int8_activations);
+  EXPECT_EQ(QuantConfigToJson(*u8),
+            nlohmann::json::parse(R"({"scheme": "w8a8", "calib_method": "minmax"})"));
+}
+
 TEST(QuantConfigTest, ErrorsNameFileKeyAndValue) {
   struct Case {
     const char* json;
@@ -118,6 +136,10 @@ TEST(QuantConfigTest, ErrorsNameFileKeyAndValue) {
       {R"({"rules": [{"role": "qproj", "scheme": "int8"}]})", "unknown role 'qproj'"},
       {R"({"rules": [{"match": "x"}]})", "needs \"scheme\" or \"algorithm\""},
       {R"({"rules": {}})", "quant.rules: expected an array"},
+      {R"({"scheme": "w8a8", "activation_type": "s8"})",
+       R"(quant.activation_type: expected "uint8" or "int8", found "s8")"},
+      {R"({"scheme": "int8", "activation_type": "int8"})",
+       "quant.activation_type: applies to \"scheme\": \"w8a8\" only"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ParseQuantConfig(nlohmann::json::parse(c.json), "my.json"),
