@@ -98,6 +98,11 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
                         "--format onnx, HF decoders: with a KV cache in ONNX Runtime GenAI's layout "
                         "(input_ids, attention_mask, position_ids, past_key_values.N.key/value -> "
                         "logits, present.N.key/value), the tokenizer and config files beside the model");
+  convert_cmd->add_flag("--onnx-gqa", o.onnx_gqa,
+                        "--onnx-kv-cache --onnx-profile ort: each layer's attention as one "
+                        "com.microsoft.GroupQueryAttention node, as ORT GenAI's model builder "
+                        "writes it (the padding mask as its attention_bias, so left-padded "
+                        "batches work as without it)");
   convert_cmd->add_option("--dtype", o.dtype,
                           "Store f32/f16/bf16 weights as this type (default: keep)")
       ->check(CLI::IsMember({"f32", "f16", "bf16"}));

@@ -138,6 +138,7 @@ absl::StatusOr<ir::Model> LoadAndConvert(const OnnxConvertRequest& r) {
   inputs.push_back(model.source_path);
   hf::DecoderGraphOptions graph_options;
   graph_options.kv_cache = r.kv_cache;
+  graph_options.group_query_attention = r.group_query_attention;
   ASSIGN_OR_RETURN(ir::Model graph, hf::BuildDecoderGraph(model, graph_options));
   if (graph.input_files.empty()) graph.input_files = inputs;
   if (r.explicit_passes) {
@@ -290,6 +291,14 @@ absl::StatusOr<OnnxConvertRequest> BuildOnnxConvertRequest(const ConvertFlags& f
   }
   r.external_data = flags.onnx_external_data;
   r.kv_cache = flags.onnx_kv_cache;
+  if (flags.onnx_gqa) {
+    if (!r.kv_cache || r.options.profile != onnx_export::OnnxProfile::kOrt) {
+      return UsageError("--onnx-gqa", "writes the KV-cache decoder's attention as ONNX Runtime's "
+                                      "com.microsoft.GroupQueryAttention: pass --onnx-kv-cache "
+                                      "--onnx-profile ort too");
+    }
+    r.group_query_attention = true;
+  }
   return r;
 }
 

@@ -33,6 +33,7 @@ struct OnnxConvertRequest {
   bool external_data = false;  // every tensor >= 1 KiB in <stem>.data
   // The decoder with its KV cache, carried files beside the model.
   bool kv_cache = false;
+  bool group_query_attention = false;  // --onnx-gqa
 };
 
 struct OnnxConvertResult {

@@ -342,6 +342,7 @@ absl::StatusOr<ConvertRequest> BuildConvertRequest(const ConvertFlags& given) {
                             : !flags.onnx_quant_format.empty() ? "--onnx-quant-format"
                             : flags.onnx_external_data         ? "--onnx-external-data"
                             : flags.onnx_kv_cache              ? "--onnx-kv-cache"
+                            : flags.onnx_gqa                   ? "--onnx-gqa"
                                                                : nullptr;
     if (onnx_only != nullptr) return Usage(onnx_only, "applies to --format onnx only");
   }

@@ -102,6 +102,9 @@ struct ConvertFlags {
   // --onnx-kv-cache: an HF decoder with past_key_values / present (hf/
   // llama_graph_builder.h) and its tokenizer/config files beside the model.
   bool onnx_kv_cache = false;
+  // --onnx-gqa: with --onnx-kv-cache and --onnx-profile ort, attention as
+  // com.microsoft.GroupQueryAttention (hf::DecoderGraphOptions).
+  bool onnx_gqa = false;
   // --part I/N ("" = the whole artifact): this machine's share of a
   // conversion split across N machines (docs/scale-out.md).
   std::string part;

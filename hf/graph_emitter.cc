@@ -19,6 +19,23 @@ std::string GraphEmitter::Op(const std::string& op_type, std::vector<std::string
   return out;
 }
 
+std::vector<std::string> GraphEmitter::MultiOp(const std::string& op_type,
+                                               const std::string& domain,
+                                               std::vector<std::string> inputs, int outputs,
+                                               std::map<std::string, ir::Attribute> attributes) {
+  ir::Node node;
+  node.name = scope_ + "/" + op_type + "_" + std::to_string(counter_++);
+  node.op_type = op_type;
+  node.domain = domain;
+  node.inputs = std::move(inputs);
+  for (int i = 0; i < outputs; ++i) node.outputs.push_back(node.name + ":" + std::to_string(i));
+  node.attributes = std::move(attributes);
+  node.provenance = ir::Provenance::FromNode(scope_);
+  std::vector<std::string> out = node.outputs;
+  graph_.nodes.push_back(std::move(node));
+  return out;
+}
+
 namespace {
 
 template <typename T>

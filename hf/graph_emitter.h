@@ -24,6 +24,11 @@ class GraphEmitter {
   // returns the output value name.
   std::string Op(const std::string& op_type, std::vector<std::string> inputs,
                  std::map<std::string, ir::Attribute> attributes = {});
+  // A node of `domain` with `outputs` outputs, named like Op's; returns the
+  // output value names.
+  std::vector<std::string> MultiOp(const std::string& op_type, const std::string& domain,
+                                   std::vector<std::string> inputs, int outputs,
+                                   std::map<std::string, ir::Attribute> attributes = {});
   // Renames the output of the node added last (graph outputs need fixed
   // names); returns `name`.
   std::string NameLastOutput(const std::string& name) {

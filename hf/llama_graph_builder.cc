@@ -37,6 +37,7 @@ class DecoderBuilder {
       : ckpt_(checkpoint),
         arch_(*checkpoint.architecture),
         kv_cache_(options.kv_cache),
+        gqa_(options.kv_cache && options.group_query_attention),
         g_(out.graph),
         e_(out.graph) {}
 
@@ -126,6 +127,30 @@ class DecoderBuilder {
     const std::string freqs = e_.Op("Mul", {pos_col, e_.ConstF32("inv_freq", {d}, inv)});
     cos_ = e_.Op("Cos", {freqs});
     sin_ = e_.Op("Sin", {freqs});
+    if (gqa_) {
+      // [B, S, D] -> [B, S, 1, D]: Q and K are roped as [B, S, heads, D],
+      // the layout GroupQueryAttention reads ([B, S, heads * D]).
+      cos_ = e_.Op("Unsqueeze", {cos_, e_.ConstI64("axis2", {1}, {2})});
+      sin_ = e_.Op("Unsqueeze", {sin_, e_.ConstI64("axis2", {1}, {2})});
+      e_.SetScope("model.causal_mask");
+      mask_ = CausalCacheMask(seq_1d);
+      // Every row sees all T keys (seqlens_k = T - 1, total_sequence_length
+      // = T): padding is masked by the same additive mask the plain graph
+      // adds (GroupQueryAttention's attention_bias), so left-padded rows
+      // work as they do there. (ORT GenAI's builder instead derives
+      // seqlens_k from the mask's row sums, which assumes right padding.)
+      e_.SetScope("model.attention_lengths");
+      const std::string total_1d =
+          e_.Op("Slice", {e_.Op("Shape", {kAttentionMask}), e_.ConstI64("one", {1}, {1}),
+                          e_.ConstI64("two", {1}, {2})});
+      const std::string batch_1d = e_.Op(
+          "Slice", {batch_seq_, e_.ConstI64("zero", {1}, {0}), e_.ConstI64("one", {1}, {1})});
+      const std::string last = e_.Op("Sub", {total_1d, e_.ConstI64("one", {1}, {1})});
+      seqlens_k_ = e_.Op("Cast", {e_.Op("Expand", {last, batch_1d})},
+                         {{"to", Attribute::Int(6)}});  // INT32
+      total_len_ = e_.Op("Cast", {total_1d}, {{"to", Attribute::Int(6)}});
+      return;
+    }
     if (kv_cache_) {
       // [B, S, D] -> [B, 1, S, D]: one row of angles per batch row, shared by the heads.
       cos_ = e_.Op("Unsqueeze", {cos_, e_.ConstI64("axis1", {1}, {1})});
@@ -266,6 +291,7 @@ class DecoderBuilder {
     auto has_bias = [&](const char* m) {
       return qwen2 || ckpt_.graph.FindInitializer(p + m + ".bias") != nullptr;
     };
+    if (gqa_) return GroupQueryAttention(layer, p, h, sizes);
     ASSIGN_OR_RETURN(std::string q, Linear(p + "q_proj", h, nh * d, hid, has_bias("q_proj")));
     q = Rope(SplitHeads(q, nh));
     ASSIGN_OR_RETURN(std::string k, Linear(p + "k_proj", h, nkv * d, hid, has_bias("k_proj")));
@@ -291,6 +317,58 @@ class DecoderBuilder {
     o = e_.Op("Reshape", {o, e_.ConstI64(Keyed("heads_dim", nh, nkv), {4}, {0, nh, -1, d})});
     o = e_.Op("Transpose", {o}, {{"perm", Attribute::Ints({0, 2, 1, 3})}});
     o = e_.Op("Reshape", {o, e_.ConstI64(Keyed("rows_by_qdim", nh, nkv), {2}, {-1, nh * d})});
+    return Linear(p + "o_proj", o, hid, nh * d, false);
+  }
+
+  // [T, heads*D] -> [B, S, heads, D].
+  std::string SplitHeadsBshd(const std::string& t, int64_t heads) {
+    const std::string shape = e_.Op(
+        "Concat", {batch_seq_, e_.ConstI64("heads_" + std::to_string(heads) + "_dim",
+                                           {2}, {heads, arch_.head_dim})},
+        {{"axis", Attribute::Int(0)}});
+    return e_.Op("Reshape", {t, shape});
+  }
+
+  // The same attention as one com.microsoft.GroupQueryAttention node: Q and
+  // K roped here (at position_ids, as the plain graph does) and passed as
+  // [B, S, heads * D] with V; the node appends K and V to past (present =
+  // past + new along the sequence axis, no shared buffer), attends causally
+  // over all T keys and adds the plain graph's [B, 1, S, T] mask as its
+  // attention_bias (input 10), which ONNX Runtime's CPU kernel reads.
+  absl::StatusOr<std::string> GroupQueryAttention(int64_t layer, const std::string& p,
+                                                  const std::string& h,
+                                                  const LayerSizes& sizes) {
+    const int64_t hid = arch_.hidden_size, d = arch_.head_dim;
+    const int64_t nh = sizes.num_heads, nkv = sizes.num_kv_heads;
+    const bool qwen2 = arch_.model_type == "qwen2";
+    auto has_bias = [&](const char* m) {
+      return qwen2 || ckpt_.graph.FindInitializer(p + m + ".bias") != nullptr;
+    };
+    auto flat = [&](int64_t heads) {
+      return e_.ConstI64("bs_by_" + std::to_string(heads * d), {3}, {0, 0, heads * d});
+    };
+    ASSIGN_OR_RETURN(std::string q, Linear(p + "q_proj", h, nh * d, hid, has_bias("q_proj")));
+    q = e_.Op("Reshape", {Rope(SplitHeadsBshd(q, nh)), flat(nh)});
+    ASSIGN_OR_RETURN(std::string k, Linear(p + "k_proj", h, nkv * d, hid, has_bias("k_proj")));
+    k = e_.Op("Reshape", {Rope(SplitHeadsBshd(k, nkv)), flat(nkv)});
+    ASSIGN_OR_RETURN(std::string v, Linear(p + "v_proj", h, nkv * d, hid, has_bias("v_proj")));
+    v = e_.Op("Reshape", {v, e_.Op("Concat", {batch_seq_, e_.ConstI64(
+                                                  "kv_dim_" + std::to_string(nkv * d), {1},
+                                                  {nkv * d})},
+                                   {{"axis", Attribute::Int(0)}})});
+    e_.SetScope(p.substr(0, p.size() - 1));
+    std::vector<std::string> outs = e_.MultiOp(
+        "GroupQueryAttention", "com.microsoft",
+        {q, k, v, PastName(layer, true), PastName(layer, false), seqlens_k_, total_len_,
+         /*cos_cache*/ "", /*sin_cache*/ "", /*position_ids*/ "", /*attention_bias*/ mask_},
+        3,
+        {{"num_heads", Attribute::Int(nh)},
+         {"kv_num_heads", Attribute::Int(nkv)},
+         {"scale", Attribute::Float(static_cast<float>(1.0 / std::sqrt(static_cast<double>(d))))}});
+    g_.nodes.back().outputs[1] = PresentName(layer, true);
+    g_.nodes.back().outputs[2] = PresentName(layer, false);
+    const std::string o = e_.Op(
+        "Reshape", {outs[0], e_.ConstI64(Keyed("rows_by_qdim", nh, nkv), {2}, {-1, nh * d})});
     return Linear(p + "o_proj", o, hid, nh * d, false);
   }
 
@@ -364,9 +442,11 @@ class DecoderBuilder {
   const ir::Model& ckpt_;
   const ir::ArchitectureInfo& arch_;
   const bool kv_cache_;
+  const bool gqa_;  // GroupQueryAttention nodes (needs kv_cache_)
   ir::Graph& g_;
   GraphEmitter e_;
   std::string batch_seq_, cos_, sin_, mask_;
+  std::string seqlens_k_, total_len_;  // GroupQueryAttention's i32 lengths
   std::vector<LayerSizes> sizes_;  // per layer (pruned checkpoints differ)
 };
 
@@ -406,6 +486,20 @@ std::string PresentName(int64_t layer, bool key) {
 absl::StatusOr<ir::Model> BuildDecoderGraph(const ir::Model& checkpoint,
                                             const DecoderGraphOptions& options) {
   RETURN_IF_ERROR(CheckArchitecture(checkpoint));
+  if (options.group_query_attention) {
+    if (!options.kv_cache) {
+      return absl::InvalidArgumentError(
+          "GroupQueryAttention is the KV-cache decoder's attention: it needs the cache inputs");
+    }
+    // ONNX Runtime's kernel refuses other head sizes at run time.
+    if (checkpoint.architecture->head_dim % 8 != 0) {
+      return absl::UnimplementedError(
+          checkpoint.source_path + ": head_dim " +
+          std::to_string(checkpoint.architecture->head_dim) + " (" +
+          ArchitectureSourceLabel(*checkpoint.architecture) +
+          ") is not a multiple of 8, which ONNX Runtime's GroupQueryAttention requires");
+    }
+  }
   ir::Model out;
   out.source_format = checkpoint.source_format;
   out.source_path = checkpoint.source_path;

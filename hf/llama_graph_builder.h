@@ -28,6 +28,10 @@ struct DecoderGraphOptions {
   // Adds attention_mask, position_ids and the per-layer past keys/values as
   // inputs and the present ones as outputs (see BuildDecoderGraph).
   bool kv_cache = false;
+  // With kv_cache: each layer's attention is one ONNX Runtime
+  // com.microsoft.GroupQueryAttention node (what ORT GenAI's model builder
+  // emits) instead of plain MatMul/Softmax ops; see BuildDecoderGraph.
+  bool group_query_attention = false;
 };
 
 // model_type values BuildDecoderGraph accepts.

@@ -9,13 +9,15 @@
 #          GPTQ / compressed-tensors checkpoints with their codes), and the ONNX
 #          fixtures through the default fusion pipeline (every slimpack op
 #          lowered, standard and ort profiles): max|diff| / max|ours| <= 1e-4;
-#   w8a8   the digits CNN's static W8A8 as QDQ and as QOperator, and an
+#   w8a8   the digits CNN's static W8A8 as QDQ and as QOperator (uint8 and
+#          int8 activations), and an
 #          opset-12 fixture as QOperator and as QDQ (raised to opset 13 by ONNX's
 #          version converter): within one output quantization step,
 #          top-1 equal on all 450 held-out digits;
 #   refusals  what cannot be exported is refused with its name, no file left;
 #   kvcache  the tiny-llama with --onnx-kv-cache (f32, int8, int4; random
-#          qwen2 and mistral checkpoints in f32): ORT runs a
+#          qwen2 and mistral checkpoints in f32; f32, int4, qwen2 and mistral
+#          again with --onnx-gqa's GroupQueryAttention): ORT runs a
 #          16-token prompt then 32 greedy steps feeding present.* back as
 #          past_key_values.* (tests/export/ort_kv_generate.mjs); every step's
 #          logits within 1e-4 relative of `slimpack run` over the whole
@@ -353,6 +355,35 @@ PYEOF
     { grep -q "group-wise: 29 MatMulNBits, 1 GatherBlockQuantized" "$OUT" ||
         { bad "int4 KV-cache export: expected 29 MatMulNBits and 1 GatherBlockQuantized"; cat "$OUT"; }; } &&
     { generate kv-int4 "$work/tiny-int4" "$work/kv-int4/model.onnx" 4 || fail=1; }
+  # --onnx-gqa: each layer's attention one com.microsoft.GroupQueryAttention
+  # (f32 and int4 MatMulNBits weights), the same checks, left padding included
+  # (the mask reaches the node as its attention_bias).
+  mkdir -p "$work/kv-gqa" "$work/kv-gqa-int4"
+  convert "$work/tiny" -o "$work/kv-gqa/model.onnx" --format onnx --onnx-kv-cache --onnx-profile ort \
+      --onnx-gqa &&
+    "$PY" - "$work/kv-gqa/model.onnx" >"$OUT" 2>&1 <<'PYEOF' || { bad "GQA export graph"; cat "$OUT"; }
+import collections, sys, onnx
+m = onnx.load(sys.argv[1])
+ops = collections.Counter((n.domain, n.op_type) for n in m.graph.node)
+assert ops[("com.microsoft", "GroupQueryAttention")] == 4, ops
+assert ops[("", "Softmax")] == 0 and ops[("", "MatMul")] == 0, ops
+gqa = [n for n in m.graph.node if n.op_type == "GroupQueryAttention"]
+assert all(len(n.input) == 11 and n.input[10] for n in gqa), "attention_bias missing"
+assert [o for n in gqa for o in n.output[1:]] == \
+    [f"present.{l}.{k}" for l in range(4) for k in ("key", "value")]
+print("4 GroupQueryAttention nodes, no plain attention left")
+PYEOF
+  [ -e "$work/kv-gqa/model.onnx" ] && { generate kv-gqa "$work/tiny" "$work/kv-gqa/model.onnx" 4 || fail=1; }
+  [ -e "$work/tiny-int4" ] &&
+    convert "$work/tiny-int4" -o "$work/kv-gqa-int4/model.onnx" --format onnx --onnx-kv-cache \
+      --onnx-profile ort --onnx-gqa &&
+    { generate kv-gqa-int4 "$work/tiny-int4" "$work/kv-gqa-int4/model.onnx" 4 || fail=1; }
+  expect 2 "--onnx-gqa needs the ort profile" -- convert "$work/tiny" -o "$work/refused-gqa.onnx" \
+    --format onnx --onnx-kv-cache --onnx-gqa
+  says "--onnx-gqa: writes the KV-cache decoder's attention as ONNX Runtime's com.microsoft.GroupQueryAttention: pass --onnx-kv-cache --onnx-profile ort too" "--onnx-gqa refusal"
+  expect 2 "--onnx-gqa needs the cache" -- convert "$work/tiny" -o "$work/refused-gqa.onnx" \
+    --format onnx --onnx-profile ort --onnx-gqa
+  [ -e "$work/refused-gqa.onnx" ] && bad "a refused export left $work/refused-gqa.onnx"
   # Qwen2 (q/k/v biases, rope_theta 1e6) and Mistral (head_dim 32 != hidden/heads):
   # random 2-layer checkpoints straight to ONNX, against `slimpack run` of the checkpoint.
   local t
@@ -362,6 +393,10 @@ PYEOF
       { bad "make_random_llama.py $t"; continue; }
     convert "$work/rand-$t" -o "$work/kv-$t/model.onnx" --format onnx --onnx-kv-cache &&
       { generate "kv-$t" "$work/rand-$t" "$work/kv-$t/model.onnx" 2 || fail=1; }
+    mkdir -p "$work/kv-gqa-$t"
+    convert "$work/rand-$t" -o "$work/kv-gqa-$t/model.onnx" --format onnx --onnx-kv-cache \
+        --onnx-profile ort --onnx-gqa &&
+      { generate "kv-gqa-$t" "$work/rand-$t" "$work/kv-gqa-$t/model.onnx" 2 || fail=1; }
   done
   # Refusals.
   local r="$work/refused/model.onnx"

@@ -236,6 +236,74 @@ TEST_F(DecoderGraphStructureTest, SharesWeightBytesAndNamesHfModulesInProvenance
   EXPECT_EQ(model->opset_imports.at(""), 17);
 }
 
+// --onnx-gqa's graph: per layer one com.microsoft.GroupQueryAttention that
+// writes the layer's present.* outputs, reads its past.* inputs and takes the
+// plain graph's mask as attention_bias (input 10); no plain attention left.
+// ONNX Runtime runs it against `slimpack run` in onnx_ort_kvcache (this
+// interpreter has no GroupQueryAttention kernel).
+TEST(DecoderGraphGqaTest, OneGroupQueryAttentionPerLayer) {
+  TempDir dir;
+  const TinyDecoder d = Decoder("llama", 32, 4, 2, 8, false, false);
+  WriteCheckpoint(dir.path(), d, RandomDecoderTensors(d, ir::DType::kF32, 3));
+  auto ckpt = safetensors::ImportSafetensors(dir.path());
+  ASSERT_THAT(ckpt, IsOk());
+  DecoderGraphOptions options;
+  options.kv_cache = true;
+  options.group_query_attention = true;
+  auto model = BuildDecoderGraph(*ckpt, options);
+  ASSERT_THAT(model, IsOk());
+  std::vector<const ir::Node*> gqa;
+  std::string mask;
+  for (const ir::Node& n : model->graph.nodes) {
+    EXPECT_NE(n.op_type, "Softmax") << n.name;
+    EXPECT_NE(n.op_type, "MatMul") << n.name;
+    if (n.op_type == "GroupQueryAttention") gqa.push_back(&n);
+  }
+  ASSERT_EQ(gqa.size(), 2u);
+  for (int64_t l = 0; l < 2; ++l) {
+    const ir::Node& n = *gqa[l];
+    EXPECT_EQ(n.domain, "com.microsoft");
+    EXPECT_EQ(n.IntAttrOr("num_heads", 0), 4);
+    EXPECT_EQ(n.IntAttrOr("kv_num_heads", 0), 2);
+    ASSERT_EQ(n.inputs.size(), 11u);
+    EXPECT_EQ(n.inputs[3], PastName(l, true));
+    EXPECT_EQ(n.inputs[4], PastName(l, false));
+    EXPECT_EQ(n.inputs[7], "");
+    EXPECT_FALSE(n.inputs[10].empty());
+    if (l == 0) mask = n.inputs[10];
+    EXPECT_EQ(n.inputs[10], mask) << "every layer reads the one mask";
+    EXPECT_EQ(n.outputs, (std::vector<std::string>{n.outputs[0], PresentName(l, true),
+                                                   PresentName(l, false)}));
+    EXPECT_EQ(n.provenance.ToString(), "model.layers." + std::to_string(l) + ".self_attn");
+  }
+  // The inputs and outputs are the plain KV-cache graph's, name for name.
+  DecoderGraphOptions plain_options;
+  plain_options.kv_cache = true;
+  auto plain = BuildDecoderGraph(*ckpt, plain_options);
+  ASSERT_THAT(plain, IsOk());
+  ASSERT_EQ(model->graph.inputs.size(), plain->graph.inputs.size());
+  for (size_t i = 0; i < plain->graph.inputs.size(); ++i) {
+    EXPECT_EQ(model->graph.inputs[i].name, plain->graph.inputs[i].name);
+  }
+  ASSERT_EQ(model->graph.outputs.size(), plain->graph.outputs.size());
+  for (size_t i = 0; i < plain->graph.outputs.size(); ++i) {
+    EXPECT_EQ(model->graph.outputs[i].name, plain->graph.outputs[i].name);
+  }
+}
+
+TEST_F(DecoderGraphStructureTest, GroupQueryAttentionRefusals) {
+  auto ckpt = safetensors::ImportSafetensors(dir_.path());
+  ASSERT_THAT(ckpt, IsOk());
+  DecoderGraphOptions options;
+  options.group_query_attention = true;
+  EXPECT_THAT(BuildDecoderGraph(*ckpt, options),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("needs the cache inputs")));
+  options.kv_cache = true;  // decoder_'s head_dim is 4
+  EXPECT_THAT(BuildDecoderGraph(*ckpt, options),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       HasSubstr("head_dim 4 (config.json) is not a multiple of 8")));
+}
+
 TEST_F(DecoderGraphStructureTest, MissingWeightIsNotFoundNamingIt) {
   auto ckpt = safetensors::ImportSafetensors(dir_.path());
   ASSERT_THAT(ckpt, IsOk());
