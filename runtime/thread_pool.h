@@ -44,10 +44,12 @@ class ThreadPool {
   const std::function<void(int64_t)>* fn_ = nullptr;
   int64_t num_tasks_ = 0;
   std::atomic<int64_t> next_task_{0};
-  int64_t tasks_done_ = 0;  // guarded by mu_
-  int active_ = 0;          // workers inside RunTasks, guarded by mu_
-  uint64_t generation_ = 0;
-  bool stop_ = false;
+  // Written under mu_ (the condition variables' predicates read them
+  // there); atomic so that the spin before a wait may read them without it.
+  std::atomic<int64_t> tasks_done_{0};
+  std::atomic<int> active_{0};  // workers inside RunTasks
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<bool> stop_{false};
 };
 
 // Runs on `pool` if there is one, else inline.
