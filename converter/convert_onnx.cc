@@ -364,6 +364,8 @@ absl::StatusOr<OnnxConvertResult> ConvertToOnnx(const OnnxConvertRequest& reques
 
   onnx_format::OnnxExportOptions write;
   write.use_external_data = request.external_data;
+  write.float8_e4m3fn.insert(result.report.weights.float8_e4m3fn.begin(),
+                             result.report.weights.float8_e4m3fn.end());
   RETURN_IF_ERROR(onnx_format::ExportOnnx(model, request.convert.output, write));
   result.model_bytes = FileBytes(request.convert.output);
   const std::string data = DataFilePath(request.convert.output);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "export/onnx_graph_edit.h"
+#include "export/onnx_opset21.h"
 #include "ir/quant.h"
 #include "support/status_macros.h"
 
@@ -67,12 +68,7 @@ class WeightExporter {
   absl::StatusOr<WeightReport> Run() {
     for (const ir::Tensor& t : src_.initializers()) {
       if (t.quant.kind == ir::QuantKind::kFp8E4M3GroupWise) {
-        // ONNX has float8 DequantizeLinear only per tensor or per axis
-        // before opset 21, and this export does not write opset 21 yet.
-        return absl::UnimplementedError(
-            Where(t) + " holds FP8 E4M3 codes with group scales (layout fp8_e4m3_groupwise), "
-            "which the ONNX export does not write yet: export it with --format gguf (re-encoded "
-            "as f16, or as the --quant type named, each tensor's added error shown by -v)");
+        RETURN_IF_ERROR(Fp8(t));
       } else if (t.quant.kind == ir::QuantKind::kInt8PerChannel) {
         RETURN_IF_ERROR(Int8(t));
       } else if (ir::IsGroupWise(t.quant.kind)) {
@@ -146,6 +142,31 @@ class WeightExporter {
     dq.attributes["axis"] = ir::Attribute::Int(t.quant.axis);
     prefix_.push_back(std::move(dq));
     ++report_.dequantize_weights;
+    return absl::OkStatus();
+  }
+
+  // FP8 E4M3 codes behind a float8 DequantizeLinear that writes t's name,
+  // so every reader is unchanged (see onnx_weights.h).
+  absl::Status Fp8(const ir::Tensor& t) {
+    if (t.dims.size() != 2) {
+      return absl::UnimplementedError(Where(t) + ": FP8 weights of rank " +
+                                      std::to_string(t.dims.size()) +
+                                      " are not written (rank 2 only)");
+    }
+    const int64_t axis = t.quant.axis, group = t.quant.group_size;
+    ASSIGN_OR_RETURN(const ir::Tensor* scale, ScaleTensor(t));
+    ASSIGN_OR_RETURN(std::vector<float> s, ir::ScaleValues(*scale));
+    const bool per_axis = group >= t.dims[axis];
+    ASSIGN_OR_RETURN(std::string scale_f32,
+                     per_axis ? ed_.AddF32(t.quant.scale + "_f32", {t.dims[1 - axis]}, s, t.provenance)
+                              : ed_.AddF32(t.quant.scale + "_f32", scale->dims, s, t.provenance));
+    ASSIGN_OR_RETURN(std::string q, MoveCodes(t));
+    ir::Node dq = MakeNode(ed_.Fresh(t.name + "_DequantizeLinear"), "DequantizeLinear",
+                           {q, scale_f32}, {t.name}, t.provenance);
+    dq.attributes["axis"] = ir::Attribute::Int(per_axis ? 1 - axis : axis);
+    if (!per_axis) dq.attributes["block_size"] = ir::Attribute::Int(group);
+    prefix_.push_back(std::move(dq));
+    report_.float8_e4m3fn.push_back(q);
     return absl::OkStatus();
   }
 
@@ -365,7 +386,20 @@ absl::StatusOr<WeightReport> ExportQuantizedWeights(ir::Model& model, OnnxProfil
   ir::Graph graph = model.graph;
   WeightExporter exporter(model, graph, profile, opset);
   ASSIGN_OR_RETURN(WeightReport report, exporter.Run());
-  model.graph = std::move(graph);
+  if (!report.float8_e4m3fn.empty() && opset < kBlockedDequantizeOpset) {
+    // Raised apart from `model`, which stays unchanged on error.
+    ir::Model raised;
+    raised.opset_imports = model.opset_imports;
+    raised.ir_version = model.ir_version;
+    raised.graph = std::move(graph);
+    RETURN_IF_ERROR(RaiseDefaultOpsetTo21(raised));
+    model.graph = std::move(raised.graph);
+    model.opset_imports = std::move(raised.opset_imports);
+    model.ir_version = raised.ir_version;
+    report.opset_raised_from = opset;
+  } else {
+    model.graph = std::move(graph);
+  }
   if (report.matmul_nbits + report.gather_block_quantized > 0 &&
       !model.opset_imports.count(kMicrosoftDomain)) {
     model.opset_imports[kMicrosoftDomain] = 1;

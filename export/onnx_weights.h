@@ -17,6 +17,14 @@
 //     -> com.microsoft GatherBlockQuantized(codes as u8 [V, H/2], ids,
 //        scales[, zero_points]){gather_axis 0, quantize_axis 1, bits 4}
 //
+//   fp8_e4m3_groupwise (E4M3 bytes, groups along one axis of a 2-D weight):
+//     W -> DequantizeLinear(W_quantized as FLOAT8E4M3FN, scale f32){axis, block_size}
+//     per axis (axis = the other one, scale [rows]) when a group spans the
+//     whole axis (per-channel / per-tensor checkpoints), else blocked
+//     (block_size = group size, scale [rows, cols/group]); the model is
+//     raised to opset 21 for it (onnx_opset21.h). The codes are the
+//     checkpoint's bytes; E4M3FN's values are the IR's F8E4M3ToF32.
+//
 // Refused (Unimplemented naming the tensor and node): int4 without the ort
 // profile (standard ONNX has blocked DequantizeLinear only from opset 21),
 // an int4 weight read by anything else (Conv, a Gather along another axis),
@@ -26,6 +34,8 @@
 #define SLIMPACK_EXPORT_ONNX_WEIGHTS_H_
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "export/onnx_lower.h"
@@ -37,6 +47,10 @@ struct WeightReport {
   int64_t dequantize_weights = 0;  // int8 weights behind DequantizeLinear
   int64_t matmul_nbits = 0;        // MatMulNBits nodes written
   int64_t gather_block_quantized = 0;  // GatherBlockQuantized nodes written
+  // FP8 weights behind float8 DequantizeLinear: their u8 code initializers,
+  // to be written as FLOAT8E4M3FN (onnx_format::OnnxExportOptions).
+  std::vector<std::string> float8_e4m3fn;
+  int64_t opset_raised_from = 0;  // for them (onnx_opset21.h); 0 = not raised
 };
 
 // Rewrites model.graph in place (unchanged on error).

@@ -123,6 +123,7 @@ absl::Status ExportOnnx(const ir::Model& model, const std::string& path,
   TensorPlacement placement;
   placement.external = external ? &data : nullptr;
   placement.threshold = options.external_data_threshold;
+  placement.float8_e4m3fn = &options.float8_e4m3fn;
 
   onnx::ModelProto proto;
   FillModelFields(model, &proto);

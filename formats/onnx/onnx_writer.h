@@ -4,6 +4,7 @@
 #define SLIMPACK_FORMATS_ONNX_ONNX_WRITER_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
@@ -26,6 +27,8 @@ struct OnnxExportOptions {
   uint64_t max_embedded_tensor_bytes = kDefaultMaxEmbeddedTensorBytes;
   // A bare file name beside the .onnx; default "<model stem>.data".
   std::string external_data_file;
+  // u8 initializers written as FLOAT8E4M3FN (TensorPlacement::float8_e4m3fn).
+  std::set<std::string> float8_e4m3fn;
 };
 
 // Writes `model` to `path` (and the external data file, when used). Tensor

@@ -25,6 +25,16 @@ absl::Status TensorToProto(const ir::Tensor& tensor,
   }
   proto->set_name(tensor.name);
   proto->set_data_type(DTypeToOnnx(tensor.dtype));
+  if (placement.float8_e4m3fn != nullptr && placement.float8_e4m3fn->count(tensor.name)) {
+    if (tensor.dtype != ir::DType::kU8) {
+      return absl::InvalidArgumentError("tensor '" + tensor.name + "' is listed as FLOAT8E4M3FN codes but has dtype " +
+                                        std::string(ir::DTypeName(tensor.dtype)) + ", not u8");
+    }
+    // TensorProto.FLOAT8E4M3FN (ONNX 1.14+; Debian's onnx 1.12 headers
+    // predate it, and data_type is a plain int32 field).
+    constexpr int32_t kFloat8E4M3FN = 17;
+    proto->set_data_type(kFloat8E4M3FN);
+  }
   for (int64_t d : tensor.dims) proto->add_dims(d);
   if (placement.external != nullptr && expected >= placement.threshold) {
     ASSIGN_OR_RETURN(uint64_t offset, placement.external->Add(tensor.data));

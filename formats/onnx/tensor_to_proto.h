@@ -4,6 +4,8 @@
 #define SLIMPACK_FORMATS_ONNX_TENSOR_TO_PROTO_H_
 
 #include <cstdint>
+#include <set>
+#include <string>
 
 #include "absl/status/status.h"
 #include "ir/tensor.h"
@@ -17,6 +19,9 @@ namespace slimpack::onnx_format {
 struct TensorPlacement {
   ExternalDataWriter* external = nullptr;
   uint64_t threshold = 1024;
+  // u8 tensors whose bytes are FLOAT8E4M3FN codes, written with that ONNX
+  // data_type (the IR has no float8 dtype: codes travel as u8).
+  const std::set<std::string>* float8_e4m3fn = nullptr;
 };
 
 // InvalidArgument naming the tensor if its dtype is undefined or its byte

@@ -14,7 +14,8 @@ shard's input permutation, itself checked to be the stable sort of g_idx), zero 
 one (v1), scales equal the f16 scales widened; `run`/`eval` on the artifact equal those on the checkpoint bit for bit.
 The FP8 fixtures (E4M3 bytes decoded here by ldexp, separately from the generator's encoder): `convert` carries the
 bytes and the scales' values (a 128x128 block's scale repeated for its rows), `run` on the artifact equals `run` on
-the checkpoint bit for bit, `--format onnx` is refused naming the tensor, `--format gguf` writes f16 weights that run
+the checkpoint bit for bit, `--format onnx` carries the E4M3 bytes as FLOAT8E4M3FN behind opset-21
+DequantizeLinear, `--format gguf` writes f16 weights that run
 within FP8_F16_BOUND of the checkpoint.
 Also: `report` accepts a fixture as candidate, and `convert --quant` on one is refused naming the tensor.
 usage: prequantized_cli_test.py SLIMPACK REPO_ROOT
@@ -28,6 +29,8 @@ import sys
 import tempfile
 
 import numpy as np
+import onnx
+import onnx.numpy_helper
 
 SLIMPACK, ROOT = sys.argv[1], sys.argv[2]
 sys.path.insert(0, os.path.join(ROOT, "examples", "tiny-llama"))
@@ -272,10 +275,39 @@ def main():
             check(checked == 28, f"{fp8}: 28 projections checked in the artifact (got {checked})")
             check(np.array_equal(run_logits(art8, ids, tmp, fp8 + "-art"), logits[fp8]),
                   f"{fp8}: run on the artifact equals run on the checkpoint bit for bit")
-            r = slimpack("convert", src, "-o", os.path.join(tmp, fp8 + ".onnx"), "--format", "onnx", expect=1)
-            check("fp8_e4m3_groupwise" in r.stderr and ".weight'" in r.stderr
-                  and not os.path.exists(os.path.join(tmp, fp8 + ".onnx")),
-                  f"{fp8}: ONNX export refused naming the tensor, nothing written: " + r.stderr.strip()[:120])
+            # ONNX: the same bytes as FLOAT8E4M3FN initializers behind opset-21 DequantizeLinear
+            # (per axis for channel scales, blocked for 128x128 blocks); ORT runs it in onnx_ort_float.
+            onnx_path = os.path.join(tmp, fp8 + ".onnx")
+            slimpack("convert", src, "-o", onnx_path, "--format", "onnx")
+            m = onnx.load(onnx_path)
+            inits = {t.name: t for t in m.graph.initializer}
+            dqs = {n.output[0]: n for n in m.graph.node if n.op_type == "DequantizeLinear"}
+            opset = [o.version for o in m.opset_import if o.domain in ("", "ai.onnx")]
+            check(opset == [21] and m.ir_version >= 10, f"{fp8}: ONNX opset {opset}, IR {m.ir_version} (want 21, >= 10)")
+            checked = 0
+            for k in sorted(tensors):
+                if tensors[k].dtype != np.uint8 or not k.endswith(".weight") or k not in dqs:
+                    continue
+                prefix = k[:-len(".weight")]
+                out, n_in = tensors[k].shape
+                dq = dqs[k]
+                codes, scale = inits.get(dq.input[0]), inits.get(dq.input[1])
+                attrs = {a.name: a.i for a in dq.attribute}
+                if qc["quant_method"] == "fp8":
+                    br, bc = qc["weight_block_size"]
+                    s = tensors[prefix + ".weight_scale_inv"].astype(np.float32)[np.arange(out) // br]
+                    # A block as wide as the row is one scale per row: per axis, not blocked.
+                    want_scales, want_attrs = ((s[:, 0], {"axis": 0}) if bc >= n_in
+                                               else (s, {"axis": 1, "block_size": bc}))
+                else:
+                    s = (tensors[prefix + ".weight_scale"].astype(np.uint32) << 16).view(np.float32)
+                    want_scales, want_attrs = s.reshape(out), {"axis": 0}
+                ok = (codes is not None and codes.data_type == 17 and list(codes.dims) == [out, n_in]
+                      and codes.raw_data == tensors[k].tobytes() and attrs == want_attrs and scale is not None
+                      and np.array_equal(onnx.numpy_helper.to_array(scale), want_scales))
+                check(bool(ok), f"{fp8}: ONNX carries {k}'s E4M3 bytes as FLOAT8E4M3FN, scales and {want_attrs}")
+                checked += 1
+            check(checked == 28, f"{fp8}: 28 projections checked in the ONNX file (got {checked})")
         # GGUF: FP8 has no ggml type; the weights are decoded and written f16 (the default) with the tokenizer.
         with_tok = os.path.join(tmp, "fp8-with-tokenizer")
         shutil.copytree(os.path.join(FIXTURES, "compressed-tensors-fp8-channel"), with_tok)

@@ -11,6 +11,7 @@
 
 #include "export/onnx_export.h"
 #include "export/onnx_lower.h"
+#include "export/onnx_opset21.h"
 #include "export/onnx_qdq.h"
 #include "export/onnx_weights.h"
 #include "ir/quant.h"
@@ -382,6 +383,73 @@ g (float[2,4] x) => (float[2,3] y) {
   ort.profile = OnnxProfile::kOrt;
   m.graph.nodes[0].domain = "com.microsoft";
   EXPECT_THAT(PrepareForOnnxRuntime(m, ort).status(), IsOk());
+}
+
+}  // namespace
+}  // namespace slimpack::onnx_export
+
+namespace slimpack::onnx_export {
+namespace {
+
+using ::slimpack::passes::testing::ImportText;
+using ::slimpack::testing::IsOk;
+using ::slimpack::testing::StatusIs;
+using ::testing::HasSubstr;
+
+// FP8 weights need opset 21: ReduceMean's axes become an input (opset 18),
+// the other nodes stay as they are, IR version 10.
+TEST(RaiseOpsetTo21Test, MovesReduceAxesToInputsAndKeepsTheRest) {
+  ir::Model m = ImportText(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,4] x) => (float[2,1] y, float y2) {
+  sq = Mul(x, x)
+  ms = ReduceMean <axes = [-1], keepdims = 1> (sq)
+  y = Sqrt(ms)
+  y2 = ReduceMean <keepdims = 0> (x)
+})");
+  ASSERT_THAT(RaiseDefaultOpsetTo21(m), IsOk());
+  EXPECT_EQ(m.opset_imports.at(""), 21);
+  EXPECT_GE(m.ir_version, 10);
+  ASSERT_EQ(m.graph.nodes.size(), 4u);
+  const ir::Node& mean = m.graph.nodes[1];
+  EXPECT_EQ(mean.op_type, "ReduceMean");
+  ASSERT_EQ(mean.inputs.size(), 2u);
+  EXPECT_EQ(mean.FindAttribute("axes"), nullptr);
+  EXPECT_EQ(mean.IntAttrOr("keepdims", 0), 1);
+  const ir::Tensor* axes = m.graph.FindInitializer(mean.inputs[1]);
+  ASSERT_NE(axes, nullptr);
+  EXPECT_EQ(axes->dtype, ir::DType::kI64);
+  ASSERT_EQ(axes->data.size(), sizeof(int64_t));
+  int64_t axis = 0;
+  std::memcpy(&axis, axes->data.data(), sizeof axis);
+  EXPECT_EQ(axes->dims, std::vector<int64_t>{1});
+  EXPECT_EQ(axis, -1);
+  // Without axes (all of them) the node is the same at 18.
+  EXPECT_EQ(m.graph.nodes[3].inputs.size(), 1u);
+  EXPECT_EQ(m.graph.nodes[0].op_type, "Mul");
+  EXPECT_EQ(m.graph.nodes[2].op_type, "Sqrt");
+  // Raising again changes nothing.
+  const size_t inits = m.graph.initializers().size();
+  ASSERT_THAT(RaiseDefaultOpsetTo21(m), IsOk());
+  EXPECT_EQ(m.graph.initializers().size(), inits);
+}
+
+TEST(RaiseOpsetTo21Test, RefusesWhatItCannotRaiseAndChangesNothing) {
+  ir::Model m = ImportText(R"(<ir_version: 8, opset_import: ["" : 17]>
+g (float[2,4] x) => (float[2,1] y, int64[2] i) {
+  y = ReduceMean <axes = [-1], keepdims = 1> (x)
+  i = NonZero(x)
+})");
+  EXPECT_THAT(RaiseDefaultOpsetTo21(m),
+              StatusIs(absl::StatusCode::kUnimplemented,
+                       AllOf(HasSubstr("(NonZero)"), HasSubstr("from opset 17 is not implemented"))));
+  EXPECT_EQ(m.opset_imports.at(""), 17);
+  EXPECT_NE(m.graph.nodes[0].FindAttribute("axes"), nullptr);
+  ir::Model old = ImportText(R"(<ir_version: 7, opset_import: ["" : 12]>
+g (float[2,4] x) => (float[2,4] y) {
+  y = Relu(x)
+})");
+  EXPECT_THAT(RaiseDefaultOpsetTo21(old),
+              StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("from opset 12")));
 }
 
 }  // namespace

@@ -6,7 +6,7 @@
 #   float  the bundled digits CNN (plain, --onnx-profile ort, pruned), the
 #          tiny-llama (its full-sequence graph, external data; weight-only
 #          int8 as DequantizeLinear, int4 as MatMulNBits; already-quantized
-#          GPTQ / compressed-tensors checkpoints with their codes), and the ONNX
+#          GPTQ / compressed-tensors / FP8 checkpoints with their codes), and the ONNX
 #          fixtures through the default fusion pipeline (every slimpack op
 #          lowered, standard and ort profiles): max|diff| / max|ours| <= 1e-4;
 #   w8a8   the digits CNN's static W8A8 as QDQ and as QOperator (uint8 and
@@ -134,11 +134,14 @@ PYEOF
   # Issue 18: already-quantized checkpoints exported with their codes
   # (GPTQ act-order: MatMulNBits plus the input Gather; compressed-tensors
   # signed codes: MatMulNBits; GPTQ 8-bit: DequantizeLinear with u8 zero
-  # points), against `slimpack run` of the checkpoint itself.
+  # points; FP8 per channel and in 128x128 blocks: float8 DequantizeLinear
+  # at opset 21), against `slimpack run` of the checkpoint itself.
   local pq f
   for f in "gptq-4bit-g32-actorder:group-wise: 28 MatMulNBits" \
            "compressed-tensors-4bit-g32-sym:group-wise: 28 MatMulNBits" \
-           "gptq-8bit-perchannel:28 int8 weights behind DequantizeLinear"; do
+           "gptq-8bit-perchannel:28 int8 weights behind DequantizeLinear" \
+           "compressed-tensors-fp8-channel:28 FP8 E4M3 weights behind float8 DequantizeLinear (model raised from opset 17 to 21)" \
+           "fp8-block128:28 FP8 E4M3 weights behind float8 DequantizeLinear (model raised from opset 17 to 21)"; do
     pq="$SRC/tests/testdata/prequant/${f%%:*}"
     convert "$pq" -o "$work/${f%%:*}.onnx" --format onnx --onnx-profile ort -v &&
       { grep -q "${f#*:}" "$OUT" || { bad "${f%%:*}: expected '${f#*:}'"; cat "$OUT"; }; } &&
