@@ -65,6 +65,7 @@ struct PrequantConfig {
   bool sym = true;
   bool desc_act = false;         // GPTQ: act-order expected (g_idx decides)
   bool zeros_minus_one = false;  // GPTQ checkpoint_format "gptq" (v1)
+  bool awq_gemv = false;         // AWQ version "gemv": AutoAWQ's GEMV packing
   // kFp8: the scale tensor's suffix (".weight_scale" or ".weight_scale_inv")
   // and the block of [out, in] one scale covers; 0 means the whole
   // dimension (strategy "channel": rows 1, cols 0; "tensor": 0, 0).
@@ -81,7 +82,8 @@ struct PrequantConfig {
 // checkpoint_format (or format): "gptq" = v1 with zeros minus one (the
 // default), "gptq_v2" = zeros as they are; is_marlin_format must be false.
 // AWQ bits / w_bit (4), group_size / q_group_size (>= 1), zero_point (true),
-// version ("gemm"). compressed-tensors: format "pack-quantized", one weight
+// version ("gemm", or "gemv": group_size 32, 64 or >= 128, the sizes
+// AutoAWQ's GEMV layout has). compressed-tensors: format "pack-quantized", one weight
 // scheme over config_groups (type "int", num_bits 2 / 4 / 8, strategy
 // "group" with group_size or "channel", symmetric), no input_activations
 // (weight-only), no sparsity_config other than dense; format

@@ -127,8 +127,9 @@ absl::StatusOr<PrequantConfig> ParseAwq(const nlohmann::json& j, const std::stri
   }
   c.bits = 4;
   ASSIGN_OR_RETURN(c.group_size, IntField(j, source, group_key, std::nullopt));
-  if (c.group_size < 1) {
-    return Field(source, group_key, std::to_string(c.group_size) + " must be >= 1");
+  if (c.group_size < 1 && c.group_size != -1) {
+    return Field(source, group_key, std::to_string(c.group_size) +
+                                        " must be >= 1, or -1 (one group per row)");
   }
   ASSIGN_OR_RETURN(bool zero_point, BoolField(j, source, "zero_point", true));
   if (!zero_point) {
@@ -136,9 +137,18 @@ absl::StatusOr<PrequantConfig> ParseAwq(const nlohmann::json& j, const std::stri
                                     ": zero_point false is not supported (supported: true)");
   }
   ASSIGN_OR_RETURN(std::optional<std::string> version, StringField(j, source, "version"));
-  if (version && Lower(*version) != "gemm") {
+  if (version && Lower(*version) != "gemm" && Lower(*version) != "gemv") {
     return absl::UnimplementedError(source + ": version \"" + *version +
-                                    "\" is not supported (supported: \"gemm\")");
+                                    "\" is not supported (supported: \"gemm\", \"gemv\")");
+  }
+  c.awq_gemv = version && Lower(*version) == "gemv";
+  // AutoAWQ sizes the GEMV zero and scale rows only for these groups
+  // (calculate_zeros_width raises for others): nothing else was written.
+  if (c.awq_gemv && c.group_size != -1 && c.group_size != 32 && c.group_size != 64 &&
+      c.group_size < 128) {
+    return Field(source, group_key, std::to_string(c.group_size) +
+                                        " is not a group size AutoAWQ's GEMV layout has (32, 64 "
+                                        "or >= 128)");
   }
   return c;
 }

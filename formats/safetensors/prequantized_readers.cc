@@ -203,7 +203,72 @@ absl::StatusOr<Grid> ReadGptq(const PrequantConfig& c, const PackedLinear& p) {
 // kAwqField[j] is the field of column 8c + j.
 constexpr int kAwqField[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 
+namespace {
+
+// AutoAWQ's GEMV layout, transposed against GEMM: qweight [out, in / 8]
+// (field k of word c holds input 8c + k, in order), qzeros [out, W] (field
+// k of word c: group 8c + k), scales [out, 8W] (the first in / group_size
+// columns real, the rest padding), where W is AutoAWQ's
+// calculate_zeros_width: ceil(ceil(groups / 8) / m) * m with m = 4, 2, 1
+// for group sizes 32, 64, >= 128.
+absl::StatusOr<Grid> ReadAwqGemv(const PrequantConfig& c, const PackedLinear& p) {
+  const ir::Tensor& qw = *p.qweight;
+  const ir::Tensor& qz = *p.qzeros;
+  const ir::Tensor& sc = *p.scales;
+  RETURN_IF_ERROR(CheckTensor(qw, {ir::DType::kI32}, 2));
+  RETURN_IF_ERROR(CheckTensor(qz, {ir::DType::kI32}, 2));
+  RETURN_IF_ERROR(CheckTensor(sc, {ir::DType::kF16, ir::DType::kBF16, ir::DType::kF32}, 2));
+  Grid g;
+  g.bits = 4;
+  g.out = qw.dims[0];
+  g.in = qw.dims[1] * 8;
+  g.group = c.group_size == -1 ? g.in : c.group_size;
+  if (g.in % g.group != 0) {
+    return absl::InvalidArgumentError(Where(qw) + ": " + std::to_string(g.in) +
+                                      " inputs are not a multiple of group_size " +
+                                      std::to_string(g.group) + " (" + c.source + ")");
+  }
+  if (g.group != 32 && g.group != 64 && g.group < 128) {
+    return absl::InvalidArgumentError(Where(qw) + ": " + std::to_string(g.in) + " inputs make " +
+                                      "group_size -1 a group of " + std::to_string(g.group) +
+                                      ", which AutoAWQ's GEMV layout cannot hold (32, 64 or "
+                                      ">= 128; " + c.source + ")");
+  }
+  g.groups = g.in / g.group;
+  const int64_t m = g.group == 32 ? 4 : g.group == 64 ? 2 : 1;
+  const int64_t width = ((g.groups + 7) / 8 + m - 1) / m * m;
+  const std::string why = "AWQ GEMV, bits 4, group_size " + std::to_string(g.group) + " in " +
+                          c.source;
+  RETURN_IF_ERROR(ShapeIs(qz, {g.out, width}, "[out, zeros width " + std::to_string(width) +
+                                                  "], " + why));
+  RETURN_IF_ERROR(ShapeIs(sc, {g.out, 8 * width}, "[out, 8 x zeros width], " + why));
+  g.code.resize(static_cast<size_t>(g.in * g.out));
+  for (int64_t o = 0; o < g.out; ++o) {
+    for (int64_t i = 0; i < g.in; ++i) {
+      const uint32_t w = Word(qw, static_cast<uint64_t>(o * (g.in / 8) + i / 8));
+      g.code[static_cast<size_t>(i * g.out + o)] = static_cast<uint8_t>((w >> (4 * (i % 8))) & 15u);
+    }
+  }
+  g.zero.resize(static_cast<size_t>(g.groups * g.out));
+  g.scale.resize(g.zero.size());
+  for (int64_t o = 0; o < g.out; ++o) {
+    for (int64_t k = 0; k < g.groups; ++k) {
+      const uint32_t w = Word(qz, static_cast<uint64_t>(o * width + k / 8));
+      const size_t at = static_cast<size_t>(k * g.out + o);
+      g.zero[at] = static_cast<uint8_t>((w >> (4 * (k % 8))) & 15u);
+      g.scale[at] = ScaleAt(sc, static_cast<uint64_t>(o * 8 * width + k));
+    }
+  }
+  RETURN_IF_ERROR(CheckScales(sc, g));
+  g.group_of.resize(static_cast<size_t>(g.in));
+  for (int64_t i = 0; i < g.in; ++i) g.group_of[static_cast<size_t>(i)] = i / g.group;
+  return g;
+}
+
+}  // namespace
+
 absl::StatusOr<Grid> ReadAwq(const PrequantConfig& c, const PackedLinear& p) {
+  if (c.awq_gemv) return ReadAwqGemv(c, p);
   const ir::Tensor& qw = *p.qweight;
   const ir::Tensor& qz = *p.qzeros;
   const ir::Tensor& sc = *p.scales;
@@ -214,7 +279,7 @@ absl::StatusOr<Grid> ReadAwq(const PrequantConfig& c, const PackedLinear& p) {
   g.bits = 4;
   g.in = qw.dims[0];
   g.out = sc.dims[1];
-  g.group = c.group_size;
+  g.group = c.group_size == -1 ? g.in : c.group_size;
   if (g.in % g.group != 0) {
     return absl::InvalidArgumentError(Where(qw) + ": " + std::to_string(g.in) +
                                       " input rows are not a multiple of group_size " +

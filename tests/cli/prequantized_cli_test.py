@@ -78,6 +78,14 @@ def checkpoint_grid(tensors, prefix, qc):
     """(codes [in, out], zeros [groups, out], scales f32 [groups, out], g_idx [in]) in checkpoint order."""
     qw, qz = tensors[prefix + ".qweight"], tensors[prefix + ".qzeros"]
     scales = tensors[prefix + ".scales"].astype(np.float32)
+    if qc["quant_method"] == "awq" and qc.get("version", "gemm").lower() == "gemv":
+        # AutoAWQ GEMV: qweight [out, in/8] and qzeros [out, W] in field order, scales [out, 8W] padded.
+        codes = fields(qw, 4, 1)                                           # [out, in]
+        n_in = codes.shape[1]
+        group = n_in if qc["group_size"] == -1 else qc["group_size"]
+        groups = n_in // group
+        zeros = fields(qz, 4, 1)[:, :groups]
+        return codes.T, zeros.T, np.ascontiguousarray(scales[:, :groups].T), np.arange(n_in) // group
     if qc["quant_method"] == "awq":
         n_in = qw.shape[0]
         codes = fields(qw, 4, 1).reshape(n_in, -1, 8)[:, :, AWQ_FIELD].reshape(n_in, -1)
@@ -101,7 +109,14 @@ def e4m3_decode(b):
 def dequantized(fixture, ignore_g_idx=False):
     d = os.path.join(FIXTURES, fixture)
     cfg = json.load(open(os.path.join(d, "config.json")))
-    qc = cfg.get("quantization_config") or json.load(open(os.path.join(d, "quantize_config.json")))
+    if "quantization_config" in cfg:
+        qc = cfg["quantization_config"]
+    elif os.path.exists(os.path.join(d, "quant_config.json")):   # AutoAWQ's spelling
+        a = json.load(open(os.path.join(d, "quant_config.json")))
+        qc = {"quant_method": "awq", "bits": a["w_bit"], "group_size": a["q_group_size"],
+              "version": a.get("version", "gemm")}
+    else:
+        qc = json.load(open(os.path.join(d, "quantize_config.json")))
     tensors, _ = read_safetensors(os.path.join(d, "model.safetensors"))
     weights = {k: v.astype(np.float64) for k, v in tensors.items()
                if not k.endswith((".qweight", ".qzeros", ".scales", ".g_idx", ".weight_packed", ".weight_scale",
@@ -188,55 +203,63 @@ def main():
         print(f"control: act-order ignored, max diff {miss:.3g}")
         check(miss > 100 * LOGIT_BOUND, "control: a reference ignoring g_idx misses the bound")
 
-        # convert carries the codes bit for bit.
-        art = os.path.join(tmp, "art")
-        slimpack("convert", os.path.join(FIXTURES, fixture), "-o", art)
-        slimpack("verify", art)
-        manifest = json.load(open(os.path.join(art, "manifest.json")))
-        by_name = {t["name"]: t for t in manifest["tensors"]}
-        shards = [open(os.path.join(art, s["file"]), "rb").read() for s in manifest["shards"]]
+        # convert carries the codes bit for bit: GPTQ act-order (rows permuted by the stable sort of g_idx) and
+        # AutoAWQ GEMV per channel (rows as they are).
+        for fixture, algorithm in (("gptq-4bit-g32-actorder", "gptq-checkpoint"),
+                                   ("awq-gemv-4bit-perchannel", "awq-checkpoint")):
+            art = os.path.join(tmp, "art-" + fixture)
+            slimpack("convert", os.path.join(FIXTURES, fixture), "-o", art)
+            slimpack("verify", art)
+            manifest = json.load(open(os.path.join(art, "manifest.json")))
+            by_name = {t["name"]: t for t in manifest["tensors"]}
+            shards = [open(os.path.join(art, s["file"]), "rb").read() for s in manifest["shards"]]
 
-        def raw(name):
-            t = by_name[name]
-            return shards[t["shard"]][t["offset"]:t["offset"] + t["nbytes"]]
+            def raw(name):
+                t = by_name[name]
+                return shards[t["shard"]][t["offset"]:t["offset"] + t["nbytes"]]
 
-        _, _, tensors, qc = dequantized(fixture)
-        checked = 0
-        for k in sorted(tensors):
-            if not k.endswith(".qweight"):
-                continue
-            prefix = k[:-len(".qweight")]
-            codes, zeros, scales, g_idx = checkpoint_grid(tensors, prefix, qc)
-            n_in, out = codes.shape
-            w = by_name.get(prefix + ".weight")
-            if w is None:
-                check(False, f"{prefix}.weight in the artifact")
-                continue
-            ok = (w["dtype"] == "u4" and w["layout"]["kind"] == "int4_groupwise" and w["shape"] == [out, n_in]
-                  and w["layout"]["group_size"] == qc["group_size"] and w["quant"]["algorithm"] == "gptq-checkpoint")
-            b = np.frombuffer(raw(prefix + ".weight"), np.uint8)
-            shard_codes = np.stack([b & 15, b >> 4], 1).reshape(-1)[:out * n_in].reshape(out, n_in)
-            perm = np.frombuffer(raw(prefix + ".weight.input_perm"), np.int64)
-            ok &= np.array_equal(perm, np.argsort(g_idx, kind="stable"))
-            ok &= np.array_equal(shard_codes, codes[perm].T)
-            groups = scales.shape[0]
-            zb = np.frombuffer(raw(prefix + ".weight.zero_point"), np.uint8)
-            shard_zeros = np.stack([zb & 15, zb >> 4], 1).reshape(-1)[:out * groups].reshape(out, groups)
-            ok &= np.array_equal(shard_zeros, zeros.T)
-            # The checkpoint's f16 scales are carried as f16, bit for bit.
-            ok &= by_name[prefix + ".weight.scale"]["dtype"] == "f16"
-            shard_scales = np.frombuffer(raw(prefix + ".weight.scale"), np.float16).reshape(out, groups)
-            ok &= np.array_equal(shard_scales.view(np.uint16),
-                                 scales.astype(np.float16).T.view(np.uint16))
-            check(bool(ok), f"artifact carries {prefix}'s codes, zero points and scales exactly")
-            checked += 1
-        check(checked == 28, f"28 projections checked in the artifact (got {checked})")
-        again = run_logits(art, ids, tmp, "artifact")
-        check(np.array_equal(again, logits[fixture]), "run on the artifact equals run on the checkpoint bit for bit")
-        check(eval_nll(art, tokens) == eval_nll(os.path.join(FIXTURES, fixture), tokens),
-              "eval on the artifact equals eval on the checkpoint")
+            _, _, tensors, qc = dequantized(fixture)
+            checked = 0
+            for k in sorted(tensors):
+                if not k.endswith(".qweight"):
+                    continue
+                prefix = k[:-len(".qweight")]
+                codes, zeros, scales, g_idx = checkpoint_grid(tensors, prefix, qc)
+                n_in, out = codes.shape
+                w = by_name.get(prefix + ".weight")
+                if w is None:
+                    check(False, f"{prefix}.weight in the artifact")
+                    continue
+                ok = (w["dtype"] == "u4" and w["layout"]["kind"] == "int4_groupwise" and w["shape"] == [out, n_in]
+                      and w["layout"]["group_size"] == (qc["group_size"] if qc["group_size"] > 0 else n_in)
+                      and w["quant"]["algorithm"] == algorithm)
+                b = np.frombuffer(raw(prefix + ".weight"), np.uint8)
+                shard_codes = np.stack([b & 15, b >> 4], 1).reshape(-1)[:out * n_in].reshape(out, n_in)
+                want_perm = np.argsort(g_idx, kind="stable")
+                if prefix + ".weight.input_perm" in by_name:
+                    perm = np.frombuffer(raw(prefix + ".weight.input_perm"), np.int64)
+                else:
+                    perm = np.arange(n_in)   # no act-order: no permutation stored
+                ok &= np.array_equal(perm, want_perm)
+                ok &= np.array_equal(shard_codes, codes[perm].T)
+                groups = scales.shape[0]
+                zb = np.frombuffer(raw(prefix + ".weight.zero_point"), np.uint8)
+                shard_zeros = np.stack([zb & 15, zb >> 4], 1).reshape(-1)[:out * groups].reshape(out, groups)
+                ok &= np.array_equal(shard_zeros, zeros.T)
+                # The checkpoint's f16 scales are carried as f16, bit for bit.
+                ok &= by_name[prefix + ".weight.scale"]["dtype"] == "f16"
+                shard_scales = np.frombuffer(raw(prefix + ".weight.scale"), np.float16).reshape(out, groups)
+                ok &= np.array_equal(shard_scales.view(np.uint16),
+                                     scales.astype(np.float16).T.view(np.uint16))
+                check(bool(ok), f"{fixture}: artifact carries {prefix}'s codes, zero points and scales exactly")
+                checked += 1
+            check(checked == 28, f"{fixture}: 28 projections checked in the artifact (got {checked})")
+            again = run_logits(art, ids, tmp, "artifact-" + fixture)
+            check(np.array_equal(again, logits[fixture]), f"{fixture}: run on the artifact equals run on the checkpoint bit for bit")
+            check(eval_nll(art, tokens) == eval_nll(os.path.join(FIXTURES, fixture), tokens),
+                  f"{fixture}: eval on the artifact equals eval on the checkpoint")
 
-        # FP8: convert carries the E4M3 bytes and the scales' values; ONNX refuses by name; GGUF re-encodes.
+        # FP8: convert carries the E4M3 bytes and the scales' values; ONNX carries them too; GGUF re-encodes.
         for fp8 in ("compressed-tensors-fp8-channel", "fp8-block128"):
             src = os.path.join(FIXTURES, fp8)
             art8 = os.path.join(tmp, fp8 + "-art")

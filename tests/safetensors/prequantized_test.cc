@@ -130,6 +130,27 @@ std::vector<ir::Tensor> PackAwq(const Linear& l, const std::string& p) {
           MakeTensor(p + ".scales", ir::DType::kF16, {l.groups(), l.out}, sc)};
 }
 
+// AutoAWQ GEMV: qweight [out, in/8] with input 8c + k in field k of word c,
+// qzeros [out, width] the same along the groups, scales [out, 8 * width]
+// with padding after the real groups (width as AutoAWQ's
+// calculate_zeros_width). `width` is passed in so a test can get it wrong.
+std::vector<ir::Tensor> PackAwqGemv(const Linear& l, const std::string& p, int64_t width) {
+  std::vector<uint32_t> qw(static_cast<size_t>(l.out * l.in / 8), 0);
+  std::vector<uint32_t> qz(static_cast<size_t>(l.out * width), 0);
+  std::vector<uint8_t> sc(static_cast<size_t>(l.out * 8 * width * 2), 0);
+  for (int64_t o = 0; o < l.out; ++o) {
+    for (int64_t i = 0; i < l.in; ++i) qw[o * (l.in / 8) + i / 8] |= l.q[i][o] << (4 * (i % 8));
+    for (int64_t g = 0; g < l.groups(); ++g) {
+      qz[o * width + g / 8] |= l.z[g][o] << (4 * (g % 8));
+      sc[2 * (o * 8 * width + g)] = static_cast<uint8_t>(l.s[g][o] & 0xFF);
+      sc[2 * (o * 8 * width + g) + 1] = static_cast<uint8_t>(l.s[g][o] >> 8);
+    }
+  }
+  return {MakeTensor(p + ".qweight", ir::DType::kI32, {l.out, l.in / 8}, Words(qw)),
+          MakeTensor(p + ".qzeros", ir::DType::kI32, {l.out, width}, Words(qz)),
+          MakeTensor(p + ".scales", ir::DType::kF16, {l.out, 8 * width}, sc)};
+}
+
 PrequantConfig Gptq(int bits, int64_t group_size, bool v1) {
   PrequantConfig c;
   c.method = PrequantMethod::kGptq;
@@ -479,6 +500,54 @@ TEST(PrequantizedAwqTest, GemmOrderIsUndone) {
   ExpectCarries(*out, l, {});
 }
 
+PrequantConfig AwqGemv(int64_t group_size) {
+  PrequantConfig c;
+  c.method = PrequantMethod::kAwq;
+  c.source = "quant_config.json";
+  c.bits = 4;
+  c.group_size = group_size;
+  c.awq_gemv = true;
+  return c;
+}
+
+// 18 groups of 32: ceil(18 / 8) = 3 words, rounded up to a multiple of 4.
+TEST(PrequantizedAwqTest, GemvFieldsAreInOrderAndPaddingIsSkipped) {
+  const Linear l = MakeLinear(4, 576, 8, 32, 21);
+  auto out = UnpackLinear(AwqGemv(32), Packed(PackAwqGemv(l, "m", 4)));
+  ASSERT_THAT(out.status(), IsOk());
+  EXPECT_EQ((*out)[0].quant.algorithm, "awq-checkpoint");
+  EXPECT_EQ((*out)[0].quant.group_size, 32);
+  ExpectCarries(*out, l, {});
+}
+
+TEST(PrequantizedAwqTest, GemvGroupMinusOneIsOneGroupPerRow) {
+  const Linear l = MakeLinear(4, 128, 16, 128, 22);
+  auto out = UnpackLinear(AwqGemv(-1), Packed(PackAwqGemv(l, "m", 1)));
+  ASSERT_THAT(out.status(), IsOk());
+  EXPECT_EQ((*out)[0].quant.group_size, 128);
+  ExpectCarries(*out, l, {});
+}
+
+TEST(PrequantizedAwqTest, GemvShapesOtherThanAutoAwqsAreRefused) {
+  const Linear l = MakeLinear(4, 576, 8, 32, 23);
+  // A zeros width AutoAWQ would not write (3 words, not rounded up to 4).
+  EXPECT_THAT(UnpackLinear(AwqGemv(32), Packed(PackAwqGemv(l, "m", 3))).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("m.qzeros"), HasSubstr("shape [8,3], expected [8,4]"),
+                                        HasSubstr("AWQ GEMV"))));
+  // Per row over 96 inputs: a group of 96, which the GEMV layout cannot hold.
+  const Linear narrow = MakeLinear(4, 96, 8, 96, 24);
+  EXPECT_THAT(UnpackLinear(AwqGemv(-1), Packed(PackAwqGemv(narrow, "m", 1))).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::AllOf(HasSubstr("m.qweight"), HasSubstr("a group of 96"))));
+  // GEMV tensors under a GEMM config are refused on their shapes, named.
+  PrequantConfig gemm = AwqGemv(32);
+  gemm.awq_gemv = false;
+  EXPECT_THAT(UnpackLinear(gemm, Packed(PackAwqGemv(l, "m", 4))).status(),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("tensor 'm.qweight': 8 input rows are not a multiple")));
+}
+
 TEST(PrequantizedAwqTest, InputsNotAMultipleOfTheGroupAreRefused) {
   const Linear l = MakeLinear(4, 16, 16, 4, 18);
   const auto t = PackAwq(l, "m");
@@ -652,6 +721,11 @@ TEST(PrequantConfigTest, AwqBothSpellings) {
   ASSERT_THAT(c.status(), IsOk());
   EXPECT_EQ(c->method, PrequantMethod::kAwq);
   EXPECT_EQ(c->group_size, 64);
+  EXPECT_FALSE(c->awq_gemv);
+  c = Parse(R"({"w_bit": 4, "q_group_size": -1, "zero_point": true, "version": "GEMV"})");
+  ASSERT_THAT(c.status(), IsOk());
+  EXPECT_TRUE(c->awq_gemv);
+  EXPECT_EQ(c->group_size, -1);
 }
 
 TEST(PrequantConfigTest, CompressedTensorsScheme) {
@@ -708,8 +782,13 @@ TEST(PrequantConfigTest, RefusalsNameTheFieldAndValue) {
                         "sym": "yes"})").status(),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("sym must be true or false")));
   EXPECT_THAT(Parse(R"({"quant_method": "awq", "bits": 4, "group_size": 128,
-                        "version": "gemv"})").status(),
-              StatusIs(StatusCode::kUnimplemented, HasSubstr("version \"gemv\"")));
+                        "version": "gemv_fast"})").status(),
+              StatusIs(StatusCode::kUnimplemented, HasSubstr("version \"gemv_fast\"")));
+  EXPECT_THAT(Parse(R"({"w_bit": 4, "q_group_size": 48, "version": "GEMV"})").status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("q_group_size 48 is not a group size AutoAWQ's GEMV layout has")));
+  EXPECT_THAT(Parse(R"({"quant_method": "awq", "bits": 4, "group_size": 0})").status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("group_size 0 must be >= 1, or -1")));
   EXPECT_THAT(Parse(R"({"quant_method": "awq", "bits": 4, "group_size": 128,
                         "zero_point": false})").status(),
               StatusIs(StatusCode::kUnimplemented, HasSubstr("zero_point false")));
