@@ -181,6 +181,14 @@ int RunConvertOnnx(const ConvertOptions& options) {
                    static_cast<long long>(r.weights.matmul_nbits),
                    static_cast<long long>(r.weights.gather_block_quantized));
     }
+    if (r.weights.blocked_dequantize > 0) {
+      std::fprintf(stderr, "onnx: %lld group-wise weights behind blocked DequantizeLinear%s\n",
+                   static_cast<long long>(r.weights.blocked_dequantize),
+                   r.weights.opset_raised_from > 0
+                       ? (" (model raised from opset " + std::to_string(r.weights.opset_raised_from) +
+                          " to 21)").c_str()
+                       : "");
+    }
     if (!r.weights.float8_e4m3fn.empty()) {
       std::fprintf(stderr, "onnx: %zu FP8 E4M3 weights behind float8 DequantizeLinear%s\n",
                    r.weights.float8_e4m3fn.size(),

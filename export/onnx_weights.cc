@@ -308,15 +308,74 @@ class WeightExporter {
     return absl::OkStatus();
   }
 
+  // Whether com.microsoft MatMulNBits / GatherBlockQuantized can take every
+  // reader of `t`: a block size they have, rank 2, and each reader a B
+  // input along K (MatMul/Gemm without transA/alpha/beta) or a Gather of
+  // rows from a table grouped along its even-sized last axis.
+  bool ContribOpsCanTake(const ir::Tensor& t) const {
+    const int64_t g = t.quant.group_size;
+    if (g < 16 || (g & (g - 1)) != 0 || t.dims.size() != 2) return false;
+    for (const ir::ValueInfo& o : src_.outputs) {
+      if (o.name == t.name) return false;
+    }
+    auto it = idx_.consumers.find(t.name);
+    if (it == idx_.consumers.end()) return true;
+    for (size_t c : it->second) {
+      const ir::Node& n = src_.nodes[c];
+      if (!n.domain.empty()) return false;
+      if (n.op_type == "Gather") {
+        if (n.inputs.size() != 2 || n.inputs[0] != t.name || n.IntAttrOr("axis", 0) != 0 ||
+            t.quant.axis != 1 || (BitsOf(t) == 4 && t.dims[1] % 2 != 0)) {
+          return false;
+        }
+        continue;
+      }
+      const bool gemm = n.op_type == "Gemm";
+      if ((!gemm && n.op_type != "MatMul") || n.inputs.size() < 2 || n.inputs[1] != t.name ||
+          n.inputs[0] == t.name) {
+        return false;
+      }
+      if (gemm && (n.IntAttrOr("transA", 0) != 0 ||
+                   (n.FindAttribute("alpha") && n.FindAttribute("alpha")->f != 1.0f) ||
+                   (n.FindAttribute("beta") && n.FindAttribute("beta")->f != 1.0f))) {
+        return false;
+      }
+      const int k_axis = gemm && n.IntAttrOr("transB", 0) != 0 ? 1 : 0;
+      if (t.quant.axis != k_axis) return false;
+    }
+    return true;
+  }
+
+  // A group-wise weight as standard ONNX: DequantizeLinear (opset 21) of
+  // the codes as INT4/UINT4 (or INT8/UINT8) with f32 scales and the
+  // zero points as stored, block_size = group size along the layout's
+  // axis, writing t's name, so every reader is unchanged. The codes and
+  // zero points are the artifact's bytes (ONNX packs 4-bit values two per
+  // byte, low nibble first, as the IR does).
+  absl::Status BlockedDequantize(const ir::Tensor& t) {
+    ASSIGN_OR_RETURN(std::string scale, F32Scales(t));
+    const std::string zero_point = t.quant.zero_point;
+    if (!zero_point.empty() && src_.FindInitializer(zero_point) == nullptr) {
+      return absl::InvalidArgumentError(Where(t) + ": zero point '" + zero_point + "' is missing");
+    }
+    ASSIGN_OR_RETURN(std::string q, MoveCodes(t));
+    std::vector<std::string> in = {q, scale};
+    if (!zero_point.empty()) in.push_back(zero_point);
+    ir::Node dq = MakeNode(ed_.Fresh(t.name + "_DequantizeLinear"), "DequantizeLinear",
+                           std::move(in), {t.name}, t.provenance);
+    dq.attributes["axis"] = ir::Attribute::Int(t.quant.axis);
+    dq.attributes["block_size"] = ir::Attribute::Int(t.quant.group_size);
+    prefix_.push_back(std::move(dq));
+    ++report_.blocked_dequantize;
+    return absl::OkStatus();
+  }
+
   // A group-wise weight (int4 or int8) as com.microsoft MatMulNBits /
-  // GatherBlockQuantized with bits 4 or 8.
+  // GatherBlockQuantized with bits 4 or 8 where the ort profile is asked
+  // for and they can take it, else as blocked DequantizeLinear.
   absl::Status Grouped(const ir::Tensor& t) {
     const int bits = BitsOf(t);
-    if (profile_ != OnnxProfile::kOrt) {
-      return absl::UnimplementedError(
-          Where(t) + " is " + GroupedName(t) + ": written as com.microsoft MatMulNBits, pass "
-                     "--onnx-profile ort (standard ONNX has blocked DequantizeLinear only from opset 21)");
-    }
+    if (profile_ != OnnxProfile::kOrt || !ContribOpsCanTake(t)) return BlockedDequantize(t);
     const int64_t g = t.quant.group_size;
     if (g < 16 || (g & (g - 1)) != 0) {
       return absl::UnimplementedError(Where(t) + ": group size " + std::to_string(g) +
@@ -386,7 +445,8 @@ absl::StatusOr<WeightReport> ExportQuantizedWeights(ir::Model& model, OnnxProfil
   ir::Graph graph = model.graph;
   WeightExporter exporter(model, graph, profile, opset);
   ASSIGN_OR_RETURN(WeightReport report, exporter.Run());
-  if (!report.float8_e4m3fn.empty() && opset < kBlockedDequantizeOpset) {
+  if ((!report.float8_e4m3fn.empty() || report.blocked_dequantize > 0) &&
+      opset < kBlockedDequantizeOpset) {
     // Raised apart from `model`, which stays unchanged on error.
     ir::Model raised;
     raised.opset_imports = model.opset_imports;

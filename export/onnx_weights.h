@@ -25,11 +25,16 @@
 //     raised to opset 21 for it (onnx_opset21.h). The codes are the
 //     checkpoint's bytes; E4M3FN's values are the IR's F8E4M3ToF32.
 //
-// Refused (Unimplemented naming the tensor and node): int4 without the ort
-// profile (standard ONNX has blocked DequantizeLinear only from opset 21),
-// an int4 weight read by anything else (Conv, a Gather along another axis),
-// groups not along K, a group size those ops do not take (a power of two
-// >= 16), int8 below opset 13.
+//   int4_groupwise / int8_groupwise without the ort profile, or where those
+//   contrib ops cannot take the weight (a group size that is not a power
+//   of two >= 16, groups not along K, another reader, rank != 2):
+//     W -> DequantizeLinear(W_quantized as INT4/UINT4/INT8/UINT8, scale f32
+//          [.., groups, ..][, zero_point as stored]){axis, block_size} -> W
+//     (opset 21, the model raised for it: onnx_opset21.h).
+//
+// Refused (Unimplemented naming the tensor and node): int8 per channel
+// below opset 13; a model that cannot be raised to opset 21 when a weight
+// needs it.
 #ifndef SLIMPACK_EXPORT_ONNX_WEIGHTS_H_
 #define SLIMPACK_EXPORT_ONNX_WEIGHTS_H_
 
@@ -47,6 +52,7 @@ struct WeightReport {
   int64_t dequantize_weights = 0;  // int8 weights behind DequantizeLinear
   int64_t matmul_nbits = 0;        // MatMulNBits nodes written
   int64_t gather_block_quantized = 0;  // GatherBlockQuantized nodes written
+  int64_t blocked_dequantize = 0;  // group-wise weights behind opset-21 DequantizeLinear
   // FP8 weights behind float8 DequantizeLinear: their u8 code initializers,
   // to be written as FLOAT8E4M3FN (onnx_format::OnnxExportOptions).
   std::vector<std::string> float8_e4m3fn;

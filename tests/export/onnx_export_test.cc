@@ -329,17 +329,7 @@ TEST(OnnxWeightsTest, Int8PerChannelBecomesDequantizeLinearOnTheWeight) {
 TEST(OnnxWeightsTest, Int4GroupWiseBecomesMatMulNBitsWithTheSameCodes) {
   for (bool asym : {false, true}) {
     ir::Model m = QuantizedGemm(ir::QuantKind::kInt4GroupWise, asym ? ir::DType::kU4 : ir::DType::kI4, asym);
-    EXPECT_THAT(ExportQuantizedWeights(m, OnnxProfile::kStandard).status(),
-                StatusIs(absl::StatusCode::kUnimplemented,
-                         HasSubstr("tensor 'W' is int4 group-wise: written as com.microsoft "
-                                   "MatMulNBits, pass --onnx-profile ort")));
     const ir::Tensor w = *m.graph.FindInitializer("W");
-    ir::Model untransposed = m;  // groups along N for a Gemm without transB
-    untransposed.graph.nodes[0].attributes.erase("transB");
-    EXPECT_THAT(ExportQuantizedWeights(untransposed, OnnxProfile::kOrt).status(),
-                StatusIs(absl::StatusCode::kUnimplemented,
-                         HasSubstr("read by node 'y' (Gemm): groups run along axis 1, MatMulNBits "
-                                   "needs them along K (axis 0)")));
     auto report = ExportQuantizedWeights(m, OnnxProfile::kOrt);
     ASSERT_THAT(report.status(), IsOk());
     ASSERT_THAT(Ops(m.graph), ElementsAre("com.microsoft.MatMulNBits"));
@@ -365,6 +355,48 @@ TEST(OnnxWeightsTest, Int4GroupWiseBecomesMatMulNBitsWithTheSameCodes) {
                   ElementsAre(0x35, 0x09, 0x7f));
     }
     EXPECT_EQ(m.opset_imports.at("com.microsoft"), 1);
+  }
+}
+
+// Without the ort profile, or where MatMulNBits cannot take the weight
+// (here: a Gemm without transB reads groups along N), a group-wise weight
+// is standard ONNX: DequantizeLinear of the codes as stored (the IR's
+// 4-bit packing is ONNX's), f32 scales, the zero point as it is, axis and
+// block_size from the layout, writing W; the model is raised to opset 21.
+// ORT runs these against `slimpack run` in onnx_ort_float.
+TEST(OnnxWeightsTest, Int4GroupWiseElseBecomesBlockedDequantizeLinear) {
+  for (bool asym : {false, true}) {
+    for (bool untransposed : {false, true}) {
+      ir::Model m = QuantizedGemm(ir::QuantKind::kInt4GroupWise,
+                                  asym ? ir::DType::kU4 : ir::DType::kI4, asym);
+      if (untransposed) m.graph.nodes[0].attributes.erase("transB");
+      const ir::Tensor w = *m.graph.FindInitializer("W");
+      auto report = ExportQuantizedWeights(m, untransposed ? OnnxProfile::kOrt
+                                                           : OnnxProfile::kStandard);
+      ASSERT_THAT(report.status(), IsOk());
+      EXPECT_EQ(report->blocked_dequantize, 1);
+      EXPECT_EQ(report->matmul_nbits, 0);
+      EXPECT_EQ(report->opset_raised_from, 17);
+      EXPECT_EQ(m.opset_imports.at(""), 21);
+      ASSERT_THAT(Ops(m.graph), ElementsAre("DequantizeLinear", "Gemm"));
+      const ir::Node& dq = m.graph.nodes[0];
+      EXPECT_EQ(dq.outputs[0], "W");
+      EXPECT_EQ(dq.FindAttribute("axis")->i, w.quant.axis);
+      EXPECT_EQ(dq.FindAttribute("block_size")->i, w.quant.group_size);
+      ASSERT_EQ(dq.inputs.size(), asym ? 3u : 2u);
+      const ir::Tensor* codes = m.graph.FindInitializer(dq.inputs[0]);
+      ASSERT_NE(codes, nullptr);
+      EXPECT_EQ(codes->dtype, w.dtype);
+      EXPECT_EQ(codes->dims, w.dims);
+      EXPECT_FALSE(codes->quant.quantized());
+      EXPECT_EQ(std::vector<uint8_t>(codes->data.data(), codes->data.data() + codes->data.size()),
+                std::vector<uint8_t>(w.data.data(), w.data.data() + w.data.size()));
+      const ir::Tensor* scale = m.graph.FindInitializer(dq.inputs[1]);
+      ASSERT_NE(scale, nullptr);
+      EXPECT_EQ(scale->dtype, ir::DType::kF32);
+      EXPECT_EQ(scale->dims, ir::QuantParamDims(w));
+      if (asym) EXPECT_EQ(dq.inputs[2], "W.zero_point");
+    }
   }
 }
 

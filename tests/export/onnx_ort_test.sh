@@ -131,17 +131,36 @@ PYEOF
       check "tiny-llama-grouped-$name" "$work/tiny-$name" "$work/tiny-$name.onnx" "$work/llama_tokens.npz" \
         --max-rel 1e-4
   done
+  # Group-wise weights as standard ONNX: blocked DequantizeLinear (opset 21,
+  # INT4/UINT4 codes as stored) without the ort profile, and with it where
+  # MatMulNBits cannot take the group (24: not a power of two, short last group).
+  for q in "std-g32:int4 --group 32:" "std-i8g32-asym:int8 --group 32 --asym:" \
+           "g24:int4 --group 24:--onnx-profile ort"; do
+    name=${q%%:*}
+    local rest=${q#*:}
+    # shellcheck disable=SC2086
+    convert "$tiny" -o "$work/tiny-$name" --quant ${rest%%:*} &&
+      convert "$work/tiny-$name" -o "$work/tiny-$name.onnx" --format onnx ${rest#*:} -v &&
+      { grep -q "onnx: 30 group-wise weights behind blocked DequantizeLinear (model raised from opset 17 to 21)" "$OUT" ||
+          { bad "group-wise $name: expected 30 blocked DequantizeLinear"; cat "$OUT"; }; } &&
+      check "tiny-llama-blocked-$name" "$work/tiny-$name" "$work/tiny-$name.onnx" "$work/llama_tokens.npz" \
+        --max-rel 1e-4
+  done
   # Issue 18: already-quantized checkpoints exported with their codes
   # (GPTQ act-order: MatMulNBits plus the input Gather; compressed-tensors
   # signed codes: MatMulNBits; GPTQ 8-bit: DequantizeLinear with u8 zero
   # points; FP8 per channel and in 128x128 blocks: float8 DequantizeLinear
-  # at opset 21), against `slimpack run` of the checkpoint itself.
+  # at opset 21; AWQ groups of 8 and GEMV rows of 344: blocked
+  # DequantizeLinear of the UINT4 codes), against `slimpack run` of the
+  # checkpoint itself.
   local pq f
   for f in "gptq-4bit-g32-actorder:group-wise: 28 MatMulNBits" \
            "compressed-tensors-4bit-g32-sym:group-wise: 28 MatMulNBits" \
            "gptq-8bit-perchannel:28 int8 weights behind DequantizeLinear" \
            "compressed-tensors-fp8-channel:28 FP8 E4M3 weights behind float8 DequantizeLinear (model raised from opset 17 to 21)" \
-           "fp8-block128:28 FP8 E4M3 weights behind float8 DequantizeLinear (model raised from opset 17 to 21)"; do
+           "fp8-block128:28 FP8 E4M3 weights behind float8 DequantizeLinear (model raised from opset 17 to 21)" \
+           "awq-4bit-g8:28 group-wise weights behind blocked DequantizeLinear" \
+           "awq-gemv-4bit-perchannel:4 group-wise weights behind blocked DequantizeLinear"; do
     pq="$SRC/tests/testdata/prequant/${f%%:*}"
     convert "$pq" -o "$work/${f%%:*}.onnx" --format onnx --onnx-profile ort -v &&
       { grep -q "${f#*:}" "$OUT" || { bad "${f%%:*}: expected '${f#*:}'"; cat "$OUT"; }; } &&
@@ -214,14 +233,6 @@ sys.exit(0 if op == [13] and dq else 1)" || bad "paddle QDQ export is not opset 
 
 refusals_part() {
   local r="$work/refused.onnx"
-  expect 1 "int4 needs the ort profile" -- convert "$tiny" -o "$r" --format onnx --quant int4
-  says "is int4 group-wise: written as com.microsoft MatMulNBits, pass --onnx-profile ort" "int4 refusal"
-  says "tensor 'model.embed_tokens.weight' is int4" "int4 refusal names the tensor"
-  [ -e "$r" ] && bad "a refused export left $r"
-  expect 1 "a group MatMulNBits cannot take" -- convert "$tiny" -o "$r" --format onnx --onnx-profile ort \
-    --quant int4 --group 24
-  says "group size 24 is not a MatMulNBits block size (a power of two >= 16)" "group refusal"
-  [ -e "$r" ] && bad "a refused export left $r"
   expect 2 "--dtype does not apply" -- convert "$digits" -o "$r" --format onnx --dtype f16
   says "--dtype: does not apply to --format onnx" "--dtype refusal"
   expect 2 "--shard-size does not apply" -- convert "$digits" -o "$r" --format onnx --shard-size 64M
