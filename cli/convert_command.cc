@@ -181,6 +181,10 @@ int RunConvertOnnx(const ConvertOptions& options) {
                    static_cast<long long>(r.weights.matmul_nbits),
                    static_cast<long long>(r.weights.gather_block_quantized));
     }
+    if (r.weights.g_idx_folded > 0) {
+      std::fprintf(stderr, "onnx: %lld act-order input Gathers folded into MatMulNBits g_idx\n",
+                   static_cast<long long>(r.weights.g_idx_folded));
+    }
     if (r.weights.blocked_dequantize > 0) {
       std::fprintf(stderr, "onnx: %lld group-wise weights behind blocked DequantizeLinear%s\n",
                    static_cast<long long>(r.weights.blocked_dequantize),

@@ -9,6 +9,8 @@
 
 #include "export/onnx_graph_edit.h"
 #include "export/onnx_opset21.h"
+#include "hf/input_perm.h"
+#include "hf/weight_roles.h"
 #include "ir/quant.h"
 #include "support/status_macros.h"
 
@@ -58,6 +60,7 @@ void PutCode(std::vector<uint8_t>& b, size_t at_elem_base, int64_t i, uint32_t u
 struct NBitsWeight {
   int64_t k = 0, n = 0, block = 0;
   std::string b, scales, zero_points;  // initializer names ("" = default zp 8)
+  std::string g_idx;                   // "" unless act-order (Pack's perm)
 };
 
 class WeightExporter {
@@ -197,7 +200,12 @@ class WeightExporter {
     return std::make_pair(t.dims[k_axis], t.dims[1 - k_axis]);
   }
 
-  absl::StatusOr<NBitsWeight> Pack(const ir::Tensor& t, int64_t k, int64_t n) {
+  // With `perm` (an act-order weight whose input rows the artifact stores
+  // permuted, W'[:, j] = W[:, perm[j]]), code j of a row goes back to K
+  // position perm[j] and w.g_idx[perm[j]] = j / block: the checkpoint's
+  // own order and g_idx, as MatMulNBits' input 4 reads them.
+  absl::StatusOr<NBitsWeight> Pack(const ir::Tensor& t, int64_t k, int64_t n,
+                                   const std::vector<int64_t>& perm = {}) {
     NBitsWeight w;
     w.k = k;
     w.n = n;
@@ -212,8 +220,16 @@ class WeightExporter {
       for (int64_t c = 0; c < k; ++c) {
         const uint64_t src = static_cast<uint64_t>(k_inner ? r * k + c : c * n + r);
         const uint32_t u = static_cast<uint32_t>(CodeAt(t.dtype, t.data.data(), src) + off);
-        PutCode(b, static_cast<size_t>(r * kb * blob + (c / w.block) * blob), c % w.block, u, bits);
+        const int64_t at = perm.empty() ? c : perm[static_cast<size_t>(c)];
+        PutCode(b, static_cast<size_t>(r * kb * blob + (at / w.block) * blob), at % w.block, u, bits);
       }
+    }
+    if (!perm.empty()) {
+      std::vector<int32_t> g_idx(static_cast<size_t>(k));
+      for (int64_t j = 0; j < k; ++j) {
+        g_idx[static_cast<size_t>(perm[static_cast<size_t>(j)])] = static_cast<int32_t>(j / w.block);
+      }
+      ASSIGN_OR_RETURN(w.g_idx, ed_.AddI32(t.name + "_g_idx", {k}, g_idx, t.provenance));
     }
     ASSIGN_OR_RETURN(const ir::Tensor* scale, ScaleTensor(t));
     ASSIGN_OR_RETURN(std::vector<float> s, ir::ScaleValues(*scale));
@@ -228,7 +244,10 @@ class WeightExporter {
     ASSIGN_OR_RETURN(w.b, ed_.AddZeros8(t.name + "_nbits", ir::DType::kU8, {n, kb, blob}, t.provenance));
     ed_.graph().FindMutableInitializer(w.b)->data = ir::TensorData::Owned(std::move(b));
     ASSIGN_OR_RETURN(w.scales, ed_.AddF32(t.name + "_nbits_scales", {n * kb}, scales, t.provenance));
-    ASSIGN_OR_RETURN(w.zero_points, ZeroPoints(t, n, kb, k_inner));
+    // With g_idx ONNX Runtime's kernel reads only zero points of the
+    // scales' type (measured: u8 ones are ignored for the default 8), so
+    // an act-order weight's are written as f32, unpacked, [N * blocks].
+    ASSIGN_OR_RETURN(w.zero_points, ZeroPoints(t, n, kb, k_inner, /*as_f32=*/!perm.empty()));
     return w;
   }
 
@@ -236,7 +255,7 @@ class WeightExporter {
   // GatherBlockQuantized read them (two per byte at 4 bits, a byte each at
   // 8, per row); "" when all are the default 2^(bits-1).
   absl::StatusOr<std::string> ZeroPoints(const ir::Tensor& t, int64_t rows, int64_t kb,
-                                         bool k_inner) {
+                                         bool k_inner, bool as_f32 = false) {
     const int32_t off = UnsignedOffset(t);
     const int bits = BitsOf(t);
     const int32_t default_value = 1 << (bits - 1);
@@ -254,6 +273,10 @@ class WeightExporter {
       }
     }
     if (default_zp) return std::string();
+    if (as_f32) {
+      return ed_.AddF32(t.name + "_zero_points_f32", {rows * kb},
+                        std::vector<float>(zps.begin(), zps.end()), t.provenance);
+    }
     const int64_t row = bits == 8 ? kb : (kb + 1) / 2;
     std::vector<uint8_t> packed(static_cast<size_t>(rows * row), 0);
     for (int64_t r = 0; r < rows; ++r) {
@@ -306,6 +329,24 @@ class WeightExporter {
     out.push_back(std::move(g));
     ++report_.gather_block_quantized;
     return absl::OkStatus();
+  }
+
+  // The index of the Gather(x, `<weight>.input_perm`, axis=-1) that is
+  // node n's A input and feeds nothing else, or nullptr.
+  const size_t* PermGather(const ir::Node& n) const {
+    auto p = idx_.producer.find(n.inputs[0]);
+    if (p == idx_.producer.end()) return nullptr;
+    const ir::Node& g = src_.nodes[p->second];
+    if (!g.domain.empty() || g.op_type != "Gather" || g.inputs.size() != 2 ||
+        g.inputs[1] != n.inputs[1] + hf::kInputPermSuffix || g.IntAttrOr("axis", 0) != -1) {
+      return nullptr;
+    }
+    auto uses = idx_.consumers.find(n.inputs[0]);
+    if (uses == idx_.consumers.end() || uses->second.size() != 1) return nullptr;
+    for (const ir::ValueInfo& o : src_.outputs) {
+      if (o.name == n.inputs[0]) return nullptr;
+    }
+    return &p->second;
   }
 
   // Whether com.microsoft MatMulNBits / GatherBlockQuantized can take every
@@ -401,12 +442,26 @@ class WeightExporter {
         continue;
       }
       ASSIGN_OR_RETURN(auto kn, ReadAsB(t, n));
-      if (!packed) {
-        ASSIGN_OR_RETURN(NBitsWeight w, Pack(t, kn.first, kn.second));
+      // An act-order weight is read through Gather(x, perm, axis=-1)
+      // (hf::kInputPermSuffix); that Gather folds into MatMulNBits' g_idx
+      // when it feeds only this node.
+      const size_t* gather = PermGather(n);
+      std::vector<int64_t> perm;
+      if (gather != nullptr) {
+        ASSIGN_OR_RETURN(perm, hf::ReadInputPermutation(src_, t.name, kn.first, "the ONNX export"));
+      }
+      if (!packed || packed->g_idx.empty() != perm.empty()) {
+        ASSIGN_OR_RETURN(NBitsWeight w, Pack(t, kn.first, kn.second, perm));
         packed = std::move(w);
       }
-      std::vector<std::string> in = {n.inputs[0], packed->b, packed->scales};
-      if (!packed->zero_points.empty()) in.push_back(packed->zero_points);
+      const std::string x = gather != nullptr ? src_.nodes[*gather].inputs[0] : n.inputs[0];
+      std::vector<std::string> in = {x, packed->b, packed->scales};
+      if (!packed->zero_points.empty() || !packed->g_idx.empty()) in.push_back(packed->zero_points);
+      if (!packed->g_idx.empty()) {
+        in.push_back(packed->g_idx);
+        replaced_[*gather] = {};  // the Gather goes
+        ++report_.g_idx_folded;
+      }
       const bool bias = n.inputs.size() > 2 && !n.inputs[2].empty();
       const std::string y = bias ? ed_.Fresh(n.outputs.at(0) + "_matmul") : n.outputs.at(0);
       ir::Node mm = MakeNode(n.name, "MatMulNBits", std::move(in), {y}, n.provenance, kMicrosoftDomain);

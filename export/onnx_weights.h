@@ -12,7 +12,11 @@
 //     B is the codes re-packed row by row [N, K/block, block/2] as unsigned
 //     nibbles (signed codes +8, with the default zero point 8), scales
 //     [N * K/block], zero points (asymmetric) packed two per byte. GPTQ /
-//     AWQ / imatrix codes are carried as they are.
+//     AWQ / imatrix codes are carried as they are. An act-order weight read
+//     through Gather(x, `<W>.input_perm`, axis=-1) takes x directly, its
+//     codes back in checkpoint row order and the checkpoint's g_idx as
+//     input 4 (zero points then f32 [N * K/block]: ORT ignores u8 ones
+//     beside a g_idx); the Gather goes.
 //     Gather(W[V, H], ids) with groups along H (embedding tables)
 //     -> com.microsoft GatherBlockQuantized(codes as u8 [V, H/2], ids,
 //        scales[, zero_points]){gather_axis 0, quantize_axis 1, bits 4}
@@ -53,6 +57,7 @@ struct WeightReport {
   int64_t matmul_nbits = 0;        // MatMulNBits nodes written
   int64_t gather_block_quantized = 0;  // GatherBlockQuantized nodes written
   int64_t blocked_dequantize = 0;  // group-wise weights behind opset-21 DequantizeLinear
+  int64_t g_idx_folded = 0;  // act-order input Gathers folded into MatMulNBits' g_idx
   // FP8 weights behind float8 DequantizeLinear: their u8 code initializers,
   // to be written as FLOAT8E4M3FN (onnx_format::OnnxExportOptions).
   std::vector<std::string> float8_e4m3fn;

@@ -358,6 +358,54 @@ TEST(OnnxWeightsTest, Int4GroupWiseBecomesMatMulNBitsWithTheSameCodes) {
   }
 }
 
+// An act-order weight (rows stored permuted, read through
+// Gather(x, W.input_perm, axis=-1)) becomes one MatMulNBits on x with the
+// codes back in checkpoint order and the checkpoint's g_idx; zero points
+// f32, the Gather gone. ORT runs the GPTQ act-order fixture so in
+// onnx_ort_float.
+TEST(OnnxWeightsTest, ActOrderGatherFoldsIntoMatMulNBitsGIdx) {
+  ir::Model m = QuantizedGemm(ir::QuantKind::kInt4GroupWise, ir::DType::kU4, true);
+  std::vector<int64_t> perm(32);
+  for (int64_t j = 0; j < 32; ++j) perm[j] = (j * 7 + 3) % 32;  // 7 is a unit mod 32
+  std::vector<uint8_t> pb(32 * 8);
+  std::memcpy(pb.data(), perm.data(), pb.size());
+  ASSERT_THAT(m.graph.AddInitializer(Raw("W.input_perm", ir::DType::kI64, {32}, pb)), IsOk());
+  ir::Node gather;
+  gather.name = "perm_x";
+  gather.op_type = "Gather";
+  gather.inputs = {"x", "W.input_perm"};
+  gather.outputs = {"x_perm"};
+  gather.attributes["axis"] = ir::Attribute::Int(-1);
+  m.graph.nodes[0].inputs[0] = "x_perm";
+  m.graph.nodes.insert(m.graph.nodes.begin(), gather);
+  const ir::Tensor w = *m.graph.FindInitializer("W");
+  auto report = ExportQuantizedWeights(m, OnnxProfile::kOrt);
+  ASSERT_THAT(report.status(), IsOk());
+  EXPECT_EQ(report->g_idx_folded, 1);
+  ASSERT_THAT(Ops(m.graph), ElementsAre("com.microsoft.MatMulNBits"));
+  const ir::Node& mm = m.graph.nodes[0];
+  ASSERT_EQ(mm.inputs.size(), 5u);
+  EXPECT_EQ(mm.inputs[0], "x");
+  EXPECT_EQ(m.graph.FindInitializer("W.input_perm"), nullptr);
+  const ir::Tensor* b = m.graph.FindInitializer(mm.inputs[1]);
+  const ir::Tensor* zp = m.graph.FindInitializer(mm.inputs[3]);
+  const ir::Tensor* g_idx = m.graph.FindInitializer(mm.inputs[4]);
+  ASSERT_TRUE(b != nullptr && zp != nullptr && g_idx != nullptr);
+  EXPECT_EQ(zp->dtype, ir::DType::kF32);
+  EXPECT_EQ(zp->dims, std::vector<int64_t>{6});
+  ASSERT_EQ(g_idx->dtype, ir::DType::kI32);
+  std::vector<int32_t> gi(32);
+  std::memcpy(gi.data(), g_idx->data.data(), 32 * 4);
+  for (int64_t n = 0; n < 3; ++n) {
+    for (int64_t j = 0; j < 32; ++j) {
+      // Stored position j holds checkpoint row perm[j], of group j / 16.
+      EXPECT_EQ(ir::IntAt<ir::DType::kU4>(b->data.data(), n * 32 + perm[j]),
+                ir::IntAt<ir::DType::kU4>(w.data.data(), n * 32 + j));
+      if (n == 0) EXPECT_EQ(gi[perm[j]], j / 16) << j;
+    }
+  }
+}
+
 // Without the ort profile, or where MatMulNBits cannot take the weight
 // (here: a Gemm without transB reads groups along N), a group-wise weight
 // is standard ONNX: DequantizeLinear of the codes as stored (the IR's

@@ -147,14 +147,15 @@ PYEOF
         --max-rel 1e-4
   done
   # Issue 18: already-quantized checkpoints exported with their codes
-  # (GPTQ act-order: MatMulNBits plus the input Gather; compressed-tensors
+  # (GPTQ act-order: MatMulNBits with the checkpoint's row order and g_idx,
+  # f32 zero points, no input Gather left; compressed-tensors
   # signed codes: MatMulNBits; GPTQ 8-bit: DequantizeLinear with u8 zero
   # points; FP8 per channel and in 128x128 blocks: float8 DequantizeLinear
   # at opset 21; AWQ groups of 8 and GEMV rows of 344: blocked
   # DequantizeLinear of the UINT4 codes), against `slimpack run` of the
   # checkpoint itself.
   local pq f
-  for f in "gptq-4bit-g32-actorder:group-wise: 28 MatMulNBits" \
+  for f in "gptq-4bit-g32-actorder:28 act-order input Gathers folded into MatMulNBits g_idx" \
            "compressed-tensors-4bit-g32-sym:group-wise: 28 MatMulNBits" \
            "gptq-8bit-perchannel:28 int8 weights behind DequantizeLinear" \
            "compressed-tensors-fp8-channel:28 FP8 E4M3 weights behind float8 DequantizeLinear (model raised from opset 17 to 21)" \
