@@ -58,6 +58,9 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
       {"--onnx-profile", !f.onnx_profile.empty()},
       {"--onnx-quant-format", !f.onnx_quant_format.empty()},
       {"--onnx-external-data", f.onnx_external_data},
+      {"--onnx-kv-cache", f.onnx_kv_cache},
+      {"--onnx-gqa", f.onnx_gqa},
+      {"--activation-type", !f.activation_type.empty()},
   };
 }
 

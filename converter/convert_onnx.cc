@@ -54,6 +54,7 @@ std::vector<std::pair<std::string, bool>> StageFlags(const ConvertFlags& f) {
       {"--quant", !f.quant.empty()},
       {"--group", f.group != 0},
       {"--asym", f.asym},
+      {"--activation-type", !f.activation_type.empty()},
       {"--algo", !f.algo.empty()},
       {"--calib", !f.calib.empty()},
       {"--calib-samples", f.calib_samples != 0},

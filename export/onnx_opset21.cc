@@ -45,29 +45,40 @@ bool DefaultDomain(const ir::Node& n) { return n.domain.empty() || n.domain == "
 
 }  // namespace
 
-absl::Status RaiseDefaultOpsetTo21(ir::Model& model) {
+absl::Status RaiseDefaultOpsetTo21(ir::Model& model, const std::string& why) {
   auto it = model.opset_imports.find("");
-  const int64_t opset = it == model.opset_imports.end() ? 0 : it->second;
+  const int64_t opset = it == model.opset_imports.end() ? 17 : it->second;
   if (opset >= kBlockedDequantizeOpset) return absl::OkStatus();
   if (opset < 13) {
     return absl::FailedPreconditionError(
-        "FP8 weights are written as opset-21 DequantizeLinear; raising the model from opset " +
-        std::to_string(opset) + " is done from opset 13 only");
+        why + " need opset 21; raising the model from opset " + std::to_string(opset) +
+        " is done from opset 13 only");
   }
   // Check everything before the first change.
   for (size_t i = 0; i < model.graph.nodes.size(); ++i) {
     const ir::Node& n = model.graph.nodes[i];
     if (!DefaultDomain(n)) continue;
-    if (n.HasSubgraphs() || (!Unchanged().count(n.op_type) && !AxesToInput().count(n.op_type))) {
+    const ir::Attribute* mode = n.FindAttribute("coordinate_transformation_mode");
+    const bool gone_mode =
+        n.op_type == "Resize" && mode != nullptr && mode->s == "tf_half_pixel_for_nn";
+    if (n.HasSubgraphs() || gone_mode ||
+        (!Unchanged().count(n.op_type) && !AxesToInput().count(n.op_type))) {
       return absl::UnimplementedError(
-          "node " + ir::DescribeNode(n, i) + ": FP8 weights need opset 21 (blocked float8 "
-          "DequantizeLinear) and raising " + n.op_type + " from opset " + std::to_string(opset) +
+          "node " + ir::DescribeNode(n, i) + ": " + why + " need opset 21, and raising " +
+          n.op_type + (gone_mode ? " with coordinate_transformation_mode tf_half_pixel_for_nn" : "") +
+          " from opset " + std::to_string(opset) +
           " is not implemented (ONNX 1.12's version converter stops at 17)");
     }
   }
   GraphEditor ed(model.graph);
   for (ir::Node& n : model.graph.nodes) {
-    if (!DefaultDomain(n) || !AxesToInput().count(n.op_type)) continue;
+    if (!DefaultDomain(n)) continue;
+    if (n.op_type == "Split" && (n.inputs.size() < 2 || n.inputs[1].empty()) &&
+        n.FindAttribute("num_outputs") == nullptr) {
+      n.attributes["num_outputs"] = ir::Attribute::Int(static_cast<int64_t>(n.outputs.size()));
+      continue;
+    }
+    if (!AxesToInput().count(n.op_type)) continue;
     auto axes = n.attributes.find("axes");
     if (axes == n.attributes.end()) continue;  // all axes: the same at 18
     const std::vector<int64_t> values = axes->second.ints;

@@ -2,6 +2,7 @@
 // is planned and packed first; the node list is rebuilt once at the end.
 #include "export/onnx_weights.h"
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -449,6 +450,9 @@ class WeightExporter {
       std::vector<int64_t> perm;
       if (gather != nullptr) {
         ASSIGN_OR_RETURN(perm, hf::ReadInputPermutation(src_, t.name, kn.first, "the ONNX export"));
+        // Not an initializer (a Constant's output, a graph input): the
+        // Gather stays and the weight is packed as stored.
+        if (perm.empty()) gather = nullptr;
       }
       if (!packed || packed->g_idx.empty() != perm.empty()) {
         ASSIGN_OR_RETURN(NBitsWeight w, Pack(t, kn.first, kn.second, perm));
@@ -500,14 +504,17 @@ absl::StatusOr<WeightReport> ExportQuantizedWeights(ir::Model& model, OnnxProfil
   ir::Graph graph = model.graph;
   WeightExporter exporter(model, graph, profile, opset);
   ASSIGN_OR_RETURN(WeightReport report, exporter.Run());
-  if ((!report.float8_e4m3fn.empty() || report.blocked_dequantize > 0) &&
-      opset < kBlockedDequantizeOpset) {
+  const bool needs_21 = !report.float8_e4m3fn.empty() || report.blocked_dequantize > 0;
+  if (needs_21 && opset < kBlockedDequantizeOpset) {
     // Raised apart from `model`, which stays unchanged on error.
     ir::Model raised;
     raised.opset_imports = model.opset_imports;
     raised.ir_version = model.ir_version;
     raised.graph = std::move(graph);
-    RETURN_IF_ERROR(RaiseDefaultOpsetTo21(raised));
+    RETURN_IF_ERROR(RaiseDefaultOpsetTo21(
+        raised, !report.float8_e4m3fn.empty()
+                    ? "FP8 weights (float8 DequantizeLinear)"
+                    : "group-wise weights MatMulNBits cannot take (blocked DequantizeLinear)"));
     model.graph = std::move(raised.graph);
     model.opset_imports = std::move(raised.opset_imports);
     model.ir_version = raised.ir_version;
@@ -515,6 +522,8 @@ absl::StatusOr<WeightReport> ExportQuantizedWeights(ir::Model& model, OnnxProfil
   } else {
     model.graph = std::move(graph);
   }
+  // FLOAT8 initializers need IR 9, INT4 ones IR 10 (as opset 21 does).
+  if (needs_21) model.ir_version = std::max<int64_t>(model.ir_version, 10);
   if (report.matmul_nbits + report.gather_block_quantized > 0 &&
       !model.opset_imports.count(kMicrosoftDomain)) {
     model.opset_imports[kMicrosoftDomain] = 1;

@@ -515,6 +515,7 @@ absl::StatusOr<ir::Model> BuildDecoderGraph(const ir::Model& checkpoint,
   RETURN_IF_ERROR(CheckUnsupportedOptions(checkpoint, out.warnings));
   DecoderBuilder builder(checkpoint, options, out);
   RETURN_IF_ERROR(builder.Build());
+  if (options.group_query_attention) out.opset_imports["com.microsoft"] = 1;
   size_t unused = 0;
   std::string example;
   for (const ir::Tensor& t : checkpoint.graph.initializers()) {

@@ -150,6 +150,7 @@ bool QuantConfig::active() const {
 absl::StatusOr<QuantConfig> ParseQuantConfig(const json& j, const std::string& file) {
   if (!j.is_object()) return KeyError(file, "quant", "expected an object, found " + JsonType(j));
   QuantConfig c;
+  bool has_activation_type = false;
   for (const auto& [k, v] : j.items()) {
     const std::string kp = "quant." + k;
     // (A lambda may not capture a structured binding before C++20.)
@@ -198,6 +199,7 @@ absl::StatusOr<QuantConfig> ParseQuantConfig(const json& j, const std::string& f
         return KeyError(file, kp, "expected \"uint8\" or \"int8\", found " + v.dump());
       }
       c.w8a8_int8_activations = v.get<std::string>() == "int8";
+      has_activation_type = true;
     } else if (k == "keep_float") {
       if (!v.is_string()) return KeyError(file, kp, "expected a regex string, found " + JsonType(v));
       if (auto re = support::Regex::Compile(v.get<std::string>()); !re.ok()) {
@@ -264,7 +266,7 @@ absl::StatusOr<QuantConfig> ParseQuantConfig(const json& j, const std::string& f
                       "keep_float, mse_clip, rules, scheme, target_bpw, target_size)");
     }
   }
-  if (c.w8a8_int8_activations && !c.w8a8) {
+  if (has_activation_type && !c.w8a8) {
     return KeyError(file, "quant.activation_type", "applies to \"scheme\": \"w8a8\" only");
   }
   return c;

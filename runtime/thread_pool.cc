@@ -45,6 +45,11 @@ bool SpinUntil(Ready ready) {
 }  // namespace
 
 ThreadPool::ThreadPool(int num_threads) {
+  // More threads than cores: a spinning thread would take the core from
+  // the one doing the work, so then every wait sleeps at once. (Set before
+  // the workers start, which read it.)
+  const unsigned cores = std::thread::hardware_concurrency();
+  spin_ = cores != 0 && num_threads > 0 && static_cast<unsigned>(num_threads) <= cores;
   // A thread the system refuses (--threads 1024 under a process or memory
   // limit) is not an error: the pool runs with the workers that started,
   // down to the caller alone. Tasks do not depend on the thread count, so
@@ -83,7 +88,7 @@ void ThreadPool::WorkerLoop() {
   for (;;) {
     // Poll first (the next loop usually starts within microseconds); the
     // decision to join is still made under mu_ below.
-    SpinUntil([&] { return stop_.load() || generation_.load() != seen; });
+    if (spin_) SpinUntil([&] { return stop_.load() || generation_.load() != seen; });
     {
       std::unique_lock<std::mutex> lock(mu_);
       // fn_ is null between loops: a worker that wakes late must not join
@@ -125,7 +130,7 @@ void ThreadPool::ParallelFor(int64_t n,
   // next loop can reset the shared fields safely: polled, then confirmed
   // (or slept on) under mu_.
   auto finished = [&] { return tasks_done_.load() == num_tasks_ && active_.load() == 0; };
-  SpinUntil(finished);
+  if (spin_) SpinUntil(finished);
   std::unique_lock<std::mutex> lock(mu_);
   done_.wait(lock, finished);
   fn_ = nullptr;

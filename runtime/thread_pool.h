@@ -50,6 +50,7 @@ class ThreadPool {
   std::atomic<int> active_{0};  // workers inside RunTasks
   std::atomic<uint64_t> generation_{0};
   std::atomic<bool> stop_{false};
+  bool spin_ = false;  // poll before waiting (no more threads than cores)
 };
 
 // Runs on `pool` if there is one, else inline.

@@ -81,7 +81,7 @@ struct PrequantConfig {
 // 32 values in 3 words), group_size (-1 or >= 1), sym, desc_act,
 // checkpoint_format (or format): "gptq" = v1 with zeros minus one (the
 // default), "gptq_v2" = zeros as they are; is_marlin_format must be false.
-// AWQ bits / w_bit (4), group_size / q_group_size (>= 1), zero_point (true),
+// AWQ bits / w_bit (4), group_size / q_group_size (>= 1 or -1), zero_point (true),
 // version ("gemm", or "gemv": group_size 32, 64 or >= 128, the sizes
 // AutoAWQ's GEMV layout has). compressed-tensors: format "pack-quantized", one weight
 // scheme over config_groups (type "int", num_bits 2 / 4 / 8, strategy

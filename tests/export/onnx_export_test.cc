@@ -477,19 +477,23 @@ using ::slimpack::testing::StatusIs;
 using ::testing::HasSubstr;
 
 // FP8 weights need opset 21: ReduceMean's axes become an input (opset 18),
-// the other nodes stay as they are, IR version 10.
+// an equal Split gets num_outputs (required from 18), the other nodes stay
+// as they are, IR version 10.
 TEST(RaiseOpsetTo21Test, MovesReduceAxesToInputsAndKeepsTheRest) {
   ir::Model m = ImportText(R"(<ir_version: 8, opset_import: ["" : 17]>
-g (float[2,4] x) => (float[2,1] y, float y2) {
+g (float[2,4] x) => (float[2,1] y, float y2, float[2,2] a, float[2,2] b) {
   sq = Mul(x, x)
   ms = ReduceMean <axes = [-1], keepdims = 1> (sq)
   y = Sqrt(ms)
   y2 = ReduceMean <keepdims = 0> (x)
+  a, b = Split <axis = 1> (x)
 })");
-  ASSERT_THAT(RaiseDefaultOpsetTo21(m), IsOk());
+  ASSERT_THAT(RaiseDefaultOpsetTo21(m, "test weights"), IsOk());
   EXPECT_EQ(m.opset_imports.at(""), 21);
   EXPECT_GE(m.ir_version, 10);
-  ASSERT_EQ(m.graph.nodes.size(), 4u);
+  ASSERT_EQ(m.graph.nodes.size(), 5u);
+  EXPECT_EQ(m.graph.nodes[4].IntAttrOr("num_outputs", 0), 2);
+  EXPECT_EQ(m.graph.nodes[4].inputs.size(), 1u);
   const ir::Node& mean = m.graph.nodes[1];
   EXPECT_EQ(mean.op_type, "ReduceMean");
   ASSERT_EQ(mean.inputs.size(), 2u);
@@ -509,7 +513,7 @@ g (float[2,4] x) => (float[2,1] y, float y2) {
   EXPECT_EQ(m.graph.nodes[2].op_type, "Sqrt");
   // Raising again changes nothing.
   const size_t inits = m.graph.initializers().size();
-  ASSERT_THAT(RaiseDefaultOpsetTo21(m), IsOk());
+  ASSERT_THAT(RaiseDefaultOpsetTo21(m, "test weights"), IsOk());
   EXPECT_EQ(m.graph.initializers().size(), inits);
 }
 
@@ -519,16 +523,17 @@ g (float[2,4] x) => (float[2,1] y, int64[2] i) {
   y = ReduceMean <axes = [-1], keepdims = 1> (x)
   i = NonZero(x)
 })");
-  EXPECT_THAT(RaiseDefaultOpsetTo21(m),
+  EXPECT_THAT(RaiseDefaultOpsetTo21(m, "FP8 weights"),
               StatusIs(absl::StatusCode::kUnimplemented,
-                       AllOf(HasSubstr("(NonZero)"), HasSubstr("from opset 17 is not implemented"))));
+                       AllOf(HasSubstr("(NonZero): FP8 weights need opset 21"),
+                             HasSubstr("from opset 17 is not implemented"))));
   EXPECT_EQ(m.opset_imports.at(""), 17);
   EXPECT_NE(m.graph.nodes[0].FindAttribute("axes"), nullptr);
   ir::Model old = ImportText(R"(<ir_version: 7, opset_import: ["" : 12]>
 g (float[2,4] x) => (float[2,4] y) {
   y = Relu(x)
 })");
-  EXPECT_THAT(RaiseDefaultOpsetTo21(old),
+  EXPECT_THAT(RaiseDefaultOpsetTo21(old, "FP8 weights"),
               StatusIs(absl::StatusCode::kFailedPrecondition, HasSubstr("from opset 12")));
 }
 

@@ -260,6 +260,7 @@ TEST(DecoderGraphGqaTest, OneGroupQueryAttentionPerLayer) {
     if (n.op_type == "GroupQueryAttention") gqa.push_back(&n);
   }
   ASSERT_EQ(gqa.size(), 2u);
+  EXPECT_EQ(model->opset_imports.at("com.microsoft"), 1);
   for (int64_t l = 0; l < 2; ++l) {
     const ir::Node& n = *gqa[l];
     EXPECT_EQ(n.domain, "com.microsoft");

@@ -140,6 +140,8 @@ TEST(QuantConfigTest, ErrorsNameFileKeyAndValue) {
        R"(quant.activation_type: expected "uint8" or "int8", found "s8")"},
       {R"({"scheme": "int8", "activation_type": "int8"})",
        "quant.activation_type: applies to \"scheme\": \"w8a8\" only"},
+      {R"({"scheme": "int4", "activation_type": "uint8"})",
+       "quant.activation_type: applies to \"scheme\": \"w8a8\" only"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ParseQuantConfig(nlohmann::json::parse(c.json), "my.json"),
