@@ -205,6 +205,24 @@ constexpr int kAwqField[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 
 namespace {
 
+// The three AWQ tensors (GEMM and GEMV alike) checked for dtype and rank.
+absl::Status CheckAwqTensors(const PackedLinear& p) {
+  RETURN_IF_ERROR(CheckTensor(*p.qweight, {ir::DType::kI32}, 2));
+  RETURN_IF_ERROR(CheckTensor(*p.qzeros, {ir::DType::kI32}, 2));
+  return CheckTensor(*p.scales, {ir::DType::kF16, ir::DType::kBF16, ir::DType::kF32}, 2);
+}
+
+// The group size over `in` inputs (-1: all of them), which must divide it.
+absl::StatusOr<int64_t> AwqGroup(const PrequantConfig& c, const ir::Tensor& qw, int64_t in) {
+  const int64_t group = c.group_size == -1 ? in : c.group_size;
+  if (in % group != 0) {
+    return absl::InvalidArgumentError(Where(qw) + ": " + std::to_string(in) +
+                                      " input rows are not a multiple of group_size " +
+                                      std::to_string(group) + " (" + c.source + ")");
+  }
+  return group;
+}
+
 // AutoAWQ's GEMV layout, transposed against GEMM: qweight [out, in / 8]
 // (field k of word c holds input 8c + k, in order), qzeros [out, W] (field
 // k of word c: group 8c + k), scales [out, 8W] (the first in / group_size
@@ -212,22 +230,15 @@ namespace {
 // calculate_zeros_width: ceil(ceil(groups / 8) / m) * m with m = 4, 2, 1
 // for group sizes 32, 64, >= 128.
 absl::StatusOr<Grid> ReadAwqGemv(const PrequantConfig& c, const PackedLinear& p) {
+  RETURN_IF_ERROR(CheckAwqTensors(p));
   const ir::Tensor& qw = *p.qweight;
   const ir::Tensor& qz = *p.qzeros;
   const ir::Tensor& sc = *p.scales;
-  RETURN_IF_ERROR(CheckTensor(qw, {ir::DType::kI32}, 2));
-  RETURN_IF_ERROR(CheckTensor(qz, {ir::DType::kI32}, 2));
-  RETURN_IF_ERROR(CheckTensor(sc, {ir::DType::kF16, ir::DType::kBF16, ir::DType::kF32}, 2));
   Grid g;
   g.bits = 4;
   g.out = qw.dims[0];
   g.in = qw.dims[1] * 8;
-  g.group = c.group_size == -1 ? g.in : c.group_size;
-  if (g.in % g.group != 0) {
-    return absl::InvalidArgumentError(Where(qw) + ": " + std::to_string(g.in) +
-                                      " inputs are not a multiple of group_size " +
-                                      std::to_string(g.group) + " (" + c.source + ")");
-  }
+  ASSIGN_OR_RETURN(g.group, AwqGroup(c, qw, g.in));
   if (g.group != 32 && g.group != 64 && g.group < 128) {
     return absl::InvalidArgumentError(Where(qw) + ": " + std::to_string(g.in) + " inputs make " +
                                       "group_size -1 a group of " + std::to_string(g.group) +
@@ -269,22 +280,15 @@ absl::StatusOr<Grid> ReadAwqGemv(const PrequantConfig& c, const PackedLinear& p)
 
 absl::StatusOr<Grid> ReadAwq(const PrequantConfig& c, const PackedLinear& p) {
   if (c.awq_gemv) return ReadAwqGemv(c, p);
+  RETURN_IF_ERROR(CheckAwqTensors(p));
   const ir::Tensor& qw = *p.qweight;
   const ir::Tensor& qz = *p.qzeros;
   const ir::Tensor& sc = *p.scales;
-  RETURN_IF_ERROR(CheckTensor(qw, {ir::DType::kI32}, 2));
-  RETURN_IF_ERROR(CheckTensor(qz, {ir::DType::kI32}, 2));
-  RETURN_IF_ERROR(CheckTensor(sc, {ir::DType::kF16, ir::DType::kBF16, ir::DType::kF32}, 2));
   Grid g;
   g.bits = 4;
   g.in = qw.dims[0];
   g.out = sc.dims[1];
-  g.group = c.group_size == -1 ? g.in : c.group_size;
-  if (g.in % g.group != 0) {
-    return absl::InvalidArgumentError(Where(qw) + ": " + std::to_string(g.in) +
-                                      " input rows are not a multiple of group_size " +
-                                      std::to_string(g.group) + " (" + c.source + ")");
-  }
+  ASSIGN_OR_RETURN(g.group, AwqGroup(c, qw, g.in));
   g.groups = g.in / g.group;
   if (g.out % 8 != 0) {
     return absl::InvalidArgumentError(Where(sc) + ": " + std::to_string(g.out) +
