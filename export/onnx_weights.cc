@@ -42,11 +42,6 @@ int32_t UnsignedOffset(const ir::Tensor& t) {
   return is_signed ? 1 << (BitsOf(t) - 1) : 0;
 }
 
-// The layout's name in messages ("int4 group-wise").
-std::string GroupedName(const ir::Tensor& t) {
-  return BitsOf(t) == 8 ? "int8 group-wise" : "int4 group-wise";
-}
-
 // Stores unsigned value u of element `i` of a row-block blob: one byte at
 // 8 bits, a nibble (element 2j in the low one) at 4.
 void PutCode(std::vector<uint8_t>& b, size_t at_elem_base, int64_t i, uint32_t u, int bits) {
@@ -174,31 +169,10 @@ class WeightExporter {
     return absl::OkStatus();
   }
 
-  // K / N of `t` as read by node `n`, or a refusal naming both.
-  absl::StatusOr<std::pair<int64_t, int64_t>> ReadAsB(const ir::Tensor& t, const ir::Node& n) {
-    const std::string where =
-        Where(t) + " (" + GroupedName(t) + ") read by node '" + n.name + "' (" + n.op_type + ")";
-    const bool gemm = n.domain.empty() && n.op_type == "Gemm";
-    const bool matmul = n.domain.empty() && n.op_type == "MatMul";
-    if ((!gemm && !matmul) || n.inputs.size() < 2 || n.inputs[1] != t.name || n.inputs[0] == t.name) {
-      return absl::UnimplementedError(
-          where + ": group-wise weights are written for the B input of MatMul and Gemm (MatMulNBits) and "
-                  "Gather (GatherBlockQuantized) only");
-    }
-    if (gemm && (n.IntAttrOr("transA", 0) != 0 ||
-                 (n.FindAttribute("alpha") && n.FindAttribute("alpha")->f != 1.0f) ||
-                 (n.FindAttribute("beta") && n.FindAttribute("beta")->f != 1.0f))) {
-      return absl::UnimplementedError(where + ": Gemm with transA, alpha or beta is not written");
-    }
-    const bool trans = gemm && n.IntAttrOr("transB", 0) != 0;
-    const int k_axis = trans ? 1 : 0;
-    if (t.quant.axis != k_axis) {
-      return absl::UnimplementedError(where + ": groups run along axis " +
-                                      std::to_string(t.quant.axis) +
-                                      ", MatMulNBits needs them along K (axis " +
-                                      std::to_string(k_axis) + ")");
-    }
-    return std::make_pair(t.dims[k_axis], t.dims[1 - k_axis]);
+  // K / N of `t` read as MatMulNBits' B: its groups run along K
+  // (ContribOpsCanTake checked each reader).
+  static std::pair<int64_t, int64_t> KAndN(const ir::Tensor& t) {
+    return {t.dims[t.quant.axis], t.dims[1 - t.quant.axis]};
   }
 
   // With `perm` (an act-order weight whose input rows the artifact stores
@@ -295,14 +269,7 @@ class WeightExporter {
   // GatherBlockQuantized(codes as u8 [V, H/2] (4 bits) or [V, H] (8 bits),
   // ids, scales [V, H/g][, zp]).
   absl::Status GatherNode(const ir::Tensor& t, const ir::Node& n, std::vector<ir::Node>& out) {
-    const std::string where =
-        Where(t) + " (" + GroupedName(t) + ") read by node '" + n.name + "' (Gather)";
-    const int bits = BitsOf(t);
-    if (n.inputs.size() != 2 || n.inputs[0] != t.name || n.IntAttrOr("axis", 0) != 0 ||
-        t.quant.axis != 1 || (bits == 4 && t.dims[1] % 2 != 0)) {
-      return absl::UnimplementedError(where + ": GatherBlockQuantized takes rows (axis 0) of a table "
-                                              "grouped along an even-sized last axis only");
-    }
+    const int bits = BitsOf(t);  // ContribOpsCanTake checked the Gather
     if (gather_.b.empty()) {
       const int64_t v = t.dims[0], h = t.dims[1];
       const int64_t kb = (h + t.quant.group_size - 1) / t.quant.group_size;
@@ -417,23 +384,11 @@ class WeightExporter {
   // for and they can take it, else as blocked DequantizeLinear.
   absl::Status Grouped(const ir::Tensor& t) {
     const int bits = BitsOf(t);
+    // ContribOpsCanTake checked the block size, the rank, that t is no
+    // graph output and every reader.
     if (profile_ != OnnxProfile::kOrt || !ContribOpsCanTake(t)) return BlockedDequantize(t);
-    const int64_t g = t.quant.group_size;
-    if (g < 16 || (g & (g - 1)) != 0) {
-      return absl::UnimplementedError(Where(t) + ": group size " + std::to_string(g) +
-                                      " is not a MatMulNBits block size (a power of two >= 16)");
-    }
-    if (t.dims.size() != 2) {
-      return absl::UnimplementedError(Where(t) + ": group-wise weights of rank " +
-                                      std::to_string(t.dims.size()) + " are not written (rank 2 only)");
-    }
     auto it = idx_.consumers.find(t.name);
     if (it == idx_.consumers.end()) return absl::OkStatus();  // unread: dropped
-    for (const ir::ValueInfo& o : src_.outputs) {
-      if (o.name == t.name) {
-        return absl::UnimplementedError(Where(t) + ": a group-wise graph output is not written");
-      }
-    }
     std::optional<NBitsWeight> packed;
     gather_ = NBitsWeight{};
     for (size_t c : it->second) {
@@ -442,7 +397,7 @@ class WeightExporter {
         RETURN_IF_ERROR(GatherNode(t, n, replaced_[c]));
         continue;
       }
-      ASSIGN_OR_RETURN(auto kn, ReadAsB(t, n));
+      const auto kn = KAndN(t);
       // An act-order weight is read through Gather(x, perm, axis=-1)
       // (hf::kInputPermSuffix); that Gather folds into MatMulNBits' g_idx
       // when it feeds only this node.
