@@ -1,6 +1,7 @@
 #include "export/gguf_encode.h"
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 
 #include "absl/strings/str_cat.h"
@@ -87,6 +88,62 @@ absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64
       }
     }
   });
+  return first_error;
+}
+
+absl::Status EncodeTensor(const Planned& p, TensorType type, int64_t rows, int64_t cols,
+                          const float* importance, int threads, const support::InputPages* pages,
+                          uint8_t* dst, uint64_t size) {
+  const ir::Tensor& t = *p.source;
+  const int64_t row_bytes = gguf::RowBytes(type, cols);
+  if (static_cast<uint64_t>(row_bytes * rows) != size) {
+    return absl::InternalError(absl::StrCat("encoded size ", row_bytes * rows, " != ", size));
+  }
+  const uint64_t esize = static_cast<uint64_t>(ir::DTypeBits(t.dtype)) / 8;
+  const uint64_t numel = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
+  // A rotary bias is permuted as [rows, 1] but encoded as one row: only
+  // tensors whose permuted rows are the encoded rows stream.
+  const bool streams = !t.quant.quantized() && esize > 0 && t.data.size() == numel * esize &&
+                       (p.rope_heads == 0 || (RopeRows(t) == rows && RopeCols(t) == cols));
+  if (!streams) {
+    std::vector<float> values;
+    RETURN_IF_ERROR(ReadValuesF32(p, numel, threads, values));
+    if (pages) pages->Release(t.data.data(), t.data.size());
+    return EncodeRows(type, values, rows, cols, importance, threads, dst, size);
+  }
+  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(cols, 1));
+  const int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
+  const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, chunks));
+  std::atomic<int64_t> next{0};
+  std::mutex mu;
+  absl::Status first_error;
+  support::RunOnThreads(parts, [&](int64_t) {
+    std::vector<float> row(static_cast<size_t>(cols));
+    for (int64_t c = next++; c < chunks; c = next++) {
+      const int64_t begin = c * chunk_rows, end = std::min(rows, begin + chunk_rows);
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t from =
+            p.rope_heads > 0 ? gguf::RopePermutedSourceRow(r, rows, p.rope_heads) : r;
+        absl::Status s = ir::ConvertFloats(
+            t.dtype, t.data.data() + static_cast<uint64_t>(from * cols) * esize, ir::DType::kF32,
+            reinterpret_cast<uint8_t*>(row.data()), static_cast<uint64_t>(cols));
+        if (s.ok()) s = gguf::QuantizeRow(type, row.data(), cols, importance, dst + r * row_bytes);
+        if (!s.ok()) {
+          std::lock_guard<std::mutex> lock(mu);
+          if (first_error.ok()) first_error = Annotate(s, absl::StrCat("row ", r));
+          next = chunks;
+          return;
+        }
+      }
+      // Rotary rows come from anywhere in their head: those pages go back
+      // with the rest below.
+      if (pages && p.rope_heads == 0) {
+        pages->Release(t.data.data() + static_cast<uint64_t>(begin * cols) * esize,
+                       static_cast<uint64_t>((end - begin) * cols) * esize);
+      }
+    }
+  });
+  if (pages) pages->Release(t.data.data(), t.data.size());
   return first_error;
 }
 

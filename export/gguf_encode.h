@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "export/gguf_llama_plan.h"
 #include "export/gguf_types.h"
+#include "support/input_pages.h"
 
 namespace slimpack::gguf_export {
 
@@ -27,6 +28,17 @@ absl::Status ReadValuesF32(const Planned& p, uint64_t numel, int threads, std::v
 absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64_t rows,
                         int64_t cols, const float* importance, int threads, uint8_t* dst,
                         uint64_t size);
+
+// Encodes all of `p.source` as `type` into `dst` (size bytes): what
+// ReadValuesF32 + EncodeRows give, byte for byte. A float source is read a
+// row at a time into a per-thread buffer, rows taken in chunks of about
+// 2^20 weights by the threads in turn, and with `pages` each chunk's
+// mapped input pages are given back once encoded, so memory stays a few
+// rows per thread whatever the tensor's size; a quantized source is
+// decoded whole (its layouts decode by group, not by row).
+absl::Status EncodeTensor(const Planned& p, TensorType type, int64_t rows, int64_t cols,
+                          const float* importance, int threads, const support::InputPages* pages,
+                          uint8_t* dst, uint64_t size);
 
 // llama-quantize's per-tensor rules for `plan`. They read the first
 // layer's head counts (hparams n_head() / n_head_kv() without a layer).

@@ -179,6 +179,9 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
         p.gguf_name, ne, choice.type,
         [p, rows, cols, type = choice.type, columns, threads, requantize, &requantized,
          &requantized_mu, pages](uint8_t* dst, uint64_t size) -> absl::Status {
+          if (!requantize) {
+            return EncodeTensor(p, type, rows, cols, columns, threads, pages.get(), dst, size);
+          }
           std::vector<float> values;
           RETURN_IF_ERROR(ReadValuesF32(p, static_cast<uint64_t>(rows) * cols, threads, values));
           pages->Release(p.source->data.data(), p.source->data.size());
