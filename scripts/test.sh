@@ -100,7 +100,7 @@ cmake -S "$ROOT" -B "$REL" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DSLIMPACK_O0_DIRS="tests;cli;converter;export;hf;report;passes;formats/onnx;formats/safetensors;formats/numpy;formats/shard/reader" \
   >/dev/null
 cmake --build "$REL" -j "$JOBS" --target slimpack gemm_test conv_direct_test support_test \
-  shard_loader_test quant_rtn_test quant_pack_test quant_gptq_test quant_awq_test
+  shard_loader_test quant_rtn_test quant_pack_test quant_gptq_test quant_awq_test gguf_test ir_test
 REL_LOG="$REL/ctest-shipped.log"
 ctest --test-dir "$REL" -j "$JOBS" -L 'shipped|quant' --output-on-failure 2>&1 | tee "$REL_LOG"
 if ! grep -Eq 'cli_cross_cpu_bytes[ .]+Passed' "$REL_LOG"; then

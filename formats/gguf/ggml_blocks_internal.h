@@ -70,6 +70,17 @@ float MakeQ3Quants(int n, int nmax, const float* x, int8_t* L);
 float MakeQkxQuants(int n, int nmax, const float* x, const float* weights, uint8_t* L,
                     float* the_min, float rmin, float rdelta, int nstep, bool use_mad);
 
+// MakeQxQuants / MakeQkxQuants (same arguments) for `groups` consecutive
+// groups of n <= 32 values at x + g*n (weights likewise; MakeQxQuants'
+// may be null), scale g in scales[g], codes at L + g*n: bit-identical to
+// calling the scalar routine per group, many groups per vector pass
+// (ggml_blocks_lanes.cc).
+void MakeQxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const float* weights,
+                        int8_t* L, float* scales);
+void MakeQkxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const float* weights,
+                         uint8_t* L, float* scales, float* the_mins, float rmin, float rdelta,
+                         int nstep, bool use_mad);
+
 // make_qp_quants: codes L in [0, nmax] for non-negative x (the K-quants'
 // sub-block scales and mins) with weights, nine trial scales, then up to five
 // coordinate-descent passes.

@@ -247,20 +247,43 @@ void PackScaleMinK4(const uint8_t* ls, const uint8_t* lm, uint8_t* s) {
 
 
 // q4_K (bits 4) and q5_K (bits 5) share everything but the code width and
-// the search parameters of the unweighted path.
-void QuantizeQ45K(int bits, const float* x, const float* qw, uint8_t* y) {
+// the search parameters of the unweighted path. The sub-block searches of
+// `blocks` super-blocks run together (SearchQ45K: scales, mins, codes and,
+// with importance, each sub-block's weight sum); FinishQ45K then quantizes
+// one super-block's scales and codes from them.
+void SearchQ45K(int bits, const float* x, const float* qw, int64_t blocks, float* weights,
+                float* scales, float* mins, uint8_t* L, float* sw) {
   const int nmax = (1 << bits) - 1;
-  uint8_t L[kN], ls[8], lm[8];
-  float scales[8], mins[8], weights[32];
-  if (qw) {
-    const float sigma2 = 2 * SumSquares(x, kN) / kN;
-    float sw[8];
-    for (int j = 0; j < 8; ++j) {
-      ImportanceWeights(qw + 32 * j, x + 32 * j, 32, sigma2, weights);
-      sw[j] = Sum(weights, 32);
-      scales[j] = MakeQkxQuants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], -0.9f,
-                                0.05f, 36, false);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* xb = x + kN * b;
+    float* wb = weights + kN * b;
+    if (qw) {
+      const float sigma2 = 2 * SumSquares(xb, kN) / kN;
+      for (int j = 0; j < 8; ++j) {
+        ImportanceWeights(qw + kN * b + 32 * j, xb + 32 * j, 32, sigma2, wb + 32 * j);
+        sw[8 * b + j] = Sum(wb + 32 * j, 32);
+      }
+    } else {
+      for (int j = 0; j < 8; ++j) {
+        const float av_x = std::sqrt(SumSquares(xb + 32 * j, 32) / 32);
+        for (int l = 0; l < 32; ++l) wb[32 * j + l] = av_x + std::fabs(xb[32 * j + l]);
+      }
     }
+  }
+  if (qw) {
+    MakeQkxQuantsGroups(8 * blocks, 32, nmax, x, weights, L, scales, mins, -0.9f, 0.05f, 36,
+                        false);
+  } else {
+    MakeQkxQuantsGroups(8 * blocks, 32, nmax, x, weights, L, scales, mins,
+                        bits == 4 ? -1.f : -0.5f, 0.1f, bits == 4 ? 20 : 15, false);
+  }
+}
+
+void FinishQ45K(int bits, const float* x, bool weighted, const float* scales, const float* mins,
+                uint8_t* L, const float* sw, uint8_t* y) {
+  const int nmax = (1 << bits) - 1;
+  uint8_t ls[8], lm[8];
+  if (weighted) {
     const float d_block = MakeQpQuants(8, 63, scales, ls, sw);
     const float m_block = MakeQpQuants(8, 63, mins, lm, sw);
     if (bits == 5) {  // ggml's q5_K clamps here, q4_K does not
@@ -272,14 +295,8 @@ void QuantizeQ45K(int bits, const float* x, const float* qw, uint8_t* y) {
     PutF16(y, d_block);
     PutF16(y + 2, m_block);
   } else {
-    const float rmin = bits == 4 ? -1.f : -0.5f;
-    const int nstep = bits == 4 ? 20 : 15;
     float max_scale = 0, max_min = 0;
     for (int j = 0; j < 8; ++j) {
-      const float av_x = std::sqrt(SumSquares(x + 32 * j, 32) / 32);
-      for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-      scales[j] = MakeQkxQuants(32, nmax, x + 32 * j, weights, L + 32 * j, &mins[j], rmin, 0.1f,
-                                nstep, false);
       max_scale = std::max(max_scale, scales[j]);
       max_min = std::max(max_min, mins[j]);
     }
@@ -308,15 +325,14 @@ void QuantizeQ45K(int bits, const float* x, const float* qw, uint8_t* y) {
 }
 
 
-// --- q6_K: x = d*s*(q - 32), s int8 per 16 weights, q 6-bit.
+// --- q6_K: x = d*s*(q - 32), s int8 per 16 weights, q 6-bit. The 16
+// sub-block searches of many super-blocks run together (MakeQxQuantsGroups;
+// ggml passes the raw importance there, no sigma2 term; null means x^2),
+// FinishQ6K quantizes one super-block's scales and codes from them.
 
-void QuantizeQ6K(const float* x, const float* qw, uint8_t* y) {
-  int8_t L[kN];
-  float scales[16];
+void FinishQ6K(const float* x, const float* scales, int8_t* L, uint8_t* y) {
   float max_scale = 0, max_abs_scale = 0;
   for (int j = 0; j < 16; ++j) {
-    // ggml passes the raw importance here (no sigma2 term); null means x^2.
-    scales[j] = MakeQxQuants(16, 32, x + 16 * j, qw ? qw + 16 * j : nullptr, L + 16 * j);
     if (std::fabs(scales[j]) > max_abs_scale) {
       max_abs_scale = std::fabs(scales[j]);
       max_scale = scales[j];
@@ -343,20 +359,56 @@ void QuantizeQ6K(const float* x, const float* qw, uint8_t* y) {
   PackQ6KCodes(reinterpret_cast<const uint8_t*>(L), y);
 }
 
+// Super-blocks searched together: enough groups to fill the vector lanes
+// many times over, little enough scratch for the stack.
+constexpr int64_t kBatchBlocks = 16;
+
+void QuantizeQ45KRow(int bits, const float* x, int64_t blocks, const float* qw, uint8_t* dst) {
+  float weights[kBatchBlocks * kN], scales[kBatchBlocks * 8], mins[kBatchBlocks * 8],
+      sw[kBatchBlocks * 8];
+  uint8_t L[kBatchBlocks * kN];
+  const int64_t bytes = bits == 4 ? kQ4KBytes : kQ5KBytes;
+  for (int64_t b0 = 0; b0 < blocks; b0 += kBatchBlocks) {
+    const int64_t count = std::min(kBatchBlocks, blocks - b0);
+    const float* xb = x + kN * b0;
+    const float* qb = qw ? qw + kN * b0 : nullptr;
+    SearchQ45K(bits, xb, qb, count, weights, scales, mins, L, sw);
+    for (int64_t b = 0; b < count; ++b) {
+      FinishQ45K(bits, xb + kN * b, qw != nullptr, scales + 8 * b, mins + 8 * b, L + kN * b,
+                 sw + 8 * b, dst + (b0 + b) * bytes);
+    }
+  }
+}
+
+void QuantizeQ6KRow(const float* x, int64_t blocks, const float* qw, uint8_t* dst) {
+  float scales[kBatchBlocks * 16];
+  int8_t L[kBatchBlocks * kN];
+  for (int64_t b0 = 0; b0 < blocks; b0 += kBatchBlocks) {
+    const int64_t count = std::min(kBatchBlocks, blocks - b0);
+    const float* xb = x + kN * b0;
+    MakeQxQuantsGroups(16 * count, 16, 32, xb, qw ? qw + kN * b0 : nullptr, L, scales);
+    for (int64_t b = 0; b < count; ++b) {
+      FinishQ6K(xb + kN * b, scales + 16 * b, L + kN * b, dst + (b0 + b) * kQ6KBytes);
+    }
+  }
+}
 
 }  // namespace
 
 void QuantizeKRow(TensorType type, const float* x, int64_t n, const float* importance,
                   uint8_t* dst) {
+  switch (type) {
+    case TensorType::kQ4_K: return QuantizeQ45KRow(4, x, n / kN, importance, dst);
+    case TensorType::kQ5_K: return QuantizeQ45KRow(5, x, n / kN, importance, dst);
+    case TensorType::kQ6_K: return QuantizeQ6KRow(x, n / kN, importance, dst);
+    default: break;
+  }
   for (int64_t i = 0; i < n / kN; ++i) {
     const float* xb = x + kN * i;
     const float* qw = importance ? importance + kN * i : nullptr;
     switch (type) {
       case TensorType::kQ2_K: QuantizeQ2K(xb, qw, dst + i * kQ2KBytes); break;
-      case TensorType::kQ3_K: QuantizeQ3K(xb, qw, dst + i * kQ3KBytes); break;
-      case TensorType::kQ4_K: QuantizeQ45K(4, xb, qw, dst + i * kQ4KBytes); break;
-      case TensorType::kQ5_K: QuantizeQ45K(5, xb, qw, dst + i * kQ5KBytes); break;
-      default: QuantizeQ6K(xb, qw, dst + i * kQ6KBytes); break;
+      default: QuantizeQ3K(xb, qw, dst + i * kQ3KBytes); break;
     }
   }
 }

@@ -17,6 +17,8 @@ set -u
 SLIMPACK="$1"
 ROOT="$2"
 CONV_TEST="${3:-}"
+GGUF_TEST="${4:-}"  # the ggml block encoders' lane searches and golden bytes
+IR_TEST="${5:-}"    # f16 -> f32 by F16C or the scalar loop
 CNN="$ROOT/examples/digits-cnn/model.onnx"
 CNN_CALIB="$ROOT/examples/digits-cnn/calib.npz"
 LLAMA="$ROOT/examples/tiny-llama"
@@ -71,6 +73,20 @@ if [ -n "$CONV_TEST" ]; then
     fi
   done
 fi
+# Unit tests whose code picks a path by CPU, compared with the scalar
+# reference (or ggml's golden bytes) on each CPU qemu models.
+unit_under_qemu() {  # unit_under_qemu BINARY FILTER DESCRIPTION
+  [ -n "$1" ] || return 0
+  for cpu in Haswell Nehalem; do
+    if qemu-x86_64 -cpu "$cpu" "$1" --gtest_filter="$2" --gtest_brief=1 >"$TMP/unit.log" 2>/dev/null; then
+      echo "ok: $3 on $cpu ($(grep -o '[0-9]* tests\?' "$TMP/unit.log" | tail -1) passed)"
+    else
+      echo "FAIL: $3 on $cpu"; tail -20 "$TMP/unit.log"; fail=1
+    fi
+  done
+}
+unit_under_qemu "$GGUF_TEST" '*Lanes*:*GgmlBlocksGolden*:*Q8_0*' "ggml block encoders"
+unit_under_qemu "$IR_TEST" '*FloatConvert*' "float conversions"
 for cpu in haswell nehalem; do
   same_tree "$TMP/native/w8a8" "$TMP/$cpu/w8a8" "digits W8A8, native vs $cpu"
   same_tree "$TMP/native/imatrix" "$TMP/$cpu/imatrix" "tiny-llama imatrix INT4, native vs $cpu"

@@ -295,6 +295,40 @@ TEST(GgmlBlocksTest, LegacyTypesKeepHalfAStepPlusScaleRounding) {
   }
 }
 
+// quantize_row_q8_0_ref rounds x*id with roundf: ties away from zero. With
+// amax 127 the scale is 1 and every x below is its own x*id, so each tie
+// (and each value a hair either side of one) must give roundf's code; a
+// block whose scale is subnormal (id Inf) takes the cast path and must
+// give ggml's bytes too.
+TEST(GgmlBlocksTest, Q8_0RoundsTiesAwayFromZeroAsRoundf) {
+  std::vector<float> x(64);
+  const float ties[] = {0.5f, -0.5f, 1.5f, -1.5f, 2.5f, -2.5f, 126.5f, -126.5f,
+                        std::nextafter(0.5f, 0.f), std::nextafter(-0.5f, 0.f),
+                        std::nextafter(2.5f, 3.f), std::nextafter(-2.5f, -3.f),
+                        0.f, -0.f, 3.f, -3.f, 0.49999997f, -0.49999997f};
+  x[0] = 127;
+  for (size_t j = 0; j < std::size(ties); ++j) x[1 + j] = ties[j];
+  for (int j = 32; j < 64; ++j) x[j] = (j % 2 ? 1e-45f : -1e-45f) * j;  // subnormal d
+  std::vector<uint8_t> bytes(RowBytes(TensorType::kQ8_0, 64));
+  ASSERT_THAT(QuantizeRow(TensorType::kQ8_0, x.data(), 64, nullptr, bytes.data()), IsOk());
+  for (int j = 0; j < 32; ++j) {
+    const int expected = static_cast<int>(std::round(x[j]));
+    EXPECT_EQ(static_cast<int8_t>(bytes[2 + j]), expected) << "x = " << x[j];
+  }
+  // Second block: d = amax/127 is subnormal, stored as f16 0, id = 1/d huge
+  // or Inf; ggml's cast of roundf(x*id) keeps the low byte of INT32_MIN
+  // (0) for out-of-range values.
+  float amax = 0;
+  for (int j = 32; j < 64; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    const float v = std::round(x[32 + j] * id);
+    const int32_t cast = v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int32_t>(v)
+                                                                     : INT32_MIN;
+    EXPECT_EQ(bytes[34 + 2 + j], static_cast<uint8_t>(cast)) << "weight " << 32 + j;
+  }
+}
+
 // One sub-block's stored grid: weight = step*q - offset, q in [q_lo, q_hi].
 struct Grid {
   float step, offset;

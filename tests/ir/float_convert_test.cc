@@ -86,6 +86,27 @@ TEST(FloatConvertTest, F16ToF32IsExactForEveryValue) {
   }
 }
 
+// ConvertFloats' f16 -> f32 converts eight values at a time by F16C where
+// the CPU has it and sends eights holding an Inf or NaN through F16ToF32:
+// every f16, in shuffled eights (so each kind of value shares an eight with
+// the others) and from an odd offset (the tail), must give F16ToF32's bits.
+TEST(FloatConvertTest, WideF16ToF32MatchesTheScalarForEveryValue) {
+  std::vector<uint16_t> h(0x10000 + 5);
+  for (uint32_t i = 0; i < h.size(); ++i) h[i] = static_cast<uint16_t>((i * 40503u) & 0xFFFFu);
+  std::vector<float> wide(h.size() - 1);
+  ASSERT_TRUE(ConvertFloats(ir::DType::kF16, reinterpret_cast<const uint8_t*>(h.data() + 1),
+                            ir::DType::kF32, reinterpret_cast<uint8_t*>(wide.data()),
+                            wide.size())
+                  .ok());
+  for (size_t i = 0; i < wide.size(); ++i) {
+    const float scalar = F16ToF32(h[i + 1]);
+    uint32_t a, b;
+    std::memcpy(&a, &wide[i], 4);
+    std::memcpy(&b, &scalar, 4);
+    ASSERT_EQ(a, b) << "f16 0x" << std::hex << h[i + 1];
+  }
+}
+
 TEST(FloatConvertTest, Bf16RoundsToNearestEven) {
   EXPECT_EQ(F32ToBf16(1.0f), 0x3F80);
   // 1 + 2^-8 is the tie between 1 and 1 + 2^-7: even is 1.

@@ -1,0 +1,129 @@
+// The lane-parallel scale searches (ggml_blocks_lanes.cc) against the
+// scalar routines they batch (ggml_blocks_search.cc, themselves bit-exact
+// with ggml): every scale, offset and code must be the same bits, for every
+// parameter set the K-quant encoders use, group counts that fill the
+// vector lanes partly, and the groups where the scalar routines take an
+// early exit (all zero, flat, all positive, tiny, huge). The suite runs on
+// whatever CPU the host has; cross_cpu_bytes_test.sh runs it again under
+// qemu as an AVX2-only and an SSE-only CPU, so every clone is compared.
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "formats/gguf/ggml_blocks_internal.h"
+#include "gtest/gtest.h"
+
+namespace slimpack::gguf::internal {
+namespace {
+
+uint32_t Bits(float v) {
+  uint32_t b;
+  std::memcpy(&b, &v, sizeof b);
+  return b;
+}
+
+// `groups` groups of n values: mostly Gaussian with outliers, and every
+// fifth group one of the cases the scalar routines branch on.
+std::vector<float> Groups(int64_t groups, int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  std::vector<float> x(static_cast<size_t>(groups * n));
+  for (int64_t g = 0; g < groups; ++g) {
+    float* v = x.data() + g * n;
+    const float scale = std::ldexp(1.f, static_cast<int>(rng() % 20) - 10);
+    for (int i = 0; i < n; ++i) v[i] = normal(rng) * scale * (rng() % 50 == 0 ? 20.f : 1.f);
+    switch (g % 25) {
+      case 4: for (int i = 0; i < n; ++i) v[i] = 0; break;                     // all zero
+      case 9: for (int i = 0; i < n; ++i) v[i] = -0.75f; break;                // flat
+      case 14: for (int i = 0; i < n; ++i) v[i] = std::fabs(v[i]) + 1; break;  // min > 0
+      case 19: for (int i = 0; i < n; ++i) v[i] *= 1e-17f; break;              // below eps
+      case 24: for (int i = 0; i < n; ++i) v[i] *= 1e30f; break;               // huge
+      default: break;
+    }
+  }
+  return x;
+}
+
+std::vector<float> Weights(const std::vector<float>& x, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.f, 2.f);
+  std::vector<float> w(x.size());
+  for (size_t i = 0; i < x.size(); ++i) w[i] = u(rng) + std::fabs(x[i]);
+  return w;
+}
+
+struct QxCase {
+  int n, nmax;
+  bool weighted;
+};
+
+class QxLanesTest : public ::testing::TestWithParam<QxCase> {};
+
+TEST_P(QxLanesTest, SameBitsAsTheScalarSearch) {
+  const QxCase c = GetParam();
+  for (int64_t groups : {1, 7, 16, 17, 50}) {
+    const std::vector<float> x = Groups(groups, c.n, static_cast<uint32_t>(groups * 31 + c.nmax));
+    const std::vector<float> w = Weights(x, 7);
+    const float* weights = c.weighted ? w.data() : nullptr;
+    std::vector<int8_t> lanes_codes(x.size(), -1), scalar_codes(x.size(), -1);
+    std::vector<float> lanes_scales(static_cast<size_t>(groups));
+    MakeQxQuantsGroups(groups, c.n, c.nmax, x.data(), weights, lanes_codes.data(),
+                       lanes_scales.data());
+    for (int64_t g = 0; g < groups; ++g) {
+      const float scale = MakeQxQuants(c.n, c.nmax, x.data() + g * c.n,
+                                       weights ? weights + g * c.n : nullptr,
+                                       scalar_codes.data() + g * c.n);
+      EXPECT_EQ(Bits(lanes_scales[g]), Bits(scale)) << "group " << g << " of " << groups;
+    }
+    EXPECT_EQ(lanes_codes, scalar_codes) << groups << " groups";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(KQuantParameters, QxLanesTest,
+                         ::testing::Values(QxCase{16, 32, false}, QxCase{16, 32, true},
+                                           QxCase{16, 4, true}, QxCase{32, 8, false}));
+
+struct QkxCase {
+  int n, nmax;
+  float rmin, rdelta;
+  int nstep;
+  bool use_mad;
+};
+
+class QkxLanesTest : public ::testing::TestWithParam<QkxCase> {};
+
+TEST_P(QkxLanesTest, SameBitsAsTheScalarSearch) {
+  const QkxCase c = GetParam();
+  for (int64_t groups : {1, 7, 16, 17, 50}) {
+    const std::vector<float> x = Groups(groups, c.n, static_cast<uint32_t>(groups * 17 + c.nstep));
+    const std::vector<float> w = Weights(x, 11);
+    std::vector<uint8_t> lanes_codes(x.size(), 255), scalar_codes(x.size(), 255);
+    std::vector<float> lanes_scales(static_cast<size_t>(groups)),
+        lanes_mins(static_cast<size_t>(groups));
+    MakeQkxQuantsGroups(groups, c.n, c.nmax, x.data(), w.data(), lanes_codes.data(),
+                        lanes_scales.data(), lanes_mins.data(), c.rmin, c.rdelta, c.nstep,
+                        c.use_mad);
+    for (int64_t g = 0; g < groups; ++g) {
+      float min = 0;
+      const float scale = MakeQkxQuants(c.n, c.nmax, x.data() + g * c.n, w.data() + g * c.n,
+                                        scalar_codes.data() + g * c.n, &min, c.rmin, c.rdelta,
+                                        c.nstep, c.use_mad);
+      EXPECT_EQ(Bits(lanes_scales[g]), Bits(scale)) << "group " << g << " of " << groups;
+      EXPECT_EQ(Bits(lanes_mins[g]), Bits(min)) << "group " << g << " of " << groups;
+    }
+    EXPECT_EQ(lanes_codes, scalar_codes) << groups << " groups";
+  }
+}
+
+// q4_K and q5_K without importance, q4_K/q5_K with it, q2_K's two searches.
+INSTANTIATE_TEST_SUITE_P(KQuantParameters, QkxLanesTest,
+                         ::testing::Values(QkxCase{32, 15, -1.f, 0.1f, 20, false},
+                                           QkxCase{32, 31, -0.5f, 0.1f, 15, false},
+                                           QkxCase{32, 15, -0.9f, 0.05f, 36, false},
+                                           QkxCase{32, 31, -0.9f, 0.05f, 36, false},
+                                           QkxCase{16, 3, -0.9f, 0.05f, 36, false},
+                                           QkxCase{16, 3, -0.5f, 0.1f, 15, true}));
+
+}  // namespace
+}  // namespace slimpack::gguf::internal
