@@ -115,8 +115,17 @@ void QuantizeSymmetricBlock(const LegacyLayout& layout, const float* x, uint8_t*
   PutF16(block, d);
   const float bias = half + 0.5f;  // 8.5f or 16.5f, exact
   uint8_t codes[32];
-  for (int j = 0; j < 32; ++j) {
-    codes[j] = static_cast<uint8_t>(std::min(2 * half - 1, TruncateToInt8(x[j] * id + bias)));
+  if (amax * std::fabs(id) < 4194304.0f) {
+    // Every x*id + bias then lies in [0, 2^22 + bias): a plain truncating
+    // cast is ggml's, and the loop vectorises (TruncateToInt8's range check
+    // kept it scalar).
+    for (int j = 0; j < 32; ++j) {
+      codes[j] = static_cast<uint8_t>(std::min(2 * half - 1, static_cast<int>(x[j] * id + bias)));
+    }
+  } else {
+    for (int j = 0; j < 32; ++j) {
+      codes[j] = static_cast<uint8_t>(std::min(2 * half - 1, TruncateToInt8(x[j] * id + bias)));
+    }
   }
   PackCodes(layout, codes, block);
 }
@@ -137,9 +146,17 @@ void QuantizeAffineBlock(const LegacyLayout& layout, const float* x, uint8_t* bl
   PutF16(block, d);
   PutF16(block + 2, min);
   uint8_t codes[32];
-  for (int j = 0; j < 32; ++j) {
-    const float scaled = (x[j] - min) * id;
-    codes[j] = static_cast<uint8_t>(std::min(levels, TruncateToInt8(scaled + 0.5f)));
+  if ((max - min) * id < 4194304.0f) {
+    // (x - min)*id + 0.5 then lies in [0, 2^22 + 0.5): the plain cast is
+    // ggml's, and the loop vectorises.
+    for (int j = 0; j < 32; ++j) {
+      codes[j] = static_cast<uint8_t>(std::min(levels, static_cast<int>((x[j] - min) * id + 0.5f)));
+    }
+  } else {
+    for (int j = 0; j < 32; ++j) {
+      const float scaled = (x[j] - min) * id;
+      codes[j] = static_cast<uint8_t>(std::min(levels, TruncateToInt8(scaled + 0.5f)));
+    }
   }
   PackCodes(layout, codes, block);
 }
