@@ -19,6 +19,7 @@ ROOT="$2"
 CONV_TEST="${3:-}"
 GGUF_TEST="${4:-}"  # the ggml block encoders' lane searches and golden bytes
 IR_TEST="${5:-}"    # f16 -> f32 by F16C or the scalar loop
+SUPPORT_TEST="${6:-}"  # fixed-order products: AVX-512, AVX2 clone, baseline
 CNN="$ROOT/examples/digits-cnn/model.onnx"
 CNN_CALIB="$ROOT/examples/digits-cnn/calib.npz"
 LLAMA="$ROOT/examples/tiny-llama"
@@ -87,6 +88,7 @@ unit_under_qemu() {  # unit_under_qemu BINARY FILTER DESCRIPTION
 }
 unit_under_qemu "$GGUF_TEST" '*Lanes*:*GgmlBlocksGolden*:*Q8_0*' "ggml block encoders"
 unit_under_qemu "$IR_TEST" '*FloatConvert*' "float conversions"
+unit_under_qemu "$SUPPORT_TEST" '*OrderedProducts*' "fixed-order products"
 for cpu in haswell nehalem; do
   same_tree "$TMP/native/w8a8" "$TMP/$cpu/w8a8" "digits W8A8, native vs $cpu"
   same_tree "$TMP/native/imatrix" "$TMP/$cpu/imatrix" "tiny-llama imatrix INT4, native vs $cpu"

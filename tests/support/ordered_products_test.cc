@@ -13,12 +13,12 @@ namespace {
 
 // The register-blocked kernel equals the plain triple loop bit for bit
 // (same products, same subtraction order per element), for row counts
-// around its 4-row blocks, column counts around its 8-wide strips and a
+// around its 4- and 8-row blocks, column counts around its 8-wide strips and a
 // padded last strip, and an `out` wider than the columns it updates.
 TEST(OrderedProductsTest, SubtractProductsEqualsThePlainLoop) {
   std::mt19937 rng(5);
   std::normal_distribution<double> d;
-  for (int64_t rows : {1, 3, 4, 9}) {
+  for (int64_t rows : {1, 3, 4, 8, 9, 12, 17}) {
     for (int64_t cols : {1, 7, 8, 21}) {
       for (int64_t count : {0, 1, 5, 33}) {
         const int64_t ldo = cols + 3, ldc = count + 2;
