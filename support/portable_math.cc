@@ -155,11 +155,19 @@ SLIMPACK_SIMD_CLONES void ExpArray(const float* x, float* out, int64_t n) {
   for (; i + 4 <= n; i += 4) {
     V4f xf;
     std::memcpy(&xf, x + i, sizeof xf);
-    const V4dv xd = __builtin_convertvector(xf, V4dv);
-    bool fast = true;
-    for (int l = 0; l < 4; ++l) fast = fast && xd[l] >= -708.0 && xd[l] <= 708.0;
-    if (fast) {
-      const V4f y = __builtin_convertvector(ExpLanes(xd), V4f);
+    V4dv xd = __builtin_convertvector(xf, V4dv);
+    // Below -708 the double result is at most 2^-1021, which rounds to
+    // +0.0f: such lanes (a causal mask's -inf scores, sigmoid's far tails;
+    // half of a decoder's softmax inputs) stay on the fast path, clamped
+    // and then zeroed. NaN and large inputs go to the scalar call.
+    const V4l ok = xd <= 708.0;  // all-ones lanes; NaN compares false
+    const V4l under = xd < -708.0;
+    if ((under[0] & under[1] & under[2] & under[3]) != 0) {
+      std::memset(out + i, 0, 4 * sizeof(float));
+    } else if ((ok[0] & ok[1] & ok[2] & ok[3]) != 0) {
+      xd = (V4dv)(((V4l)xd & ~under) | ((V4l)(V4dv{} - 708.0) & under));
+      const V4dv e = (V4dv)((V4l)ExpLanes(xd) & ~under);
+      const V4f y = __builtin_convertvector(e, V4f);
       std::memcpy(out + i, &y, sizeof y);
     } else {
       for (int l = 0; l < 4; ++l) out[i + l] = Exp(x[i + l]);

@@ -18,7 +18,7 @@ ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 SLIMPACK="$(cd "$BUILD" && pwd)/cli/slimpack"
 [ -x "$SLIMPACK" ] || { echo "gptq_convert.sh: no $SLIMPACK (build first)" >&2; exit 1; }
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/slimpack-gptq-bench.XXXXXX")"
-trap 'rm -rf "$WORK"' EXIT
+trap '[ -n "${KEEP_WORK:-}" ] || rm -rf "$WORK"' EXIT
 
 /usr/bin/python3 "$ROOT/scripts/fixtures/make_peer_synthetic.py" "$WORK/model" 7 \
   --layers 4 --hidden 256 --intermediate 672 --heads 4 --vocab 512 >/dev/null
