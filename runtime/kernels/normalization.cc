@@ -57,6 +57,46 @@ void ExpBlock(const float* t, float* y, int64_t m) {
   for (int64_t j = 0; j < m; ++j) y[j] = t[j] < -87.0f ? 0.0f : y[j];
 }
 
+// Softmax of `rows` (<= 4) contiguous rows of `axis_size`: each exp computed
+// once by the vectorised ExpBlock and kept in y, the row's sum taken in
+// order in double, then scaled. The rows' sums run as independent chains
+// side by side (one row's sum waits on every add before it, and attention
+// rows are short); each row's bits are those of doing it alone.
+void SoftmaxRows(const float* x, float* y, int64_t axis_size, int64_t rows) {
+  constexpr int kRows = 4;
+  double sum[kRows] = {0, 0, 0, 0};
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * axis_size;
+    float* yr = y + r * axis_size;
+    float mx = -INFINITY;
+    for (int64_t i = 0; i < axis_size; ++i) mx = std::max(mx, xr[i]);
+    float t[256];
+    for (int64_t i0 = 0; i0 < axis_size; i0 += 256) {
+      const int64_t m = std::min<int64_t>(256, axis_size - i0);
+      for (int64_t j = 0; j < m; ++j) t[j] = xr[i0 + j] - mx;
+      ExpBlock(t, yr + i0, m);
+    }
+  }
+  if (rows == kRows) {
+    const float *y0 = y, *y1 = y + axis_size, *y2 = y1 + axis_size, *y3 = y2 + axis_size;
+    for (int64_t i = 0; i < axis_size; ++i) {
+      sum[0] += y0[i];
+      sum[1] += y1[i];
+      sum[2] += y2[i];
+      sum[3] += y3[i];
+    }
+  } else {
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t i = 0; i < axis_size; ++i) sum[r] += y[r * axis_size + i];
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const double inv = 1.0 / sum[r];
+    float* yr = y + r * axis_size;
+    for (int64_t i = 0; i < axis_size; ++i) yr[i] = static_cast<float>(yr[i] * inv);
+  }
+}
+
 // Softmax over `axis_size` elements spaced `inner` apart.
 void SoftmaxLine(const float* x, float* y, int64_t axis_size, int64_t inner,
                  bool log) {
@@ -69,23 +109,11 @@ void SoftmaxLine(const float* x, float* y, int64_t axis_size, int64_t inner,
     for (int64_t i = 0; i < axis_size; ++i) y[i * inner] = x[i * inner] - mx - lse;
     return;
   }
-  // Each exp is computed once and kept in y, then scaled. Contiguous rows
-  // (the usual last-axis softmax) use the vectorised ExpBlock; the sum is
-  // still taken in order in double, so results do not depend on threads.
-  if (inner == 1) {
-    float t[256];
-    for (int64_t i0 = 0; i0 < axis_size; i0 += 256) {
-      const int64_t m = std::min<int64_t>(256, axis_size - i0);
-      for (int64_t j = 0; j < m; ++j) t[j] = x[i0 + j] - mx;
-      ExpBlock(t, y + i0, m);
-    }
-    for (int64_t i = 0; i < axis_size; ++i) sum += y[i];
-  } else {
-    for (int64_t i = 0; i < axis_size; ++i) {
-      const float e = pmath::Exp(x[i * inner] - mx);
-      y[i * inner] = e;
-      sum += e;
-    }
+  if (inner == 1) return SoftmaxRows(x, y, axis_size, 1);
+  for (int64_t i = 0; i < axis_size; ++i) {
+    const float e = pmath::Exp(x[i * inner] - mx);
+    y[i * inner] = e;
+    sum += e;
   }
   const double inv = 1.0 / sum;
   for (int64_t i = 0; i < axis_size; ++i) {
@@ -116,6 +144,15 @@ absl::Status SoftmaxImpl(KernelContext& ctx, bool log) {
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, x->dims()));
   const float* px = x->data<float>();
   float* py = y.mutable_data<float>();
+  if (inner == 1 && !log) {
+    // The usual last-axis softmax, four rows per task (SoftmaxRows).
+    ParallelFor(ctx.pool(), (outer + 3) / 4, [&](int64_t g) {
+      const int64_t rows = std::min<int64_t>(4, outer - 4 * g);
+      SoftmaxRows(px + 4 * g * axis_size, py + 4 * g * axis_size, axis_size, rows);
+    });
+    ctx.SetOutput(0, std::move(y));
+    return absl::OkStatus();
+  }
   ParallelFor(ctx.pool(), outer, [&](int64_t o) {
     for (int64_t i = 0; i < inner; ++i) {
       const int64_t base = o * axis_size * inner + i;

@@ -350,5 +350,37 @@ TEST(NormTest, SoftmaxLongRowsMatchDoubleReference) {
                            sizeof(float) * rows * cols));
 }
 
+// Last-axis Softmax runs four rows per task with their sums side by side:
+// each row must have the bits of that row run alone (at 1 and 3 threads,
+// 7 rows so a group of four and a group of three, 300 columns so the exps
+// go in two blocks), with a causal mask's -inf entries, and be within 1e-6
+// of a double-precision softmax.
+TEST(NormTest, SoftmaxRowsInGroupsEqualEachRowAlone) {
+  constexpr int64_t kRows = 7, kCols = 300;
+  std::vector<float> x = Random(kRows * kCols, 21, -8.0f, 8.0f);
+  for (int64_t r = 0; r < kRows; ++r) {
+    for (int64_t c = 40 * r + 1; c < kCols; ++c) x[r * kCols + c] = -INFINITY;
+  }
+  for (int threads : {1, 3}) {
+    OpTest all("Softmax", {{"x", F32({kRows, kCols}, x)}});
+    all.num_threads = threads;
+    const RtTensor y = RunOne(all);
+    ASSERT_EQ(y.num_elements(), kRows * kCols);
+    for (int64_t r = 0; r < kRows; ++r) {
+      const std::vector<float> row(x.begin() + r * kCols, x.begin() + (r + 1) * kCols);
+      const RtTensor alone = RunOne(OpTest("Softmax", {{"x", F32({1, kCols}, row)}}));
+      ASSERT_EQ(std::memcmp(y.data<float>() + r * kCols, alone.data<float>(), kCols * 4), 0)
+          << "row " << r << ", " << threads << " threads";
+      double mx = -INFINITY, sum = 0;
+      for (float v : row) mx = std::max<double>(mx, v);
+      for (float v : row) sum += std::exp(static_cast<double>(v) - mx);
+      for (int64_t c = 0; c < kCols; ++c) {
+        const double want = std::exp(static_cast<double>(row[c]) - mx) / sum;
+        EXPECT_NEAR(y.data<float>()[r * kCols + c], want, 1e-6) << r << "," << c;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace slimpack::runtime
