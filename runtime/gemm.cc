@@ -5,6 +5,10 @@
 #include <string>
 #include <vector>
 
+#ifdef __SSE2__
+#include <xmmintrin.h>
+#endif
+
 #include "runtime/gemm/gemv_avx2.h"
 #include "support/status_macros.h"
 
@@ -55,7 +59,36 @@ void PackA(const Operands& o, int mr, int64_t i0, int64_t mb, int64_t p0,
   const int64_t panels = CeilDiv(mb, mr);
   for (int64_t ip = 0; ip < panels; ++ip) {
     float* dst = out + ip * kb * mr;
-    for (int r = 0; r < mr; ++r) {
+    int r = 0;
+#ifdef __SSE2__
+    // Four rows of A (contiguous in p) at a time through 4 x 4 transposes,
+    // so each packed row of four is one store: element by element, packing
+    // A cost a seventh of a decoder's calibration pass (its rows are
+    // repacked for every column block). Pure data movement: same bytes.
+    for (; !o.trans_a && r + 4 <= mr && ip * mr + r + 4 <= mb; r += 4) {
+      const float* s0 = o.a + (i0 + ip * mr + r) * o.lda + p0;
+      const float* s1 = s0 + o.lda;
+      const float* s2 = s1 + o.lda;
+      const float* s3 = s2 + o.lda;
+      int64_t p = 0;
+      for (; p + 4 <= kb; p += 4) {
+        __m128 a = _mm_loadu_ps(s0 + p), b = _mm_loadu_ps(s1 + p);
+        __m128 c = _mm_loadu_ps(s2 + p), d = _mm_loadu_ps(s3 + p);
+        _MM_TRANSPOSE4_PS(a, b, c, d);
+        _mm_storeu_ps(dst + p * mr + r, a);
+        _mm_storeu_ps(dst + (p + 1) * mr + r, b);
+        _mm_storeu_ps(dst + (p + 2) * mr + r, c);
+        _mm_storeu_ps(dst + (p + 3) * mr + r, d);
+      }
+      for (; p < kb; ++p) {
+        dst[p * mr + r] = s0[p];
+        dst[p * mr + r + 1] = s1[p];
+        dst[p * mr + r + 2] = s2[p];
+        dst[p * mr + r + 3] = s3[p];
+      }
+    }
+#endif
+    for (; r < mr; ++r) {
       const int64_t i = ip * mr + r;
       if (i >= mb) {
         for (int64_t p = 0; p < kb; ++p) dst[p * mr + r] = 0.0f;
@@ -88,6 +121,29 @@ void PackB(const Operands& o, int nr, int64_t j0, int64_t nb, int64_t p0,
     for (int64_t jp = 0; jp < panels; ++jp) {
       float* dst = out + jp * kb * nr;
       const int64_t jn = std::min<int64_t>(nr, nb - jp * nr);
+#ifdef __SSE2__
+      // Whole panels of a nr % 4 == 0 kernel with kb % 4 == 0 (attention's
+      // K^T, most weights) go four columns by four depths through 4 x 4
+      // transposes, one store per packed row of four; data movement only.
+      if (jn == nr && nr % 4 == 0 && kb % 4 == 0) {
+        for (int64_t j = 0; j < nr; j += 4) {
+          const float* s0 = o.b + (j0 + jp * nr + j) * o.ldb + p0;
+          const float* s1 = s0 + o.ldb;
+          const float* s2 = s1 + o.ldb;
+          const float* s3 = s2 + o.ldb;
+          for (int64_t p = 0; p < kb; p += 4) {
+            __m128 a = _mm_loadu_ps(s0 + p), b = _mm_loadu_ps(s1 + p);
+            __m128 c = _mm_loadu_ps(s2 + p), d = _mm_loadu_ps(s3 + p);
+            _MM_TRANSPOSE4_PS(a, b, c, d);
+            _mm_storeu_ps(dst + p * nr + j, a);
+            _mm_storeu_ps(dst + (p + 1) * nr + j, b);
+            _mm_storeu_ps(dst + (p + 2) * nr + j, c);
+            _mm_storeu_ps(dst + (p + 3) * nr + j, d);
+          }
+        }
+        continue;
+      }
+#endif
       for (int64_t jt = 0; jt < nr; jt += kT) {
         for (int64_t pt = 0; pt < kb; pt += kT) {
           const int64_t pe = std::min(kb, pt + kT);
