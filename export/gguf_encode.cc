@@ -111,7 +111,13 @@ absl::Status EncodeTensor(const Planned& p, TensorType type, int64_t rows, int64
     if (pages) pages->Release(t.data.data(), t.data.size());
     return EncodeRows(type, values, rows, cols, importance, threads, dst, size);
   }
-  const int64_t chunk_rows = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(cols, 1));
+  // Chunks of at most ~2^20 weights (the pages given back at a time), and
+  // at least four per thread so a small matrix (a GQA model's k/v) still
+  // spreads over every thread: the GGUF writer fills tensors one by one,
+  // so this is its only parallelism.
+  const int64_t by_size = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(cols, 1));
+  const int64_t by_threads = std::max<int64_t>(1, (rows + 4 * threads - 1) / (4 * int64_t{threads}));
+  const int64_t chunk_rows = std::min(by_size, by_threads);
   const int64_t chunks = (rows + chunk_rows - 1) / chunk_rows;
   const int64_t parts = std::max<int64_t>(1, std::min<int64_t>(threads, chunks));
   std::atomic<int64_t> next{0};

@@ -115,10 +115,12 @@ void QuantizeSymmetricBlock(const LegacyLayout& layout, const float* x, uint8_t*
   PutF16(block, d);
   const float bias = half + 0.5f;  // 8.5f or 16.5f, exact
   uint8_t codes[32];
-  if (amax * std::fabs(id) < 4194304.0f) {
-    // Every x*id + bias then lies in [0, 2^22 + bias): a plain truncating
-    // cast is ggml's, and the loop vectorises (TruncateToInt8's range check
-    // kept it scalar).
+  if (amax * std::fabs(id) < 64.0f) {
+    // Every x*id + bias then lies in [0, 64 + bias), where a plain truncating
+    // cast equals ggml's (int8_t) one, and the loop vectorises
+    // (TruncateToInt8's range check kept it scalar). With a finite id the
+    // bound always holds (|x*id| <= half, up to rounding); an Inf id takes
+    // the loop below.
     for (int j = 0; j < 32; ++j) {
       codes[j] = static_cast<uint8_t>(std::min(2 * half - 1, static_cast<int>(x[j] * id + bias)));
     }
@@ -146,9 +148,10 @@ void QuantizeAffineBlock(const LegacyLayout& layout, const float* x, uint8_t* bl
   PutF16(block, d);
   PutF16(block + 2, min);
   uint8_t codes[32];
-  if ((max - min) * id < 4194304.0f) {
-    // (x - min)*id + 0.5 then lies in [0, 2^22 + 0.5): the plain cast is
-    // ggml's, and the loop vectorises.
+  if ((max - min) * id < 64.0f) {
+    // (x - min)*id + 0.5 then lies in [0, 64.5), where the plain cast equals
+    // ggml's (int8_t) one, and the loop vectorises; an Inf id (subnormal
+    // d) takes the loop below.
     for (int j = 0; j < 32; ++j) {
       codes[j] = static_cast<uint8_t>(std::min(levels, static_cast<int>((x[j] - min) * id + 0.5f)));
     }

@@ -145,10 +145,14 @@ absl::Status SoftmaxImpl(KernelContext& ctx, bool log) {
   const float* px = x->data<float>();
   float* py = y.mutable_data<float>();
   if (inner == 1 && !log) {
-    // The usual last-axis softmax, four rows per task (SoftmaxRows).
-    ParallelFor(ctx.pool(), (outer + 3) / 4, [&](int64_t g) {
-      const int64_t rows = std::min<int64_t>(4, outer - 4 * g);
-      SoftmaxRows(px + 4 * g * axis_size, py + 4 * g * axis_size, axis_size, rows);
+    // The usual last-axis softmax, four rows per task (SoftmaxRows) when
+    // that still leaves several tasks per thread (a decode step's few long
+    // rows go one per task).
+    const int threads = ctx.pool() != nullptr ? ctx.pool()->num_threads() : 1;
+    const int64_t per = outer >= 16 * int64_t{threads} ? 4 : 1;
+    ParallelFor(ctx.pool(), (outer + per - 1) / per, [&](int64_t g) {
+      const int64_t rows = std::min<int64_t>(per, outer - per * g);
+      SoftmaxRows(px + per * g * axis_size, py + per * g * axis_size, axis_size, rows);
     });
     ctx.SetOutput(0, std::move(y));
     return absl::OkStatus();

@@ -308,19 +308,22 @@ TEST(GgmlBlocksTest, Q8_0RoundsTiesAwayFromZeroAsRoundf) {
                         0.f, -0.f, 3.f, -3.f, 0.49999997f, -0.49999997f};
   x[0] = 127;
   for (size_t j = 0; j < std::size(ties); ++j) x[1 + j] = ties[j];
-  for (int j = 32; j < 64; ++j) x[j] = (j % 2 ? 1e-45f : -1e-45f) * j;  // subnormal d
+  // d = amax/127 a nonzero subnormal below 2^-128, so id = 1/d is Inf and
+  // the block takes std::round's path (codes of Inf*x cast as ggml does).
+  for (int j = 32; j < 64; ++j) x[j] = (j % 2 ? 1e-40f : -1e-40f) * static_cast<float>(1 + j % 7);
   std::vector<uint8_t> bytes(RowBytes(TensorType::kQ8_0, 64));
   ASSERT_THAT(QuantizeRow(TensorType::kQ8_0, x.data(), 64, nullptr, bytes.data()), IsOk());
   for (int j = 0; j < 32; ++j) {
     const int expected = static_cast<int>(std::round(x[j]));
     EXPECT_EQ(static_cast<int8_t>(bytes[2 + j]), expected) << "x = " << x[j];
   }
-  // Second block: d = amax/127 is subnormal, stored as f16 0, id = 1/d huge
-  // or Inf; ggml's cast of roundf(x*id) keeps the low byte of INT32_MIN
-  // (0) for out-of-range values.
+  // Second block: ggml's cast of roundf(x*id) keeps the low byte of
+  // INT32_MIN (0) for out-of-range values.
   float amax = 0;
   for (int j = 32; j < 64; ++j) amax = std::max(amax, std::fabs(x[j]));
   const float d = amax / 127, id = d != 0 ? 1.0f / d : 0.0f;
+  ASSERT_GT(d, 0.0f);
+  ASSERT_TRUE(std::isinf(id)) << "the block must exercise the Inf-id path";
   for (int j = 0; j < 32; ++j) {
     const float v = std::round(x[32 + j] * id);
     const int32_t cast = v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int32_t>(v)

@@ -45,11 +45,18 @@ std::vector<float> Groups(int64_t groups, int n, uint32_t seed) {
   return x;
 }
 
-std::vector<float> Weights(const std::vector<float>& x, uint32_t seed) {
+// Importance-like weights for groups of n; every seventh group all zero
+// and every eleventh mostly zero (zero importance is allowed: a column the
+// calibration never used), where the scalar searches' suml2 == 0 and
+// D <= 0 branches decide.
+std::vector<float> Weights(const std::vector<float>& x, int n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(0.f, 2.f);
   std::vector<float> w(x.size());
-  for (size_t i = 0; i < x.size(); ++i) w[i] = u(rng) + std::fabs(x[i]);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t g = i / static_cast<size_t>(n);
+    w[i] = g % 7 == 3 ? 0.f : g % 11 == 5 && i % 5 != 0 ? 0.f : u(rng) + std::fabs(x[i]);
+  }
   return w;
 }
 
@@ -64,7 +71,7 @@ TEST_P(QxLanesTest, SameBitsAsTheScalarSearch) {
   const QxCase c = GetParam();
   for (int64_t groups : {1, 7, 16, 17, 50}) {
     const std::vector<float> x = Groups(groups, c.n, static_cast<uint32_t>(groups * 31 + c.nmax));
-    const std::vector<float> w = Weights(x, 7);
+    const std::vector<float> w = Weights(x, c.n, 7);
     const float* weights = c.weighted ? w.data() : nullptr;
     std::vector<int8_t> lanes_codes(x.size(), -1), scalar_codes(x.size(), -1);
     std::vector<float> lanes_scales(static_cast<size_t>(groups));
@@ -97,7 +104,7 @@ TEST_P(QkxLanesTest, SameBitsAsTheScalarSearch) {
   const QkxCase c = GetParam();
   for (int64_t groups : {1, 7, 16, 17, 50}) {
     const std::vector<float> x = Groups(groups, c.n, static_cast<uint32_t>(groups * 17 + c.nstep));
-    const std::vector<float> w = Weights(x, 11);
+    const std::vector<float> w = Weights(x, c.n, 11);
     std::vector<uint8_t> lanes_codes(x.size(), 255), scalar_codes(x.size(), 255);
     std::vector<float> lanes_scales(static_cast<size_t>(groups)),
         lanes_mins(static_cast<size_t>(groups));

@@ -350,18 +350,19 @@ TEST(NormTest, SoftmaxLongRowsMatchDoubleReference) {
                            sizeof(float) * rows * cols));
 }
 
-// Last-axis Softmax runs four rows per task with their sums side by side:
-// each row must have the bits of that row run alone (at 1 and 3 threads,
-// 7 rows so a group of four and a group of three, 300 columns so the exps
+// Last-axis Softmax runs four rows per task with their sums side by side
+// when there are at least 16 rows per thread: each row must have the bits
+// of that row run alone (53 rows: grouped at 1 and 3 threads, thirteen
+// fours and a one; one row per task at 4 threads; 300 columns so the exps
 // go in two blocks), with a causal mask's -inf entries, and be within 1e-6
 // of a double-precision softmax.
 TEST(NormTest, SoftmaxRowsInGroupsEqualEachRowAlone) {
-  constexpr int64_t kRows = 7, kCols = 300;
+  constexpr int64_t kRows = 53, kCols = 300;
   std::vector<float> x = Random(kRows * kCols, 21, -8.0f, 8.0f);
   for (int64_t r = 0; r < kRows; ++r) {
-    for (int64_t c = 40 * r + 1; c < kCols; ++c) x[r * kCols + c] = -INFINITY;
+    for (int64_t c = (37 * r) % kCols + 1; c < kCols; ++c) x[r * kCols + c] = -INFINITY;
   }
-  for (int threads : {1, 3}) {
+  for (int threads : {1, 3, 4}) {
     OpTest all("Softmax", {{"x", F32({kRows, kCols}, x)}});
     all.num_threads = threads;
     const RtTensor y = RunOne(all);

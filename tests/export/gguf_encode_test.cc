@@ -1,0 +1,123 @@
+// EncodeTensor (a float weight widened and encoded a row at a time, rows
+// chunked over threads, rotary rows permuted on the way) against the
+// whole-tensor path it replaced for float sources, ReadValuesF32 +
+// EncodeRows: the same bytes for every source dtype, rotary or not, block
+// and float types, with importance, thread counts above the chunk count
+// and a partial last chunk; a rotary bias (permuted as [rows, 1], encoded
+// as one row) falls back to the whole-tensor path; a bad row is named.
+#include "export/gguf_encode.h"
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "formats/gguf/ggml_blocks.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "ir/float_convert.h"
+#include "tests/testing/status_matchers.h"
+
+namespace slimpack::gguf_export {
+namespace {
+
+using gguf::TensorType;
+using ::testing::HasSubstr;
+using testing::IsOk;
+using testing::StatusIs;
+
+ir::Tensor Source(std::vector<int64_t> dims, ir::DType dtype, uint32_t seed) {
+  int64_t numel = 1;
+  for (int64_t d : dims) numel *= d;
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 0.05f);
+  std::vector<float> values(static_cast<size_t>(numel));
+  for (float& v : values) v = normal(rng) * (rng() % 64 == 0 ? 30.f : 1.f);
+  ir::Tensor t;
+  t.name = "model.layers.0.self_attn.k_proj.weight";
+  t.dims = std::move(dims);
+  t.dtype = dtype;
+  std::vector<uint8_t> bytes(static_cast<size_t>(numel) * ir::DTypeBits(dtype) / 8);
+  EXPECT_TRUE(ir::ConvertFloats(ir::DType::kF32, reinterpret_cast<const uint8_t*>(values.data()),
+                                dtype, bytes.data(), static_cast<uint64_t>(numel))
+                  .ok());
+  t.data = ir::TensorData::Owned(std::move(bytes));
+  return t;
+}
+
+std::vector<uint8_t> WholeTensor(const Planned& p, TensorType type, int64_t rows, int64_t cols,
+                                 const float* importance, int threads) {
+  std::vector<float> values;
+  EXPECT_THAT(ReadValuesF32(p, static_cast<uint64_t>(rows * cols), threads, values), IsOk());
+  std::vector<uint8_t> bytes(static_cast<size_t>(gguf::RowBytes(type, cols) * rows));
+  EXPECT_THAT(EncodeRows(type, values, rows, cols, importance, threads, bytes.data(), bytes.size()),
+              IsOk());
+  return bytes;
+}
+
+TEST(GgufEncodeTest, StreamingEncodeEqualsWholeTensorEncode) {
+  constexpr int64_t kRows = 56, kCols = 256;  // 56 rows: 4 rotary heads of 14
+  std::vector<float> importance(kCols);
+  for (int64_t c = 0; c < kCols; ++c) importance[c] = 0.5f + static_cast<float>(c % 9);
+  int checked = 0;
+  for (ir::DType dtype : {ir::DType::kF16, ir::DType::kBF16, ir::DType::kF32}) {
+    const ir::Tensor t = Source({kRows, kCols}, dtype, 3);
+    for (TensorType type : {TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ5_1,
+                            TensorType::kQ4_K, TensorType::kQ6_K, TensorType::kF16}) {
+      for (int64_t rope_heads : {0, 4}) {
+        for (int threads : {1, 2, 5, 64}) {
+          for (bool weighted : {false, true}) {
+            Planned p;
+            p.source = &t;
+            p.rope_heads = rope_heads;
+            const float* imp = weighted ? importance.data() : nullptr;
+            const std::vector<uint8_t> want = WholeTensor(p, type, kRows, kCols, imp, threads);
+            std::vector<uint8_t> got(want.size(), 0xAB);
+            ASSERT_THAT(EncodeTensor(p, type, kRows, kCols, imp, threads, nullptr, got.data(),
+                                     got.size()),
+                        IsOk());
+            EXPECT_EQ(got, want) << gguf::TypeName(type) << " from " << ir::DTypeName(dtype)
+                                 << ", rope heads " << rope_heads << ", " << threads
+                                 << " threads, importance " << weighted;
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 3 * 6 * 2 * 4 * 2);
+}
+
+TEST(GgufEncodeTest, RotaryBiasFallsBackToTheWholeTensor) {
+  const ir::Tensor bias = Source({56}, ir::DType::kF16, 5);
+  Planned p;
+  p.source = &bias;
+  p.rope_heads = 4;  // permuted as [56, 1], encoded as one row of 56
+  const std::vector<uint8_t> want = WholeTensor(p, TensorType::kF32, 1, 56, nullptr, 2);
+  std::vector<uint8_t> got(want.size());
+  ASSERT_THAT(EncodeTensor(p, TensorType::kF32, 1, 56, nullptr, 2, nullptr, got.data(),
+                           got.size()),
+              IsOk());
+  EXPECT_EQ(got, want);
+  // And the permutation did happen: the unpermuted bias differs.
+  p.rope_heads = 0;
+  EXPECT_NE(WholeTensor(p, TensorType::kF32, 1, 56, nullptr, 2), want);
+}
+
+TEST(GgufEncodeTest, ANonFiniteWeightNamesItsRow) {
+  ir::Tensor t = Source({40, 64}, ir::DType::kF32, 9);
+  std::vector<uint8_t> bytes(t.data.data(), t.data.data() + t.data.size());
+  const float nan = std::nanf("");
+  std::memcpy(bytes.data() + (30 * 64 + 7) * 4, &nan, 4);
+  t.data = ir::TensorData::Owned(std::move(bytes));
+  Planned p;
+  p.source = &t;
+  std::vector<uint8_t> out(static_cast<size_t>(gguf::RowBytes(TensorType::kQ8_0, 64) * 40));
+  EXPECT_THAT(EncodeTensor(p, TensorType::kQ8_0, 40, 64, nullptr, 3, nullptr, out.data(),
+                           out.size()),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("row 30")));
+}
+
+}  // namespace
+}  // namespace slimpack::gguf_export
