@@ -52,6 +52,35 @@ struct Operands {
   int64_t ldb;
 };
 
+#ifdef __SSE2__
+// Four rows of length kb, `ld` floats apart from s0, written transposed:
+// element p of row q goes to dst[p * width + q]. Four depths at a time
+// through a 4 x 4 transpose, so each packed row of four is one store (the
+// element-by-element loop cost a seventh of a decoder's calibration pass);
+// pure data movement, so the same bytes.
+void TransposeFourRows(const float* s0, int64_t ld, int64_t kb, float* dst, int64_t width) {
+  const float* s1 = s0 + ld;
+  const float* s2 = s1 + ld;
+  const float* s3 = s2 + ld;
+  int64_t p = 0;
+  for (; p + 4 <= kb; p += 4) {
+    __m128 a = _mm_loadu_ps(s0 + p), b = _mm_loadu_ps(s1 + p);
+    __m128 c = _mm_loadu_ps(s2 + p), d = _mm_loadu_ps(s3 + p);
+    _MM_TRANSPOSE4_PS(a, b, c, d);
+    _mm_storeu_ps(dst + p * width, a);
+    _mm_storeu_ps(dst + (p + 1) * width, b);
+    _mm_storeu_ps(dst + (p + 2) * width, c);
+    _mm_storeu_ps(dst + (p + 3) * width, d);
+  }
+  for (; p < kb; ++p) {
+    dst[p * width] = s0[p];
+    dst[p * width + 1] = s1[p];
+    dst[p * width + 2] = s2[p];
+    dst[p * width + 3] = s3[p];
+  }
+}
+#endif
+
 // Rows i0 .. i0+mb of op(A), depth p0 .. p0+kb, as mr-row panels laid out
 // [panel][p][r]; rows past mb are zeros.
 void PackA(const Operands& o, int mr, int64_t i0, int64_t mb, int64_t p0,
@@ -61,31 +90,10 @@ void PackA(const Operands& o, int mr, int64_t i0, int64_t mb, int64_t p0,
     float* dst = out + ip * kb * mr;
     int r = 0;
 #ifdef __SSE2__
-    // Four rows of A (contiguous in p) at a time through 4 x 4 transposes,
-    // so each packed row of four is one store: element by element, packing
-    // A cost a seventh of a decoder's calibration pass (its rows are
-    // repacked for every column block). Pure data movement: same bytes.
+    // Four rows of A (contiguous in p) at a time; A's rows are repacked for
+    // every column block.
     for (; !o.trans_a && r + 4 <= mr && ip * mr + r + 4 <= mb; r += 4) {
-      const float* s0 = o.a + (i0 + ip * mr + r) * o.lda + p0;
-      const float* s1 = s0 + o.lda;
-      const float* s2 = s1 + o.lda;
-      const float* s3 = s2 + o.lda;
-      int64_t p = 0;
-      for (; p + 4 <= kb; p += 4) {
-        __m128 a = _mm_loadu_ps(s0 + p), b = _mm_loadu_ps(s1 + p);
-        __m128 c = _mm_loadu_ps(s2 + p), d = _mm_loadu_ps(s3 + p);
-        _MM_TRANSPOSE4_PS(a, b, c, d);
-        _mm_storeu_ps(dst + p * mr + r, a);
-        _mm_storeu_ps(dst + (p + 1) * mr + r, b);
-        _mm_storeu_ps(dst + (p + 2) * mr + r, c);
-        _mm_storeu_ps(dst + (p + 3) * mr + r, d);
-      }
-      for (; p < kb; ++p) {
-        dst[p * mr + r] = s0[p];
-        dst[p * mr + r + 1] = s1[p];
-        dst[p * mr + r + 2] = s2[p];
-        dst[p * mr + r + 3] = s3[p];
-      }
+      TransposeFourRows(o.a + (i0 + ip * mr + r) * o.lda + p0, o.lda, kb, dst + r, mr);
     }
 #endif
     for (; r < mr; ++r) {
@@ -122,24 +130,11 @@ void PackB(const Operands& o, int nr, int64_t j0, int64_t nb, int64_t p0,
       float* dst = out + jp * kb * nr;
       const int64_t jn = std::min<int64_t>(nr, nb - jp * nr);
 #ifdef __SSE2__
-      // Whole panels of a nr % 4 == 0 kernel with kb % 4 == 0 (attention's
-      // K^T, most weights) go four columns by four depths through 4 x 4
-      // transposes, one store per packed row of four; data movement only.
-      if (jn == nr && nr % 4 == 0 && kb % 4 == 0) {
+      // Whole panels of a nr % 4 == 0 kernel (attention's K^T, most
+      // weights): four columns of op(B), rows of B, at a time.
+      if (jn == nr && nr % 4 == 0) {
         for (int64_t j = 0; j < nr; j += 4) {
-          const float* s0 = o.b + (j0 + jp * nr + j) * o.ldb + p0;
-          const float* s1 = s0 + o.ldb;
-          const float* s2 = s1 + o.ldb;
-          const float* s3 = s2 + o.ldb;
-          for (int64_t p = 0; p < kb; p += 4) {
-            __m128 a = _mm_loadu_ps(s0 + p), b = _mm_loadu_ps(s1 + p);
-            __m128 c = _mm_loadu_ps(s2 + p), d = _mm_loadu_ps(s3 + p);
-            _MM_TRANSPOSE4_PS(a, b, c, d);
-            _mm_storeu_ps(dst + p * nr + j, a);
-            _mm_storeu_ps(dst + (p + 1) * nr + j, b);
-            _mm_storeu_ps(dst + (p + 2) * nr + j, c);
-            _mm_storeu_ps(dst + (p + 3) * nr + j, d);
-          }
+          TransposeFourRows(o.b + (j0 + jp * nr + j) * o.ldb + p0, o.ldb, kb, dst + j, nr);
         }
         continue;
       }
