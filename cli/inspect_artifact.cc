@@ -183,6 +183,7 @@ struct QuantRow {
   std::vector<uint64_t> shape;
   int64_t axis = 0;
   uint64_t group_size = 0;  // group-wise layouts; 0 for per-channel
+  uint64_t block_rows = 1;  // fp8: rows sharing a scale
   int64_t bits = 0;         // bits of each stored integer
   bool symmetric = false;
   bool has_record = false;  // the manifest has a "quant" record
@@ -212,6 +213,7 @@ absl::StatusOr<std::vector<QuantRow>> QuantRows(const loader::Artifact& a) {
     r.shape = t.shape;
     r.axis = t.layout.axis;
     r.group_size = t.layout.group_size;
+    r.block_rows = t.layout.block_rows;
     if (t.layout.kind == shard::LayoutKind::kGgmlBlocks) {
       const shard::GgmlBlockType* type = shard::FindGgmlBlockType(t.layout.block_type);
       r.block_type = type ? std::string(type->name) : "?";
@@ -247,6 +249,7 @@ ordered_json QuantRowsJson(const std::vector<QuantRow>& rows) {
     ordered_json j = {{"name", r.name},         {"dtype", r.dtype},
                       {"layout", r.kind},       {"shape", r.shape},
                       {"axis", r.axis},         {"group_size", r.group_size},
+                      {"block_rows", r.block_rows},
                       {"scale_dtype", r.scale_dtype},
                       {"block_type", r.block_type.empty() ? ordered_json(nullptr)
                                                           : ordered_json(r.block_type)},
@@ -273,7 +276,9 @@ void PrintQuantRows(const std::vector<QuantRow>& rows) {
               "scale", "algorithm", "bits", "bpw");
   for (const QuantRow& r : rows) {
     const std::string group =
-        r.kind == shard::kLayoutInt8PerChannel ? "chan" : std::to_string(r.group_size);
+        r.kind == shard::kLayoutInt8PerChannel ? "chan"
+        : r.block_rows > 1 ? std::to_string(r.block_rows) + "x" + std::to_string(r.group_size)
+                           : std::to_string(r.group_size);
     const std::string kind = r.block_type.empty() ? r.kind : "ggml " + r.block_type;
     std::printf("  %-44s %-5s %-17s %5s %-5s %-12s %4lld %6.3f%s\n", r.name.c_str(),
                 r.dtype.c_str(), kind.c_str(), group.c_str(), r.scale_dtype.c_str(),

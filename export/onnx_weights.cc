@@ -155,10 +155,22 @@ class WeightExporter {
     const int64_t axis = t.quant.axis, group = t.quant.group_size;
     ASSIGN_OR_RETURN(const ir::Tensor* scale, ScaleTensor(t));
     ASSIGN_OR_RETURN(std::vector<float> s, ir::ScaleValues(*scale));
+    // DequantizeLinear blocks along one axis only: a scale shared by a
+    // block of rows (block_rows, axis 1) is repeated for each of its rows.
+    std::vector<int64_t> dims = scale->dims;
+    if (const int64_t r = t.quant.BlockRows(); r > 1) {
+      const int64_t gc = dims[1];
+      std::vector<float> rows(static_cast<size_t>(t.dims[0] * gc));
+      for (int64_t i = 0; i < t.dims[0]; ++i) {
+        std::copy_n(s.begin() + (i / r) * gc, gc, rows.begin() + i * gc);
+      }
+      s = std::move(rows);
+      dims = {t.dims[0], gc};
+    }
     const bool per_axis = group >= t.dims[axis];
     ASSIGN_OR_RETURN(std::string scale_f32,
                      per_axis ? ed_.AddF32(t.quant.scale + "_f32", {t.dims[1 - axis]}, s, t.provenance)
-                              : ed_.AddF32(t.quant.scale + "_f32", scale->dims, s, t.provenance));
+                              : ed_.AddF32(t.quant.scale + "_f32", dims, s, t.provenance));
     ASSIGN_OR_RETURN(std::string q, MoveCodes(t));
     ir::Node dq = MakeNode(ed_.Fresh(t.name + "_DequantizeLinear"), "DequantizeLinear",
                            {q, scale_f32}, {t.name}, t.provenance);

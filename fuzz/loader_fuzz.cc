@@ -71,6 +71,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ref.shape = t.shape;
     ref.axis = t.layout.axis;
     ref.group_size = t.layout.group_size;
+    ref.block_rows = t.layout.block_rows;
     ref.block_type = t.layout.block_type;
     const std::vector<uint8_t> q = fill(t.nbytes);
     ref.data = q.data();

@@ -113,6 +113,8 @@ int main(int argc, char** argv) {
 
   // FP8 E4M3 codes with f16 group scales.
   WriteSeed(dir, "fp8_groupwise", slt::Fp8SampleArtifact(/*f16_scales=*/true), 0);
+  // The same with w's scales shared by blocks of 3 rows (block_rows).
+  WriteSeed(dir, "fp8_block_rows", slt::Fp8SampleArtifact(/*f16_scales=*/true, 3), 0);
 
   // No tensors at all.
   WriteSeed(dir, "empty", slt::TestArtifact::Build(slt::TestArtifactSpec()), 0);

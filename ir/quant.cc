@@ -104,14 +104,16 @@ void DequantizeLoop(const uint8_t* q, const float* scales, const uint8_t* zp,
 
 // fp8_e4m3_groupwise: the group-wise walk of DequantizeLoop with an E4M3
 // float code instead of an integer difference (no zero point).
+// `block_rows` outer indices (the rows of an [out, in] matrix) share one
+// scale row.
 void Fp8Loop(const uint8_t* q, const float* scales, int64_t outer, int64_t n_axis,
-             int64_t inner, int64_t g, int64_t groups, float* out) {
+             int64_t inner, int64_t g, int64_t groups, int64_t block_rows, float* out) {
   float table[256];
   for (int c = 0; c < 256; ++c) table[c] = F8E4M3ToF32(static_cast<uint8_t>(c));
   uint64_t i = 0;
   for (int64_t o = 0; o < outer; ++o) {
     for (int64_t a = 0; a < n_axis; ++a) {
-      const uint64_t base = static_cast<uint64_t>((o * groups + a / g) * inner);
+      const uint64_t base = static_cast<uint64_t>(((o / block_rows) * groups + a / g) * inner);
       for (int64_t k = 0; k < inner; ++k, ++i) {
         out[i] = table[q[i]] * scales[base + static_cast<uint64_t>(k)];
       }
@@ -187,6 +189,8 @@ std::vector<int64_t> QuantParamDims(const Tensor& q) {
   std::vector<int64_t> dims = q.dims;
   const int64_t g = q.quant.group_size;
   if (g > 0) dims[axis] = dims[axis] / g + (dims[axis] % g != 0);
+  const int64_t r = q.quant.BlockRows();
+  if (r > 1 && dims.size() == 2 && axis == 1) dims[0] = dims[0] / r + (dims[0] % r != 0);
   return dims;
 }
 
@@ -217,6 +221,18 @@ absl::Status ValidateQuantLayout(const Tensor& q, const Tensor* scale,
   if (IsGroupWise(l.kind) && l.group_size < 1) {
     return Bad(q, "group_size " + std::to_string(l.group_size) +
                       " must be at least 1");
+  }
+  if (l.block_rows < 0) {
+    return Bad(q, "block_rows " + std::to_string(l.block_rows) + " is negative");
+  }
+  if (l.BlockRows() > 1 && !fp8) {
+    return Bad(q, "block_rows " + std::to_string(l.block_rows) +
+                      ": only fp8_e4m3_groupwise shares a scale between rows");
+  }
+  if (l.BlockRows() > 1 && (q.dims.size() != 2 || l.axis != 1)) {
+    return Bad(q, "block_rows " + std::to_string(l.block_rows) + " needs an [out, in] matrix "
+                      "grouped along axis 1, found " + Dims(q.dims) + " axis " +
+                      std::to_string(l.axis));
   }
   if (l.scale.empty()) return Bad(q, "names no scale tensor");
   const std::vector<int64_t> want = QuantParamDims(q);
@@ -294,7 +310,7 @@ absl::Status DequantizeInto(const Tensor& q, const Tensor& scale,
   const std::vector<float>& scales = *scale_values;
   const uint8_t* qd = q.data.data();
   if (q.quant.kind == QuantKind::kFp8E4M3GroupWise) {
-    Fp8Loop(qd, scales.data(), outer, n_axis, inner, g, groups, out);
+    Fp8Loop(qd, scales.data(), outer, n_axis, inner, g, groups, q.quant.BlockRows(), out);
     return absl::OkStatus();
   }
   switch (q.dtype) {

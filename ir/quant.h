@@ -23,7 +23,8 @@ bool QuantKindFromName(std::string_view name, QuantKind* out);
 
 // The shape the spec requires of the scale (and zero point) of `q`:
 // [dims[axis]] for int8_per_channel; dims with dims[axis] replaced by
-// ceil(dims[axis] / group_size) for the group-wise kinds. Only meaningful once the
+// ceil(dims[axis] / group_size) for the group-wise kinds, and fp8 with
+// block_rows R > 1 also dims[0] by ceil(dims[0] / R). Only meaningful once the
 // axis / group size are known to be valid (ValidateQuantLayout).
 std::vector<int64_t> QuantParamDims(const Tensor& q);
 
@@ -41,7 +42,7 @@ std::vector<int64_t> QuantParamDims(const Tensor& q);
 //  - scale and zero point carry q's layer (spec.md section 7: they are
 //    placed in the same layer group).
 // fp8_e4m3_groupwise is group-wise with dtype u8 (E4M3 bytes) and no zero
-// point. ggml_blocks instead needs dtype u8, axis = rank - 1, a ggml block type,
+// point; block_rows > 1 (fp8 only) needs rank 2 and axis 1. ggml_blocks instead needs dtype u8, axis = rank - 1, a ggml block type,
 // group_size = its block size, a last dim of whole blocks, and names no
 // scale or zero point (both pointers are ignored).
 // InvalidArgument naming q, the field and found vs expected values.

@@ -113,15 +113,20 @@ struct QuantLayout {
   GgmlType block_type = GgmlType::kNone;  // ggml_blocks only
   std::string scale;       // plain f32 or f16 tensor (none for ggml_blocks)
   std::string zero_point;  // empty: zero point 0; else same dtype as q
+  // fp8_e4m3_groupwise of an [out, in] matrix only: rows that share one
+  // scale (a checkpoint's 128 x 128 blocks keep their one scale per block);
+  // 0 or 1: one scale per row, as every other layout.
+  int64_t block_rows = 0;
   // How the integers were chosen ("rtn", "rtn-mse", "imatrix", "gptq",
   // "awq", "static"): recorded in the manifest, not needed to dequantize.
   std::string algorithm;
 
   bool quantized() const { return kind != QuantKind::kNone; }
+  int64_t BlockRows() const { return block_rows > 1 ? block_rows : 1; }
   bool operator==(const QuantLayout& o) const {
     return kind == o.kind && axis == o.axis && group_size == o.group_size &&
            block_type == o.block_type && scale == o.scale && zero_point == o.zero_point &&
-           algorithm == o.algorithm;
+           BlockRows() == o.BlockRows() && algorithm == o.algorithm;
   }
 };
 

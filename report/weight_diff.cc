@@ -20,7 +20,10 @@ std::string SchemeName(const ir::Tensor& t) {
     case ir::QuantKind::kGgmlBlocks:
       return std::string(ir::GgmlTypeName(t.quant.block_type));
     case ir::QuantKind::kFp8E4M3GroupWise:
-      return "fp8-e4m3-g" + std::to_string(t.quant.group_size);
+      // A checkpoint's two-axis blocks as rows x columns ("fp8-e4m3-128x128").
+      return t.quant.BlockRows() > 1 ? "fp8-e4m3-" + std::to_string(t.quant.block_rows) + "x" +
+                                           std::to_string(t.quant.group_size)
+                                     : "fp8-e4m3-g" + std::to_string(t.quant.group_size);
     case ir::QuantKind::kNone:
       break;
   }

@@ -84,20 +84,16 @@ absl::StatusOr<std::vector<ir::Tensor>> ScaleOne(const PrequantConfig& c, const 
           std::to_string(i % static_cast<uint64_t>(in)) + "]");
     }
   }
-  // Scales [out, gc]: row r takes block row r / rows.
+  // Scales [ceil(out / rows), gc] as the checkpoint has them (a scalar or
+  // [out] shape is the same count in that order); rows sharing a block's
+  // scale are the layout's block_rows. bf16 is widened to f32 (exact).
   const bool f16 = s.dtype == ir::DType::kF16;
-  const size_t width = f16 ? 2 : 4;
-  std::vector<uint8_t> bytes(static_cast<size_t>(out * gc) * width);
-  for (int64_t r = 0; r < out; ++r) {
-    for (int64_t k = 0; k < gc; ++k) {
-      const size_t src = static_cast<size_t>((r / b.rows) * gc + k);
-      uint8_t* dst = bytes.data() + static_cast<size_t>(r * gc + k) * width;
-      if (f16) {
-        std::memcpy(dst, s.data.data() + 2 * src, 2);
-      } else {
-        std::memcpy(dst, &scales[src], 4);
-      }
-    }
+  const int64_t gr = CeilDiv(out, b.rows);
+  std::vector<uint8_t> bytes(static_cast<size_t>(gr * gc) * (f16 ? 2 : 4));
+  if (f16) {
+    std::memcpy(bytes.data(), s.data.data(), bytes.size());
+  } else {
+    std::memcpy(bytes.data(), scales.data(), bytes.size());
   }
   std::vector<ir::Tensor> result(2);
   ir::Tensor& weight = result[0];
@@ -106,13 +102,14 @@ absl::StatusOr<std::vector<ir::Tensor>> ScaleOne(const PrequantConfig& c, const 
   weight.quant.kind = ir::QuantKind::kFp8E4M3GroupWise;
   weight.quant.axis = 1;
   weight.quant.group_size = b.cols;
+  if (b.rows > 1) weight.quant.block_rows = b.rows;
   weight.quant.scale = w.name + ".scale";
   weight.quant.algorithm = c.fp8_scale_suffix == ".weight_scale_inv" ? "fp8-checkpoint"
                                                                       : "compressed-tensors-checkpoint";
   ir::Tensor& scale = result[1];
   scale.name = weight.quant.scale;
   scale.dtype = f16 ? ir::DType::kF16 : ir::DType::kF32;
-  scale.dims = {out, gc};
+  scale.dims = {gr, gc};
   scale.provenance = s.provenance;
   scale.data = ir::TensorData::Owned(std::move(bytes));
   return result;

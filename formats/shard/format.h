@@ -267,7 +267,10 @@ inline constexpr uint32_t kSparseKept = 2;
 //   kFeatureSparse2of4   some tensor has layout sparse_2_4
 //   kFeatureGgmlBlocks   some tensor has layout ggml_blocks
 //   kFeatureFp8E4M3      some tensor has layout fp8_e4m3_groupwise
+//   kFeatureFp8BlockRows some fp8_e4m3_groupwise tensor has block_rows > 1
+//                        (one scale per block of rows and columns)
 inline constexpr std::string_view kFeatureF16Scales = "f16_scales";
+inline constexpr std::string_view kFeatureFp8BlockRows = "fp8_block_rows";
 inline constexpr std::string_view kFeatureFp8E4M3 = "fp8_e4m3";
 inline constexpr std::string_view kFeatureGgmlBlocks = "ggml_blocks";
 inline constexpr std::string_view kFeatureInt8GroupWise = "int8_groupwise";

@@ -6,6 +6,7 @@
 
 #include <cstring>
 
+#include "ir/float_convert.h"
 #include "ir/verifier.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -171,6 +172,61 @@ TEST(DequantizeTest, Fp8NeedsU8CodesAndNoZeroPoint) {
   EXPECT_THAT(ValidateQuantLayout(q, &per_column, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("'f.s' has shape [2,5], expected [2,3]")));
+}
+
+// block_rows: rows 0-2 share scale row 0, rows 3-4 scale row 1 (a short
+// last block), as an FP8 checkpoint's 128 x 128 blocks, scaled down.
+TEST(DequantizeTest, Fp8BlockRowsShareOneScalePerBlockOfRowsAndColumns) {
+  std::vector<uint8_t> codes(5 * 3);
+  for (size_t i = 0; i < codes.size(); ++i) codes[i] = static_cast<uint8_t>(0x30 + i);
+  Tensor q = Raw("f", DType::kU8, {5, 3}, codes);
+  q.quant.kind = QuantKind::kFp8E4M3GroupWise;
+  q.quant.axis = 1;
+  q.quant.group_size = 2;
+  q.quant.block_rows = 3;
+  q.quant.scale = "f.s";
+  EXPECT_EQ(QuantParamDims(q), (std::vector<int64_t>{2, 2}));
+  const std::vector<float> s = {0.5f, 2.0f, 4.0f, 0.25f};
+  const Tensor scale = F32("f.s", {2, 2}, s);
+  ASSERT_THAT(ValidateQuantLayout(q, &scale, nullptr), IsOk());
+  auto x = DequantizeToF32(q, scale, nullptr);
+  ASSERT_THAT(x, IsOk());
+  for (int r = 0; r < 5; ++r) {
+    for (int c = 0; c < 3; ++c) {
+      const float want = F8E4M3ToF32(codes[static_cast<size_t>(r * 3 + c)]) *
+                         s[static_cast<size_t>((r / 3) * 2 + c / 2)];
+      EXPECT_EQ((*x)[static_cast<size_t>(r * 3 + c)], want) << r << "," << c;
+    }
+  }
+  // The per-row shape is the wrong one now; block_rows belongs to fp8 of
+  // rank 2 grouped along axis 1 only.
+  const Tensor per_row = F32("f.s", {5, 2}, std::vector<float>(10, 1.0f));
+  EXPECT_THAT(ValidateQuantLayout(q, &per_row, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'f.s' has shape [5,2], expected [2,2]")));
+  Tensor bad = q;
+  bad.quant.block_rows = -1;
+  EXPECT_THAT(ValidateQuantLayout(bad, &scale, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("tensor 'f'"), HasSubstr("block_rows -1 is negative"))));
+  bad = q;
+  bad.quant.axis = 0;
+  EXPECT_THAT(ValidateQuantLayout(bad, &scale, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("block_rows 3 needs an [out, in] matrix grouped along axis 1")));
+  Tensor int8 = Raw("f", DType::kI8, {5, 3}, codes);
+  int8.quant = q.quant;
+  int8.quant.kind = QuantKind::kInt8GroupWise;
+  EXPECT_THAT(ValidateQuantLayout(int8, &scale, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("only fp8_e4m3_groupwise shares a scale between rows")));
+  // The layouts differ from the one-scale-per-row layout (0 and 1 are that).
+  QuantLayout one = q.quant;
+  one.block_rows = 1;
+  EXPECT_FALSE(one == q.quant);
+  QuantLayout zero = one;
+  zero.block_rows = 0;
+  EXPECT_TRUE(one == zero);
 }
 
 // One malformed layout per row; the message must name the tensor and the

@@ -993,6 +993,7 @@ TEST(PrequantizedFp8Test, ChannelScalesInBf16BecomeF32GroupsOfTheWholeRow) {
   EXPECT_EQ(w->quant.kind, ir::QuantKind::kFp8E4M3GroupWise);
   EXPECT_EQ(w->quant.axis, 1);
   EXPECT_EQ(w->quant.group_size, 24);
+  EXPECT_EQ(w->quant.BlockRows(), 1);
   EXPECT_EQ(w->quant.scale, "m.weight.scale");
   EXPECT_EQ(w->quant.algorithm, "compressed-tensors-checkpoint");
   EXPECT_TRUE(std::equal(codes.begin(), codes.end(), w->data.data()));  // bytes carried
@@ -1002,7 +1003,7 @@ TEST(PrequantizedFp8Test, ChannelScalesInBf16BecomeF32GroupsOfTheWholeRow) {
   ExpectFp8Values(*w, *sc, s, 1, 24);
 }
 
-TEST(PrequantizedFp8Test, BlockScalesRepeatPerRowAndF16StaysF16) {
+TEST(PrequantizedFp8Test, BlockScalesStayOnePerBlockAndF16StaysF16) {
   // [5, 7] in blocks of 2 x 3: 3 x 3 blocks, the last row and column short.
   std::vector<ir::Tensor> t = {Fp8Weight("m.weight", 5, 7, 2)};
   std::vector<float> s(9);
@@ -1020,9 +1021,12 @@ TEST(PrequantizedFp8Test, BlockScalesRepeatPerRowAndF16StaysF16) {
   ASSERT_NE(w, nullptr);
   ASSERT_NE(sc, nullptr);
   EXPECT_EQ(w->quant.group_size, 3);
+  EXPECT_EQ(w->quant.block_rows, 2);  // rows 0-1, 2-3, 4 share a scale row
   EXPECT_EQ(w->quant.algorithm, "fp8-checkpoint");
   EXPECT_EQ(sc->dtype, ir::DType::kF16);
-  EXPECT_EQ(sc->dims, (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(sc->dims, (std::vector<int64_t>{3, 3}));
+  EXPECT_TRUE(std::equal(sb.begin(), sb.end(), sc->data.data()));  // the checkpoint's halves
+  EXPECT_THAT(ir::ValidateQuantLayout(*w, sc, nullptr), IsOk());
   ExpectFp8Values(*w, *sc, s, 2, 3);
 }
 
@@ -1032,6 +1036,8 @@ TEST(PrequantizedFp8Test, TensorStrategyTakesAScalarOrOneElementScale) {
     t.push_back(MakeTensor("m.weight_scale", ir::DType::kF32, dims,
                            std::vector<uint8_t>{0, 0, 0x80, 0x3E}));  // 0.25f
     ASSERT_THAT(ImportFp8(Fp8Config(".weight_scale", 0, 0), t), IsOk());
+    EXPECT_EQ(Named(t, "m.weight")->quant.block_rows, 3);  // one scale for all 3 rows
+    EXPECT_EQ(Named(t, "m.weight.scale")->dims, (std::vector<int64_t>{1, 1}));
     ExpectFp8Values(*Named(t, "m.weight"), *Named(t, "m.weight.scale"), {0.25f}, 3, 4);
   }
 }

@@ -215,6 +215,7 @@ Status Artifact::DequantizeToF32(std::string_view name, float* out,
   ref.shape = info->shape;
   ref.axis = info->layout.axis;
   ref.group_size = info->layout.group_size;
+  ref.block_rows = info->layout.block_rows;
   ref.block_type = info->layout.block_type;
   ref.data = q.data();
   ref.data_bytes = q.size();

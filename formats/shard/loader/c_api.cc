@@ -162,6 +162,11 @@ slimpack_status slimpack_artifact_tensor_info(const slimpack_artifact* artifact,
   return Report(Status());
 }
 
+uint64_t slimpack_artifact_tensor_block_rows(const slimpack_artifact* artifact, uint64_t index) {
+  if (artifact == nullptr || index >= artifact->impl->num_tensors()) return 0;
+  return artifact->impl->tensor(static_cast<size_t>(index)).layout.block_rows;
+}
+
 const char* slimpack_artifact_tensor_block_type(const slimpack_artifact* artifact,
                                                 uint64_t index) {
   if (artifact == nullptr || index >= artifact->impl->num_tensors()) return nullptr;

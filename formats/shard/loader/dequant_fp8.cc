@@ -51,13 +51,13 @@ float Fp8E4M3ToFloat(uint8_t q) { return Fp8E4M3Table()[q]; }
 
 void internal::DequantFp8E4M3Groups(const uint8_t* q, const float* scale, uint64_t outer,
                                     uint64_t axis, uint64_t inner, uint64_t group_size,
-                                    float* out) {
+                                    uint64_t block_rows, float* out) {
   const std::array<float, 256>& f = Fp8E4M3Table();
   const uint64_t groups = axis / group_size + (axis % group_size != 0);
   for (uint64_t o = 0; o < outer; ++o) {
     for (uint64_t g = 0; g < groups; ++g) {
       // The inner scales of group g: one per element of a row along inner.
-      const float* s = scale + (o * groups + g) * inner;
+      const float* s = scale + ((o / block_rows) * groups + g) * inner;
       const uint64_t a_end = std::min(axis, (g + 1) * group_size);
       for (uint64_t a = g * group_size; a < a_end; ++a) {
         const uint64_t start = (o * axis + a) * inner;

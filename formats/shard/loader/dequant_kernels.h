@@ -42,9 +42,12 @@ void DequantGgmlBlocks(uint32_t type, uint32_t block_size, uint32_t block_bytes,
 // fp8_e4m3_groupwise (dequant_fp8.cc), one scalar loop for every
 // DequantImpl: the tensor as [outer, axis, inner] with `group_size`
 // consecutive indices along axis sharing a scale, scales laid out as
-// [outer, ceil(axis / group_size), inner]; out = Fp8E4M3ToFloat(q) * scale.
+// [ceil(outer / block_rows), ceil(axis / group_size), inner] (block_rows
+// consecutive outer indices share a scale row; 1 for one each);
+// out = Fp8E4M3ToFloat(q) * scale.
 void DequantFp8E4M3Groups(const uint8_t* q, const float* scale, uint64_t outer,
-                          uint64_t axis, uint64_t inner, uint64_t group_size, float* out);
+                          uint64_t axis, uint64_t inner, uint64_t group_size,
+                          uint64_t block_rows, float* out);
 
 // Little-endian f16 at p, widened exactly.
 float HalfAt(const uint8_t* p);

@@ -268,6 +268,11 @@ Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
   if (fp8 && ref.zero_point != nullptr) {
     return InvalidArgumentError("layout fp8_e4m3_groupwise has no zero point");
   }
+  if (ref.block_rows == 0) return InvalidArgumentError("block_rows must be at least 1");
+  if (ref.block_rows > 1 && (!fp8 || ref.shape.size() != 2 || ref.axis != 1)) {
+    return InvalidArgumentError("block_rows " + std::to_string(ref.block_rows) +
+                                " needs layout fp8_e4m3_groupwise of rank 2 and axis 1");
+  }
   if (ref.axis < 0 || static_cast<size_t>(ref.axis) >= ref.shape.size()) {
     return InvalidArgumentError("axis " + std::to_string(ref.axis) +
                                 " out of range for rank " +
@@ -284,7 +289,8 @@ Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
   if (ref.layout != LayoutKind::kInt8PerChannel) {
     if (ref.group_size == 0) return InvalidArgumentError("group_size must be at least 1");
     const uint64_t groups = b.axis / ref.group_size + (b.axis % ref.group_size != 0);
-    params = b.outer * groups * b.inner;  // <= numel
+    const uint64_t row_blocks = b.outer / ref.block_rows + (b.outer % ref.block_rows != 0);
+    params = row_blocks * groups * b.inner;  // <= numel
   }
   SLP_RETURN_IF_ERROR(CheckCount("scale (elements)", ref.scale_count, params));
   // f16 scales are widened once (exactly); the kernels multiply by f32.
@@ -300,7 +306,7 @@ Status DequantizeToF32(const QuantizedTensorRef& ref, float* out,
   }
   if (fp8) {  // the same code for every DequantImpl (dequant_fp8.cc)
     internal::DequantFp8E4M3Groups(static_cast<const uint8_t*>(ref.data), scale, b.outer,
-                                   b.axis, b.inner, ref.group_size, out);
+                                   b.axis, b.inner, ref.group_size, ref.block_rows, out);
     return OkStatus();
   }
   return ref.layout == LayoutKind::kInt8PerChannel ? DequantInt8(ref, scale, b, k, out)

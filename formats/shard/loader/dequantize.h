@@ -26,6 +26,7 @@ struct QuantizedTensorRef {
   std::vector<uint64_t> shape;
   int32_t axis = 0;          // quantized layouts
   uint64_t group_size = 0;   // kInt4GroupWise, kInt8GroupWise, kFp8E4M3GroupWise
+  uint64_t block_rows = 1;   // kFp8E4M3GroupWise of rank 2, axis 1: rows sharing a scale
   uint32_t block_type = 0;   // kGgmlBlocks: ggml's type number
   const void* data = nullptr;
   uint64_t data_bytes = 0;

@@ -39,6 +39,7 @@ struct Layout {
   LayoutKind kind = LayoutKind::kPlain;
   int32_t axis = -1;         // quantized layouts
   uint64_t group_size = 0;   // int4_groupwise, int8_groupwise, fp8_e4m3_groupwise
+  uint64_t block_rows = 1;   // fp8_e4m3_groupwise: rows sharing a scale (>= 1)
   int32_t scale = -1;        // index into Manifest::tensors (f32 or f16), or -1
   int32_t zero_point = -1;   // index into Manifest::tensors, or -1
   int32_t indices = -1;      // sparse_2_4: the u4 index tensor, or -1

@@ -233,6 +233,28 @@ Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
     const uint64_t g = t->layout.group_size;
     param_shape[axis] = t->shape[axis] / g + (t->shape[axis] % g != 0);
   }
+  // block_rows: rows of an [out, in] FP8 matrix that share a scale row (a
+  // checkpoint's 128 x 128 blocks). Other layouts refuse the key rather
+  // than ignore it: ignoring it would read their scales with the wrong shape.
+  if (f.Optional("block_rows") != nullptr) {
+    if (!fp8) {
+      return f.Error("block_rows", "layout " + kind + " has no block_rows (fp8_e4m3_groupwise "
+                                   "only)");
+    }
+    if (!m.Requires(shard::kFeatureFp8BlockRows)) {
+      return f.Error("block_rows", "block_rows is used but required_features does not list \"" +
+                                       std::string(shard::kFeatureFp8BlockRows) + "\"");
+    }
+    SLP_ASSIGN_OR_RETURN(t->layout.block_rows, f.SafeUint("block_rows"));
+    if (t->layout.block_rows == 0) return f.Error("block_rows", "must be at least 1");
+    if (t->shape.size() != 2 || axis != 1) {
+      return f.Error("block_rows", "block_rows needs a rank-2 tensor grouped along axis 1, "
+                                   "found rank " + std::to_string(t->shape.size()) + " axis " +
+                                   std::to_string(axis));
+    }
+    const uint64_t r = t->layout.block_rows;
+    param_shape[0] = t->shape[0] / r + (t->shape[0] % r != 0);
+  }
   // f16 scales only where the manifest declares them (an older reader
   // would otherwise meet them unannounced).
   const bool f16_scales = m.Requires(shard::kFeatureF16Scales);

@@ -55,7 +55,8 @@ Status ParseVersion(const Fields& top, Manifest* m) {
   SLP_ASSIGN_OR_RETURN(const JsonValue* features,
                        top.RequiredOf("required_features", JsonValue::Type::kArray));
   // Sorted, as writers list them (the error below prints this order).
-  constexpr std::string_view kKnown[] = {shard::kFeatureF16Scales, shard::kFeatureFp8E4M3,
+  constexpr std::string_view kKnown[] = {shard::kFeatureF16Scales, shard::kFeatureFp8BlockRows,
+                                         shard::kFeatureFp8E4M3,
                                          shard::kFeatureGgmlBlocks, shard::kFeatureInt8GroupWise,
                                          shard::kFeatureSparse2of4};
   for (const JsonValue& f : features->items()) {

@@ -115,6 +115,14 @@ slimpack_status slimpack_artifact_tensor_info(const slimpack_artifact* artifact,
 const char* slimpack_artifact_tensor_block_type(const slimpack_artifact* artifact,
                                                 uint64_t index);
 
+/* Rows sharing one scale row in a tensor of layout
+ * SLIMPACK_LAYOUT_FP8_E4M3_GROUPWISE (its scale tensor is then
+ * [ceil(rows / block_rows), ceil(cols / group_size)]: FP8 checkpoints' 128 x
+ * 128 blocks); 1 for every other tensor, 0 for an index out of range. A
+ * function rather than a slimpack_tensor_info field so the struct's layout
+ * stays what applications were compiled against. */
+uint64_t slimpack_artifact_tensor_block_rows(const slimpack_artifact* artifact, uint64_t index);
+
 /* Maps the tensor's shard if needed and returns a zero-copy view that keeps
  * it mapped until slimpack_tensor_view_release. */
 slimpack_status slimpack_artifact_map_tensor(slimpack_artifact* artifact,

@@ -135,6 +135,7 @@ class ModelBuilder {
         }
         q.axis = info.layout.axis;
         q.group_size = static_cast<int64_t>(info.layout.group_size);
+        if (info.layout.block_rows > 1) q.block_rows = static_cast<int64_t>(info.layout.block_rows);
         if (info.layout.scale >= 0) q.scale = m_.tensors[static_cast<size_t>(info.layout.scale)].name;
         if (info.layout.zero_point >= 0) {
           q.zero_point = m_.tensors[static_cast<size_t>(info.layout.zero_point)].name;

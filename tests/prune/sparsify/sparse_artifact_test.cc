@@ -257,7 +257,7 @@ INSTANTIATE_TEST_SUITE_P(
                   absl::StatusCode::kInvalidArgument, {"'w24'", "f32, f16 or bf16, found u32"}},
         BadRecord{"UnknownFeature",
                   [](J& m, J&, J&) { m["required_features"].push_back("sparse_4_8"); },
-                  absl::StatusCode::kUnimplemented, {"sparse_4_8", "supported features: f16_scales, fp8_e4m3, ggml_blocks, int8_groupwise, sparse_2_4"}}),
+                  absl::StatusCode::kUnimplemented, {"sparse_4_8", "supported features: f16_scales, fp8_block_rows, fp8_e4m3, ggml_blocks, int8_groupwise, sparse_2_4"}}),
     [](const auto& info) { return std::string(info.param.label); });
 
 TEST(SparseArtifactTest, CorruptIndexNibbleIsAnErrorOnExpand) {

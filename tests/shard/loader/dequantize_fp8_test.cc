@@ -127,12 +127,14 @@ struct Fp8Case {
   int axis;
   uint64_t group_size;
   bool f16_scale;
+  uint64_t block_rows = 1;  // rank 2, axis 1: rows sharing a scale row
 };
 
 void PrintTo(const Fp8Case& c, std::ostream* os) {
   *os << "[";
   for (size_t i = 0; i < c.shape.size(); ++i) *os << (i ? "," : "") << c.shape[i];
-  *os << "] axis " << c.axis << " group " << c.group_size << (c.f16_scale ? " f16" : " f32");
+  *os << "] axis " << c.axis << " group " << c.group_size << (c.f16_scale ? " f16" : " f32")
+      << " block_rows " << c.block_rows;
 }
 
 class Fp8ShapesTest : public ::testing::TestWithParam<Fp8Case> {};
@@ -143,6 +145,7 @@ TEST_P(Fp8ShapesTest, MatchesPerElementDefinitionAndBestEqualsScalar) {
   const size_t rank = c.shape.size();
   std::vector<uint64_t> scale_shape = c.shape;
   scale_shape[c.axis] = (c.shape[c.axis] + c.group_size - 1) / c.group_size;
+  scale_shape[0] = (scale_shape[0] + c.block_rows - 1) / c.block_rows;  // 1: unchanged
   uint64_t numel = 1, params = 1;
   for (size_t d = 0; d < rank; ++d) {
     numel *= c.shape[d];
@@ -158,9 +161,10 @@ TEST_P(Fp8ShapesTest, MatchesPerElementDefinitionAndBestEqualsScalar) {
     half[k] = static_cast<uint16_t>((rng() & 0x83FF) | ((1 + rng() % 30) << 10));
     scale[k] = NormalHalf(half[k]);
   }
-  const QuantizedTensorRef ref =
+  QuantizedTensorRef ref =
       c.f16_scale ? Fp8Ref(c.shape, c.axis, c.group_size, q, half.data(), params, DType::kF16)
                   : Fp8Ref(c.shape, c.axis, c.group_size, q, scale.data(), params, DType::kF32);
+  ref.block_rows = c.block_rows;
   std::vector<float> best(numel), scalar(numel);
   ASSERT_THAT(DequantizeToF32(ref, best.data(), numel, DequantImpl::kBest), IsOk());
   ASSERT_THAT(DequantizeToF32(ref, scalar.data(), numel, DequantImpl::kScalar), IsOk());
@@ -169,7 +173,9 @@ TEST_P(Fp8ShapesTest, MatchesPerElementDefinitionAndBestEqualsScalar) {
   for (uint64_t k = 0; k < numel; ++k) {
     uint64_t p = 0;
     for (size_t d = 0; d < rank; ++d) {
-      p = p * scale_shape[d] + (d == static_cast<size_t>(c.axis) ? idx[d] / c.group_size : idx[d]);
+      p = p * scale_shape[d] + (d == static_cast<size_t>(c.axis) ? idx[d] / c.group_size
+                                : d == 0                          ? idx[d] / c.block_rows
+                                                                  : idx[d]);
     }
     ASSERT_TRUE(SameValue(scalar[k], ReferenceFp8(q[k]) * scale[p])) << "element " << k;
     for (size_t d = rank; d-- > 0;) {
@@ -187,7 +193,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Fp8Case{{64, 9}, 0, 32, false},    // groups along axis 0
                       Fp8Case{{61, 9}, 0, 16, true},     // axis 0 with a remainder
                       Fp8Case{{3, 10, 33}, 1, 4, true},  // middle axis, inner runs
-                      Fp8Case{{129}, 0, 1, false}));
+                      Fp8Case{{129}, 0, 1, false},
+                      // Two-axis blocks: 128 x 128 with short edge blocks both
+                      // ways, and small blocks with f16 scales.
+                      Fp8Case{{300, 260}, 1, 128, false, 128},
+                      Fp8Case{{7, 37}, 1, 5, true, 3},
+                      Fp8Case{{9, 16}, 1, 16, false, 9}));  // one scale in all
 
 // The checks DequantizeToF32 makes itself (the manifest refuses these first).
 TEST(Fp8DequantizeTest, RefusesBadReferences) {
@@ -215,6 +226,23 @@ TEST(Fp8DequantizeTest, RefusesBadReferences) {
   g3.group_size = 3;
   EXPECT_THAT(DequantizeToF32(g3, out, 12),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("scale (elements) has 3, expected 6")));
+  QuantizedTensorRef rows0 = ref;
+  rows0.block_rows = 0;
+  EXPECT_THAT(DequantizeToF32(rows0, out, 12),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("block_rows must be at least 1")));
+  QuantizedTensorRef rows2 = ref;  // ceil(3 / 2) = 2 scale rows, not 3
+  rows2.block_rows = 2;
+  EXPECT_THAT(DequantizeToF32(rows2, out, 12),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("scale (elements) has 3, expected 2")));
+  rows2.scale_count = 2;
+  ASSERT_THAT(DequantizeToF32(rows2, out, 12), IsOk());
+  EXPECT_EQ(out[5], 1.0f);   // row 1 takes scale row 0
+  EXPECT_EQ(out[9], 2.0f);   // row 2 takes scale row 1
+  QuantizedTensorRef rows_axis0 = rows2;
+  rows_axis0.axis = 0;
+  EXPECT_THAT(DequantizeToF32(rows_axis0, out, 12),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("block_rows 2 needs layout fp8_e4m3_groupwise of rank 2 and axis 1")));
   QuantizedTensorRef short_data = ref;
   short_data.data_bytes = 11;
   EXPECT_THAT(DequantizeToF32(short_data, out, 12),
@@ -225,12 +253,13 @@ TEST(Fp8DequantizeTest, RefusesBadReferences) {
 
 // What the sample's tensor (v or w) must dequantize to, from the sample's
 // codes and half scales and this file's reference decoders.
-std::vector<float> ExpectedSample(bool w) {
+std::vector<float> ExpectedSample(bool w, uint64_t w_block_rows = 1) {
   const uint64_t rows = w ? 8 : 10, cols = w ? 40 : 7;
   std::vector<float> out(rows * cols);
   for (uint64_t r = 0; r < rows; ++r) {
     for (uint64_t c = 0; c < cols; ++c) {
-      const uint64_t p = w ? r * 3 + c / 16 : (r / 5) * 7 + c;  // [8,3] / [2,7]
+      // [ceil(8 / w_block_rows), 3] / [2,7]
+      const uint64_t p = w ? (r / w_block_rows) * 3 + c / 16 : (r / 5) * 7 + c;
       out[r * cols + c] = ReferenceFp8(testing::Fp8SampleCode(w, r * cols + c)) *
                           NormalHalf(testing::Fp8SampleScaleHalf(w, p));
     }
@@ -296,6 +325,38 @@ TEST_P(Fp8ArtifactTest, DequantizesThroughCppAndCApis) {
 INSTANTIATE_TEST_SUITE_P(Scales, Fp8ArtifactTest, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "F16" : "F32"; });
 
+// w's rows in blocks of 3 (8 rows: 3 scale rows, the last block 2 rows).
+TEST(Fp8ArtifactTest, BlockRowsThroughCppAndCApis) {
+  testing::TempDir dir;
+  ASSERT_THAT(testing::Fp8SampleArtifact(true, 3).Write(dir.path()), IsOk());
+  auto a = Artifact::Open(dir.path());
+  ASSERT_THAT(a, IsOk());
+  const TensorInfo* w = (*a)->FindTensor("w");
+  ASSERT_NE(w, nullptr);
+  EXPECT_EQ(w->layout.block_rows, 3u);
+  EXPECT_EQ((*a)->FindTensor("v")->layout.block_rows, 1u);
+  const std::vector<float> want = ExpectedSample(true, 3);
+  std::vector<float> best(want.size()), scalar(want.size()), from_c(want.size());
+  ASSERT_THAT((*a)->DequantizeToF32("w", best.data(), best.size(), DequantImpl::kBest), IsOk());
+  ASSERT_THAT((*a)->DequantizeToF32("w", scalar.data(), scalar.size(), DequantImpl::kScalar),
+              IsOk());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_TRUE(SameValue(scalar[i], want[i])) << "element " << i;
+    ASSERT_TRUE(SameValue(best[i], want[i])) << "element " << i;
+  }
+  slimpack_artifact* c = nullptr;
+  ASSERT_EQ(slimpack_artifact_open(dir.path().c_str(), nullptr, &c), SLIMPACK_OK)
+      << slimpack_last_error_message();
+  uint64_t index = 0;
+  ASSERT_EQ(slimpack_artifact_find_tensor(c, "w", &index), SLIMPACK_OK);
+  EXPECT_EQ(slimpack_artifact_tensor_block_rows(c, index), 3u);
+  ASSERT_EQ(slimpack_artifact_dequantize_f32(c, index, from_c.data(), from_c.size()),
+            SLIMPACK_OK)
+      << slimpack_last_error_message();
+  EXPECT_EQ(std::memcmp(from_c.data(), best.data(), best.size() * 4), 0);
+  slimpack_artifact_close(c);
+}
+
 // --- manifest refusals --------------------------------------------------------
 
 struct Fp8Refusal {
@@ -357,10 +418,36 @@ const Fp8Refusal kRefusals[] = {
      StatusCode::kUnimplemented,
      "unknown layout \"fp8_e5m2_groupwise\" (supported: plain, int8_per_channel, "
      "int4_groupwise, int8_groupwise, sparse_2_4, ggml_blocks, fp8_e4m3_groupwise)"},
+    {"BlockRowsWithoutFeature", false,
+     [](TestArtifact& a) { Layout(a, testing::kFp8W)["block_rows"] = 8; },
+     StatusCode::kInvalidArgument,
+     "tensors[2] 'w'.layout block_rows: block_rows is used but required_features does not list "
+     "\"fp8_block_rows\""},
+    {"BlockRowsShapeMismatch", false,  // 8 rows in blocks of 4: scale [2,3], not [8,3]
+     [](TestArtifact& a) {
+       a.manifest["required_features"].Push(J("fp8_block_rows"));
+       Layout(a, testing::kFp8W)["block_rows"] = 4;
+     },
+     StatusCode::kInvalidArgument,
+     "tensors[2] 'w'.layout scale: tensor 'w.scale' has shape [8,3], expected [2,3]"},
+    {"BlockRowsZero", false,
+     [](TestArtifact& a) {
+       a.manifest["required_features"].Push(J("fp8_block_rows"));
+       Layout(a, testing::kFp8W)["block_rows"] = 0;
+     },
+     StatusCode::kInvalidArgument, "tensors[2] 'w'.layout block_rows: must be at least 1"},
+    {"BlockRowsOnAxis0", false,
+     [](TestArtifact& a) {
+       a.manifest["required_features"].Push(J("fp8_block_rows"));
+       Layout(a, testing::kFp8V)["block_rows"] = 2;
+     },
+     StatusCode::kInvalidArgument,
+     "tensors[0] 'v'.layout block_rows: block_rows needs a rank-2 tensor grouped along axis 1, "
+     "found rank 2 axis 0"},
     {"UnknownFeatureListsFp8", false,
      [](TestArtifact& a) { a.manifest["required_features"].Push(J("fp8_e5m2")); },
      StatusCode::kUnimplemented,
-     "supported features: f16_scales, fp8_e4m3, ggml_blocks, int8_groupwise, sparse_2_4)"},
+     "supported features: f16_scales, fp8_block_rows, fp8_e4m3, ggml_blocks, int8_groupwise, sparse_2_4)"},
 };
 
 class Fp8RefusalTest : public ::testing::TestWithParam<Fp8Refusal> {};

@@ -115,7 +115,7 @@ uint16_t Fp8SampleScaleHalf(bool w, uint64_t k) {
   return static_cast<uint16_t>(w && k % 2 == 1 ? h | 0x8000 : h);
 }
 
-TestArtifact Fp8SampleArtifact(bool f16_scales) {
+TestArtifact Fp8SampleArtifact(bool f16_scales, uint64_t w_block_rows) {
   auto tensor = [&](bool w, std::vector<uint64_t> shape, int axis, int group_size,
                     std::vector<uint64_t> scale_shape) {
     const std::string name = w ? "w" : "v";
@@ -140,9 +140,14 @@ TestArtifact Fp8SampleArtifact(bool f16_scales) {
   };
   TestArtifactSpec spec;
   spec.tensors = tensor(false, {10, 7}, 0, 5, {2, 7});
-  for (TestTensor& t : tensor(true, {8, 40}, 1, 16, {8, 3})) spec.tensors.push_back(t);
+  const uint64_t w_scale_rows = (8 + w_block_rows - 1) / w_block_rows;
+  for (TestTensor& t : tensor(true, {8, 40}, 1, 16, {w_scale_rows, 3})) {
+    if (w_block_rows > 1 && t.name == "w") t.layout["block_rows"] = w_block_rows;
+    spec.tensors.push_back(t);
+  }
   TestArtifact a = TestArtifact::Build(spec);
   if (f16_scales) a.manifest["required_features"].Push(J("f16_scales"));
+  if (w_block_rows > 1) a.manifest["required_features"].Push(J("fp8_block_rows"));
   a.manifest["required_features"].Push(J("fp8_e4m3"));
   return a;
 }

@@ -25,7 +25,9 @@ enum SampleTensor { kA = 0, kB, kC, kCScale, kCZp, kD, kQ4, kQ4Scale, kQ4Zp };
 //   [8,3]), w.scale.
 // Codes are Fp8SampleCode; scale k is the half Fp8SampleScaleHalf, stored
 // as f16 or as its exact f32 value, so both variants dequantize the same.
-TestArtifact Fp8SampleArtifact(bool f16_scales);
+// w_block_rows > 1: w's rows share scales in blocks of that many (scale
+// [ceil(8 / w_block_rows), 3], feature "fp8_block_rows").
+TestArtifact Fp8SampleArtifact(bool f16_scales, uint64_t w_block_rows = 1);
 enum Fp8SampleTensor { kFp8V = 0, kFp8VScale, kFp8W, kFp8WScale };
 // Code i of v or w: w's first 256 elements hold every byte once.
 uint8_t Fp8SampleCode(bool w, uint64_t i);

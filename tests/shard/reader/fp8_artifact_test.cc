@@ -4,6 +4,8 @@
 // standalone loader (C++ and C API) bit for bit as the IR's reference
 // decoder does. The IR and the loader each decode E4M3 on their own
 // (ir/float_convert.cc, loader/dequant_fp8.cc); this holds them equal.
+// Run with one scale per row and with rows sharing scales (block_rows 4 of
+// 6 rows: a short last block, as a checkpoint's 128 x 128 blocks).
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -43,11 +45,13 @@ uint32_t Bits(float f) {
 }
 
 // "w" [kRows, kCols]: every finite E4M3 code appears; f16 scales span
-// several binades.
+// several binades; `block_rows` rows share a scale row.
 struct Fp8Weight {
   ir::Tensor codes, scale;
 };
-Fp8Weight MakeWeight() {
+int64_t ScaleRows(int64_t block_rows) { return (kRows + block_rows - 1) / block_rows; }
+Fp8Weight MakeWeight(int64_t block_rows) {
+  const int64_t scale_rows = ScaleRows(block_rows);
   std::mt19937 rng(7);
   std::vector<uint8_t> q(kRows * kCols);
   for (size_t i = 0; i < q.size(); ++i) {
@@ -55,20 +59,21 @@ Fp8Weight MakeWeight() {
     if ((c & 0x7F) == 0x7F) c = 0x00;  // NaN codes are refused at import
     q[i] = c;
   }
-  std::vector<uint8_t> s(kRows * kGroups * 2);
-  for (int64_t i = 0; i < kRows * kGroups; ++i) {
+  std::vector<uint8_t> s(scale_rows * kGroups * 2);
+  for (int64_t i = 0; i < scale_rows * kGroups; ++i) {
     const float v =
         std::ldexp(1.0f + static_cast<float>(i % 5) / 8.0f, -10 + static_cast<int>(i % 7));
     const uint16_t h = ir::F32ToF16(v);
     std::memcpy(s.data() + 2 * i, &h, 2);
   }
   Fp8Weight w{RawTensor("w", ir::DType::kU8, {kRows, kCols}, std::move(q)),
-              RawTensor("w.scale", ir::DType::kF16, {kRows, kGroups}, std::move(s))};
+              RawTensor("w.scale", ir::DType::kF16, {scale_rows, kGroups}, std::move(s))};
   w.codes.quant.kind = ir::QuantKind::kFp8E4M3GroupWise;
   w.codes.quant.axis = 1;
   w.codes.quant.group_size = kGroup;
   w.codes.quant.scale = "w.scale";
   w.codes.quant.algorithm = "fp8";
+  if (block_rows > 1) w.codes.quant.block_rows = block_rows;
   return w;
 }
 
@@ -85,16 +90,21 @@ ir::Model GemmModel(const std::string& dir, const std::vector<ir::Tensor>& weigh
 
 std::vector<float> RunGemm(const ir::Model& m) { return testing::RunGemm(m, kBatch, kCols, Input()); }
 
-TEST(Fp8ArtifactTest, WrittenReadRunAndDecodedBitForBit) {
+class Fp8BlockRowsTest : public ::testing::TestWithParam<int64_t> {};  // block_rows
+
+TEST_P(Fp8BlockRowsTest, WrittenReadRunAndDecodedBitForBit) {
+  const int64_t block_rows = GetParam();
   TempDir dir;
-  const Fp8Weight w = MakeWeight();
+  const Fp8Weight w = MakeWeight(block_rows);
   const ir::Model src = GemmModel(dir.path(), {w.codes, w.scale});
   ASSERT_THAT(ir::VerifyModel(src), IsOk());
   const std::string out = dir.File("out");
   ASSERT_THAT(shard_writer::WriteArtifact(src, out, {}), IsOk());
 
   const nlohmann::json m = nlohmann::json::parse(ReadFile(out + "/manifest.json"));
-  EXPECT_EQ(m["required_features"], nlohmann::json::parse(R"(["f16_scales","fp8_e4m3"])"));
+  EXPECT_EQ(m["required_features"],
+            nlohmann::json::parse(block_rows > 1 ? R"(["f16_scales","fp8_block_rows","fp8_e4m3"])"
+                                                 : R"(["f16_scales","fp8_e4m3"])"));
   const nlohmann::json* t = nullptr;
   for (const nlohmann::json& e : m["tensors"]) {
     if (e["name"] == "w") t = &e;
@@ -106,6 +116,9 @@ TEST(Fp8ArtifactTest, WrittenReadRunAndDecodedBitForBit) {
   EXPECT_EQ((*t)["layout"]["group_size"], kGroup);
   EXPECT_EQ((*t)["layout"]["scale"], "w.scale");
   EXPECT_FALSE((*t)["layout"].contains("zero_point"));
+  // Written only when rows share a scale: other manifests keep their bytes.
+  EXPECT_EQ((*t)["layout"].contains("block_rows"), block_rows > 1);
+  if (block_rows > 1) EXPECT_EQ((*t)["layout"]["block_rows"], block_rows);
 
   auto back = ReadArtifactModel(out);
   ASSERT_THAT(back, IsOk());
@@ -123,7 +136,7 @@ TEST(Fp8ArtifactTest, WrittenReadRunAndDecodedBitForBit) {
   for (int64_t r = 0; r < kRows; ++r) {
     for (int64_t c = 0; c < kCols; ++c) {
       uint16_t h;
-      std::memcpy(&h, w.scale.data.data() + 2 * (r * kGroups + c / kGroup), 2);
+      std::memcpy(&h, w.scale.data.data() + 2 * ((r / block_rows) * kGroups + c / kGroup), 2);
       const uint8_t code = q[r * kCols + c];
       const int e = (code >> 3) & 0xF, man = code & 7;
       const double mag = e == 0 ? std::ldexp(man / 8.0, -6) : std::ldexp(1 + man / 8.0, e - 7);
@@ -158,13 +171,24 @@ TEST(Fp8ArtifactTest, WrittenReadRunAndDecodedBitForBit) {
     EXPECT_EQ(info.dtype, SLIMPACK_DTYPE_U8);
     EXPECT_EQ(info.group_size, static_cast<uint64_t>(kGroup));
     EXPECT_GE(info.scale_index, 0);
+    EXPECT_EQ(slimpack_artifact_tensor_block_rows(c, i), static_cast<uint64_t>(block_rows));
+    slimpack_tensor_info scale_info;
+    ASSERT_EQ(slimpack_artifact_tensor_info(c, static_cast<uint64_t>(info.scale_index), &scale_info),
+              SLIMPACK_OK);
+    ASSERT_EQ(scale_info.rank, 2u);
+    EXPECT_EQ(scale_info.shape[0], static_cast<uint64_t>(ScaleRows(block_rows)));
+    EXPECT_EQ(slimpack_artifact_tensor_block_rows(c, static_cast<uint64_t>(info.scale_index)), 1u);
   }
+  EXPECT_EQ(slimpack_artifact_tensor_block_rows(c, 99), 0u);
   ASSERT_LT(index, 2u);
   std::vector<float> got(want.size());
   ASSERT_EQ(slimpack_artifact_dequantize_f32(c, index, got.data(), got.size()), SLIMPACK_OK);
   EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * 4));
   slimpack_artifact_close(c);
 }
+
+INSTANTIATE_TEST_SUITE_P(BlockRows, Fp8BlockRowsTest, ::testing::Values(1, 4),
+                         [](const auto& info) { return "Rows" + std::to_string(info.param); });
 
 // Every byte, NaN codes and -0 included, decodes to the same f32 bits in
 // the loader's table and the IR's bit assembly.
