@@ -6,6 +6,7 @@
 #include "cli/exit_codes.h"
 #include "cli/inspect_artifact.h"
 #include "cli/verify_command.h"
+#include "formats/gguf/gguf_requantized.h"
 #include "formats/import.h"
 #include "converter/model_summary.h"
 #include "nlohmann/json.hpp"
@@ -183,10 +184,37 @@ int RunInspect(const InspectOptions& options) {
     return kExitInputError;
   }
   converter::ModelSummary summary = converter::Summarize(*model);
+  // A GGUF slimpack wrote from an already-quantized source records the
+  // tensors it had to encode again and the error each gained.
+  std::vector<gguf::RequantizedTensor> requantized;
+  if (model->source_format == ir::SourceFormat::kGguf) {
+    auto file = gguf::OpenGgufFile(options.path);
+    auto records = file.ok() ? gguf::ReadRequantizedTensors(*file)
+                             : absl::StatusOr<std::vector<gguf::RequantizedTensor>>(file.status());
+    if (!records.ok()) {
+      std::fprintf(stderr, "slimpack inspect: %s\n", records.status().ToString().c_str());
+      return kExitInputError;
+    }
+    requantized = std::move(*records);
+  }
   if (options.json) {
-    std::cout << SummaryJson(*model, summary).dump(2) << "\n";
+    ordered_json j = SummaryJson(*model, summary);
+    if (model->source_format == ir::SourceFormat::kGguf) {
+      ordered_json rows = ordered_json::array();
+      for (const auto& r : requantized) {
+        rows.push_back({{"tensor", r.name}, {"type", r.type}, {"rel_l2", r.rel_l2}});
+      }
+      j["requantized"] = rows;
+    }
+    std::cout << j.dump(2) << "\n";
   } else {
     PrintHuman(*model, summary);
+    if (!requantized.empty()) {
+      std::printf("encoded again (no ggml type holds the source's grid; relative L2 error gained):\n");
+      for (const auto& r : requantized) {
+        std::printf("  %-36s %-6s %.3e\n", r.name.c_str(), r.type.c_str(), r.rel_l2);
+      }
+    }
   }
   return kExitOk;
 }

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 
@@ -74,6 +75,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
   // filled while the writer encodes them.
   std::vector<std::pair<std::string, double>> requantized;
   std::mutex requantized_mu;
+  std::vector<std::string> requantized_names;  // in file order
   for (const Planned& p : planned) {
     // Asked even for carried codes: llama-quantize's rules count tensors
     // of a kind (attn_v, ffn_down) as they go.
@@ -175,6 +177,7 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
       continue;
     }
     const bool requantize = p.source->quant.quantized();
+    if (requantize) requantized_names.push_back(p.gguf_name);
     RETURN_IF_ERROR(writer.AddTensor(
         p.gguf_name, ne, choice.type,
         [p, rows, cols, type = choice.type, columns, threads, requantize, &requantized,
@@ -207,6 +210,24 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
   if (result.pre_encoded != static_cast<int64_t>(options.encoded.size())) {
     return absl::InternalError(absl::StrCat(options.encoded.size(), " matrices pre-encoded, ",
                                             result.pre_encoded, " of them tensors of the file"));
+  }
+  // The error each re-encoded tensor gained, recorded in the file itself
+  // (`slimpack inspect FILE.gguf` prints it): names now, values once the
+  // tensors are encoded (written over the header's reserved floats).
+  if (!requantized_names.empty()) {
+    writer.AddStringArray(std::string(gguf::kRequantizedTensorsKey), requantized_names);
+    writer.AddDeferredF32Array(
+        std::string(gguf::kRequantizedRelL2Key), requantized_names.size(),
+        [&requantized, &requantized_names] {
+          std::map<std::string, double> by_name(requantized.begin(), requantized.end());
+          std::vector<float> out;
+          for (const std::string& n : requantized_names) {
+            auto it = by_name.find(n);
+            // Every requantized tensor was encoded when Write calls this.
+            out.push_back(it == by_name.end() ? std::nanf("") : static_cast<float>(it->second));
+          }
+          return out;
+        });
   }
   ASSIGN_OR_RETURN(const gguf::WrittenFile written, writer.Write(path));
   for (const auto& [name, rel] : requantized) {

@@ -116,6 +116,30 @@ absl::Status AtomicFile::Write(const void* data, uint64_t size) {
   return status;
 }
 
+absl::Status AtomicFile::WriteAt(uint64_t offset, const void* data, uint64_t size) {
+  if (offset > size_ || size > size_ - offset) {
+    return absl::InvalidArgumentError(final_path_ + ": overwriting " + std::to_string(size) +
+                                      " bytes at offset " + std::to_string(offset) +
+                                      " past the " + std::to_string(size_) + " written");
+  }
+  const char* p = static_cast<const char*>(data);
+  uint64_t done = 0;
+  while (done < size) {
+    const ssize_t n = ::pwrite(fd_, p + done, size - done, static_cast<off_t>(offset + done));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoToStatus(errno, final_path_ + ": writing " + std::to_string(size) +
+                                      " bytes at offset " + std::to_string(offset + done));
+    }
+    if (n == 0) {
+      return absl::ResourceExhaustedError(final_path_ + ": the file system accepted 0 bytes at "
+                                          "offset " + std::to_string(offset + done));
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AtomicFile::WriteZeros(uint64_t size) {
   static const uint8_t kZeros[4096] = {};
   while (size > 0) {

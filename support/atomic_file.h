@@ -51,6 +51,10 @@ class AtomicFile {
   // Appends all `size` bytes (see WriteFully; errors name the final path).
   absl::Status Write(const void* data, uint64_t size);
   absl::Status WriteZeros(uint64_t size);
+  // Overwrites bytes already written, [offset, offset + size) within size()
+  // (a header field known only after the data behind it: pwrite, the
+  // append position unchanged). InvalidArgument past the end.
+  absl::Status WriteAt(uint64_t offset, const void* data, uint64_t size);
   // fsync, close, rename over final_path, fsync the directory. On error the
   // destination keeps its old contents (or stays absent) and the temporary
   // file is removed by the destructor.

@@ -27,6 +27,13 @@ inline constexpr uint32_t kMagic = 0x46554747;  // "GGUF" read as little-endian 
 inline constexpr uint32_t kVersion = 3;
 inline constexpr uint64_t kDefaultAlignment = 32;  // when general.alignment is absent
 inline constexpr uint64_t kSlimpackAlignment = 64;  // what we write
+
+// slimpack's own metadata in a GGUF it writes from an already-quantized
+// source: the tensors whose grid no ggml type holds, so that they were
+// decoded and encoded again (file order), and the relative L2 error each
+// gained against the source's dequantized values (f32, same order).
+inline constexpr std::string_view kRequantizedTensorsKey = "slimpack.requantized.tensors";
+inline constexpr std::string_view kRequantizedRelL2Key = "slimpack.requantized.rel_l2";
 inline constexpr uint32_t kMaxDims = 4;            // GGML_MAX_DIMS
 
 enum class ValueType : uint32_t {

@@ -82,6 +82,24 @@ void GgufWriter::AddF32Array(const std::string& key, const std::vector<float>& v
   for (float x : v) AppendPod(kv_bytes_, x);
 }
 
+void GgufWriter::AddDeferredF32Array(const std::string& key, uint64_t count,
+                                     std::function<std::vector<float>()> values) {
+  AddKey(key, ValueType::kArray);
+  AppendPod<uint32_t>(kv_bytes_, static_cast<uint32_t>(ValueType::kF32));
+  AppendPod<uint64_t>(kv_bytes_, count);
+  deferred_.push_back(Deferred{key, kv_bytes_.size(), count, std::move(values)});
+  kv_bytes_.append(count * sizeof(float), '\0');
+}
+
+absl::Status GgufWriter::FillDeferred(const Deferred& d, std::vector<float>* values) const {
+  *values = d.values();
+  if (values->size() != d.count) {
+    return absl::InternalError(absl::StrCat("GGUF metadata '", d.key, "': ", values->size(),
+                                            " values for the ", d.count, " reserved"));
+  }
+  return absl::OkStatus();
+}
+
 void GgufWriter::AddEncoded(const std::string& key, ValueType type,
                             const std::string& value_bytes) {
   AddKey(key, type);
@@ -153,7 +171,13 @@ absl::StatusOr<std::string> GgufWriter::MetadataOnlyFile() const {
   AppendPod<uint32_t>(header, kVersion);
   AppendPod<uint64_t>(header, 0);
   AppendPod<uint64_t>(header, kv_count_);
+  const size_t kv_start = header.size();
   header += kv_bytes_;
+  for (const Deferred& d : deferred_) {
+    std::vector<float> values;
+    RETURN_IF_ERROR(FillDeferred(d, &values));
+    std::memcpy(header.data() + kv_start + d.kv_offset, values.data(), values.size() * 4);
+  }
   header.resize(*CheckedAlignUp(header.size(), alignment_), '\0');
   return header;
 }
@@ -192,6 +216,13 @@ absl::StatusOr<WrittenFile> GgufWriter::Write(const std::string& path) {
     RETURN_IF_ERROR(file->WriteZeros(*CheckedAlignUp(t.bytes, alignment_) - t.bytes));
     written.tensor_bytes += t.bytes;
     t.fill = nullptr;  // release what the filler captured
+  }
+  // The header's prefix before kv_bytes_: magic, version, two counts.
+  constexpr uint64_t kKvStart = 4 + 4 + 8 + 8;
+  for (const Deferred& d : deferred_) {
+    std::vector<float> values;
+    RETURN_IF_ERROR(FillDeferred(d, &values));
+    RETURN_IF_ERROR(file->WriteAt(kKvStart + d.kv_offset, values.data(), values.size() * 4));
   }
   written.file_bytes = file->size();
   RETURN_IF_ERROR(file->Commit());

@@ -43,6 +43,12 @@ class GgufWriter {
   void AddStringArray(const std::string& key, const std::vector<std::string>& v);
   void AddI32Array(const std::string& key, const std::vector<int32_t>& v);
   void AddF32Array(const std::string& key, const std::vector<float>& v);
+  // An f32 array of `count` values known only once every tensor is filled
+  // (an error measured while encoding): `count` zeros hold its place in the
+  // header and `values()`, called after the last filler, is written over
+  // them. Write fails (Internal, nothing written) if it returns another count.
+  void AddDeferredF32Array(const std::string& key, uint64_t count,
+                           std::function<std::vector<float>()> values);
   // A value already in GGUF's encoding (gguf::Value::Encoded of a value of
   // `type` read from another file), copied as it is.
   void AddEncoded(const std::string& key, ValueType type, const std::string& value_bytes);
@@ -76,12 +82,20 @@ class GgufWriter {
     TensorFiller fill;
   };
   void AddKey(const std::string& key, ValueType type);
+  struct Deferred {
+    std::string key;
+    uint64_t kv_offset;  // of the first value in kv_bytes_
+    uint64_t count;
+    std::function<std::vector<float>()> values;
+  };
+  absl::Status FillDeferred(const Deferred& d, std::vector<float>* values) const;
 
   uint64_t alignment_;
   std::string kv_bytes_;  // serialised key/values
   uint64_t kv_count_ = 0;
   std::vector<std::string> keys_;
   std::vector<PendingTensor> tensors_;
+  std::vector<Deferred> deferred_;
 };
 
 }  // namespace slimpack::gguf

@@ -89,7 +89,22 @@ says "(--allow-requantize: its q4_K codes decoded and encoded again)" "-v says w
 expect 0 "the decoded values as an f32 GGUF" -- convert "$TMP/rl.gguf" -o "$TMP/rq-f32.gguf" \
   --format gguf --quant f32 --allow-requantize
 expect 0 "that f32 GGUF to q8_0" -- convert "$TMP/rq-f32.gguf" -o "$TMP/rq2.gguf" --format gguf --quant q8_0
-cmp -s "$TMP/rq.gguf" "$TMP/rq2.gguf" || bad "requantizing differs from decoding to f32 and quantizing"
+# Equal but for the record of what was encoded again, which only the first has.
+DIGESTS="$ROOT/scripts/fixtures/gguf_tensor_digests.py"
+/usr/bin/python3 "$DIGESTS" "$TMP/rq.gguf" --metadata-except slimpack.requantized >"$TMP/rq.digests"
+/usr/bin/python3 "$DIGESTS" "$TMP/rq2.gguf" --metadata-except slimpack.requantized >"$TMP/rq2.digests"
+cmp -s "$TMP/rq.digests" "$TMP/rq2.digests" || bad "requantizing differs from decoding to f32 and quantizing"
+grep -q '"__metadata__"' "$TMP/rq.digests" || bad "the digests list no metadata"
+expect 0 "inspect the requantized GGUF" -- inspect "$TMP/rq.gguf" --json
+/usr/bin/python3 - "$OUT" "$TMP/rq.gguf" <<'PY' || bad "the requantized GGUF does not record each decoded tensor"
+import json, struct, sys
+rec = json.load(open(sys.argv[1]))["requantized"]
+# Every matrix came from q4_K/q6_K blocks and is now q8_0, each with a small positive error.
+assert len(rec) >= 7 and all(r["type"] == "q8_0" and 0 < r["rel_l2"] < 0.01 for r in rec), rec[:3]
+PY
+expect 0 "inspect the by-hand GGUF" -- inspect "$TMP/rq2.gguf" --json
+/usr/bin/python3 -c "import json,sys; sys.exit(json.load(open(sys.argv[1]))['requantized'] != [])" "$OUT" \
+  || bad "a GGUF from float weights records re-encoded tensors"
 expect 0 "requantize into an artifact" -- convert "$TMP/rl.gguf" -o "$TMP/rq-art" --quant q8_0 \
   --allow-requantize
 expect 0 "eval the requantized GGUF" -- eval "$TMP/rq.gguf" --tokens "$EVAL"

@@ -13,10 +13,11 @@ the checkpoint's codes bit for bit (position j of the shard's row holding checkp
 shard's input permutation, itself checked to be the stable sort of g_idx), zero points equal the checkpoint's plus
 one (v1), scales equal the f16 scales widened; `run`/`eval` on the artifact equal those on the checkpoint bit for bit.
 The FP8 fixtures (E4M3 bytes decoded here by ldexp, separately from the generator's encoder): `convert` carries the
-bytes and the scales' values (a 128x128 block's scale repeated for its rows), `run` on the artifact equals `run` on
+bytes and the scales as the checkpoint has them (one per 128x128 block, layout block_rows), `run` on the artifact equals `run` on
 the checkpoint bit for bit, `--format onnx` carries the E4M3 bytes as FLOAT8E4M3FN behind opset-21
 DequantizeLinear, `--format gguf` writes f16 weights that run
-within FP8_F16_BOUND of the checkpoint.
+within FP8_F16_BOUND of the checkpoint and records in the file, for `inspect`, each re-encoded tensor's type and
+relative L2 error (checked against NumPy's f16 rounding of the decoded weights).
 Also: `report` accepts a fixture as candidate, and `convert --quant` on one is refused naming the tensor.
 usage: prequantized_cli_test.py SLIMPACK REPO_ROOT
 """
@@ -269,7 +270,7 @@ def main():
             by_name = {t["name"]: t for t in manifest["tensors"]}
             shards = [open(os.path.join(art8, s["file"]), "rb").read() for s in manifest["shards"]]
             _, _, tensors, qc = dequantized(fp8)
-            checked = 0
+            checked, bits, weights = 0, 0, 0
             for k in sorted(tensors):
                 if tensors[k].dtype != np.uint8 or not k.endswith(".weight"):
                     continue
@@ -285,17 +286,27 @@ def main():
                 else:
                     br, bc = 1, n_in
                     s = (tensors[prefix + ".weight_scale"].astype(np.uint32) << 16).view(np.float32)
-                want_scales = s.reshape(-1, s.shape[-1] if s.ndim else 1)[np.arange(out) // br]   # [out, groups]
+                # One scale per block as the checkpoint has it: [ceil(out / br), groups], rows of a
+                # block sharing it through the layout's block_rows (absent for one row).
+                want_scales = s.reshape(-1, s.shape[-1] if s.ndim else 1)
                 t = w
                 got = shards[t["shard"]][t["offset"]:t["offset"] + t["nbytes"]]
                 ok = (w["dtype"] == "u8" and w["layout"]["kind"] == "fp8_e4m3_groupwise" and w["shape"] == [out, n_in]
-                      and w["layout"]["group_size"] == bc and got == tensors[k].tobytes())
+                      and w["layout"]["group_size"] == bc and w["layout"].get("block_rows", 1) == br
+                      and got == tensors[k].tobytes())
+                bits += 8 * (t["nbytes"] + sc["nbytes"]); weights += out * n_in
                 raw = shards[sc["shard"]][sc["offset"]:sc["offset"] + sc["nbytes"]]
                 ok &= sc["dtype"] == "f32" and np.array_equal(np.frombuffer(raw, np.float32).reshape(want_scales.shape),
                                                                want_scales)
                 check(bool(ok), f"{fp8}: artifact carries {k}'s E4M3 bytes and scales exactly")
                 checked += 1
             check(checked == 28, f"{fp8}: 28 projections checked in the artifact (got {checked})")
+            two_axis = qc["quant_method"] == "fp8"
+            check(("fp8_block_rows" in manifest["required_features"]) == two_axis,
+                  f"{fp8}: required_features {manifest['required_features']} lists fp8_block_rows iff blocks span rows")
+            print(f"{fp8}: {bits / weights:.4f} bits per weight in the artifact (codes and scales)")
+            if two_axis:  # f32 scales, one per 128 x 128 block (short edge blocks): 8 + 32 / 16384 in full blocks
+                check(bits / weights < 8.02, f"{fp8}: {bits / weights:.4f} bits per weight (want < 8.02: one scale per block)")
             check(np.array_equal(run_logits(art8, ids, tmp, fp8 + "-art"), logits[fp8]),
                   f"{fp8}: run on the artifact equals run on the checkpoint bit for bit")
             # ONNX: the same bytes as FLOAT8E4M3FN initializers behind opset-21 DequantizeLinear
@@ -340,6 +351,27 @@ def main():
         diff = float(np.abs(run_logits(gguf, ids, tmp, "fp8-gguf") - logits["compressed-tensors-fp8-channel"]).max())
         print(f"fp8 -> GGUF f16: max |run gguf - run checkpoint| = {diff:.3g}")
         check(diff <= FP8_F16_BOUND, f"the f16 GGUF of the FP8 checkpoint runs within {FP8_F16_BOUND} of it")
+        # The file records every re-encoded tensor, its type and the error it gained: here the f16 rounding of the
+        # decoded FP8 weights (row order does not change a relative L2, so q/k's rotary permutation is moot).
+        recorded = json.loads(slimpack("inspect", gguf, "--json").stdout)["requantized"]
+        _, fp8_weights, _, _ = dequantized("compressed-tensors-fp8-channel")
+        gguf_of = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
+                   "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
+                   "mlp.down_proj": "ffn_down"}
+        want = {}
+        for k, w in fp8_weights.items():
+            parts = k.split(".")  # model.layers.N.<module>.<proj>.weight
+            if len(parts) == 6 and ".".join(parts[3:5]) in gguf_of:
+                x = w.astype(np.float32)
+                rounded = x.astype(np.float16).astype(np.float64)
+                want[f"blk.{parts[2]}.{gguf_of['.'.join(parts[3:5])]}.weight"] = (
+                    np.linalg.norm(rounded - x) / np.linalg.norm(x.astype(np.float64)))
+        got = {r["tensor"]: r for r in recorded}
+        check(sorted(got) == sorted(want) and len(want) == 28,
+              f"inspect lists the 28 re-encoded projections of fp8.gguf (got {len(got)})")
+        worst = max((abs(got[n]["rel_l2"] - want[n]) / want[n] for n in want if n in got), default=1.0)
+        check(all(got[n]["type"] == "f16" for n in got) and worst < 1e-5,
+              f"each recorded as f16 with NumPy's relative L2 of the f16 rounding (worst relative gap {worst:.2g})")
 
         # report: the Hub-style GPTQ checkpoint against its float original.
         llama = os.path.join(ROOT, "examples", "tiny-llama")

@@ -26,6 +26,7 @@ namespace {
 
 using ::slimpack::testing::IsOk;
 using ::slimpack::testing::StatusIs;
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
@@ -86,6 +87,25 @@ TEST_F(AtomicFileTest, DestinationIsUntouchedUntilCommit) {
   EXPECT_THAT(List(), ElementsAre("m.bin"));
   EXPECT_THAT((*file)->Commit(), StatusIs(absl::StatusCode::kFailedPrecondition,
                                           HasSubstr("m.bin")));
+}
+
+// A header field known only after the data behind it is written over its
+// placeholder; the append position stays at the end.
+TEST_F(AtomicFileTest, WriteAtOverwritesWrittenBytesOnly) {
+  auto file = AtomicFile::Create(File("h.bin"));
+  ASSERT_THAT(file, IsOk());
+  ASSERT_THAT((*file)->Write("count=??;data", 13), IsOk());
+  ASSERT_THAT((*file)->WriteAt(6, "42", 2), IsOk());
+  EXPECT_EQ((*file)->size(), 13u);
+  ASSERT_THAT((*file)->Write("!", 1), IsOk());
+  EXPECT_THAT((*file)->WriteAt(12, "xyz", 3),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       AllOf(HasSubstr("h.bin"), HasSubstr("3 bytes at offset 12 past the 14"))));
+  EXPECT_THAT((*file)->WriteAt(15, "", 0),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("offset 15")));
+  ASSERT_THAT((*file)->WriteAt(14, "", 0), IsOk());
+  ASSERT_THAT((*file)->Commit(), IsOk());
+  EXPECT_EQ(Read(File("h.bin")), "count=42;data!");
 }
 
 TEST_F(AtomicFileTest, AbandonedFileLeavesNothing) {
