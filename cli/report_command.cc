@@ -20,6 +20,8 @@
 #include "report/report.h"
 #include "cli/exit_codes.h"
 #include "cli/progress_printer.h"
+#include "formats/gguf/gguf_requantized.h"
+#include "formats/gguf/llama_names.h"
 #include "formats/numpy/numpy_io.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "runtime/kernels/fused_kernels.h"
@@ -231,6 +233,20 @@ int RunReport(const ReportCommandOptions& o) {
   auto pruning = report::ReadCandidatePruning(o.candidate);
   if (!pruning.ok()) return Fail(pruning.status());
   rep->pruning = *std::move(pruning);
+  // A GGUF candidate slimpack wrote from an already-quantized source
+  // records which weights it encoded again and the error that added.
+  if (candidate->source_format == ir::SourceFormat::kGguf) {
+    auto file = gguf::OpenGgufFile(o.candidate);
+    if (!file.ok()) return Fail(file.status());
+    auto records = gguf::ReadRequantizedTensors(*file);
+    if (!records.ok()) return Fail(records.status());
+    for (const gguf::RequantizedTensor& t : *records) {
+      const std::string hf = gguf::HfNameFromGguf(t.name);
+      for (report::WeightReport& w : rep->weights) {
+        if (w.name == hf) w.recorded_rel_l2 = t.rel_l2;
+      }
+    }
+  }
   if (!rules.empty()) {
     auto g = report::EvaluateGate(rules, *rep);
     if (!g.ok()) return Fail(g.status());

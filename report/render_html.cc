@@ -339,6 +339,21 @@ std::string RenderHtml(const Report& r) {
          "</tr>\n";
   }
   h += "</tbody></table>\n";
+  std::string reencoded;
+  for (const WeightReport& w : r.weights) {
+    if (!w.recorded_rel_l2) continue;
+    reencoded += "<tr><td><code>" + Esc(w.name) + "</code></td><td>" + Esc(w.scheme) + "</td>" +
+                 Td(*w.recorded_rel_l2) +
+                 (w.compared ? Td(w.error.RelativeL2()) : std::string("<td data-v=\"\">-</td>")) +
+                 "</tr>\n";
+  }
+  if (!reencoded.empty()) {
+    h += "<h2>Encoded again in the candidate's file</h2><p class=\"muted\">No type of the file "
+         "held these weights' grid; the relative L2 their re-encoding added, as the file records "
+         "it, and their error against the reference.</p><table><thead><tr><th>weight</th>"
+         "<th>scheme</th><th>re-encoding rel L2</th><th>rel L2 vs reference</th></tr></thead>"
+         "<tbody>\n" + reencoded + "</tbody></table>\n";
+  }
   if (!r.notes.empty()) {
     h += "<h2>Checklist</h2><ul>";
     for (const std::string& n : r.notes) h += "<li>" + Esc(n) + "</li>";

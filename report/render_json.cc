@@ -208,7 +208,9 @@ Json ReportToJson(const Report& r) {
                            {"reference_bits_per_weight", w.reference_bits_per_weight},
                            {"compared", w.compared},
                            {"note", w.note},
-                           {"error", w.compared ? ErrorJson(w.error) : Json(nullptr)}});
+                           {"error", w.compared ? ErrorJson(w.error) : Json(nullptr)},
+                           {"recorded_rel_l2", w.recorded_rel_l2 ? Json(*w.recorded_rel_l2)
+                                                                 : Json(nullptr)}});
   }
   j["weights"] = weights;
   j["sensitivity"] = r.sensitivity_metric.empty()

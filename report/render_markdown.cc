@@ -118,6 +118,24 @@ std::string RenderMarkdown(const Report& r) {
           FallbackRecipe(r).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) +
           "\n```\n";
   }
+  std::vector<const WeightReport*> reencoded;
+  for (const WeightReport& w : r.weights) {
+    if (w.recorded_rel_l2) reencoded.push_back(&w);
+  }
+  if (!reencoded.empty()) {
+    md += "\n## Encoded again in the candidate's file\n\nNo type of the file held these "
+          "weights' grid; the relative L2 their re-encoding added, as the file records it, and "
+          "their error against the reference:\n\n| weight | scheme | re-encoding rel L2 | rel L2 vs "
+          "reference |\n|---|---|---|---|\n";
+    for (size_t i = 0; i < reencoded.size() && i < 16; ++i) {
+      const WeightReport* w = reencoded[i];
+      md += "| `" + w->name + "` | " + w->scheme + " | " + F(*w->recorded_rel_l2, "%.3e") + " | " +
+            (w->compared ? F(w->error.RelativeL2(), "%.3e") : std::string("-")) + " |\n";
+    }
+    if (reencoded.size() > 16) {
+      md += "\n... " + std::to_string(reencoded.size() - 16) + " more in report.json and report.html\n";
+    }
+  }
   if (!r.notes.empty()) {
     md += "\n## Checklist\n\n";
     for (size_t i = 0; i < r.notes.size() && i < 12; ++i) md += "- " + r.notes[i] + "\n";

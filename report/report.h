@@ -70,6 +70,10 @@ struct WeightReport {
   bool compared = false;
   std::string note;  // why not compared
   TensorErrorStats error;
+  // What the candidate's own file recorded when it was written: a GGUF
+  // slimpack encoded from an already-quantized source gives each tensor it
+  // had to encode again the relative L2 that added (gguf_requantized.h).
+  std::optional<double> recorded_rel_l2;
 };
 
 struct EndToEndReport {

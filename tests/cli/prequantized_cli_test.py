@@ -372,6 +372,20 @@ def main():
         worst = max((abs(got[n]["rel_l2"] - want[n]) / want[n] for n in want if n in got), default=1.0)
         check(all(got[n]["type"] == "f16" for n in got) and worst < 1e-5,
               f"each recorded as f16 with NumPy's relative L2 of the f16 rounding (worst relative gap {worst:.2g})")
+        # report shows the record beside each weight's error against the float original.
+        llama = os.path.join(ROOT, "examples", "tiny-llama")
+        slimpack("report", "--reference", llama, "--candidate", gguf, "--data", os.path.join(llama, "eval.safetensors"),
+                 "--max-runs", "1", "--sensitivity-runs", "0", "-o", os.path.join(tmp, "report-fp8"))
+        rj = json.load(open(os.path.join(tmp, "report-fp8", "report.json")))
+        hf_of = {v: k for k, v in gguf_of.items()}
+        shown = {w["name"]: w["recorded_rel_l2"] for w in rj["weights"] if w["recorded_rel_l2"] is not None}
+        want_shown = {f"model.layers.{n.split('.')[1]}.{hf_of[n.split('.')[2]]}.weight": got[n]["rel_l2"] for n in got}
+        check(len(shown) == 28 and all(abs(shown[k] - v) <= 1e-12 * max(v, 1) for k, v in want_shown.items() if k in shown)
+              and sorted(shown) == sorted(want_shown),
+              f"report.json gives the 28 weights the recorded re-encoding error (got {len(shown)})")
+        md = open(os.path.join(tmp, "report-fp8", "report.md")).read()
+        check("## Encoded again in the candidate's file" in md and "... 12 more" in md,
+              "report.md lists the re-encoded weights (16 shown, 12 more)")
 
         # report: the Hub-style GPTQ checkpoint against its float original.
         llama = os.path.join(ROOT, "examples", "tiny-llama")
