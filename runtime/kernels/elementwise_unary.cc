@@ -155,8 +155,12 @@ void SigmoidArray(const float* px, float* po, int64_t n) {
       e[j] = v >= 0 ? -v : v;  // NaN stays NaN
     }
     pmath::ExpArray(e, e, m);
+    // 1 / (1 + e) for x >= 0, e / (1 + e) otherwise (NaN: e is NaN), as one
+    // division of a selected numerator: the same bits, and a loop the
+    // vectoriser takes (it will not speculate one of two divisions).
     for (int64_t j = 0; j < m; ++j) {
-      po[i0 + j] = px[i0 + j] >= 0 ? 1.0f / (1.0f + e[j]) : e[j] / (1.0f + e[j]);
+      const float num = px[i0 + j] >= 0 ? 1.0f : e[j];
+      po[i0 + j] = num / (1.0f + e[j]);
     }
   }
 }

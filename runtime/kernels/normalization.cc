@@ -4,6 +4,10 @@
 #include <cmath>
 #include <cstring>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "runtime/kernels/kernels.h"
 #include "support/status_macros.h"
 #include "support/portable_math.h"
@@ -62,14 +66,39 @@ void ExpBlock(const float* t, float* y, int64_t m) {
 // order in double, then scaled. The rows' sums run as independent chains
 // side by side (one row's sum waits on every add before it, and attention
 // rows are short); each row's bits are those of doing it alone.
+// The largest non-NaN value of x[0, n) (-inf if none), as a loop of
+// std::max(mx, x[i]). Lanes may meet equal zeros in another order and keep
+// -0 where the loop keeps +0 or back; softmax subtracts it, and x - (+0)
+// and x - (-0) differ only for x = ±0, whose exp is 1 either way.
+float RowMax(const float* x, int64_t n) {
+  int64_t i = 0;
+  float mx = -INFINITY;
+#if defined(__SSE2__)
+  if (n >= 16) {
+    // maxps(a, b) is a > b ? a : b, so a NaN a keeps b (never NaN here).
+    __m128 m0 = _mm_set1_ps(-INFINITY), m1 = m0, m2 = m0, m3 = m0;
+    for (; i + 16 <= n; i += 16) {
+      m0 = _mm_max_ps(_mm_loadu_ps(x + i), m0);
+      m1 = _mm_max_ps(_mm_loadu_ps(x + i + 4), m1);
+      m2 = _mm_max_ps(_mm_loadu_ps(x + i + 8), m2);
+      m3 = _mm_max_ps(_mm_loadu_ps(x + i + 12), m3);
+    }
+    alignas(16) float lanes[4];
+    _mm_store_ps(lanes, _mm_max_ps(_mm_max_ps(m0, m1), _mm_max_ps(m2, m3)));
+    for (float v : lanes) mx = std::max(mx, v);
+  }
+#endif
+  for (; i < n; ++i) mx = std::max(mx, x[i]);
+  return mx;
+}
+
 void SoftmaxRows(const float* x, float* y, int64_t axis_size, int64_t rows) {
   constexpr int kRows = 4;
   double sum[kRows] = {0, 0, 0, 0};
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * axis_size;
     float* yr = y + r * axis_size;
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < axis_size; ++i) mx = std::max(mx, xr[i]);
+    const float mx = RowMax(xr, axis_size);
     float t[256];
     for (int64_t i0 = 0; i0 < axis_size; i0 += 256) {
       const int64_t m = std::min<int64_t>(256, axis_size - i0);

@@ -1,4 +1,7 @@
 // Reductions, ArgMax/ArgMin, CumSum and TopK.
+#include <cmath>
+#include <string>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/runtime/op_test_util.h"
@@ -57,6 +60,44 @@ TEST(ReduceTest, MiddleAxisOfRank4) {
     }
   }
   ExpectFloats(y, {2, 1, 2, 1}, want);
+}
+
+// Sums over trailing axes take a register fast path; every reduction adds
+// in input order in double, so the bits are those of this loop, on trailing
+// axes and on a leading one (the general walk) alike.
+TEST(ReduceTest, SumsAddInInputOrderInDoubleOnEitherPath) {
+  const int64_t a = 3, b = 5, c = 203;
+  std::vector<float> v(static_cast<size_t>(a * b * c));
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = static_cast<float>(std::sin(0.7 * static_cast<double>(i))) * (i % 7 == 0 ? 3e4f : 1e-3f);
+  }
+  const RtTensor x = F32({a, b, c}, v);
+  // out[o] over the run of `n` elements starting at o * n with stride 1
+  // (trailing) or over a at fixed (b, c) (leading).
+  auto expect = [&](const char* op, std::vector<int64_t> axes, bool trailing) {
+    SCOPED_TRACE(std::string(op) + (trailing ? " trailing" : " leading"));
+    const RtTensor y = RunOne({op, {{"x", x}}, {{"axes", Attr::Ints(axes)}}, 1, 13});
+    const int64_t n = trailing ? (axes.size() == 2 ? b * c : c) : a;
+    const int64_t outs = static_cast<int64_t>(v.size()) / n;
+    ASSERT_EQ(y.num_elements(), outs);
+    for (int64_t o = 0; o < outs; ++o) {
+      double s = 0;
+      for (int64_t k = 0; k < n; ++k) {
+        const double e = v[static_cast<size_t>(trailing ? o * n + k : k * b * c + o)];
+        s = s + (std::string(op) == "ReduceSumSquare" || std::string(op) == "ReduceL2" ? e * e : e);
+      }
+      const std::string name(op);
+      const float want = name == "ReduceMean"  ? static_cast<float>(s / static_cast<double>(n))
+                         : name == "ReduceL2" ? static_cast<float>(std::sqrt(s))
+                                              : static_cast<float>(s);
+      ASSERT_EQ(y.data<float>()[o], want) << "output " << o;
+    }
+  };
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceSumSquare", "ReduceL2"}) {
+    expect(op, {2}, true);
+    expect(op, {1, 2}, true);
+    expect(op, {0}, false);
+  }
 }
 
 TEST(ReduceTest, BadAxisIsAnError) {
