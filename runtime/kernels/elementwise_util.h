@@ -3,11 +3,50 @@
 #ifndef SLIMPACK_RUNTIME_KERNELS_ELEMENTWISE_UTIL_H_
 #define SLIMPACK_RUNTIME_KERNELS_ELEMENTWISE_UTIL_H_
 
+#include <algorithm>
+#include <vector>
+
 #include "runtime/kernel.h"
 #include "runtime/kernels/broadcast.h"
 #include "support/status_macros.h"
 
 namespace slimpack::runtime {
+
+// How a broadcast operand of `small` dims meets an output of `dims` whose
+// other operand is full: as an [outer, inner] output, one value per outer
+// row (kPerRow: a norm's [.., 1] statistic) or the same inner vector in
+// every row (kPerColumn: a norm's weight, a bias). kOther for anything else.
+enum class BroadcastRun { kOther, kPerRow, kPerColumn };
+inline BroadcastRun ClassifyBroadcast(const std::vector<int64_t>& small,
+                                      const std::vector<int64_t>& dims, int64_t* inner) {
+  const size_t rank = dims.size();
+  if (small.size() > rank || rank == 0) return BroadcastRun::kOther;
+  std::vector<int64_t> sd(rank - small.size(), 1);  // right-aligned, 1s in front
+  sd.insert(sd.end(), small.begin(), small.end());
+  size_t first = rank, last = 0;  // the first and one past the last non-1 dim of sd
+  for (size_t i = 0; i < rank; ++i) {
+    if (sd[i] != 1) {
+      first = std::min(first, i);
+      last = i + 1;
+    }
+  }
+  if (first == rank) return BroadcastRun::kOther;  // a scalar: handled by the caller
+  bool column = true, row = true;
+  for (size_t i = 0; i < rank; ++i) {
+    column = column && (i < first ? true : sd[i] == dims[i]);
+    row = row && (i < last ? sd[i] == dims[i] : true);
+  }
+  *inner = 1;
+  if (column) {
+    for (size_t i = first; i < rank; ++i) *inner *= dims[i];
+    return BroadcastRun::kPerColumn;
+  }
+  if (row) {
+    for (size_t i = last; i < rank; ++i) *inner *= dims[i];
+    return BroadcastRun::kPerRow;
+  }
+  return BroadcastRun::kOther;
+}
 
 // Applies f(a[i], b[i]) with broadcasting; the output has dtype `out_dtype`
 // and C++ type Out.
@@ -28,6 +67,33 @@ absl::StatusOr<RtTensor> BinaryLoop(KernelContext& ctx, const RtTensor& a,
   } else if (a.num_elements() == 1 && b.num_elements() == n) {
     const T s = pa[0];
     for (int64_t i = 0; i < n; ++i) po[i] = static_cast<Out>(f(s, pb[i]));
+  } else if (int64_t inner = 0; n > 0 && (a.num_elements() == n || b.num_elements() == n) &&
+                                ClassifyBroadcast(a.num_elements() == n ? b.dims() : a.dims(),
+                                                  dims, &inner) != BroadcastRun::kOther) {
+    // One operand full, the other a per-row value or a per-column vector:
+    // rows of contiguous loops the vectoriser takes, each element the same
+    // f(a, b) as the general walk below.
+    const bool a_full = a.num_elements() == n;
+    const bool per_row = ClassifyBroadcast(a_full ? b.dims() : a.dims(), dims, &inner) ==
+                         BroadcastRun::kPerRow;
+    const T* full = a_full ? pa : pb;
+    const T* part = a_full ? pb : pa;
+    for (int64_t o0 = 0; o0 < n; o0 += inner) {
+      const T* x = full + o0;
+      Out* y = po + o0;
+      if (per_row) {
+        const T s = part[o0 / inner];
+        if (a_full) {
+          for (int64_t j = 0; j < inner; ++j) y[j] = static_cast<Out>(f(x[j], s));
+        } else {
+          for (int64_t j = 0; j < inner; ++j) y[j] = static_cast<Out>(f(s, x[j]));
+        }
+      } else if (a_full) {
+        for (int64_t j = 0; j < inner; ++j) y[j] = static_cast<Out>(f(x[j], part[j]));
+      } else {
+        for (int64_t j = 0; j < inner; ++j) y[j] = static_cast<Out>(f(part[j], x[j]));
+      }
+    }
   } else {
     ForEachBroadcast<2>(
         dims, {BroadcastStrides(a.dims(), dims), BroadcastStrides(b.dims(), dims)},

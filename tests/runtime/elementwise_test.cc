@@ -87,7 +87,16 @@ INSTANTIATE_TEST_SUITE_P(
                       BroadcastCase{{2, 1, 4}, {2, 3, 4}, {2, 3, 4}},
                       BroadcastCase{{2, 1, 4}, {2, 1, 1}, {2, 1, 4}},
                       BroadcastCase{{2, 3, 1}, {1, 1, 5}, {2, 3, 5}},
-                      BroadcastCase{{5, 1, 37}, {5, 6, 37}, {5, 6, 37}}));
+                      BroadcastCase{{5, 1, 37}, {5, 6, 37}, {5, 6, 37}},
+                      // One operand full, the other one value per row (a
+                      // norm's statistic) or one vector for every row (its
+                      // weight, a bias), on either side: the row loops.
+                      BroadcastCase{{2, 3, 37}, {2, 3, 1}, {2, 3, 37}},
+                      BroadcastCase{{2, 3, 1}, {2, 3, 37}, {2, 3, 37}},
+                      BroadcastCase{{37}, {2, 3, 37}, {2, 3, 37}},
+                      BroadcastCase{{1, 1, 37}, {2, 3, 37}, {2, 3, 37}},
+                      BroadcastCase{{2, 3, 37}, {3, 37}, {2, 3, 37}},
+                      BroadcastCase{{2, 3, 37}, {1, 3, 1}, {2, 3, 37}}));
 
 TEST(ElementwiseTest, IncompatibleShapesNameTheAxis) {
   auto out = OpTest{"Add", {{"a", F32({2, 3}, Random(6, 1))}, {"b", F32({4}, Random(4, 2))}}}.Run();
