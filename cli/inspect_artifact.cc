@@ -272,7 +272,7 @@ void PrintQuantRows(const std::vector<QuantRow>& rows) {
   }
   std::printf("quantized tensors: %zu (%.3f bits per weight, scales and zero points included)\n",
               rows.size(), weights > 0 ? bits / weights : 0.0);
-  std::printf("  %-44s %-5s %-17s %5s %-5s %-12s %4s %6s\n", "name", "dtype", "layout", "group",
+  std::printf("  %-44s %-5s %-17s %9s %-5s %-12s %4s %6s\n", "name", "dtype", "layout", "group",
               "scale", "algorithm", "bits", "bpw");
   for (const QuantRow& r : rows) {
     const std::string group =
@@ -280,7 +280,7 @@ void PrintQuantRows(const std::vector<QuantRow>& rows) {
         : r.block_rows > 1 ? std::to_string(r.block_rows) + "x" + std::to_string(r.group_size)
                            : std::to_string(r.group_size);
     const std::string kind = r.block_type.empty() ? r.kind : "ggml " + r.block_type;
-    std::printf("  %-44s %-5s %-17s %5s %-5s %-12s %4lld %6.3f%s\n", r.name.c_str(),
+    std::printf("  %-44s %-5s %-17s %9s %-5s %-12s %4lld %6.3f%s\n", r.name.c_str(),
                 r.dtype.c_str(), kind.c_str(), group.c_str(), r.scale_dtype.c_str(),
                 r.has_record ? (r.algorithm.empty() ? "?" : r.algorithm.c_str()) : "-",
                 static_cast<long long>(r.bits), r.bits_per_weight,

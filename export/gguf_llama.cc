@@ -200,8 +200,11 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
               num += d * d;
               den += static_cast<double>(values[i]) * values[i];
             }
+            // Non-finite (a value past f16's range became inf, or the
+            // source held inf): recorded as +inf, never NaN.
+            const double rel = den > 0 ? std::sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
             std::lock_guard<std::mutex> lock(requantized_mu);
-            requantized.emplace_back(p.gguf_name, den > 0 ? std::sqrt(num / den) : 0.0);
+            requantized.emplace_back(p.gguf_name, std::isfinite(rel) ? rel : INFINITY);
           }
           return absl::OkStatus();
         }));

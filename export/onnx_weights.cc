@@ -154,6 +154,7 @@ class WeightExporter {
     }
     const int64_t axis = t.quant.axis, group = t.quant.group_size;
     ASSIGN_OR_RETURN(const ir::Tensor* scale, ScaleTensor(t));
+    RETURN_IF_ERROR(ir::ValidateQuantLayout(t, scale, nullptr));  // the scale's shape, below
     ASSIGN_OR_RETURN(std::vector<float> s, ir::ScaleValues(*scale));
     // DequantizeLinear blocks along one axis only: a scale shared by a
     // block of rows (block_rows, axis 1) is repeated for each of its rows.

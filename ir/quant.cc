@@ -198,8 +198,15 @@ absl::Status ValidateQuantLayout(const Tensor& q, const Tensor* scale,
                                  const Tensor* zero_point) {
   const QuantLayout& l = q.quant;
   if (!l.quantized()) return Bad(q, "the tensor is not quantized");
-  if (l.kind == QuantKind::kGgmlBlocks) return ValidateGgmlBlocks(q);
   const bool fp8 = l.kind == QuantKind::kFp8E4M3GroupWise;
+  if (l.block_rows < 0) {
+    return Bad(q, "block_rows " + std::to_string(l.block_rows) + " is negative");
+  }
+  if (l.BlockRows() > 1 && !fp8) {
+    return Bad(q, "block_rows " + std::to_string(l.block_rows) +
+                      ": only fp8_e4m3_groupwise shares a scale between rows");
+  }
+  if (l.kind == QuantKind::kGgmlBlocks) return ValidateGgmlBlocks(q);
   const bool int8 = l.kind != QuantKind::kInt4GroupWise;
   const bool dtype_ok = fp8    ? q.dtype == DType::kU8
                         : int8 ? (q.dtype == DType::kI8 || q.dtype == DType::kU8)
@@ -221,13 +228,6 @@ absl::Status ValidateQuantLayout(const Tensor& q, const Tensor* scale,
   if (IsGroupWise(l.kind) && l.group_size < 1) {
     return Bad(q, "group_size " + std::to_string(l.group_size) +
                       " must be at least 1");
-  }
-  if (l.block_rows < 0) {
-    return Bad(q, "block_rows " + std::to_string(l.block_rows) + " is negative");
-  }
-  if (l.BlockRows() > 1 && !fp8) {
-    return Bad(q, "block_rows " + std::to_string(l.block_rows) +
-                      ": only fp8_e4m3_groupwise shares a scale between rows");
   }
   if (l.BlockRows() > 1 && (q.dims.size() != 2 || l.axis != 1)) {
     return Bad(q, "block_rows " + std::to_string(l.block_rows) + " needs an [out, in] matrix "

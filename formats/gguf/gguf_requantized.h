@@ -22,7 +22,8 @@ struct RequantizedTensor {
 
 // Empty when the file has neither key. InvalidArgument naming the file and
 // the key when only one is present, they differ in length or element type,
-// a name is not a tensor of the file, or an error is negative or not finite.
+// a name is not a tensor of the file, or an error is negative or NaN (+inf,
+// an encoding that overflowed, is read as it is).
 absl::StatusOr<std::vector<RequantizedTensor>> ReadRequantizedTensors(const GgufFile& file);
 
 }  // namespace slimpack::gguf

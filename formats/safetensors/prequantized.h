@@ -142,9 +142,10 @@ absl::Status ImportPrequantized(const PrequantConfig& config, std::vector<ir::Te
 // `<p>.weight` [out, in] with `<p>` + config.fp8_scale_suffix of shape
 // [ceil(out / rows), ceil(in / cols)] (the block sizes; [out, 1] or [1]
 // for channel / tensor) becomes fp8_e4m3_groupwise along the input axis
-// with group_size = the block's columns and scale `<p>.weight.scale`
-// [out, ceil(in / cols)] (a block's scale repeated for its rows: the
-// values are the checkpoint's exactly). f16 scales stay f16, bf16 / f32
+// with group_size = the block's columns, block_rows = the block's rows
+// (when more than one) and scale `<p>.weight.scale` [ceil(out / rows),
+// ceil(in / cols)], the checkpoint's scales as they are (so the values are
+// the checkpoint's exactly). f16 scales stay f16, bf16 / f32
 // are stored f32. InvalidArgument naming the file, tensor and value: a
 // marked tensor that is not rank 2 or has no scale beside it, a scale of
 // the wrong shape or dtype or a zero / negative / non-finite one, a NaN

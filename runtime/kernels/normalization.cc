@@ -61,11 +61,6 @@ void ExpBlock(const float* t, float* y, int64_t m) {
   for (int64_t j = 0; j < m; ++j) y[j] = t[j] < -87.0f ? 0.0f : y[j];
 }
 
-// Softmax of `rows` (<= 4) contiguous rows of `axis_size`: each exp computed
-// once by the vectorised ExpBlock and kept in y, the row's sum taken in
-// order in double, then scaled. The rows' sums run as independent chains
-// side by side (one row's sum waits on every add before it, and attention
-// rows are short); each row's bits are those of doing it alone.
 // The largest non-NaN value of x[0, n) (-inf if none), as a loop of
 // std::max(mx, x[i]). Lanes may meet equal zeros in another order and keep
 // -0 where the loop keeps +0 or back; softmax subtracts it, and x - (+0)
@@ -92,6 +87,11 @@ float RowMax(const float* x, int64_t n) {
   return mx;
 }
 
+// Softmax of `rows` (<= 4) contiguous rows of `axis_size`: each exp computed
+// once by the vectorised ExpBlock and kept in y, the row's sum taken in
+// order in double, then scaled. The rows' sums run as independent chains
+// side by side (one row's sum waits on every add before it, and attention
+// rows are short); each row's bits are those of doing it alone.
 void SoftmaxRows(const float* x, float* y, int64_t axis_size, int64_t rows) {
   constexpr int kRows = 4;
   double sum[kRows] = {0, 0, 0, 0};

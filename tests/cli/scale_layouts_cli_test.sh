@@ -81,7 +81,7 @@ PY
 
 expect 0 "inspect int8-g32" -- inspect "$TMP/i8g32"
 says "required features: f16_scales, int8_groupwise" "inspect lists the features"
-says "int8_groupwise       32 f16" "inspect shows group and scale dtype"
+says "int8_groupwise           32 f16" "inspect shows group and scale dtype"
 expect 0 "inspect --json" -- inspect "$TMP/i8g32" --json
 says '"scale_dtype": "f16"' "inspect --json has scale_dtype"
 expect 0 "verify" -- verify "$TMP/i8g32"

@@ -94,6 +94,28 @@ TEST(GgufRequantizedTest, MetadataOnlyFileFillsTheValuesAtOnce) {
   EXPECT_EQ(file->FindValue("k")->GetFloat(1), 2.5);
 }
 
+// An encoding that overflowed (f16 past 65504) is recorded as +inf, read as it is.
+TEST(GgufRequantizedTest, AnInfiniteErrorIsReadAsItIs) {
+  const std::string path = TempPath("requantized-inf");
+  GgufWriter w;
+  ASSERT_THAT(w.AddTensor("t", {4}, TensorType::kF32,
+                          [](uint8_t* dst, uint64_t size) {
+                            std::fill(dst, dst + size, 0);
+                            return absl::OkStatus();
+                          }),
+              IsOk());
+  w.AddStringArray(std::string(kRequantizedTensorsKey), {"t"});
+  w.AddF32Array(std::string(kRequantizedRelL2Key), {std::numeric_limits<float>::infinity()});
+  ASSERT_THAT(w.Write(path).status(), IsOk());
+  auto file = OpenGgufFile(path);
+  ASSERT_THAT(file, IsOk());
+  auto records = ReadRequantizedTensors(*file);
+  ASSERT_THAT(records, IsOk());
+  ASSERT_EQ(records->size(), 1u);
+  EXPECT_TRUE(std::isinf((*records)[0].rel_l2));
+  std::remove(path.c_str());
+}
+
 TEST(GgufRequantizedTest, AFileWithoutTheRecordHasNone) {
   GgufWriter w;
   w.AddString("general.architecture", "llama");

@@ -220,6 +220,15 @@ TEST(DequantizeTest, Fp8BlockRowsShareOneScalePerBlockOfRowsAndColumns) {
   EXPECT_THAT(ValidateQuantLayout(int8, &scale, nullptr),
               StatusIs(absl::StatusCode::kInvalidArgument,
                        HasSubstr("only fp8_e4m3_groupwise shares a scale between rows")));
+  Tensor blocks = Raw("f", DType::kU8, {2, 34}, std::vector<uint8_t>(68, 0));  // two q8_0 rows
+  blocks.quant.kind = QuantKind::kGgmlBlocks;
+  blocks.quant.axis = 1;
+  blocks.quant.block_type = GgmlType::kQ8_0;
+  blocks.quant.group_size = 32;
+  blocks.quant.block_rows = 2;
+  EXPECT_THAT(ValidateQuantLayout(blocks, nullptr, nullptr),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("only fp8_e4m3_groupwise shares a scale between rows")));
   // The layouts differ from the one-scale-per-row layout (0 and 1 are that).
   QuantLayout one = q.quant;
   one.block_rows = 1;

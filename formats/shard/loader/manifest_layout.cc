@@ -152,6 +152,12 @@ Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
     return f.Error("", "expected an object, found " + DescribeValue(v));
   }
   SLP_ASSIGN_OR_RETURN(std::string_view kind_view, f.StringView("kind"));
+  // block_rows belongs to fp8_e4m3_groupwise alone; on any other layout it
+  // is refused, not ignored (ignoring it would read its scales wrongly).
+  if (f.Optional("block_rows") != nullptr && kind_view != shard::kLayoutFp8E4M3GroupWise) {
+    return f.Error("block_rows", "layout " + std::string(kind_view) +
+                                     " has no block_rows (fp8_e4m3_groupwise only)");
+  }
   if (kind_view == shard::kLayoutPlain) {
     t->layout.kind = LayoutKind::kPlain;
     return OkStatus();
@@ -236,11 +242,7 @@ Status ParseLayout(const JsonValue& v, const ObjectPath& tensor_path,
   // block_rows: rows of an [out, in] FP8 matrix that share a scale row (a
   // checkpoint's 128 x 128 blocks). Other layouts refuse the key rather
   // than ignore it: ignoring it would read their scales with the wrong shape.
-  if (f.Optional("block_rows") != nullptr) {
-    if (!fp8) {
-      return f.Error("block_rows", "layout " + kind + " has no block_rows (fp8_e4m3_groupwise "
-                                   "only)");
-    }
+  if (f.Optional("block_rows") != nullptr) {  // fp8 (refused above for the others)
     if (!m.Requires(shard::kFeatureFp8BlockRows)) {
       return f.Error("block_rows", "block_rows is used but required_features does not list \"" +
                                        std::string(shard::kFeatureFp8BlockRows) + "\"");

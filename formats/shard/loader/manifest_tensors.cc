@@ -244,6 +244,16 @@ Status ParseTensors(const Fields& top, Manifest* m, PendingLayouts* pending,
       pending_sparsity->emplace_back(i, sparsity);
     }
     const JsonValue* kind = layout->Find("kind");
+    // block_rows belongs to fp8_e4m3_groupwise (manifest_layout.cc refuses
+    // it on the other quantized layouts); on a plain one it is refused too,
+    // not ignored.
+    if (kind != nullptr && kind->is_string() && kind->string_value() == shard::kLayoutPlain &&
+        layout->Find("block_rows") != nullptr) {
+      const ObjectPath named{top.path().file, "tensors", static_cast<int64_t>(i), t.name};
+      const ObjectPath lp{nullptr, "layout", -1, {}, &named};
+      return Fields(*layout, lp).Error("block_rows",
+                                       "layout plain has no block_rows (fp8_e4m3_groupwise only)");
+    }
     if (kind == nullptr || !kind->is_string() ||
         kind->string_value() != shard::kLayoutPlain) {
       // Any non-plain kind for now; ParseLayout sets the real one.

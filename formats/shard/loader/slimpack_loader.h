@@ -120,7 +120,9 @@ const char* slimpack_artifact_tensor_block_type(const slimpack_artifact* artifac
  * [ceil(rows / block_rows), ceil(cols / group_size)]: FP8 checkpoints' 128 x
  * 128 blocks); 1 for every other tensor, 0 for an index out of range. A
  * function rather than a slimpack_tensor_info field so the struct's layout
- * stays what applications were compiled against. */
+ * stays what applications were compiled against. An application that
+ * decodes FP8 tensors itself (rather than by slimpack_artifact_dequantize_f32)
+ * must read this: a scale row then serves block_rows rows. */
 uint64_t slimpack_artifact_tensor_block_rows(const slimpack_artifact* artifact, uint64_t index);
 
 /* Maps the tensor's shard if needed and returns a zero-copy view that keeps

@@ -41,7 +41,9 @@ json LayoutJson(const ir::QuantLayout& q) {
   if (ir::IsGroupWise(q.kind)) out["group_size"] = q.group_size;
   // Written only when rows share a scale, so every other artifact's
   // manifest stays byte-identical.
-  if (q.BlockRows() > 1) out["block_rows"] = q.block_rows;
+  if (q.kind == ir::QuantKind::kFp8E4M3GroupWise && q.BlockRows() > 1) {
+    out["block_rows"] = q.block_rows;
+  }
   if (q.kind == ir::QuantKind::kInt4GroupWise) {
     out["packing"] = std::string(shard::kPackingLowNibbleFirst);
   }
@@ -250,7 +252,9 @@ absl::StatusOr<std::string> SerializeManifest(const ManifestParts& parts) {
     }
     if (t->quant.kind == ir::QuantKind::kGgmlBlocks) used.insert(shard::kFeatureGgmlBlocks);
     if (t->quant.kind == ir::QuantKind::kFp8E4M3GroupWise) used.insert(shard::kFeatureFp8E4M3);
-    if (t->quant.BlockRows() > 1) used.insert(shard::kFeatureFp8BlockRows);
+    if (t->quant.kind == ir::QuantKind::kFp8E4M3GroupWise && t->quant.BlockRows() > 1) {
+      used.insert(shard::kFeatureFp8BlockRows);
+    }
     auto scale = t->quant.quantized() ? dtype_of.find(t->quant.scale) : dtype_of.end();
     if (scale != dtype_of.end() && scale->second == ir::DType::kF16) {
       used.insert(shard::kFeatureF16Scales);

@@ -430,6 +430,14 @@ const Fp8Refusal kRefusals[] = {
      },
      StatusCode::kInvalidArgument,
      "tensors[2] 'w'.layout scale: tensor 'w.scale' has shape [8,3], expected [2,3]"},
+    {"BlockRowsOnAScale", false,  // a plain tensor: refused, not ignored
+     [](TestArtifact& a) {
+       a.manifest["required_features"].Push(J("fp8_block_rows"));
+       Layout(a, testing::kFp8WScale)["block_rows"] = 2;
+     },
+     StatusCode::kInvalidArgument,
+     "tensors[3] 'w.scale'.layout block_rows: layout plain has no block_rows "
+     "(fp8_e4m3_groupwise only)"},
     {"BlockRowsZero", false,
      [](TestArtifact& a) {
        a.manifest["required_features"].Push(J("fp8_block_rows"));
