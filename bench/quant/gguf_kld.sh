@@ -11,7 +11,7 @@
 # (no importance) with AWQ's scales searched on the same grids (--algo awq)
 # instead; A and B take rtn, imatrix, gptq or awq.
 #
-# Usage: [A=imatrix B=gptq] bench/quant/gguf_kld.sh BUILD_DIR [OUT_DIR] [PRESETS...]
+# Usage: [A=imatrix B=gptq] [EX=MODEL_DIR CALIB=NPY TOK=NPY] bench/quant/gguf_kld.sh BUILD_DIR [OUT_DIR] [PRESETS...]
 set -eu
 A=${A:-imatrix}
 B=${B:-gptq}
@@ -22,9 +22,11 @@ PRESETS=${*:-q4_0 q4_1 q5_0 q4_k_m q5_k_m q8_0}
 mkdir -p "$OUT"
 cd "$(dirname "$0")/../.."
 SP="$BUILD/cli/slimpack"
-EX=examples/tiny-llama
-CALIB=$EX/calib_tokens.npy
-TOK=$EX/eval_tokens.npy
+# Another HF checkpoint directory (with tokenizer.json) and its token files
+# may be given as EX, CALIB and TOK.
+EX=${EX:-examples/tiny-llama}
+CALIB=${CALIB:-$EX/calib_tokens.npy}
+TOK=${TOK:-$EX/eval_tokens.npy}
 score() {  # GGUF -> "kld top1 ppl"
   "$SP" report --reference "$EX" --candidate "$1" --data "$TOK" -o "$OUT/report" --force --json |
     /usr/bin/python3 -c '
