@@ -34,6 +34,14 @@ std::string TempPath(const std::string& name) {
       .string();
 }
 
+// An f32 tensor of 4 zeros named `name`.
+absl::Status AddZeroTensor(GgufWriter& w, const std::string& name) {
+  return w.AddTensor(name, {4}, TensorType::kF32, [](uint8_t* dst, uint64_t size) {
+    std::fill(dst, dst + size, 0);
+    return absl::OkStatus();
+  });
+}
+
 // Two f32 tensors of 4 values; the record's values are made by the fillers.
 absl::Status WriteWithRecord(const std::string& path, uint64_t reserved,
                              std::vector<std::string> names, std::vector<float>* errors) {
@@ -98,12 +106,7 @@ TEST(GgufRequantizedTest, MetadataOnlyFileFillsTheValuesAtOnce) {
 TEST(GgufRequantizedTest, AnInfiniteErrorIsReadAsItIs) {
   const std::string path = TempPath("requantized-inf");
   GgufWriter w;
-  ASSERT_THAT(w.AddTensor("t", {4}, TensorType::kF32,
-                          [](uint8_t* dst, uint64_t size) {
-                            std::fill(dst, dst + size, 0);
-                            return absl::OkStatus();
-                          }),
-              IsOk());
+  ASSERT_THAT(AddZeroTensor(w, "t"), IsOk());
   w.AddStringArray(std::string(kRequantizedTensorsKey), {"t"});
   w.AddF32Array(std::string(kRequantizedRelL2Key), {std::numeric_limits<float>::infinity()});
   ASSERT_THAT(w.Write(path).status(), IsOk());
@@ -169,12 +172,7 @@ TEST(GgufRequantizedTest, MalformedRecordsAreRefusedByName) {
     SCOPED_TRACE(c.label);
     const std::string path = TempPath("requantized-bad");
     GgufWriter w;
-    ASSERT_THAT(w.AddTensor("t", {4}, TensorType::kF32,
-                            [](uint8_t* dst, uint64_t size) {
-                              std::fill(dst, dst + size, 0);
-                              return absl::OkStatus();
-                            }),
-                IsOk());
+    ASSERT_THAT(AddZeroTensor(w, "t"), IsOk());
     c.add(w, c.value);
     ASSERT_THAT(w.Write(path).status(), IsOk());
     auto file = OpenGgufFile(path);
