@@ -26,12 +26,14 @@
 #include "passes/lower/dequantize_integer_ops.h"
 #include "runtime/interpreter.h"
 #include "tests/testing/status_matchers.h"
+#include "tests/testing/temp_dir.h"
 
 namespace slimpack::converter {
 namespace {
 
 using ::slimpack::testing::IsOk;
 using ::slimpack::testing::StatusIs;
+using ::slimpack::testing::TempDir;
 using ::testing::Contains;
 using ::testing::HasSubstr;
 
@@ -129,7 +131,10 @@ TEST_P(ConvertFromF16Test, QuantizesTheWidenedGraphKeepingF16Io) {
   std::vector<std::string> log;
   options.verbose = true;
   options.log = [&](const std::string& line) { log.push_back(line); };
-  const std::string npy = ::testing::TempDir() + "/" + c.stem + "_calib.npy";
+  // A directory of this process's own: the int8/int4 cases of the same
+  // stem run beside it under ctest -j.
+  TempDir dir;
+  const std::string npy = dir.File(std::string(c.stem) + "_calib.npy");
   if (std::string(c.scheme) == "w8a8") {
     ASSERT_THAT(numpy::WriteNpy(npy, l.input), IsOk());
     options.quant.w8a8 = true;
@@ -140,7 +145,6 @@ TEST_P(ConvertFromF16Test, QuantizesTheWidenedGraphKeepingF16Io) {
     options.quant.scheme = *scheme;
   }
   auto done = RunConvertStages(l.model, options);
-  std::filesystem::remove(npy);
   ASSERT_THAT(done, IsOk());
   EXPECT_THAT(Names(*done), Contains("widen-f16"));
   EXPECT_THAT(log, Contains(HasSubstr("the f16 graph is computed in f32")));
@@ -194,7 +198,8 @@ TEST_P(ConvertFromOrtDynamicTest, DequantizesFirstThenAppliesTheScheme) {
   StageOptions options;
   std::vector<std::string> log;
   options.log = [&](const std::string& line) { log.push_back(line); };
-  const std::string npy = ::testing::TempDir() + "/ort_calib_" + c.scheme + ".npy";
+  TempDir dir;
+  const std::string npy = dir.File(std::string("ort_calib_") + c.scheme + ".npy");
   if (std::string(c.scheme) == "w8a8") {
     ASSERT_THAT(numpy::WriteNpy(npy, l.input), IsOk());
     options.quant.w8a8 = true;
@@ -205,7 +210,6 @@ TEST_P(ConvertFromOrtDynamicTest, DequantizesFirstThenAppliesTheScheme) {
     options.quant.scheme = *scheme;
   }
   auto done = RunConvertStages(l.model, options);
-  std::filesystem::remove(npy);
   ASSERT_THAT(done, IsOk());
   EXPECT_THAT(Names(*done), Contains("dequantize-integer-ops"));
   EXPECT_THAT(log, Contains(HasSubstr("dequantized to float first")));
