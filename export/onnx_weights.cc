@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "export/onnx_graph_edit.h"
+#include "export/onnx_nbits_pack.h"
 #include "export/onnx_opset21.h"
 #include "hf/input_perm.h"
 #include "hf/weight_roles.h"
@@ -21,36 +22,6 @@ namespace {
 constexpr int64_t kPerAxisDqOpset = 13;
 
 std::string Where(const ir::Tensor& t) { return "tensor '" + t.name + "'"; }
-
-int32_t CodeAt(ir::DType dtype, const uint8_t* p, uint64_t i) {
-  switch (dtype) {
-    case ir::DType::kI4: return ir::IntAt<ir::DType::kI4>(p, i);
-    case ir::DType::kU4: return ir::IntAt<ir::DType::kU4>(p, i);
-    case ir::DType::kI8: return ir::IntAt<ir::DType::kI8>(p, i);
-    default: return ir::IntAt<ir::DType::kU8>(p, i);
-  }
-}
-
-// Bits a MatMulNBits / GatherBlockQuantized element of `t` takes: 8 for
-// int8_groupwise, 4 for int4_groupwise.
-int BitsOf(const ir::Tensor& t) { return t.quant.kind == ir::QuantKind::kInt8GroupWise ? 8 : 4; }
-
-// The offset that makes a signed code the unsigned value MatMulNBits stores
-// (its zero point defaults to 2^(bits-1)).
-int32_t UnsignedOffset(const ir::Tensor& t) {
-  const bool is_signed = t.dtype == ir::DType::kI4 || t.dtype == ir::DType::kI8;
-  return is_signed ? 1 << (BitsOf(t) - 1) : 0;
-}
-
-// Stores unsigned value u of element `i` of a row-block blob: one byte at
-// 8 bits, a nibble (element 2j in the low one) at 4.
-void PutCode(std::vector<uint8_t>& b, size_t at_elem_base, int64_t i, uint32_t u, int bits) {
-  if (bits == 8) {
-    b[at_elem_base + static_cast<size_t>(i)] = static_cast<uint8_t>(u);
-  } else {
-    b[at_elem_base + static_cast<size_t>(i / 2)] |= static_cast<uint8_t>((u & 0x0F) << (4 * (i % 2)));
-  }
-}
 
 // MatMulNBits' inputs for one group-wise weight.
 struct NBitsWeight {
@@ -199,25 +170,12 @@ class WeightExporter {
     w.n = n;
     w.block = t.quant.group_size;
     const int64_t kb = (k + w.block - 1) / w.block;
-    const int bits = BitsOf(t);
-    const int64_t blob = w.block * bits / 8;
+    const int64_t blob = w.block * NBitsOf(t) / 8;
     const bool k_inner = t.quant.axis == 1;  // W [N, K] (else [K, N])
-    const int32_t off = UnsignedOffset(t);
-    std::vector<uint8_t> b(static_cast<size_t>(n * kb * blob), 0);
-    for (int64_t r = 0; r < n; ++r) {
-      for (int64_t c = 0; c < k; ++c) {
-        const uint64_t src = static_cast<uint64_t>(k_inner ? r * k + c : c * n + r);
-        const uint32_t u = static_cast<uint32_t>(CodeAt(t.dtype, t.data.data(), src) + off);
-        const int64_t at = perm.empty() ? c : perm[static_cast<size_t>(c)];
-        PutCode(b, static_cast<size_t>(r * kb * blob + (at / w.block) * blob), at % w.block, u, bits);
-      }
-    }
+    std::vector<uint8_t> b = PackNBitsCodes(t, k, n, perm);
     if (!perm.empty()) {
-      std::vector<int32_t> g_idx(static_cast<size_t>(k));
-      for (int64_t j = 0; j < k; ++j) {
-        g_idx[static_cast<size_t>(perm[static_cast<size_t>(j)])] = static_cast<int32_t>(j / w.block);
-      }
-      ASSIGN_OR_RETURN(w.g_idx, ed_.AddI32(t.name + "_g_idx", {k}, g_idx, t.provenance));
+      ASSIGN_OR_RETURN(w.g_idx, ed_.AddI32(t.name + "_g_idx", {k}, NBitsGroupIndex(w.block, perm),
+                                           t.provenance));
     }
     ASSIGN_OR_RETURN(const ir::Tensor* scale, ScaleTensor(t));
     ASSIGN_OR_RETURN(std::vector<float> s, ir::ScaleValues(*scale));
@@ -225,10 +183,7 @@ class WeightExporter {
       return absl::InvalidArgumentError(Where(t) + ": scale has " + std::to_string(s.size()) +
                                         " elements, expected " + std::to_string(n * kb));
     }
-    std::vector<float> scales(static_cast<size_t>(n * kb));
-    for (int64_t r = 0; r < n; ++r) {
-      for (int64_t g = 0; g < kb; ++g) scales[r * kb + g] = s[k_inner ? r * kb + g : g * n + r];
-    }
+    std::vector<float> scales = GroupsByRow(s, n, kb, k_inner);
     ASSIGN_OR_RETURN(w.b, ed_.AddZeros8(t.name + "_nbits", ir::DType::kU8, {n, kb, blob}, t.provenance));
     ed_.graph().FindMutableInitializer(w.b)->data = ir::TensorData::Owned(std::move(b));
     ASSIGN_OR_RETURN(w.scales, ed_.AddF32(t.name + "_nbits_scales", {n * kb}, scales, t.provenance));
@@ -244,37 +199,26 @@ class WeightExporter {
   // 8, per row); "" when all are the default 2^(bits-1).
   absl::StatusOr<std::string> ZeroPoints(const ir::Tensor& t, int64_t rows, int64_t kb,
                                          bool k_inner, bool as_f32 = false) {
-    const int32_t off = UnsignedOffset(t);
-    const int bits = BitsOf(t);
-    const int32_t default_value = 1 << (bits - 1);
+    const int bits = NBitsOf(t);
     const ir::Tensor* zp = t.quant.zero_point.empty() ? nullptr : src_.FindInitializer(t.quant.zero_point);
     if (!t.quant.zero_point.empty() && zp == nullptr) {
       return absl::InvalidArgumentError(Where(t) + ": zero point '" + t.quant.zero_point + "' is missing");
     }
-    std::vector<int32_t> zps(static_cast<size_t>(rows * kb), off);
-    bool default_zp = true;
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t g = 0; g < kb; ++g) {
-        const uint64_t src = static_cast<uint64_t>(k_inner ? r * kb + g : g * rows + r);
-        if (zp != nullptr) zps[r * kb + g] = CodeAt(zp->dtype, zp->data.data(), src) + off;
-        default_zp = default_zp && zps[r * kb + g] == default_value;
-      }
+    const std::vector<int32_t> zps = UnsignedZeroPoints(t, zp, rows, kb, k_inner);
+    const int32_t default_value = 1 << (bits - 1);
+    if (std::all_of(zps.begin(), zps.end(), [&](int32_t z) { return z == default_value; })) {
+      return std::string();
     }
-    if (default_zp) return std::string();
     if (as_f32) {
       return ed_.AddF32(t.name + "_zero_points_f32", {rows * kb},
                         std::vector<float>(zps.begin(), zps.end()), t.provenance);
     }
     const int64_t row = bits == 8 ? kb : (kb + 1) / 2;
-    std::vector<uint8_t> packed(static_cast<size_t>(rows * row), 0);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t g = 0; g < kb; ++g) {
-        PutCode(packed, static_cast<size_t>(r * row), g, static_cast<uint32_t>(zps[r * kb + g]), bits);
-      }
-    }
-    ASSIGN_OR_RETURN(std::string name, ed_.AddZeros8(t.name + (bits == 8 ? "_zero_points_u8" : "_zero_points_u4"), ir::DType::kU8,
-                                                     {rows, row}, t.provenance));
-    ed_.graph().FindMutableInitializer(name)->data = ir::TensorData::Owned(std::move(packed));
+    ASSIGN_OR_RETURN(std::string name,
+                     ed_.AddZeros8(t.name + (bits == 8 ? "_zero_points_u8" : "_zero_points_u4"),
+                                   ir::DType::kU8, {rows, row}, t.provenance));
+    ed_.graph().FindMutableInitializer(name)->data =
+        ir::TensorData::Owned(PackZeroPoints(zps, rows, kb, bits));
     return name;
   }
 
@@ -282,17 +226,12 @@ class WeightExporter {
   // GatherBlockQuantized(codes as u8 [V, H/2] (4 bits) or [V, H] (8 bits),
   // ids, scales [V, H/g][, zp]).
   absl::Status GatherNode(const ir::Tensor& t, const ir::Node& n, std::vector<ir::Node>& out) {
-    const int bits = BitsOf(t);  // ContribOpsCanTake checked the Gather
+    const int bits = NBitsOf(t);  // ContribOpsCanTake checked the Gather
     if (gather_.b.empty()) {
       const int64_t v = t.dims[0], h = t.dims[1];
       const int64_t kb = (h + t.quant.group_size - 1) / t.quant.group_size;
-      const int32_t off = UnsignedOffset(t);
       const int64_t row = h * bits / 8;
-      std::vector<uint8_t> b(static_cast<size_t>(v * row), 0);
-      for (int64_t i = 0; i < v * h; ++i) {
-        const uint32_t u = static_cast<uint32_t>(CodeAt(t.dtype, t.data.data(), i) + off);
-        PutCode(b, 0, i, u, bits);
-      }
+      std::vector<uint8_t> b = PackGatherCodes(t);
       ASSIGN_OR_RETURN(gather_.b, ed_.AddZeros8(t.name + (bits == 8 ? "_u8" : "_u4"), ir::DType::kU8,
                                                 {v, row}, t.provenance));
       ed_.graph().FindMutableInitializer(gather_.b)->data = ir::TensorData::Owned(std::move(b));
@@ -347,7 +286,7 @@ class WeightExporter {
       if (!n.domain.empty()) return false;
       if (n.op_type == "Gather") {
         if (n.inputs.size() != 2 || n.inputs[0] != t.name || n.IntAttrOr("axis", 0) != 0 ||
-            t.quant.axis != 1 || (BitsOf(t) == 4 && t.dims[1] % 2 != 0)) {
+            t.quant.axis != 1 || (NBitsOf(t) == 4 && t.dims[1] % 2 != 0)) {
           return false;
         }
         continue;
@@ -396,7 +335,7 @@ class WeightExporter {
   // GatherBlockQuantized with bits 4 or 8 where the ort profile is asked
   // for and they can take it, else as blocked DequantizeLinear.
   absl::Status Grouped(const ir::Tensor& t) {
-    const int bits = BitsOf(t);
+    const int bits = NBitsOf(t);
     // ContribOpsCanTake checked the block size, the rank, that t is no
     // graph output and every reader.
     if (profile_ != OnnxProfile::kOrt || !ContribOpsCanTake(t)) return BlockedDequantize(t);
