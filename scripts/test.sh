@@ -24,30 +24,40 @@ start=$(date +%s)
 "$ROOT/scripts/install_deps.sh"
 
 BUILD="$ROOT/build-asan"
-# Stock llama.cpp for the GGUF tests: node-llama-cpp's prebuilt CPU build,
-# pinned by tests/gguf/oracle/package-lock.json, into the build tree (npm's
-# cache makes repeats offline). --omit=optional leaves out the CUDA/Vulkan
-# builds. Needs node >= 20 (the machine's; Debian 12's nodejs is 18).
-ORACLE="$BUILD/gguf-oracle"
-if ! cmp -s "$ROOT/tests/gguf/oracle/package-lock.json" "$ORACLE/package-lock.json" ||
-   [ ! -d "$ORACLE/node_modules/node-llama-cpp" ]; then
-  echo "== llama.cpp oracle: npm ci (node-llama-cpp 3.22.1, ~85 MB)"
-  rm -rf "$ORACLE"; mkdir -p "$ORACLE"
-  cp "$ROOT"/tests/gguf/oracle/package.json "$ROOT"/tests/gguf/oracle/package-lock.json "$ORACLE/"
-  (cd "$ORACLE" && npm ci --ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error)
-fi
-# Stock ONNX Runtime for the ONNX export tests: onnxruntime-node 1.30.0 with
-# its prebuilt CPU library, pinned by bench/ort/package-lock.json, into the
-# build tree (--ignore-scripts: the binding ships in the package, the
-# install script only fetches GPU builds; offline once npm's cache is warm).
-ORT_ORACLE="$BUILD/ort-oracle"
-if ! cmp -s "$ROOT/bench/ort/package-lock.json" "$ORT_ORACLE/package-lock.json" ||
-   [ ! -d "$ORT_ORACLE/node_modules/onnxruntime-node" ]; then
-  echo "== ONNX Runtime oracle: npm ci (onnxruntime-node 1.30.0, ~290 MB)"
-  rm -rf "$ORT_ORACLE"; mkdir -p "$ORT_ORACLE"
-  cp "$ROOT"/bench/ort/package.json "$ROOT"/bench/ort/package-lock.json "$ORT_ORACLE/"
-  (cd "$ORT_ORACLE" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-fi
+# The two oracles' npm installs wait on the network, not the CPU: they run
+# in the background while the sanitized tree compiles, and the tests start
+# only once both are in place (a failed install stops the suite here).
+install_oracles() {
+  set -e
+  # Stock llama.cpp for the GGUF tests: node-llama-cpp's prebuilt CPU build,
+  # pinned by tests/gguf/oracle/package-lock.json, into the build tree (npm's
+  # cache makes repeats offline). --omit=optional leaves out the CUDA/Vulkan
+  # builds. Needs node >= 20 (the machine's; Debian 12's nodejs is 18).
+  local oracle="$BUILD/gguf-oracle"
+  if ! cmp -s "$ROOT/tests/gguf/oracle/package-lock.json" "$oracle/package-lock.json" ||
+     [ ! -d "$oracle/node_modules/node-llama-cpp" ]; then
+    echo "== llama.cpp oracle: npm ci (node-llama-cpp 3.22.1, ~85 MB)"
+    rm -rf "$oracle"; mkdir -p "$oracle"
+    cp "$ROOT"/tests/gguf/oracle/package.json "$ROOT"/tests/gguf/oracle/package-lock.json "$oracle/"
+    (cd "$oracle" && npm ci --ignore-scripts --omit=optional --no-audit --no-fund --loglevel=error)
+  fi
+  # Stock ONNX Runtime for the ONNX export tests: onnxruntime-node 1.30.0 with
+  # its prebuilt CPU library, pinned by bench/ort/package-lock.json, into the
+  # build tree (--ignore-scripts: the binding ships in the package, the
+  # install script only fetches GPU builds; offline once npm's cache is warm).
+  local ort_oracle="$BUILD/ort-oracle"
+  if ! cmp -s "$ROOT/bench/ort/package-lock.json" "$ort_oracle/package-lock.json" ||
+     [ ! -d "$ort_oracle/node_modules/onnxruntime-node" ]; then
+    echo "== ONNX Runtime oracle: npm ci (onnxruntime-node 1.30.0, ~290 MB)"
+    rm -rf "$ort_oracle"; mkdir -p "$ort_oracle"
+    cp "$ROOT"/bench/ort/package.json "$ROOT"/bench/ort/package-lock.json "$ort_oracle/"
+    (cd "$ort_oracle" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  fi
+}
+mkdir -p "$BUILD"
+ORACLE_LOG="$BUILD/oracles-npm.log"
+install_oracles >"$ORACLE_LOG" 2>&1 &
+oracles_pid=$!
 # clang-14 (installed for the fuzzers anyway) compiles this tree about twice
 # as fast as GCC 12 at the same flags (README, "Test-suite timing"); the
 # optimised tree below stays GCC, the compiler scripts/build.sh ships with,
@@ -56,11 +66,15 @@ echo "== build (ASan+UBSan, -O1, clang-14)"
 cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DSLIMPACK_SANITIZE=ON \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
-  -DSLIMPACK_FAST_LINK=ON -DSLIMPACK_TEST_PCH=ON -DSLIMPACK_JSON_PCH=ON -DSLIMPACK_BUILD_BENCH=OFF \
+  -DSLIMPACK_FAST_LINK=ON -DSLIMPACK_NO_PIE=ON -DSLIMPACK_TEST_PCH=ON -DSLIMPACK_JSON_PCH=ON -DSLIMPACK_BUILD_BENCH=OFF \
   -DSLIMPACK_FUZZ_HOOKS=ON \
   -DSLIMPACK_O0_DIRS="tests;cli;converter;export;hf;report;passes;fuzz;formats/onnx;formats/safetensors;formats/numpy;formats/shard/writer;formats/shard/reader" \
   >/dev/null
 cmake --build "$BUILD" -j "$JOBS"
+oracles_rc=0
+wait "$oracles_pid" || oracles_rc=$?
+cat "$ORACLE_LOG"
+if [ "$oracles_rc" != 0 ]; then echo "test.sh: installing the npm oracles failed (exit $oracles_rc)"; exit 1; fi
 echo "== tests (ASan+UBSan) after $(( $(date +%s) - start ))s"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1

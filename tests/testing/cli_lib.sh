@@ -10,13 +10,15 @@ bad() { echo "FAIL: $*"; fail=1; }
 expect() {
   local want="$1" what="$2"
   shift 3
+  local t0=$SECONDS
   "$SLIMPACK" "$@" >"$OUT" 2>&1
   local got=$?
   if [ "$got" -ne "$want" ]; then
     bad "$what: slimpack $* exited $got, expected $want"
     cat "$OUT"
   else
-    echo "ok: $what (exit $got)"
+    # The seconds each command took: where a long CLI test spends its time.
+    echo "ok: $what (exit $got, $((SECONDS - t0)) s)"
   fi
 }
 
