@@ -194,10 +194,12 @@ void Finish(const gemm::MicroKernel& kern, const float* acc, int64_t rows, int64
   }
 }
 
-// Rows i0 .. i0+mm x columns j0 .. j0+nn of C.
+// Rows i0 .. i0+mm x columns j0 .. j0+nn of C. With `packed` (made for
+// this kernel's nr, j0 a multiple of it) B's panels are read from it
+// instead of packed here.
 void Tile(const gemm::MicroKernel& kern, const Operands& o, int64_t i0,
           int64_t mm, int64_t j0, int64_t nn, int64_t k, float alpha,
-          float beta, float* c, int64_t ldc) {
+          float beta, float* c, int64_t ldc, const PackedB* packed = nullptr) {
   // Per thread, grown to the largest block seen: small products (attention
   // heads, one-token matmuls) would otherwise allocate on every call.
   thread_local Scratch s;
@@ -211,7 +213,7 @@ void Tile(const gemm::MicroKernel& kern, const Operands& o, int64_t i0,
     if (static_cast<int64_t>(v.size()) < n) v.resize(n);
   };
   grow(s.a, CeilDiv(std::min(mc, mm), mr) * mr * kc);
-  grow(s.b, CeilDiv(std::min(nc, nn), nr) * nr * kc);
+  if (packed == nullptr) grow(s.b, CeilDiv(std::min(nc, nn), nr) * nr * kc);
   grow(s.acc, CeilDiv(std::min(chunk, mm), mr) * tile * CeilDiv(std::min(nc, nn), nr));
   for (int64_t jb = 0; jb < nn; jb += nc) {
     const int64_t nb = std::min(nc, nn - jb);
@@ -220,7 +222,13 @@ void Tile(const gemm::MicroKernel& kern, const Operands& o, int64_t i0,
       const int64_t rows = std::min(chunk, mm - rb);
       for (int64_t p0 = 0; p0 < k; p0 += kKc) {
         const int64_t kb = std::min(kKc, k - p0);
-        PackB(o, nr, j0 + jb, nb, p0, kb, s.b.data());
+        if (packed == nullptr) PackB(o, nr, j0 + jb, nb, p0, kb, s.b.data());
+        // Panel jp of this block: rows p0 .. p0+kb of a packed panel are
+        // the kb x nr run PackB writes.
+        const auto b_panel = [&](int64_t jp) {
+          return packed == nullptr ? s.b.data() + jp * kb * nr
+                                   : packed->panel((j0 + jb) / nr + jp) + p0 * nr;
+        };
         for (int64_t ib = 0; ib < rows; ib += mc) {
           const int64_t mb = std::min(mc, rows - ib);
           const int64_t mpanels = CeilDiv(mb, mr);
@@ -228,7 +236,7 @@ void Tile(const gemm::MicroKernel& kern, const Operands& o, int64_t i0,
           float* acc = s.acc.data() + (ib / mr) * npanels * tile;
           for (int64_t jp = 0; jp < npanels; ++jp) {
             for (int64_t ip = 0; ip < mpanels; ++ip) {
-              kern.fn(kb, s.a.data() + ip * kb * mr, s.b.data() + jp * kb * nr,
+              kern.fn(kb, s.a.data() + ip * kb * mr, b_panel(jp),
                       acc + (ip * npanels + jp) * tile, p0 == 0);
             }
           }
@@ -306,10 +314,22 @@ absl::Status SgemmSingleCall(bool trans_a, bool trans_b, int64_t m, int64_t n,
                          alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-absl::Status Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
-                   int64_t k, float alpha, const float* a, int64_t lda,
-                   const float* b, int64_t ldb, float beta, float* c,
-                   int64_t ldc, ThreadPool* pool) {
+std::shared_ptr<const PackedB> PackedB::Pack(bool trans_b, int64_t k, int64_t n, const float* b,
+                                             int64_t ldb) {
+  auto p = std::make_shared<PackedB>();
+  const int nr = gemm::BestMicroKernel().nr;
+  p->k_ = k;
+  p->n_ = n;
+  p->nr_ = nr;
+  p->data_.resize(static_cast<size_t>(CeilDiv(n, nr) * nr * k));
+  if (k > 0 && n > 0) PackB(Operands{false, trans_b, nullptr, 0, b, ldb}, nr, 0, n, 0, k, p->data_.data());
+  return p;
+}
+
+absl::Status SgemmConstantB(bool trans_a, bool trans_b, int64_t m, int64_t n, int64_t k,
+                            float alpha, const float* a, int64_t lda, const float* b, int64_t ldb,
+                            const PackedB* packed, float beta, float* c, int64_t ldc,
+                            ThreadPool* pool) {
   bool done = false;
   RETURN_IF_ERROR(Prepare(m, n, k, beta, c, ldc, &done));
   if (done) return absl::OkStatus();
@@ -330,13 +350,28 @@ absl::Status Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
   const int64_t tile_n = m > n ? n : GemmTileExtent(n, work);
   const int64_t tiles_m = CeilDiv(m, tile_m);
   const int64_t tiles_n = CeilDiv(n, tile_n);
+  // Tiles start at multiples of tile_n (a multiple of 32, or all of n):
+  // whole panels of any kernel with nr dividing it.
+  if (packed != nullptr &&
+      (packed->nr() != kern.nr || packed->k() != k || packed->n() != n ||
+       (tiles_n > 1 && tile_n % kern.nr != 0))) {
+    packed = nullptr;
+  }
   ParallelFor(pool, tiles_m * tiles_n, [&](int64_t t) {
     const int64_t i0 = (t / tiles_n) * tile_m;
     const int64_t j0 = (t % tiles_n) * tile_n;
     Tile(kern, o, i0, std::min(tile_m, m - i0), j0, std::min(tile_n, n - j0), k,
-         alpha, beta, c, ldc);
+         alpha, beta, c, ldc, packed);
   });
   return absl::OkStatus();
+}
+
+absl::Status Sgemm(bool trans_a, bool trans_b, int64_t m, int64_t n,
+                   int64_t k, float alpha, const float* a, int64_t lda,
+                   const float* b, int64_t ldb, float beta, float* c,
+                   int64_t ldc, ThreadPool* pool) {
+  return SgemmConstantB(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, nullptr, beta, c, ldc,
+                        pool);
 }
 
 }  // namespace slimpack::runtime

@@ -10,6 +10,26 @@ namespace slimpack::runtime::kernels {
 
 using ir::DType;
 
+namespace {
+
+// A constant B's panels, packed on the plan's first run and kept in the
+// node's cache (key 0) for the others; nullptr where there is no cache, B
+// can change between runs, or the product is one row (the GEMV reads B
+// as it is).
+absl::StatusOr<std::shared_ptr<const PackedB>> ConstantPanels(KernelContext& ctx, bool trans_b,
+                                                              int64_t m, int64_t k, int64_t n,
+                                                              const float* b, int64_t ldb) {
+  if (ctx.node_cache() == nullptr || !ctx.input_is_constant(1) || m <= 1) {
+    return std::shared_ptr<const PackedB>();
+  }
+  return ctx.node_cache()->GetOrBuild<PackedB>(
+      0, [&]() -> absl::StatusOr<std::shared_ptr<const PackedB>> {
+        return PackedB::Pack(trans_b, k, n, b, ldb);
+      });
+}
+
+}  // namespace
+
 absl::Status MatMul(KernelContext& ctx) {
   ASSIGN_OR_RETURN(const RtTensor* a, ctx.RequiredInput(0));
   ASSIGN_OR_RETURN(const RtTensor* b, ctx.RequiredInput(1));
@@ -48,8 +68,10 @@ absl::Status MatMul(KernelContext& ctx) {
   if (b_count == 1) {
     // B is one matrix shared by every batch: one GEMM with the batches
     // stacked as rows (A's batch dims are all of the output's).
-    RETURN_IF_ERROR(Sgemm(false, false, batch_count * m, n, k, 1.0f, pa, k, pb,
-                          n, 0.0f, po, n, ctx.pool()));
+    ASSIGN_OR_RETURN(std::shared_ptr<const PackedB> panels,
+                     ConstantPanels(ctx, false, batch_count * m, k, n, pb, n));
+    RETURN_IF_ERROR(SgemmConstantB(false, false, batch_count * m, n, k, 1.0f, pa, k, pb, n,
+                                   panels.get(), 0.0f, po, n, ctx.pool()));
     ctx.SetOutput(0, std::move(out));
     return absl::OkStatus();
   }
@@ -119,9 +141,11 @@ absl::Status Gemm(KernelContext& ctx) {
                         });
     gemm_beta = 1.0f;
   }
-  RETURN_IF_ERROR(Sgemm(trans_a != 0, trans_b != 0, m, n, k, alpha,
-                        a->data<float>(), a->dim(1), b->data<float>(), b->dim(1),
-                        gemm_beta, po, n, ctx.pool()));
+  ASSIGN_OR_RETURN(std::shared_ptr<const PackedB> panels,
+                   ConstantPanels(ctx, trans_b != 0, m, k, n, b->data<float>(), b->dim(1)));
+  RETURN_IF_ERROR(SgemmConstantB(trans_a != 0, trans_b != 0, m, n, k, alpha, a->data<float>(),
+                                 a->dim(1), b->data<float>(), b->dim(1), panels.get(), gemm_beta,
+                                 po, n, ctx.pool()));
   ctx.SetOutput(0, std::move(out));
   return absl::OkStatus();
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -209,6 +210,53 @@ TEST(GemmTest, OneRowAgainstTransposedBGivesTheDefinedBits) {
       }
     }
   }
+}
+
+// A constant B packed once (PackedB, kept by a plan's node cache) gives the
+// defined bits through SgemmConstantB, at any thread count and for every
+// shape above plus one cut into column tiles (n > m, several 32-wide
+// tiles, a ragged last panel). A packing of another matrix size is not
+// used; the product is still right.
+TEST(GemmTest, PrepackedBGivesTheDefinedBits) {
+  std::vector<Shape> shapes = Shapes();
+  shapes.push_back({64, 1000, 300, false, true, 1.0f, 0.0f});
+  shapes.push_back({64, 1000, 300, true, false, 1.0f, 1.0f});
+  int packed_used = 0;
+  for (const Shape& s : shapes) {
+    const Problem p = Make(s, 4321 + static_cast<uint32_t>(s.n * 13 + s.k), false);
+    const std::vector<float> want = Reference(p);
+    const std::shared_ptr<const PackedB> packed = PackedB::Pack(s.tb, s.k, s.n, p.b.data(), p.ldb);
+    ASSERT_EQ(packed->k(), s.k);
+    ASSERT_EQ(packed->n(), s.n);
+    ASSERT_EQ(packed->nr(), gemm::BestMicroKernel().nr);
+    ASSERT_GE(packed->bytes(), static_cast<int64_t>(s.n * s.k * sizeof(float)));
+    for (int threads : {1, 2, 3}) {
+      ThreadPool pool(threads);
+      std::vector<float> c = p.c0;
+      ASSERT_TRUE(SgemmConstantB(s.ta, s.tb, s.m, s.n, s.k, s.alpha, p.a.data(), p.lda,
+                                 p.b.data(), p.ldb, packed.get(), s.beta, c.data(), p.ldc, &pool)
+                      .ok());
+      ExpectSameBits(c, want,
+                     "prepacked m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
+                         " k=" + std::to_string(s.k) + " threads " + std::to_string(threads));
+    }
+    ++packed_used;
+  }
+  EXPECT_EQ(packed_used, static_cast<int>(shapes.size()));
+  // The panels are op(B)'s columns: panel 0, row 3 holds op(B)[3, 0 .. nr-1].
+  const Shape s{5, 40, 9, false, true, 1.0f, 0.0f};
+  const Problem p = Make(s, 7, false);
+  const std::shared_ptr<const PackedB> packed = PackedB::Pack(true, s.k, s.n, p.b.data(), p.ldb);
+  for (int j = 0; j < packed->nr() && j < s.n; ++j) {
+    EXPECT_EQ(packed->panel(0)[3 * packed->nr() + j], At(p.b, p.ldb, true, 3, j)) << j;
+  }
+  // A packing made for a smaller B is ignored, not read past its end.
+  const std::shared_ptr<const PackedB> other = PackedB::Pack(true, s.k, 8, p.b.data(), p.ldb);
+  std::vector<float> c = p.c0;
+  ASSERT_TRUE(SgemmConstantB(s.ta, s.tb, s.m, s.n, s.k, s.alpha, p.a.data(), p.lda, p.b.data(),
+                             p.ldb, other.get(), s.beta, c.data(), p.ldc, nullptr)
+                  .ok());
+  ExpectSameBits(c, Reference(p), "mismatched packing");
 }
 
 TEST(GemmTest, ZeroDepthScalesCAndNegativeSizesAreRefused) {

@@ -6,8 +6,10 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "ir/float_convert.h"
+#include "runtime/gemm.h"
 #include "runtime/node_cache.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -557,6 +559,57 @@ TEST(InterpreterTest, DequantizedConstantIsCachedReadOnlyAndFollowsOverrides) {
       auto y = interp->Run({{"w", RtTensor::FromVector<int8_t>({4}, w1)}});
       ASSERT_THAT(y, IsOk());
       EXPECT_THAT((*y)[0].ToVector<float>(), ElementsAreArray(expected(w1)));
+    }
+  }
+}
+
+// Gemm and MatMul keep a constant B's packed panels (runtime/gemm.h,
+// PackedB) for later runs: every run gives the bytes of a plan without
+// caches (the product's definition does not depend on packing), and a B a
+// graph input can override is read as fed.
+TEST(InterpreterTest, ConstantWeightPanelsAreKeptAndFollowOverrides) {
+  const int64_t m = 20, k = 150, n = 70;  // ragged panels, two depth blocks
+  std::vector<float> x(m * k), w0(n * k), w1(n * k);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = std::sin(0.37f * static_cast<float>(i));
+  for (size_t i = 0; i < w0.size(); ++i) {
+    w0[i] = std::cos(0.11f * static_cast<float>(i));
+    w1[i] = std::sin(0.23f * static_cast<float>(i)) * 0.5f;
+  }
+  for (const std::string op : {"Gemm", "MatMul"}) {
+    for (bool overridable : {false, true}) {
+      SCOPED_TRACE(op + (overridable ? ": w is also a graph input" : ": w is an initializer only"));
+      const bool gemm = op == "Gemm";
+      // Gemm reads W [n, k] with transB = 1; MatMul reads W [k, n].
+      const std::vector<int64_t> wd = gemm ? std::vector<int64_t>{n, k} : std::vector<int64_t>{k, n};
+      ir::Graph g;
+      g.inputs.push_back(Value("x", ir::DType::kF32, {m, k}));
+      if (overridable) g.inputs.push_back(Value("w", ir::DType::kF32, wd));
+      ASSERT_THAT(g.AddInitializer(testing::IrTensor<float>("w", wd, w0)), IsOk());
+      ir::Node node = MakeNode("mm", op, {"x", "w"}, {"y"});
+      if (gemm) node.attributes["transB"] = ir::Attribute::Int(1);
+      g.nodes.push_back(node);
+      g.outputs.push_back(Value("y", ir::DType::kF32, {m, n}));
+      // The plain product, B packed on the call (no plan, no cache).
+      auto reference = [&](const std::vector<float>& w) {
+        std::vector<float> y(m * n);
+        EXPECT_THAT(Sgemm(false, gemm, m, n, k, 1.0f, x.data(), k, w.data(), gemm ? k : n, 0.0f,
+                          y.data(), n, nullptr),
+                    IsOk());
+        return y;
+      };
+      auto interp = Interpreter::Create(g, {});
+      ASSERT_THAT(interp, IsOk());
+      const RtTensor xt = RtTensor::FromVector<float>({m, k}, x);
+      for (int run = 0; run < 3; ++run) {  // later runs read the kept panels
+        auto y = interp->Run({{"x", xt}});
+        ASSERT_THAT(y, IsOk());
+        EXPECT_EQ((*y)[0].ToVector<float>(), reference(w0)) << "run " << run;
+      }
+      if (overridable) {
+        auto y = interp->Run({{"x", xt}, {"w", RtTensor::FromVector<float>(wd, w1)}});
+        ASSERT_THAT(y, IsOk());
+        EXPECT_EQ((*y)[0].ToVector<float>(), reference(w1));
+      }
     }
   }
 }
