@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "calibration/calibration_table.h"
 #include "calibration/calibrator.h"
@@ -254,8 +255,16 @@ absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, con
   result.records.push_back({{"name", "quantize-weights"},
                             {"options", quantize::QuantConfigToJson(options.quant)},
                             {"stats", done->ToJson()}});
+  // Only RTN-family weights defer; under GPTQ or AWQ that is the few they
+  // do not take (an embedding), so the line counts them.
+  const size_t deferred = done->deferred ? done->deferred->weights() : 0;
+  const std::string late =
+      deferred == 0 ? ""
+      : deferred == done->tensors.size()
+          ? " (RTN as the shards are written)"
+          : absl::StrCat(" (", deferred, " of them RTN as the shards are written)");
   log.Info("quantize: %d tensors, %d -> %d bytes%s", done->tensors.size(), done->bytes_before,
-           done->bytes_after, done->deferred ? " (RTN as the shards are written)" : "");
+           done->bytes_after, late);
   if (done->deferred) {
     auto deferred = std::make_shared<quantize::QuantizeResult>(*std::move(done));
     result.produce = [deferred](const ir::Tensor& t) {

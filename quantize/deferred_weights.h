@@ -38,6 +38,8 @@ class DeferredWeights {
            std::vector<std::string> companions);
 
   bool Holds(const std::string& tensor) const { return by_tensor_.count(tensor) != 0; }
+  // How many weights were registered.
+  size_t weights() const { return jobs_.size(); }
 
   // The bytes of deferred tensor `tensor` (a weight, its scale or its zero
   // point), quantizing the weight on the first request of any of them.
