@@ -32,6 +32,7 @@ class CacheBudget {
     }
     return false;
   }
+  int64_t left() const { return left_.load(); }
 
  private:
   std::atomic<int64_t> left_;
@@ -46,6 +47,15 @@ class NodeCache {
   // next call); a failed build stores nothing and returns its error. A
   // kernel uses one key per kind of value, and builds only from constant
   // inputs, so a kept value stays valid for every later run.
+  // Whether a value of `bytes` built now would be kept: `key` holds one
+  // already, or the budget has that much left. A kernel whose value is as
+  // large as a weight asks first, and past the budget does its work without
+  // building a copy only to drop it after the call.
+  bool WouldKeep(int key, int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return values_.count(key) != 0 || (budget_ != nullptr && budget_->left() >= bytes);
+  }
+
   template <typename T>
   absl::StatusOr<std::shared_ptr<const T>> GetOrBuild(
       int key, const std::function<absl::StatusOr<std::shared_ptr<const T>>()>& build) {

@@ -28,7 +28,6 @@ BUILD="$ROOT/build-asan"
 # in the background while the sanitized tree compiles, and the tests start
 # only once both are in place (a failed install stops the suite here).
 install_oracles() {
-  set -e
   # Stock llama.cpp for the GGUF tests: node-llama-cpp's prebuilt CPU build,
   # pinned by tests/gguf/oracle/package-lock.json, into the build tree (npm's
   # cache makes repeats offline). --omit=optional leaves out the CUDA/Vulkan
@@ -58,6 +57,9 @@ mkdir -p "$BUILD"
 ORACLE_LOG="$BUILD/oracles-npm.log"
 install_oracles >"$ORACLE_LOG" 2>&1 &
 oracles_pid=$!
+# A failed build exits here first: stop the installs with it (a rerun
+# would otherwise remove node_modules under a live npm).
+trap 'kill "$oracles_pid" 2>/dev/null || true' EXIT
 # clang-14 (installed for the fuzzers anyway) compiles this tree about twice
 # as fast as GCC 12 at the same flags (README, "Test-suite timing"); the
 # optimised tree below stays GCC, the compiler scripts/build.sh ships with,
@@ -73,6 +75,7 @@ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DSLIMPACK_SANITIZE=ON \
 cmake --build "$BUILD" -j "$JOBS"
 oracles_rc=0
 wait "$oracles_pid" || oracles_rc=$?
+trap - EXIT
 cat "$ORACLE_LOG"
 if [ "$oracles_rc" != 0 ]; then echo "test.sh: installing the npm oracles failed (exit $oracles_rc)"; exit 1; fi
 echo "== tests (ASan+UBSan) after $(( $(date +%s) - start ))s"

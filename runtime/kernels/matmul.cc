@@ -12,18 +12,27 @@ using ir::DType;
 
 namespace {
 
+// The node-cache key of a constant B's panels (the only value Gemm and
+// MatMul keep).
+constexpr int kPanelsKey = 0;
+
 // A constant B's panels, packed on the plan's first run and kept in the
-// node's cache (key 0) for the others; nullptr where there is no cache, B
-// can change between runs, or the product is one row (the GEMV reads B
-// as it is).
+// node's cache for the others; nullptr (each call's tiles pack their own
+// blocks, in parallel) where there is no cache, B can change between
+// runs, the product is one row (the GEMV reads B as it is), or the cache's
+// budget cannot keep them: packing a whole weight on one thread only to
+// drop it would cost every call more than the tiles' packing.
 absl::StatusOr<std::shared_ptr<const PackedB>> ConstantPanels(KernelContext& ctx, bool trans_b,
                                                               int64_t m, int64_t k, int64_t n,
                                                               const float* b, int64_t ldb) {
-  if (ctx.node_cache() == nullptr || !ctx.input_is_constant(1) || m <= 1) {
+  const int64_t nr = gemm::BestMicroKernel().nr;
+  const int64_t bytes = (n + nr - 1) / nr * nr * k * static_cast<int64_t>(sizeof(float));
+  if (ctx.node_cache() == nullptr || !ctx.input_is_constant(1) || m <= 1 ||
+      !ctx.node_cache()->WouldKeep(kPanelsKey, bytes)) {
     return std::shared_ptr<const PackedB>();
   }
   return ctx.node_cache()->GetOrBuild<PackedB>(
-      0, [&]() -> absl::StatusOr<std::shared_ptr<const PackedB>> {
+      kPanelsKey, [&]() -> absl::StatusOr<std::shared_ptr<const PackedB>> {
         return PackedB::Pack(trans_b, k, n, b, ldb);
       });
 }

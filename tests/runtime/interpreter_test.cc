@@ -629,8 +629,12 @@ TEST(NodeCacheTest, KeepsValuesWithinItsBudgetAndRebuildsPastIt) {
     ++builds;
     return std::make_shared<const Blob>(Blob{64});
   };
+  EXPECT_TRUE(first.WouldKeep(0, 64));
+  EXPECT_FALSE(first.WouldKeep(0, 101));  // past the whole budget
   for (int call = 0; call < 3; ++call) ASSERT_THAT(first.GetOrBuild<Blob>(0, build), IsOk());
   EXPECT_EQ(builds, 1);  // kept: 64 of 100 bytes
+  EXPECT_TRUE(first.WouldKeep(0, 64));    // held already
+  EXPECT_FALSE(second.WouldKeep(0, 64));  // 36 bytes left
   for (int call = 0; call < 3; ++call) ASSERT_THAT(second.GetOrBuild<Blob>(0, build), IsOk());
   EXPECT_EQ(builds, 4);  // 36 bytes left: built on each call
   const std::function<absl::StatusOr<std::shared_ptr<const Blob>>()> fails =
