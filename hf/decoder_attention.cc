@@ -76,16 +76,21 @@ void DecoderBuilder::BuildPositionalValues() {
   }
   e_.SetScope("model.causal_mask");
   const std::string ss = e_.Op("Concat", {seq_1d, seq_1d}, {{"axis", Attribute::Int(0)}});
-  ir::Tensor neg_inf;
-  neg_inf.name = "value";
-  neg_inf.dtype = ir::DType::kF32;
-  neg_inf.dims = {1};
-  const float ninf = -std::numeric_limits<float>::infinity();
-  neg_inf.data = ir::TensorData::Owned(std::vector<uint8_t>(
-      reinterpret_cast<const uint8_t*>(&ninf), reinterpret_cast<const uint8_t*>(&ninf + 1)));
-  const std::string full =
-      e_.Op("ConstantOfShape", {ss}, {{"value", Attribute::TensorValue(std::move(neg_inf))}});
+  const std::string full = NegInfOfShape(ss);
   mask_ = e_.Op("Trilu", {full, e_.ConstI64("k_one", {}, {1})}, {{"upper", Attribute::Int(1)}});
+}
+
+// A float tensor of `shape` (a 1-d i64 value) filled with -inf: the
+// masks' starting point.
+std::string DecoderBuilder::NegInfOfShape(const std::string& shape) {
+  ir::Tensor fill;
+  fill.name = "value";
+  fill.dtype = ir::DType::kF32;
+  fill.dims = {1};
+  const float ninf = -std::numeric_limits<float>::infinity();
+  fill.data = ir::TensorData::Owned(std::vector<uint8_t>(
+      reinterpret_cast<const uint8_t*>(&ninf), reinterpret_cast<const uint8_t*>(&ninf + 1)));
+  return e_.Op("ConstantOfShape", {shape}, {{"value", Attribute::TensorValue(std::move(fill))}});
 }
 
 // The additive mask [B, 1, S, T] of S new queries at positions
@@ -98,15 +103,7 @@ std::string DecoderBuilder::CausalCacheMask(const std::string& seq_1d) {
       e_.Op("Slice", {e_.Op("Shape", {kAttentionMask}), e_.ConstI64("one", {1}, {1}),
                       e_.ConstI64("two", {1}, {2})});
   const std::string st = e_.Op("Concat", {seq_1d, total_1d}, {{"axis", Attribute::Int(0)}});
-  ir::Tensor fill;
-  fill.name = "value";
-  fill.dtype = ir::DType::kF32;
-  fill.dims = {1};
-  const float ninf = -std::numeric_limits<float>::infinity();
-  fill.data = ir::TensorData::Owned(std::vector<uint8_t>(
-      reinterpret_cast<const uint8_t*>(&ninf), reinterpret_cast<const uint8_t*>(&ninf + 1)));
-  const std::string full =
-      e_.Op("ConstantOfShape", {st}, {{"value", Attribute::TensorValue(std::move(fill))}});
+  const std::string full = NegInfOfShape(st);
   const std::string past_plus_one =
       e_.Op("Add", {e_.Op("Sub", {total_1d, seq_1d}), e_.ConstI64("one", {1}, {1})});
   const std::string k = e_.Op("Squeeze", {past_plus_one, e_.ConstI64("axis0", {1}, {0})});

@@ -43,6 +43,9 @@ class DecoderBuilder {
   // [B, 1, S, D] at position_ids, mask [B, 1, S, T] (CausalCacheMask).
   void BuildPositionalValues();
 
+  // A float tensor of `shape` (1-d i64) filled with -inf.
+  std::string NegInfOfShape(const std::string& shape);
+
   // The additive mask [B, 1, S, T] of S new queries at positions
   // P..T-1 (P = T - S past tokens) over T keys: -inf where key j is in the
   // query's future (j > P + i: Trilu upper from diagonal P + 1), the lowest
