@@ -82,14 +82,18 @@ typedef double V8d __attribute__((vector_size(64), aligned(8)));
 // keep eight independent subtraction chains in flight (the four-row
 // AVX2 tile is bound by the subtraction latency at this width); the
 // operations per element are the plain loop's.
+// With `next` set, also prefetches the strip at `next` a row (one cache
+// line) per step: the strip the next pass needs arrives while this one
+// runs, instead of stalling the first rows of that pass on memory.
 template <int R>
 __attribute__((always_inline, target("avx512f"))) inline void SubtractProductsRows512(
     double* out, int64_t ldo, const double* coef, int64_t ldc,
-    const double* src, int64_t count) {
+    const double* src, int64_t count, const double* next = nullptr) {
   V8d acc[R];
 #pragma GCC unroll 8
   for (int i = 0; i < R; ++i) acc[i] = *reinterpret_cast<const V8d*>(out + i * ldo);
   for (int64_t k = 0; k < count; ++k, src += kStripWidth) {
+    if (next != nullptr) __builtin_prefetch(next + k * kStripWidth, 0, 3);
     const V8d s = *reinterpret_cast<const V8d*>(src);
 #pragma GCC unroll 8
     for (int i = 0; i < R; ++i) acc[i] -= coef[i * ldc + k] * s;
@@ -105,6 +109,10 @@ __attribute__((target("avx512f"))) void SubtractProductsAvx512(
   int64_t c = 0;
   for (; c + kStripWidth <= cols; c += kStripWidth, src += sstride) {
     int64_t r = 0;
+    if (rows >= 16 && c + 2 * kStripWidth <= cols) {
+      SubtractProductsRows512<8>(out + c, ldo, coef, ldc, src, count, src + sstride);
+      r = 8;
+    }
     for (; r + 8 <= rows; r += 8) {
       SubtractProductsRows512<8>(out + r * ldo + c, ldo, coef + r * ldc, ldc, src, count);
     }
@@ -156,5 +164,9 @@ void SubtractProducts(double* out, int64_t ldo, const double* coef,
   SubtractProductsGeneric(out, ldo, coef, ldc, src, sstride, rows, count, cols);
 }
 
+SLIMPACK_SIMD_CLONES
+void SubtractScaled(double* out, const double* src, double scale, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) out[j] -= scale * src[j];
+}
 
 }  // namespace slimpack::support

@@ -35,6 +35,10 @@ void SubtractProducts(double* out, int64_t ldo, const double* coef,
                       int64_t ldc, const double* src, int64_t sstride,
                       int64_t rows, int64_t count, int64_t cols);
 
+// out[j] -= scale * src[j] for j < n: one multiply and one subtraction
+// per element, as the plain loop (vector width does not change the bits).
+void SubtractScaled(double* out, const double* src, double scale, int64_t n);
+
 }  // namespace slimpack::support
 
 #endif  // SLIMPACK_SUPPORT_ORDERED_PRODUCTS_H_

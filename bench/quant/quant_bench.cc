@@ -194,10 +194,10 @@ void BenchGptq(int64_t n, int64_t calib_rows) {
   for (int threads : {1, 2}) {
     // The factorisation alone: n^3 / 3 floating-point operations each for
     // the Cholesky and the triangular inverse (in double).
-    std::vector<double> h = xtx, u;
+    std::vector<double> h = xtx, u(xtx.size());
     for (int64_t i = 0; i < n; ++i) h[i * n + i] += 1.0;
     auto t0 = Clock::now();
-    slimpack::quant::internal::UpperCholeskyOfInverse(h, n, &u, threads);
+    slimpack::quant::internal::UpperCholeskyOfInverse(h.data(), n, u.data(), threads);
     const double s = Seconds(t0);
     const double flops = 2.0 * static_cast<double>(n) * n * n / 3.0;
     std::printf("GPTQ factorisation (Cholesky of H, triangular inverse), %d thread%s: "

@@ -7,11 +7,31 @@
 
 #include "absl/strings/str_cat.h"
 #include "quantize/numerics/linalg.h"
+#include "support/large_array.h"
 #include "support/ordered_products.h"
 #include "support/threads.h"
 
 namespace slimpack::quant {
 namespace {
+
+// Every entry of the n x n `a` finite and equal to its transpose's, read in
+// 64 x 64 tiles: a row-major walk against a column-major one would miss the
+// cache on every read of a 4096-wide matrix.
+bool FiniteAndSymmetric(const double* a, int64_t n) {
+  constexpr int64_t kTile = 64;
+  bool ok = true;
+  for (int64_t i = 0; i < n * n; ++i) ok &= std::isfinite(a[i]);
+  for (int64_t i0 = 0; i0 < n; i0 += kTile) {
+    for (int64_t j0 = i0; j0 < n; j0 += kTile) {
+      for (int64_t i = i0; i < std::min(n, i0 + kTile); ++i) {
+        for (int64_t j = j0; j < std::min(n, j0 + kTile); ++j) {
+          ok &= a[i * n + j] == a[j * n + i];
+        }
+      }
+    }
+  }
+  return ok;
+}
 
 absl::Status Validate(const float* w, int64_t rows, int64_t cols,
                       const std::vector<double>& xtx, uint64_t n,
@@ -35,13 +55,16 @@ absl::Status Validate(const float* w, int64_t rows, int64_t cols,
         "GPTQ: block_size ", o.block_size, ", threads ", o.threads,
         ", percdamp ", o.percdamp, ": need >= 1, >= 1, finite >= 0"));
   }
-  for (int64_t i = 0; i < cols; ++i) {
-    for (int64_t j = 0; j < cols; ++j) {
-      const double v = xtx[i * cols + j];
-      if (!std::isfinite(v) || v != xtx[j * cols + i]) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "GPTQ: X^T X (", cols, "x", cols, ") entry (", i, ", ", j, ") = ",
-            v, " is non-finite or differs from (", j, ", ", i, ")"));
+  if (!FiniteAndSymmetric(xtx.data(), cols)) {
+    // Name the first offending entry in row-major order.
+    for (int64_t i = 0; i < cols; ++i) {
+      for (int64_t j = 0; j < cols; ++j) {
+        const double v = xtx[i * cols + j];
+        if (!std::isfinite(v) || v != xtx[j * cols + i]) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "GPTQ: X^T X (", cols, "x", cols, ") entry (", i, ", ", j, ") = ",
+              v, " is non-finite or differs from (", j, ", ", i, ")"));
+        }
       }
     }
   }
@@ -78,13 +101,13 @@ struct Plan {
   // bi * block^2 (row stride block), and its rows right of the block,
   // U[i1:i2, i2:cols], strip-major (support/ordered_products.h) at
   // strip_offset[bi].
-  std::vector<double> diag;
-  std::vector<double> strips;
+  support::LargeArray<double> diag;
+  support::LargeArray<double> strips;
   std::vector<int64_t> strip_offset;
 };
 
 // Splits the n x n U into Plan::diag and Plan::strips.
-void SplitU(const std::vector<double>& u, Plan* p) {
+void SplitU(const support::LargeArray<double>& u, Plan* p) {
   const int64_t n = p->cols, nb = (n + p->block - 1) / p->block;
   p->diag.assign(static_cast<size_t>(nb * p->block * p->block), 0.0);
   p->strip_offset.resize(static_cast<size_t>(nb));
@@ -110,7 +133,7 @@ void SplitU(const std::vector<double>& u, Plan* p) {
   }
 }
 
-constexpr int64_t kTileRows = 32;  // rows sharing one pass over U
+constexpr int64_t kTileRows = 64;  // rows sharing one pass over U
 
 // Rounds onto Scheme's grids (quant_types.h) and records codes and grids in
 // a QuantizedMatrix. Grids of a group are fixed when it starts, from `row`
@@ -201,17 +224,30 @@ class CallerGridRounder {
   absl::Status status_;
 };
 
+// A thread's buffers for its tiles, sized for kTileRows rows once: a
+// fresh megabyte per tile costs a page fault per 4 KiB each time.
+struct TileScratch {
+  std::vector<double> orig, rows, err, w1s;
+  void Size(const Plan& p) {
+    orig.resize(static_cast<size_t>(p.cols));
+    rows.resize(static_cast<size_t>(kTileRows * p.cols));
+    err.resize(static_cast<size_t>(kTileRows * p.block));
+    w1s.resize(static_cast<size_t>(kTileRows * p.block));
+  }
+};
+
 // Quantizes rows [r0, r0 + nr) of w. Rows are independent; a tile shares
 // each pass over U between its rows. Every weight sees the same operations
 // in the same order whatever the tile, so results do not depend on it.
 template <typename Rounder>
 void QuantizeTile(const Plan& p, const float* w, int64_t r0, int64_t nr, Rounder& rounder,
-                  double* losses) {
+                  TileScratch& scratch, double* losses) {
   const int64_t cols = p.cols;
-  std::vector<double> orig(static_cast<size_t>(cols));
-  std::vector<double> rows(static_cast<size_t>(nr * cols));
-  std::vector<double> err(static_cast<size_t>(nr * p.block));
-  std::vector<double> w1(static_cast<size_t>(p.block));
+  scratch.Size(p);
+  std::vector<double>& orig = scratch.orig;
+  std::vector<double>& rows = scratch.rows;
+  std::vector<double>& err = scratch.err;
+  std::vector<double>& w1s = scratch.w1s;
   for (int64_t t = 0; t < nr; ++t) {
     const float* wr = w + (r0 + t) * cols;
     for (int64_t c = 0; c < cols; ++c) orig[c] = p.dead[c] ? 0.0 : wr[c];
@@ -224,18 +260,26 @@ void QuantizeTile(const Plan& p, const float* w, int64_t r0, int64_t nr, Rounder
     const int64_t bi = i1 / p.block;
     const double* ublock = p.diag.data() + bi * p.block * p.block;
     for (int64_t t = 0; t < nr; ++t) {
-      double* row = rows.data() + t * cols;
-      double* e_out = err.data() + t * p.block;
-      std::copy(row + i1, row + i2, w1.begin());
-      for (int64_t i = 0; i < count; ++i) {
-        const int64_t col = i1 + i;
-        const double deq = rounder.Round(t, col, w1[i], row, w1.data(), i1);
-        const double* urow = ublock + i * p.block;  // U[col][i1 + j]
-        const double d = urow[i];
+      const double* row = rows.data() + t * cols;
+      std::copy(row + i1, row + i2, w1s.begin() + t * p.block);
+    }
+    // Column by column, each column across the tile's rows: a row's
+    // rounding, error and update form one long dependency chain per
+    // column (a division, the grid, the update), and the rows' chains are
+    // independent, so taking the rows in turn lets the CPU overlap them.
+    // Each row still takes its columns in order: the same bits as one row
+    // at a time.
+    for (int64_t i = 0; i < count; ++i) {
+      const int64_t col = i1 + i;
+      const double* urow = ublock + i * p.block;  // U[col][i1 + j]
+      const double d = urow[i];
+      for (int64_t t = 0; t < nr; ++t) {
+        double* w1 = w1s.data() + t * p.block;
+        const double deq = rounder.Round(t, col, w1[i], rows.data() + t * cols, w1, i1);
         const double e = (w1[i] - deq) / d;
         losses[t] += (w1[i] - deq) * (w1[i] - deq) / (d * d) / 2;
-        for (int64_t j = i; j < count; ++j) w1[j] -= e * urow[j];
-        e_out[i] = e;
+        support::SubtractScaled(w1 + i, urow + i, e, count - i);
+        err[t * p.block + i] = e;
       }
     }
     // Lazy update of the columns after the block: row[j] -= e[k] *
@@ -254,7 +298,7 @@ absl::Status BuildPlan(int64_t cols, const std::vector<double>& xtx, uint64_t n,
                        const GptqOptions& options, Plan* p, GptqStats* stats) {
   p->cols = cols;
   p->block = options.block_size;
-  std::vector<double> h(xtx.size());
+  support::LargeArray<double> h(xtx.size());
   const double f = 2.0 / static_cast<double>(n);
   for (size_t i = 0; i < xtx.size(); ++i) h[i] = xtx[i] * f;
   p->dead.assign(static_cast<size_t>(cols), 0);
@@ -271,7 +315,7 @@ absl::Status BuildPlan(int64_t cols, const std::vector<double>& xtx, uint64_t n,
     std::stable_sort(p->perm.begin(), p->perm.end(), [&](int64_t a, int64_t b) {
       return h[a * cols + a] > h[b * cols + b];
     });
-    std::vector<double> hp(h.size());
+    support::LargeArray<double> hp(h.size());
     for (int64_t i = 0; i < cols; ++i) {
       for (int64_t j = 0; j < cols; ++j) {
         hp[i * cols + j] = h[p->perm[i] * cols + p->perm[j]];
@@ -284,8 +328,8 @@ absl::Status BuildPlan(int64_t cols, const std::vector<double>& xtx, uint64_t n,
   mean_diag /= static_cast<double>(cols);
   stats->damp = options.percdamp * mean_diag;
   for (int64_t i = 0; i < cols; ++i) h[i * cols + i] += stats->damp;
-  std::vector<double> u;
-  const int64_t bad = internal::UpperCholeskyOfInverse(h, cols, &u, options.threads);
+  support::LargeArray<double> u(h.size());
+  const int64_t bad = internal::UpperCholeskyOfInverse(h.data(), cols, u.data(), options.threads);
   if (bad >= 0) {
     return absl::FailedPreconditionError(absl::StrCat(
         "GPTQ: Hessian (", cols, "x", cols, ", ", n, " calibration rows) is "
@@ -312,10 +356,11 @@ absl::Status RunTiles(const Plan& p, const float* w, int64_t rows, int threads,
   const int64_t nthreads = std::max<int64_t>(1, std::min<int64_t>(threads, ntiles));
   std::vector<absl::Status> tile_status(static_cast<size_t>(ntiles));
   auto work = [&](int64_t t) {
+    TileScratch scratch;
     for (int64_t tile = t; tile < ntiles; tile += nthreads) {
       const int64_t r0 = tile * kTileRows, nr = std::min(kTileRows, rows - r0);
       auto rounder = make_rounder(r0, nr);
-      QuantizeTile(p, w, r0, nr, rounder, losses.data() + r0);
+      QuantizeTile(p, w, r0, nr, rounder, scratch, losses.data() + r0);
       tile_status[tile] = rounder.status();
     }
   };

@@ -70,76 +70,38 @@ inline double Dot(const double* a, const double* b, int64_t n) {
   return FinishDot(acc, a, b, k, n);
 }
 
-// A panel of L below a 64-column block, as the trailing update reads it:
-// `rows` points at the row of the updated region's first row (row stride
-// b), so row i of the region is rows + i * b.
+// A panel of L below a 64-column block, as the trailing update reads it,
+// from the updated region's first row on: `rows` row-major (row i at
+// rows + i * b) and `strips` the same panel transposed into strip-major
+// columns (support/ordered_products.h: panel row i is column i, strips
+// `sstride` = 8 * b doubles apart), the region's first row starting a strip.
 struct PanelView {
   const double* rows;
+  const double* strips;
   int64_t b;
 };
 
-// a[i][j] -= dot(panel row i, panel row j) for each panel in turn, for
-// 0 <= j <= i < m and j in the column group [j0, min(j0 + kTrailRows,
-// cols)) (a has row stride lda). Two rows against four columns at a time,
-// each dot with Dot's exact order; an element takes the panels'
-// subtractions in the order given, so updating with several panels in one
-// pass gives the bits of one pass per panel.
-SLIMPACK_SIMD_CLONES
+// Rows one SubtractProducts call updates: its register tile's height.
+constexpr int64_t kTrailTileRows = 8;
+
+// a[i][j] -= panel(i, k) * panel(j, k) for each panel in turn, k rising,
+// one multiply and one subtraction per term (SubtractProducts' order, the
+// same on every CPU), for rows j0 <= i < m and the column group [j0,
+// min(j0 + kTrailRows, cols)) (a has row stride lda). Rows above the
+// diagonal inside the group are updated too: that part of the upper
+// triangle is never read. An element takes the panels' terms in the order
+// given, so one pass with several panels gives the bits of one pass per
+// panel. Rows go eight at a time across the whole group, so a tile's
+// panel rows stay in L1 while the group's four strips go by.
 void TrailingUpdateGroup(double* a, int64_t lda, const PanelView* panels, int np, int64_t m,
                          int64_t cols, int64_t j0) {
-  const int64_t j1 = std::min(cols, j0 + kTrailRows);
-  int64_t i = j0;
-  for (; i + 2 <= m; i += 2) {
-    double* r0 = a + i * lda;
-    double* r1 = r0 + lda;
-    const int64_t end0 = std::min(j1, i + 1), end1 = std::min(j1, i + 2);
+  const int64_t width = std::min(cols, j0 + kTrailRows) - j0;
+  for (int64_t i = j0; i < m; i += kTrailTileRows) {
+    const int64_t nr = std::min(kTrailTileRows, m - i);
     for (int p = 0; p < np; ++p) {
-      const int64_t b = panels[p].b, b4 = b & ~int64_t{3};
-      const double* panel = panels[p].rows;
-      const double* x0 = panel + i * b;
-      const double* x1 = x0 + b;
-      int64_t j = j0;
-      for (; j + 4 <= end0; j += 4) {
-        const double* y0 = panel + j * b;
-        const double* y1 = y0 + b;
-        const double* y2 = y1 + b;
-        const double* y3 = y2 + b;
-        V4d c00 = {0, 0, 0, 0}, c01 = c00, c02 = c00, c03 = c00;
-        V4d c10 = c00, c11 = c00, c12 = c00, c13 = c00;
-        for (int64_t k = 0; k < b4; k += 4) {
-          const V4d u0 = LoadV4(x0 + k), u1 = LoadV4(x1 + k);
-          const V4d v0 = LoadV4(y0 + k), v1 = LoadV4(y1 + k);
-          const V4d v2 = LoadV4(y2 + k), v3 = LoadV4(y3 + k);
-          c00 += u0 * v0;
-          c01 += u0 * v1;
-          c02 += u0 * v2;
-          c03 += u0 * v3;
-          c10 += u1 * v0;
-          c11 += u1 * v1;
-          c12 += u1 * v2;
-          c13 += u1 * v3;
-        }
-        r0[j] -= FinishDot(c00, x0, y0, b4, b);
-        r0[j + 1] -= FinishDot(c01, x0, y1, b4, b);
-        r0[j + 2] -= FinishDot(c02, x0, y2, b4, b);
-        r0[j + 3] -= FinishDot(c03, x0, y3, b4, b);
-        r1[j] -= FinishDot(c10, x1, y0, b4, b);
-        r1[j + 1] -= FinishDot(c11, x1, y1, b4, b);
-        r1[j + 2] -= FinishDot(c12, x1, y2, b4, b);
-        r1[j + 3] -= FinishDot(c13, x1, y3, b4, b);
-      }
-      for (; j < end1; ++j) {
-        if (j < end0) r0[j] -= Dot(x0, panel + j * b, b);
-        r1[j] -= Dot(x1, panel + j * b, b);
-      }
-    }
-  }
-  for (; i < m; ++i) {
-    for (int p = 0; p < np; ++p) {
-      const int64_t b = panels[p].b;
-      for (int64_t j = j0; j < std::min(j1, i + 1); ++j) {
-        a[i * lda + j] -= Dot(panels[p].rows + i * b, panels[p].rows + j * b, b);
-      }
+      const int64_t b = panels[p].b, sstride = b * kStripWidth;
+      SubtractProducts(a + i * lda + j0, lda, panels[p].rows + i * b, b,
+                       panels[p].strips + j0 / kStripWidth * sstride, sstride, nr, b, width);
     }
   }
 }
@@ -195,6 +157,15 @@ void InvertPanel(const double* l, int64_t n, int64_t j0, double* out, std::vecto
   }
 }
 
+// The view of a panel whose first row is the matrix row `first`, from the
+// region starting at matrix row first + offset on (offset: a multiple of
+// kBlock, so of the strip width).
+PanelView View(const std::vector<double>& rows, const std::vector<double>& strips,
+               int64_t offset) {
+  return {rows.data() + offset * kBlock,
+          strips.data() + offset / kStripWidth * kBlock * kStripWidth, kBlock};
+}
+
 }  // namespace
 
 int64_t CholeskyLowerInPlace(double* a, int64_t n, int threads) {
@@ -205,7 +176,7 @@ int64_t CholeskyLowerInPlace(double* a, int64_t n, int threads) {
   // the group first takes the pending updates of the blocks before it,
   // on its own columns only. Every element receives the same subtractions
   // in the same block order as with one pass per block.
-  std::vector<std::vector<double>> panels(kLookahead);
+  std::vector<std::vector<double>> panels(kLookahead), panel_strips(kLookahead);
   std::vector<int64_t> panel_first_row(kLookahead);
   for (int64_t s0 = 0; s0 < n; s0 += kLookahead * kBlock) {
     int np = 0;
@@ -213,9 +184,7 @@ int64_t CholeskyLowerInPlace(double* a, int64_t n, int threads) {
       const int64_t k1 = std::min(n, k0 + kBlock), b = k1 - k0, m0 = n - k0;
       // Pending updates of this group's earlier blocks, on columns [k0, k1).
       PanelView views[kLookahead];
-      for (int p = 0; p < np; ++p) {
-        views[p] = {panels[p].data() + (k0 - panel_first_row[p]) * kBlock, kBlock};
-      }
+      for (int p = 0; p < np; ++p) views[p] = View(panels[p], panel_strips[p], k0 - panel_first_row[p]);
       TrailingUpdate(a + k0 * n + k0, n, views, np, m0, b, threads);
       // Diagonal block, column by column.
       for (int64_t j = k0; j < k1; ++j) {
@@ -236,7 +205,11 @@ int64_t CholeskyLowerInPlace(double* a, int64_t n, int threads) {
       // to a contiguous panel for the trailing updates.
       const int64_t m = n - k1;
       std::vector<double>& panel = panels[np];
+      std::vector<double>& strips = panel_strips[np];
       panel.resize(static_cast<size_t>(m * b));
+      // Zeroed: the last strip's padding columns are multiplied (and
+      // their results dropped) by the strip kernels.
+      strips.assign(static_cast<size_t>(StripCount(m) * b * kStripWidth), 0.0);
       panel_first_row[np] = k1;
       const int64_t pieces = (m + kTrailRows - 1) / kTrailRows;
       ForEachPiece(pieces, m < kMinThreadedRows ? 1 : threads, [&](int64_t piece, int64_t) {
@@ -247,6 +220,9 @@ int64_t CholeskyLowerInPlace(double* a, int64_t n, int threads) {
             ai[j - k0] = (ai[j - k0] - Dot(ai, a + j * n + k0, j - k0)) / a[j * n + j];
           }
           std::copy(ai, ai + b, panel.begin() + r * b);
+          for (int64_t k = 0; k < b; ++k) {
+            strips[StripIndex(k, r, b * kStripWidth)] = ai[k];
+          }
         }
       });
       ++np;
@@ -255,9 +231,7 @@ int64_t CholeskyLowerInPlace(double* a, int64_t n, int threads) {
     const int64_t e = s0 + kLookahead * kBlock;
     if (e >= n) break;
     PanelView views[kLookahead];
-    for (int p = 0; p < np; ++p) {
-      views[p] = {panels[p].data() + (e - panel_first_row[p]) * kBlock, kBlock};
-    }
+    for (int p = 0; p < np; ++p) views[p] = View(panels[p], panel_strips[p], e - panel_first_row[p]);
     TrailingUpdate(a + e * n + e, n, views, np, n - e, n - e, threads);
   }
   return -1;
@@ -276,16 +250,14 @@ void InvertLowerTriangular(const double* l, int64_t n, double* out, int threads)
   });
 }
 
-int64_t UpperCholeskyOfInverse(std::vector<double>& a, int64_t n,
-                               std::vector<double>* u, int threads) {
+int64_t UpperCholeskyOfInverse(double* a, int64_t n, double* u, int threads) {
   // J A J is the flat array reversed ((i, j) -> (n-1-i, n-1-j)). With
   // J A J = M M^T: A^-1 = (J M^-T J)(J M^-1 J), and J M^-1 J is upper.
-  std::reverse(a.begin(), a.end());
-  const int64_t bad = CholeskyLowerInPlace(a.data(), n, threads);
+  std::reverse(a, a + n * n);
+  const int64_t bad = CholeskyLowerInPlace(a, n, threads);
   if (bad >= 0) return n - 1 - bad;
-  u->resize(static_cast<size_t>(n * n));
-  InvertLowerTriangular(a.data(), n, u->data(), threads);
-  std::reverse(u->begin(), u->end());
+  InvertLowerTriangular(a, n, u, threads);
+  std::reverse(u, u + n * n);
   return -1;
 }
 

@@ -9,7 +9,6 @@
 #define SLIMPACK_QUANTIZE_NUMERICS_LINALG_H_
 
 #include <cstdint>
-#include <vector>
 
 namespace slimpack::quant::internal {
 
@@ -22,10 +21,10 @@ int64_t CholeskyLowerInPlace(double* a, int64_t n, int threads = 1);
 // `out` (n*n, lower; upper set to 0).
 void InvertLowerTriangular(const double* l, int64_t n, double* out, int threads = 1);
 
-// Upper-triangular U with U^T U = A^-1 for SPD `a` (n x n, overwritten).
-// Returns -1 on success or the failing pivot (in the original order).
-int64_t UpperCholeskyOfInverse(std::vector<double>& a, int64_t n,
-                               std::vector<double>* u, int threads = 1);
+// Upper-triangular U with U^T U = A^-1 for SPD `a` (n x n, overwritten)
+// into `u` (n x n, lower triangle set to 0). Returns -1 on success or the
+// failing pivot (in the original order; `u` is then unspecified).
+int64_t UpperCholeskyOfInverse(double* a, int64_t n, double* u, int threads = 1);
 
 }  // namespace slimpack::quant::internal
 

@@ -13,13 +13,14 @@ namespace {
 
 // The register-blocked kernel equals the plain triple loop bit for bit
 // (same products, same subtraction order per element), for row counts
-// around its 4- and 8-row blocks, column counts around its 8-wide strips and a
-// padded last strip, and an `out` wider than the columns it updates.
+// around its 4- and 8-row blocks (16 and more: the pass that prefetches the
+// next strip), column counts around its 8-wide strips and a padded last
+// strip, and an `out` wider than the columns it updates.
 TEST(OrderedProductsTest, SubtractProductsEqualsThePlainLoop) {
   std::mt19937 rng(5);
   std::normal_distribution<double> d;
-  for (int64_t rows : {1, 3, 4, 8, 9, 12, 17}) {
-    for (int64_t cols : {1, 7, 8, 21}) {
+  for (int64_t rows : {1, 3, 4, 8, 9, 12, 16, 17, 24}) {
+    for (int64_t cols : {1, 7, 8, 16, 21}) {
       for (int64_t count : {0, 1, 5, 33}) {
         const int64_t ldo = cols + 3, ldc = count + 2;
         const int64_t sstride = count * kStripWidth + 16;
@@ -63,6 +64,30 @@ TEST(OrderedProductsTest, SubtractProductsEqualsThePlainLoop) {
         EXPECT_EQ(std::memcmp(want.data(), plus.data(), plus.size() * 8), 0)
             << "negated, " << rows << "x" << cols << " count " << count;
       }
+    }
+  }
+}
+
+// SubtractScaled is the plain loop's multiply and subtraction per element,
+// whatever vector width runs it (lengths around the vector widths).
+TEST(OrderedProductsTest, SubtractScaledEqualsThePlainLoop) {
+  std::mt19937 rng(9);
+  std::normal_distribution<double> d;
+  for (int64_t n : {0, 1, 3, 4, 7, 8, 9, 31, 64, 129}) {
+    std::vector<double> out(static_cast<size_t>(n) + 1), src(static_cast<size_t>(n) + 1);
+    for (double& v : out) v = d(rng);
+    for (double& v : src) v = d(rng);
+    const double scale = d(rng);
+    std::vector<double> want = out;
+    for (int64_t j = 0; j < n; ++j) want[j] = want[j] - scale * src[j];
+    // From an odd offset too: no alignment is assumed.
+    SubtractScaled(out.data(), src.data(), scale, n);
+    EXPECT_EQ(std::memcmp(out.data(), want.data(), out.size() * 8), 0) << n;
+    if (n > 0) {
+      std::vector<double> o2 = out, w2 = out;
+      for (int64_t j = 1; j < n; ++j) w2[j] = w2[j] - scale * src[j - 1];
+      SubtractScaled(o2.data() + 1, src.data(), scale, n - 1);
+      EXPECT_EQ(std::memcmp(o2.data(), w2.data(), o2.size() * 8), 0) << "offset, " << n;
     }
   }
 }

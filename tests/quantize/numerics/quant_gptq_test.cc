@@ -349,8 +349,8 @@ TEST(GptqLinalgTest, UpperCholeskyOfInverse) {
         a[i * n + j] = s;
       }
     }
-    std::vector<double> work = a, u;
-    ASSERT_EQ(internal::UpperCholeskyOfInverse(work, n, &u), -1);
+    std::vector<double> work = a, u(a.size());
+    ASSERT_EQ(internal::UpperCholeskyOfInverse(work.data(), n, u.data()), -1);
     // (U^T U) A == I, and U is upper triangular with a positive diagonal.
     std::vector<double> inv(a.size(), 0.0);
     for (int64_t i = 0; i < n; ++i) {
@@ -391,11 +391,11 @@ TEST(GptqLinalgTest, UpperCholeskyOfInverseIsBitIdenticalAcrossThreadCounts) {
       a[i * n + j] = s;
     }
   }
-  std::vector<double> work = a, u1;
-  ASSERT_EQ(internal::UpperCholeskyOfInverse(work, n, &u1, 1), -1);
+  std::vector<double> work = a, u1(a.size());
+  ASSERT_EQ(internal::UpperCholeskyOfInverse(work.data(), n, u1.data(), 1), -1);
   for (int threads : {2, 3, 8}) {
-    std::vector<double> w = a, u;
-    ASSERT_EQ(internal::UpperCholeskyOfInverse(w, n, &u, threads), -1);
+    std::vector<double> w = a, u(a.size());
+    ASSERT_EQ(internal::UpperCholeskyOfInverse(w.data(), n, u.data(), threads), -1);
     ASSERT_EQ(u.size(), u1.size());
     EXPECT_EQ(std::memcmp(u.data(), u1.data(), u.size() * sizeof(double)), 0) << threads;
   }
