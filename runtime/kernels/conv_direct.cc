@@ -316,6 +316,11 @@ void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
       const int64_t mt = t / n_tasks % m_tasks, nt = t % n_tasks;
       alignas(64) float tile[kMr * kNr];
       thread_local std::vector<float> local;
+      // The (start, n0) whose terms `local` holds in this task: a 1 x 1
+      // layer's last tile reads the same input columns for every block of
+      // output channels, and copying its channels x 32 floats once per
+      // block of eight channels cost more than the products on a 7 x 7 map.
+      int64_t local_start = -1, local_n0 = -1;
       const int64_t mb_end = std::min(m_blocks, (mt + 1) * kTaskMBlocks);
       const int64_t nb_end = std::min(n_blocks, (nt + 1) * kTaskNBlocks);
       for (int64_t mb = mt * kTaskMBlocks; mb < mb_end; ++mb) {
@@ -338,17 +343,21 @@ void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
             // (r * k_count + k) * kNr: the same values in the same order,
             // so the same bits.
             const int copies = ldb == 0 ? 1 : rows;
-            if (static_cast<int64_t>(local.size()) < copies * k_count * kNr) {
-              local.resize(copies * k_count * kNr);
-            }
-            for (int r = 0; r < copies; ++r) {
-              for (int64_t k = 0; k < k_count; ++k) {
-                const int64_t from = start + r * ldb + n0 + off[k];
-                const int64_t valid = std::clamp<int64_t>(total - from, 0, kNr);
-                float* to = local.data() + (r * k_count + k) * kNr;
-                std::copy(buffer + from, buffer + from + valid, to);
-                std::fill(to + valid, to + kNr, 0.0f);
+            if (ldb != 0 || start != local_start || n0 != local_n0) {
+              if (static_cast<int64_t>(local.size()) < copies * k_count * kNr) {
+                local.resize(copies * k_count * kNr);
               }
+              for (int r = 0; r < copies; ++r) {
+                for (int64_t k = 0; k < k_count; ++k) {
+                  const int64_t from = start + r * ldb + n0 + off[k];
+                  const int64_t valid = std::clamp<int64_t>(total - from, 0, kNr);
+                  float* to = local.data() + (r * k_count + k) * kNr;
+                  std::copy(buffer + from, buffer + from + valid, to);
+                  std::fill(to + valid, to + kNr, 0.0f);
+                }
+              }
+              local_start = ldb == 0 ? start : -1;
+              local_n0 = n0;
             }
             tiles[rows](wm, k_count, k_count, local_off.data(), local.data(),
                         ldb == 0 ? 0 : k_count * kNr, bm, out, ldo);
