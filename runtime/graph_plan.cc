@@ -293,6 +293,17 @@ absl::StatusOr<std::unique_ptr<GraphPlan>> BuildPlan(const ir::Graph& graph,
       plan->steps[last_use[slot]].release_after.push_back(slot);
     }
   }
+  for (NodeStep& step : plan->steps) {
+    step.last_reader.assign(step.inputs.size(), false);
+    for (size_t i = 0; i < step.inputs.size(); ++i) {
+      const int slot = step.inputs[i];
+      if (slot < 0) continue;
+      const bool released = std::find(step.release_after.begin(), step.release_after.end(),
+                                      slot) != step.release_after.end();
+      const bool once = std::count(step.inputs.begin(), step.inputs.end(), slot) == 1;
+      step.last_reader[i] = released && once;
+    }
+  }
   return plan;
 }
 

@@ -28,6 +28,10 @@ struct NodeStep {
   std::shared_ptr<NodeCache> cache;  // sharing its plan's CacheBudget
   std::vector<int> outputs;  // slot per output, -1 when unnamed
   std::vector<int> release_after;  // slots whose last reader is this node
+  // Per input: its slot is released after this node and read by no other
+  // input of it, so the kernel may write its output into that value's
+  // buffer (KernelContext::AllocateUninitializedOrReuse).
+  std::vector<bool> last_reader;
 };
 
 struct GraphPlan {

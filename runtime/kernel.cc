@@ -50,6 +50,21 @@ absl::StatusOr<RtTensor> KernelContext::AllocateUninitialized(
   return allocator_->Allocate(dtype, std::move(dims), /*zero=*/false);
 }
 
+absl::StatusOr<RtTensor> KernelContext::AllocateUninitializedOrReuse(
+    size_t input, ir::DType dtype, std::vector<int64_t> dims) {
+  const RtTensor* t = input < reusable_.size() ? reusable_[input] : nullptr;
+  // use_count 1: the value's slot is the buffer's only holder (no view of
+  // it elsewhere, no observer keeping it), and the tensor spans the whole
+  // buffer from its start, where mutable_data writes.
+  if (t != nullptr && t->is_owned() && t->buffer().use_count() == 1 &&
+      t->dtype() == dtype && t->raw() == t->mutable_raw()) {
+    int64_t count = 1;
+    for (int64_t d : dims) count *= d;
+    if (count == t->num_elements()) return t->Reshaped(std::move(dims));
+  }
+  return AllocateUninitialized(dtype, std::move(dims));
+}
+
 absl::StatusOr<std::vector<RtTensor>> KernelContext::RunSubgraph(
     const ir::Graph& graph, const std::vector<RtTensor>& inputs) const {
   if (subgraphs_ == nullptr) {

@@ -64,6 +64,18 @@ class KernelContext {
   absl::StatusOr<RtTensor> Allocate(ir::DType dtype, std::vector<int64_t> dims);
   absl::StatusOr<RtTensor> AllocateUninitialized(ir::DType dtype,
                                                  std::vector<int64_t> dims);
+  // Output storage for an elementwise result, element i written only after
+  // input `i`'s element i is read: input `input`'s own buffer when this
+  // node is its last reader, it owns that buffer whole and nothing else
+  // holds it (SetReusableInputs), so the result is written where the
+  // input still sits in cache; otherwise AllocateUninitialized.
+  absl::StatusOr<RtTensor> AllocateUninitializedOrReuse(size_t input, ir::DType dtype,
+                                                        std::vector<int64_t> dims);
+  // Per input, the value it may hand over (null where it may not): the
+  // interpreter sets the inputs whose last reader this node is.
+  void SetReusableInputs(std::vector<const RtTensor*> reusable) {
+    reusable_ = std::move(reusable);
+  }
   // Gives scratch storage back for reuse by later allocations.
   void Recycle(RtTensor t) { allocator_->Release(std::move(t)); }
   // The run's allocator, for kernels that run other kernels inside them
@@ -116,6 +128,7 @@ class KernelContext {
   const SubgraphRunner* subgraphs_;
   NodeCache* cache_ = nullptr;
   const std::vector<bool>* constant_inputs_ = nullptr;
+  std::vector<const RtTensor*> reusable_;
 };
 
 // Helpers shared by kernels.

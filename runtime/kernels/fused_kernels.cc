@@ -28,7 +28,8 @@ constexpr int64_t kInnerOpset = 17;
 absl::StatusOr<RtTensor> RunInner(const KernelContext& outer,
                                   const std::string& op_type, KernelFn fn,
                                   ir::Node node,
-                                  std::vector<const RtTensor*> inputs) {
+                                  std::vector<const RtTensor*> inputs,
+                                  bool input0_is_scratch = false) {
   node.domain.clear();
   node.op_type = op_type;
   node.outputs = {node.outputs.empty() ? std::string("y") : node.outputs[0]};
@@ -36,8 +37,12 @@ absl::StatusOr<RtTensor> RunInner(const KernelContext& outer,
   // reuse the run's idle buffers (a fresh allocator per fused node faulted
   // in new pages for each, which made a fused MobileNet-style graph slower
   // than the unfused one).
+  const RtTensor* input0 = inputs.empty() ? nullptr : inputs[0];
   KernelContext ctx(node, kInnerOpset, std::move(inputs), &outer.allocator(),
                     outer.pool(), nullptr);
+  // An intermediate of the fused op: an elementwise kernel may write its
+  // result over it.
+  if (input0_is_scratch) ctx.SetReusableInputs({input0});
   RETURN_IF_ERROR(fn(ctx));
   if (!ctx.outputs()[0].defined()) {
     return absl::InternalError(op_type + " kernel produced no output for node '" +
@@ -92,8 +97,11 @@ absl::Status FusedWithActivation(KernelContext& ctx, const std::string& base_op,
   for (size_t i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.input(i));
   ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, base_op, base_fn,
                                         std::move(base), std::move(inputs)));
+  // The activation may run in place over the convolution's or Gemm's
+  // result while it is in cache (a fresh output buffer made it a stream of
+  // cold stores); Recycle keeps a buffer z still holds.
   ASSIGN_OR_RETURN(RtTensor z, RunInner(ctx, act_node.op_type, act_fn,
-                                        act_node, {&y}));
+                                        act_node, {&y}, /*input0_is_scratch=*/true));
   ctx.Recycle(std::move(y));
   ctx.SetOutput(0, std::move(z));
   return absl::OkStatus();

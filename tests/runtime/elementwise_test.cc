@@ -222,8 +222,9 @@ TEST(ElementwiseTest, UnaryFunctionsMatchStd) {
   ExpectValues<int64_t>(RunOne({"Abs", {{"x", I64({2}, {3, -4})}}}), {2}, {3, 4});
 }
 
-// HardSwish and HardSigmoid run a vector loop and a scalar tail: every
-// element, whichever of the two computes it, has the bits of the scalar
+// HardSwish and HardSigmoid run a wide vector loop (16 lanes with AVX-512,
+// 8 with AVX2), a 4-lane SSE loop and a scalar tail (43 values reach all
+// three): every element, whichever computes it, has the bits of the scalar
 // definition (std::min/std::max, which map NaN to 0 before the product),
 // including NaN, infinities, signed zeros and the clamp boundaries.
 TEST(ElementwiseTest, HardSwishAndHardSigmoidGiveTheScalarBitsEverywhere) {

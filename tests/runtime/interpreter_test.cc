@@ -4,6 +4,7 @@
 // registry extension.
 #include "runtime/interpreter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -348,6 +349,77 @@ TEST(InterpreterTest, DeadBuffersAreReused) {
   EXPECT_EQ(stats.bytes_allocated, 2 * one);
   EXPECT_EQ(stats.bytes_reused, 6 * one);
   EXPECT_LE((*out)[0].data<float>()[0], 0.0f);  // ends with Neg(Abs(..))
+}
+
+// An elementwise node that is its input's last reader writes its result
+// into that input's buffer (KernelContext::AllocateUninitializedOrReuse):
+// a Relu -> HardSwish -> Relu chain allocates one buffer, not three. The
+// graph input is not overwritten (the caller still holds it), and values
+// read after the node, graph outputs and values an observer keeps stay as
+// they were.
+TEST(InterpreterTest, ElementwiseNodesWriteOverTheirInputsLastUseOnly) {
+  const int64_t n = 64 * 1024;
+  const std::vector<float> xv = Random(n, 21);
+  auto relu = [](float v) { return v > 0.0f ? v : 0.0f; };
+  auto hswish = [](float v) { return v * std::min(1.0f, std::max(0.0f, v / 6.0f + 0.5f)); };
+  const RtTensor x = F32({n}, xv);
+  {
+    ir::Graph g;
+    g.inputs.push_back(Value("x", ir::DType::kF32, {n}));
+    g.nodes.push_back(MakeNode("r1", "Relu", {"x"}, {"a"}));
+    g.nodes.push_back(MakeNode("hs", "HardSwish", {"a"}, {"b"}));
+    g.nodes.push_back(MakeNode("r2", "Relu", {"b"}, {"c"}));
+    g.outputs.push_back(Value("c", ir::DType::kF32, {n}));
+    auto interp = Interpreter::Create(g, {});
+    ASSERT_THAT(interp, IsOk());
+    RunStats stats;
+    auto out = interp->Run({{"x", x}}, &stats);
+    ASSERT_THAT(out, IsOk());
+    EXPECT_EQ(stats.bytes_allocated, static_cast<uint64_t>(n) * 4);
+    EXPECT_EQ(stats.bytes_reused, 0u);
+    const std::vector<float> c = (*out)[0].ToVector<float>();
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(c[i], relu(hswish(relu(xv[i])))) << i;
+    EXPECT_EQ(x.ToVector<float>(), xv);  // the caller's input is untouched
+    // An observer holding every output: nothing may be overwritten.
+    std::vector<RtTensor> kept;
+    interp->SetObserver([&](const ir::Node&, const std::vector<RtTensor>& outs) {
+      kept.push_back(outs[0]);
+      return absl::OkStatus();
+    });
+    ASSERT_THAT(interp->Run({{"x", x}}, &stats), IsOk());
+    ASSERT_EQ(kept.size(), 3u);
+    const std::vector<float> a = kept[0].ToVector<float>(), b = kept[1].ToVector<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_EQ(a[i], relu(xv[i])) << i;
+      ASSERT_EQ(b[i], hswish(relu(xv[i]))) << i;
+    }
+  }
+  {
+    // `a` is read again after HardSwish and is a graph output: HardSwish
+    // must not write over it.
+    ir::Graph g;
+    g.inputs.push_back(Value("x", ir::DType::kF32, {n}));
+    g.nodes.push_back(MakeNode("r1", "Relu", {"x"}, {"a"}));
+    g.nodes.push_back(MakeNode("hs", "HardSwish", {"a"}, {"b"}));
+    g.nodes.push_back(MakeNode("add", "Add", {"a", "b"}, {"y"}));
+    g.nodes.push_back(MakeNode("r2", "Relu", {"x"}, {"p"}));
+    g.nodes.push_back(MakeNode("hs2", "HardSwish", {"p"}, {"q"}));
+    g.outputs.push_back(Value("y", ir::DType::kF32, {n}));
+    g.outputs.push_back(Value("p", ir::DType::kF32, {n}));
+    g.outputs.push_back(Value("q", ir::DType::kF32, {n}));
+    auto interp = Interpreter::Create(g, {});
+    ASSERT_THAT(interp, IsOk());
+    auto out = interp->Run({{"x", x}});
+    ASSERT_THAT(out, IsOk());
+    const std::vector<float> y = (*out)[0].ToVector<float>(), p = (*out)[1].ToVector<float>(),
+                             q = (*out)[2].ToVector<float>();
+    for (int64_t i = 0; i < n; ++i) {
+      const float a = relu(xv[i]);
+      ASSERT_EQ(y[i], a + hswish(a)) << i;
+      ASSERT_EQ(p[i], a) << i;
+      ASSERT_EQ(q[i], hswish(a)) << i;
+    }
+  }
 }
 
 TEST(InterpreterTest, IfRunsTheChosenBranchWithOuterScopeValues) {
