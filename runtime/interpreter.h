@@ -4,7 +4,9 @@
 // node's outputs.
 //
 // Memory: each intermediate value is released right after its last reader
-// (planned from use-def at Create), and its buffer is reused by later nodes.
+// (planned from use-def at Create), and its buffer is reused by later nodes;
+// an elementwise last reader may write its result over it in place
+// (KernelContext::AllocateUninitializedOrReuse).
 // Threads: GEMM/conv/pool work is split into tasks whose shapes depend only
 // on the problem, so results are bitwise identical for any num_threads.
 #ifndef SLIMPACK_RUNTIME_INTERPRETER_H_

@@ -64,8 +64,9 @@ class KernelContext {
   absl::StatusOr<RtTensor> Allocate(ir::DType dtype, std::vector<int64_t> dims);
   absl::StatusOr<RtTensor> AllocateUninitialized(ir::DType dtype,
                                                  std::vector<int64_t> dims);
-  // Output storage for an elementwise result, element i written only after
-  // input `i`'s element i is read: input `input`'s own buffer when this
+  // Output storage for an elementwise result (each output element written
+  // only after the input element at its index is read): input `input`'s
+  // own buffer when this
   // node is its last reader, it owns that buffer whole and nothing else
   // holds it (SetReusableInputs), so the result is written where the
   // input still sits in cache; otherwise AllocateUninitialized.

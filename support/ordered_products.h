@@ -1,8 +1,9 @@
 // Dense double-precision products with a fixed summation order: the
 // results do not depend on the CPU (the AVX2 clone and the baseline build
 // run the same multiplies and subtractions; no FMA), the blocking or the
-// thread count. Used by GPTQ's updates and triangular inverse
-// (quantize/numerics) and by calibration's X^T X (calibration/linear_stats).
+// thread count. Used by GPTQ's updates, its Cholesky's trailing updates and
+// triangular inverse (quantize/numerics) and by calibration's X^T X
+// (calibration/linear_stats).
 #ifndef SLIMPACK_SUPPORT_ORDERED_PRODUCTS_H_
 #define SLIMPACK_SUPPORT_ORDERED_PRODUCTS_H_
 
@@ -29,7 +30,9 @@ inline int64_t StripIndex(int64_t row, int64_t col, int64_t sstride) {
 // src strip-major (above): every element takes k = 0 .. count-1 in that
 // order, one multiply and one subtraction each (no FMA), so the result
 // equals the plain triple loop bit for bit. Register-blocked 4 rows x 8
-// columns: a pass over a strip serves four rows. With coef negated it adds
+// columns (8 rows, one ZMM register each, where the CPU has AVX-512; there
+// the first 8-row pass over a strip also prefetches the next strip when 16
+// or more rows follow): a pass over a strip serves several rows. With coef negated it adds
 // the products instead, with the same bits as `+=` (x - (-y) == x + y).
 void SubtractProducts(double* out, int64_t ldo, const double* coef,
                       int64_t ldc, const double* src, int64_t sstride,

@@ -133,7 +133,15 @@ void SplitU(const support::LargeArray<double>& u, Plan* p) {
   }
 }
 
-constexpr int64_t kTileRows = 64;  // rows sharing one pass over U
+constexpr int64_t kTileRows = 64;  // rows sharing one pass over U, at most
+
+// Rows per tile: kTileRows, or fewer (a multiple of the update kernel's
+// 8-row block) when that would leave a thread without a tile. Every row's
+// operations are the same whatever its tile, so results do not depend on it.
+int64_t TileRows(int64_t rows, int threads) {
+  const int64_t per_thread = (rows + threads - 1) / threads;
+  return std::clamp<int64_t>((per_thread + 7) / 8 * 8, 8, kTileRows);
+}
 
 // Rounds onto Scheme's grids (quant_types.h) and records codes and grids in
 // a QuantizedMatrix. Grids of a group are fixed when it starts, from `row`
@@ -352,13 +360,14 @@ template <typename MakeRounder>
 absl::Status RunTiles(const Plan& p, const float* w, int64_t rows, int threads,
                       MakeRounder make_rounder, GptqStats* stats) {
   std::vector<double> losses(static_cast<size_t>(rows));
-  const int64_t ntiles = (rows + kTileRows - 1) / kTileRows;
+  const int64_t tile_rows = TileRows(rows, threads);
+  const int64_t ntiles = (rows + tile_rows - 1) / tile_rows;
   const int64_t nthreads = std::max<int64_t>(1, std::min<int64_t>(threads, ntiles));
   std::vector<absl::Status> tile_status(static_cast<size_t>(ntiles));
   auto work = [&](int64_t t) {
     TileScratch scratch;
     for (int64_t tile = t; tile < ntiles; tile += nthreads) {
-      const int64_t r0 = tile * kTileRows, nr = std::min(kTileRows, rows - r0);
+      const int64_t r0 = tile * tile_rows, nr = std::min(tile_rows, rows - r0);
       auto rounder = make_rounder(r0, nr);
       QuantizeTile(p, w, r0, nr, rounder, scratch, losses.data() + r0);
       tile_status[tile] = rounder.status();

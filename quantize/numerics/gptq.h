@@ -71,8 +71,9 @@ absl::StatusOr<QuantizedMatrix> QuantizeGptq(const float* w, int64_t rows,
 // GGUF GPTQ). Columns come in blocks of block(); when GPTQ reaches a block's
 // first column in a row it calls Fix with the row's weights there as
 // updated so far, then Round for each of the block's columns in order.
-// Rows run on several threads at once (never one row on two), so an
-// implementation keeps per-row state.
+// Rows run on several threads at once (never one row on two), and one
+// thread takes a tile of rows column by column, so calls for different
+// rows interleave: an implementation keeps per-row state, not per-thread.
 class GptqGrid {
  public:
   virtual ~GptqGrid() = default;
@@ -87,7 +88,8 @@ class GptqGrid {
 // GPTQ as QuantizeGptq, rounding onto `grid`; the codes are the grid's to
 // keep. Errors as QuantizeGptq's, InvalidArgument for act_order or
 // static_groups (a grid fixed from updated weights has no static form), and
-// the first error a Fix returned (in row-tile order).
+// the first error a Fix returned (by row tile, then the column it was
+// returned at).
 absl::Status QuantizeGptqOnGrid(const float* w, int64_t rows, int64_t cols,
                                 const std::vector<double>& xtx, uint64_t n,
                                 const GptqOptions& options, GptqGrid& grid);

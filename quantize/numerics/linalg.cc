@@ -157,8 +157,8 @@ void InvertPanel(const double* l, int64_t n, int64_t j0, double* out, std::vecto
   }
 }
 
-// The view of a panel whose first row is the matrix row `first`, from the
-// region starting at matrix row first + offset on (offset: a multiple of
+// The view of a panel (`rows` row-major, `strips` its transpose strip-major)
+// from its row `offset` on: the updated region's first row (a multiple of
 // kBlock, so of the strip width).
 PanelView View(const std::vector<double>& rows, const std::vector<double>& strips,
                int64_t offset) {
@@ -207,9 +207,9 @@ int64_t CholeskyLowerInPlace(double* a, int64_t n, int threads) {
       std::vector<double>& panel = panels[np];
       std::vector<double>& strips = panel_strips[np];
       panel.resize(static_cast<size_t>(m * b));
-      // Zeroed: the last strip's padding columns are multiplied (and
-      // their results dropped) by the strip kernels.
-      strips.assign(static_cast<size_t>(StripCount(m) * b * kStripWidth), 0.0);
+      // The last strip's padding columns are never read (SubtractProducts
+      // takes a partial strip element by element), so they stay unset.
+      strips.resize(static_cast<size_t>(StripCount(m) * b * kStripWidth));
       panel_first_row[np] = k1;
       const int64_t pieces = (m + kTrailRows - 1) / kTrailRows;
       ForEachPiece(pieces, m < kMinThreadedRows ? 1 : threads, [&](int64_t piece, int64_t) {

@@ -251,8 +251,10 @@ float Clamp01(float t) {
 #if defined(__x86_64__) && defined(__GNUC__)
 // GCC 12's avx512fintrin.h max/min pass an undefined vector as the masked
 // source, which -Wmaybe-uninitialized reports at every use.
+#if !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // The SSE loop below sixteen (AVX-512) or eight (AVX2) lanes at a time:
 // vmaxps/vminps pick as maxps/minps do (the second operand on NaN) and the
 // division, multiply and add are IEEE's in every width, so the bits are
@@ -274,7 +276,9 @@ __attribute__((target("avx512f"))) int64_t HardSigmoidAvx512(const float* px, fl
   }
   return i;
 }
+#if !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 
 __attribute__((target("avx2"))) int64_t HardSigmoidAvx2(const float* px, float* py, int64_t n,
                                                        bool swish, float alpha, float beta) {

@@ -1,5 +1,6 @@
 // Element-wise kernels: numpy broadcasting against a naive index loop,
 // integer semantics, comparisons, Where, unary functions and Clip forms.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -223,8 +224,9 @@ TEST(ElementwiseTest, UnaryFunctionsMatchStd) {
 }
 
 // HardSwish and HardSigmoid run a wide vector loop (16 lanes with AVX-512,
-// 8 with AVX2), a 4-lane SSE loop and a scalar tail (43 values reach all
-// three): every element, whichever computes it, has the bits of the scalar
+// 8 with AVX2), a 4-lane SSE loop and a scalar tail: every element,
+// whichever computes it (the values are rotated through every position of
+// a 47-long input, and lengths 1..20 run too), has the bits of the scalar
 // definition (std::min/std::max, which map NaN to 0 before the product),
 // including NaN, infinities, signed zeros and the clamp boundaries.
 TEST(ElementwiseTest, HardSwishAndHardSigmoidGiveTheScalarBitsEverywhere) {
@@ -239,8 +241,18 @@ TEST(ElementwiseTest, HardSwishAndHardSigmoidGiveTheScalarBitsEverywhere) {
     std::memcpy(&u, &f, 4);
     return u;
   };
-  for (size_t n : {v.size(), size_t{3}, size_t{1}}) {
-    const std::vector<float> x(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
+  for (float r : Random(4, 7)) v.push_back(r * 8.0f);  // 47: 32 + 8 + 4 + 3 with AVX-512
+  std::vector<std::vector<float>> inputs;
+  for (size_t shift = 0; shift < v.size(); ++shift) {
+    std::vector<float> x = v;
+    std::rotate(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(shift), x.end());
+    inputs.push_back(std::move(x));
+  }
+  for (size_t n = 1; n <= 20; ++n) {
+    inputs.emplace_back(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
+  }
+  for (const std::vector<float>& x : inputs) {
+    const size_t n = x.size();
     auto swish = RunOne({"HardSwish", {{"x", F32({static_cast<int64_t>(n)}, x)}}});
     auto sigmoid = OpTest{"HardSigmoid",
                           {{"x", F32({static_cast<int64_t>(n)}, x)}},

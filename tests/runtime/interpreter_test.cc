@@ -404,20 +404,28 @@ TEST(InterpreterTest, ElementwiseNodesWriteOverTheirInputsLastUseOnly) {
     g.nodes.push_back(MakeNode("add", "Add", {"a", "b"}, {"y"}));
     g.nodes.push_back(MakeNode("r2", "Relu", {"x"}, {"p"}));
     g.nodes.push_back(MakeNode("hs2", "HardSwish", {"p"}, {"q"}));
+    // A view sharing `v`'s buffer dies at HardSwish while `v` is read after
+    // it: the buffer has two holders, so it is not written over.
+    g.nodes.push_back(MakeNode("r3", "Relu", {"x"}, {"v"}));
+    g.nodes.push_back(MakeNode("view", "Identity", {"v"}, {"vv"}));
+    g.nodes.push_back(MakeNode("hs3", "HardSwish", {"vv"}, {"hv"}));
+    g.nodes.push_back(MakeNode("add2", "Add", {"v", "hv"}, {"z"}));
     g.outputs.push_back(Value("y", ir::DType::kF32, {n}));
     g.outputs.push_back(Value("p", ir::DType::kF32, {n}));
     g.outputs.push_back(Value("q", ir::DType::kF32, {n}));
+    g.outputs.push_back(Value("z", ir::DType::kF32, {n}));
     auto interp = Interpreter::Create(g, {});
     ASSERT_THAT(interp, IsOk());
     auto out = interp->Run({{"x", x}});
     ASSERT_THAT(out, IsOk());
     const std::vector<float> y = (*out)[0].ToVector<float>(), p = (*out)[1].ToVector<float>(),
-                             q = (*out)[2].ToVector<float>();
+                             q = (*out)[2].ToVector<float>(), z = (*out)[3].ToVector<float>();
     for (int64_t i = 0; i < n; ++i) {
       const float a = relu(xv[i]);
       ASSERT_EQ(y[i], a + hswish(a)) << i;
       ASSERT_EQ(p[i], a) << i;
       ASSERT_EQ(q[i], hswish(a)) << i;
+      ASSERT_EQ(z[i], a + hswish(a)) << i;
     }
   }
 }

@@ -191,7 +191,8 @@ TEST_F(GptqFixture, ActOrderUsesStaticGroupsOfOriginalOrder) {
   for (int64_t r = 0; r < rows_; ++r) EXPECT_EQ(d[r * cols_ + 13], 0.0f);
 }
 
-// 100 rows span several row tiles, so threads really split the work.
+// 100 rows span several row tiles (two of 64 rows on one thread, three of
+// 40 on three), so threads really split the work and tilings differ.
 TEST_F(GptqFixture, ResultIndependentOfThreadCount) {
   std::mt19937 rng(5);
   std::normal_distribution<float> nd(0.0f, 0.05f);
@@ -222,7 +223,8 @@ TEST_F(GptqFixture, ResultIndependentOfThreadCount) {
     EXPECT_EQ(a->q, c->q);
     EXPECT_EQ(a->scale, c->scale);
     EXPECT_EQ(a->zero, c->zero);
-    // Rows are independent: rows 70..72 (second/third tile) alone give the
+    // Rows are independent: rows 70..72 (inside the second tile of either
+    // tiling) alone give the
     // same codes and grids as inside the 100-row run.
     auto part = QuantizeGptq(w.data() + 70 * cols_, 3, cols_,
                              Scheme{4, group_, false}, xtx_, n_, o);
@@ -349,7 +351,8 @@ TEST(GptqLinalgTest, UpperCholeskyOfInverse) {
         a[i * n + j] = s;
       }
     }
-    std::vector<double> work = a, u(a.size());
+    // NaN-filled: the lower triangle's zeros must be written.
+    std::vector<double> work = a, u(a.size(), std::nan(""));
     ASSERT_EQ(internal::UpperCholeskyOfInverse(work.data(), n, u.data()), -1);
     // (U^T U) A == I, and U is upper triangular with a positive diagonal.
     std::vector<double> inv(a.size(), 0.0);
@@ -391,10 +394,10 @@ TEST(GptqLinalgTest, UpperCholeskyOfInverseIsBitIdenticalAcrossThreadCounts) {
       a[i * n + j] = s;
     }
   }
-  std::vector<double> work = a, u1(a.size());
+  std::vector<double> work = a, u1(a.size(), std::nan(""));
   ASSERT_EQ(internal::UpperCholeskyOfInverse(work.data(), n, u1.data(), 1), -1);
   for (int threads : {2, 3, 8}) {
-    std::vector<double> w = a, u(a.size());
+    std::vector<double> w = a, u(a.size(), std::nan(""));
     ASSERT_EQ(internal::UpperCholeskyOfInverse(w.data(), n, u.data(), threads), -1);
     ASSERT_EQ(u.size(), u1.size());
     EXPECT_EQ(std::memcmp(u.data(), u1.data(), u.size() * sizeof(double)), 0) << threads;
