@@ -14,12 +14,6 @@
 #include "support/status_macros.h"
 #include "support/portable_math.h"
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-#if defined(__x86_64__) && defined(__GNUC__)
-#include <immintrin.h>
-#endif
 
 namespace slimpack::runtime::kernels {
 namespace {
@@ -248,71 +242,60 @@ float Clamp01(float t) {
   return t < 1.0f ? t : 1.0f;
 }
 
+// HardSigmoid / HardSwish (below) W lanes at a time: each lane does the
+// scalar's division, multiply and add (IEEE in every width) and Clamp01's
+// two selects, so every width gives the scalar bits. Returns the elements
+// done (a multiple of W).
+template <int W>
+__attribute__((always_inline)) inline int64_t HardSigmoidLanes(const float* px, float* py,
+                                                               int64_t n, bool swish,
+                                                               float alpha, float beta) {
+  typedef float V __attribute__((vector_size(4 * W), aligned(4)));
+  const V zero = {}, one = zero + 1.0f;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) {
+    const V v = *reinterpret_cast<const V*>(px + i);
+    V t = swish ? v / 6.0f + 0.5f : alpha * v + beta;
+    t = t > zero ? t : zero;
+    t = t < one ? t : one;
+    *reinterpret_cast<V*>(py + i) = swish ? v * t : t;
+  }
+  return i;
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
-// GCC 12's avx512fintrin.h max/min pass an undefined vector as the masked
-// source, which -Wmaybe-uninitialized reports at every use.
-#if !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
-// The SSE loop below sixteen (AVX-512) or eight (AVX2) lanes at a time:
-// vmaxps/vminps pick as maxps/minps do (the second operand on NaN) and the
-// division, multiply and add are IEEE's in every width, so the bits are
-// the same; the division's throughput is what bounds HardSwish, and wider
-// vectors divide more lanes per instruction. Returns the elements done.
-__attribute__((target("avx512f"))) int64_t HardSigmoidAvx512(const float* px, float* py,
-                                                            int64_t n, bool swish,
-                                                            float alpha, float beta) {
-  const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
-  const __m512 six = _mm512_set1_ps(6.0f), half = _mm512_set1_ps(0.5f);
-  const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m512 v = _mm512_loadu_ps(px + i);
-    __m512 t = swish ? _mm512_add_ps(_mm512_div_ps(v, six), half)
-                     : _mm512_add_ps(_mm512_mul_ps(va, v), vb);
-    t = _mm512_min_ps(_mm512_max_ps(t, zero), one);
-    _mm512_storeu_ps(py + i, swish ? _mm512_mul_ps(v, t) : t);
-  }
-  return i;
+__attribute__((target("avx512f"))) int64_t HardSigmoid16(const float* px, float* py, int64_t n,
+                                                         bool swish, float alpha, float beta) {
+  return HardSigmoidLanes<16>(px, py, n, swish, alpha, beta);
 }
-#if !defined(__clang__)
-#pragma GCC diagnostic pop
+__attribute__((target("avx2"))) int64_t HardSigmoid8(const float* px, float* py, int64_t n,
+                                                     bool swish, float alpha, float beta) {
+  return HardSigmoidLanes<8>(px, py, n, swish, alpha, beta);
+}
 #endif
 
-__attribute__((target("avx2"))) int64_t HardSigmoidAvx2(const float* px, float* py, int64_t n,
-                                                       bool swish, float alpha, float beta) {
-  const __m256 zero = _mm256_setzero_ps(), one = _mm256_set1_ps(1.0f);
-  const __m256 six = _mm256_set1_ps(6.0f), half = _mm256_set1_ps(0.5f);
-  const __m256 va = _mm256_set1_ps(alpha), vb = _mm256_set1_ps(beta);
+// The widest lanes this CPU has, then four: HardSwish is bound by the
+// division's throughput, and wider vectors divide more lanes per
+// instruction.
+int64_t HardSigmoidVector(const float* px, float* py, int64_t n, bool swish, float alpha,
+                          float beta) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m256 v = _mm256_loadu_ps(px + i);
-    __m256 t = swish ? _mm256_add_ps(_mm256_div_ps(v, six), half)
-                     : _mm256_add_ps(_mm256_mul_ps(va, v), vb);
-    t = _mm256_min_ps(_mm256_max_ps(t, zero), one);
-    _mm256_storeu_ps(py + i, swish ? _mm256_mul_ps(v, t) : t);
-  }
-  return i;
-}
-
-int64_t HardSigmoidWide(const float* px, float* py, int64_t n, bool swish, float alpha,
-                        float beta) {
+#if defined(__x86_64__) && defined(__GNUC__)
   static const int width = __builtin_cpu_supports("avx512f") ? 16
                            : __builtin_cpu_supports("avx2") ? 8
                                                             : 0;
-  if (width == 16) return HardSigmoidAvx512(px, py, n, swish, alpha, beta);
-  if (width == 8) return HardSigmoidAvx2(px, py, n, swish, alpha, beta);
-  return 0;
-}
+  if (width == 16) i = HardSigmoid16(px, py, n, swish, alpha, beta);
+  if (width == 8) i = HardSigmoid8(px, py, n, swish, alpha, beta);
 #endif
+  return i + HardSigmoidLanes<4>(px + i, py + i, n - i, swish, alpha, beta);
+}
 
 // HardSigmoid, y = Clamp01(alpha * x + beta), or with `swish` HardSwish,
 // y = x * Clamp01(x / 6 + 1/2). GCC leaves two chained selects as a
 // compare-and-branch per element (it will not if-convert trapping float
 // compares), which made HardSwish a sixth of a MobileNet-style run, mostly
-// mispredicted branches; maxps(t, 0) is exactly t > 0 ? t : 0 and
-// minps(t, 1) exactly t < 1 ? t : 1, so the SSE loop gives the scalar bits.
+// mispredicted branches; HardSigmoidLanes writes the same selects on
+// vectors (compares and blends, no branch) for all but the last few.
 absl::Status HardSigmoidF32(KernelContext& ctx, bool swish, float alpha, float beta) {
   ASSIGN_OR_RETURN(const RtTensor* x, ctx.RequiredInput(0));
   if (x->dtype() != DType::kF32) return UnsupportedDType(ctx, x->dtype(), "f32");
@@ -321,21 +304,7 @@ absl::Status HardSigmoidF32(KernelContext& ctx, bool swish, float alpha, float b
   const float* px = x->data<float>();
   float* py = out.mutable_data<float>();
   const int64_t n = x->num_elements();
-  int64_t i = 0;
-#if defined(__x86_64__) && defined(__GNUC__)
-  i = HardSigmoidWide(px, py, n, swish, alpha, beta);
-#endif
-#if defined(__SSE2__)
-  const __m128 zero = _mm_setzero_ps(), one = _mm_set1_ps(1.0f);
-  const __m128 six = _mm_set1_ps(6.0f), half = _mm_set1_ps(0.5f);
-  const __m128 va = _mm_set1_ps(alpha), vb = _mm_set1_ps(beta);
-  for (; i + 4 <= n; i += 4) {
-    const __m128 v = _mm_loadu_ps(px + i);
-    __m128 t = swish ? _mm_add_ps(_mm_div_ps(v, six), half) : _mm_add_ps(_mm_mul_ps(va, v), vb);
-    t = _mm_min_ps(_mm_max_ps(t, zero), one);
-    _mm_storeu_ps(py + i, swish ? _mm_mul_ps(v, t) : t);
-  }
-#endif
+  int64_t i = HardSigmoidVector(px, py, n, swish, alpha, beta);
   for (; i < n; ++i) {
     py[i] = swish ? px[i] * Clamp01(px[i] / 6.0f + 0.5f) : Clamp01(alpha * px[i] + beta);
   }
