@@ -1,6 +1,5 @@
 #include "runtime/interpreter.h"
 
-#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -132,14 +131,7 @@ absl::StatusOr<std::vector<RtTensor>> Interpreter::Impl::RunGraph(
     KernelContext ctx(node, default_domain ? options.opset_version : 1, std::move(inputs),
                       &allocator, pool.get(), &runner);
     ctx.SetNodeCache(step.cache.get(), &step.constant_inputs);
-    if (std::find(step.last_reader.begin(), step.last_reader.end(), true) !=
-        step.last_reader.end()) {
-      std::vector<const RtTensor*> reusable(step.inputs.size(), nullptr);
-      for (size_t i = 0; i < step.inputs.size(); ++i) {
-        if (step.last_reader[i]) reusable[i] = &frame.slots[step.inputs[i]];
-      }
-      ctx.SetReusableInputs(std::move(reusable));
-    }
+    ctx.SetLastReaders(&step.last_reader);
     absl::Status status = step.fn(ctx);
     if (!status.ok()) return Annotate(status, NodeLabel(node));
     for (size_t i = 0; i < step.outputs.size(); ++i) {

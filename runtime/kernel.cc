@@ -52,7 +52,10 @@ absl::StatusOr<RtTensor> KernelContext::AllocateUninitialized(
 
 absl::StatusOr<RtTensor> KernelContext::AllocateUninitializedOrReuse(
     size_t input, ir::DType dtype, std::vector<int64_t> dims) {
-  const RtTensor* t = input < reusable_.size() ? reusable_[input] : nullptr;
+  const RtTensor* t = last_readers_ != nullptr && input < last_readers_->size() &&
+                              (*last_readers_)[input]
+                          ? this->input(input)
+                          : nullptr;
   // use_count 1: the value's slot is the buffer's only holder (no view of
   // it elsewhere, no observer keeping it), and the tensor spans the whole
   // buffer from its start, where mutable_data writes.

@@ -68,15 +68,13 @@ class KernelContext {
   // only after the input element at its index is read): input `input`'s
   // own buffer when this
   // node is its last reader, it owns that buffer whole and nothing else
-  // holds it (SetReusableInputs), so the result is written where the
-  // input still sits in cache; otherwise AllocateUninitialized.
+  // holds it (SetLastReaders), so the result is written where the input
+  // still sits in cache; otherwise AllocateUninitialized.
   absl::StatusOr<RtTensor> AllocateUninitializedOrReuse(size_t input, ir::DType dtype,
                                                         std::vector<int64_t> dims);
-  // Per input, the value it may hand over (null where it may not): the
-  // interpreter sets the inputs whose last reader this node is.
-  void SetReusableInputs(std::vector<const RtTensor*> reusable) {
-    reusable_ = std::move(reusable);
-  }
+  // Per input, true when this node is the last reader of its value (the
+  // plan's NodeStep::last_reader), so it may hand its buffer over.
+  void SetLastReaders(const std::vector<bool>* last_readers) { last_readers_ = last_readers; }
   // Gives scratch storage back for reuse by later allocations.
   void Recycle(RtTensor t) { allocator_->Release(std::move(t)); }
   // The run's allocator, for kernels that run other kernels inside them
@@ -129,7 +127,7 @@ class KernelContext {
   const SubgraphRunner* subgraphs_;
   NodeCache* cache_ = nullptr;
   const std::vector<bool>* constant_inputs_ = nullptr;
-  std::vector<const RtTensor*> reusable_;
+  const std::vector<bool>* last_readers_ = nullptr;
 };
 
 // Helpers shared by kernels.

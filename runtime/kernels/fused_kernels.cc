@@ -37,12 +37,12 @@ absl::StatusOr<RtTensor> RunInner(const KernelContext& outer,
   // reuse the run's idle buffers (a fresh allocator per fused node faulted
   // in new pages for each, which made a fused MobileNet-style graph slower
   // than the unfused one).
-  const RtTensor* input0 = inputs.empty() ? nullptr : inputs[0];
   KernelContext ctx(node, kInnerOpset, std::move(inputs), &outer.allocator(),
                     outer.pool(), nullptr);
   // An intermediate of the fused op: an elementwise kernel may write its
   // result over it.
-  if (input0_is_scratch) ctx.SetReusableInputs({input0});
+  static const std::vector<bool> kInput0 = {true};
+  if (input0_is_scratch) ctx.SetLastReaders(&kInput0);
   RETURN_IF_ERROR(fn(ctx));
   if (!ctx.outputs()[0].defined()) {
     return absl::InternalError(op_type + " kernel produced no output for node '" +
