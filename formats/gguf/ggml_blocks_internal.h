@@ -71,15 +71,29 @@ float MakeQkxQuants(int n, int nmax, const float* x, const float* weights, uint8
                     float* the_min, float rmin, float rdelta, int nstep, bool use_mad);
 
 // MakeQxQuants / MakeQkxQuants (same arguments) for `groups` consecutive
-// groups of n <= 32 values at x + g*n (weights likewise; MakeQxQuants'
-// may be null), scale g in scales[g], codes at L + g*n: bit-identical to
-// calling the scalar routine per group, many groups per vector pass
-// (ggml_blocks_lanes.cc).
+// groups of n <= 32 values at x + g*n (weights likewise; may be null:
+// MakeQxQuants' then weighs by x^2 as ggml does, MakeQkxQuants' by ggml's
+// q4_K/q5_K reference weights sqrt(sum x^2 / n) + |x|), scale g in
+// scales[g], codes at L + g*n: bit-identical to calling the scalar routine
+// per group, many groups per vector pass (ggml_blocks_lanes.cc).
 void MakeQxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const float* weights,
                         int8_t* L, float* scales);
 void MakeQkxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const float* weights,
                          uint8_t* L, float* scales, float* the_mins, float rmin, float rdelta,
                          int nstep, bool use_mad);
+
+// The K types' last rounding of a super-block's groups onto their grids:
+// L[g*n + i] = Clamp(NearestInt((x[g*n + i] + offset[g]) / d[g]), lo, hi) + bias
+// as bytes, groups with d[g] == 0 left untouched; n a multiple of 16.
+void RoundToGrids(int64_t groups, int n, const float* x, const float* d, const float* offset,
+                  int lo, int hi, int bias, uint8_t* L);
+
+// The vector width the three routines above run at: 16 (AVX-512F), 8 (AVX2)
+// or 4 (any CPU), the widest the CPU has unless set lower here (tests and
+// benchmarks run each width; results are the same bits at every width).
+// 0 restores the widest; a width the CPU lacks gives the widest it has.
+// Returns the width now in use. Not for use while encoders run.
+int SetLaneWidth(int width);
 
 // make_qp_quants: codes L in [0, nmax] for non-negative x (the K-quants'
 // sub-block scales and mins) with weights, nine trial scales, then up to five

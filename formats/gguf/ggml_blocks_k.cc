@@ -73,25 +73,30 @@ void PackQ3KCodes(const uint8_t* L, uint8_t* y) {
 
 // Nibble byte 32*k + l: weight 64*k + l (low), 64*k + 32 + l (high); q5_K
 // puts their fifth bits in high-bit byte l at bits 2k and 2k + 1.
-void PackQ45KCodes(int bits, const uint8_t* L, uint8_t* y) {
-  uint8_t* qs = y + (bits == 4 ? 16 : 48);
+// (bits a template argument so each loop has no branch and vectorises.)
+template <int kBits>
+void PackQ45KCodesOf(const uint8_t* __restrict L, uint8_t* __restrict y) {
+  uint8_t* qs = y + (kBits == 4 ? 16 : 48);
   uint8_t* qh = y + 16;
-  if (bits == 5) std::fill(qh, qh + 32, 0);
+  if (kBits == 5) std::fill(qh, qh + 32, 0);
   for (int k = 0; k < 4; ++k) {
     for (int l = 0; l < 32; ++l) {
       const int lo = L[64 * k + l], hi = L[64 * k + 32 + l];
       qs[32 * k + l] = static_cast<uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
-      if (bits == 5) {
+      if (kBits == 5) {
         qh[l] = static_cast<uint8_t>(qh[l] | ((lo >> 4) << (2 * k)) | ((hi >> 4) << (2 * k + 1)));
       }
     }
   }
 }
+void PackQ45KCodes(int bits, const uint8_t* L, uint8_t* y) {
+  bits == 4 ? PackQ45KCodesOf<4>(L, y) : PackQ45KCodesOf<5>(L, y);
+}
 
 // Per 128 weights (h): low nibbles of weights l and l + 64 in byte l, of
 // l + 32 and l + 96 in byte l + 32; their top two bits in qh byte l at
 // bits 0, 2, 4, 6 for l, l + 32, l + 64, l + 96.
-void PackQ6KCodes(const uint8_t* L, uint8_t* y) {
+void PackQ6KCodes(const uint8_t* __restrict L, uint8_t* __restrict y) {
   for (int h = 0; h < 2; ++h) {
     const uint8_t* Lh = L + 128 * h;
     uint8_t* ql = y + 64 * h;
@@ -254,27 +259,21 @@ void PackScaleMinK4(const uint8_t* ls, const uint8_t* lm, uint8_t* s) {
 void SearchQ45K(int bits, const float* x, const float* qw, int64_t blocks, float* weights,
                 float* scales, float* mins, uint8_t* L, float* sw) {
   const int nmax = (1 << bits) - 1;
-  for (int64_t b = 0; b < blocks; ++b) {
+  // Without importance the search weighs by ggml's reference weights itself.
+  for (int64_t b = 0; qw && b < blocks; ++b) {
     const float* xb = x + kN * b;
     float* wb = weights + kN * b;
-    if (qw) {
-      const float sigma2 = 2 * SumSquares(xb, kN) / kN;
-      for (int j = 0; j < 8; ++j) {
-        ImportanceWeights(qw + kN * b + 32 * j, xb + 32 * j, 32, sigma2, wb + 32 * j);
-        sw[8 * b + j] = Sum(wb + 32 * j, 32);
-      }
-    } else {
-      for (int j = 0; j < 8; ++j) {
-        const float av_x = std::sqrt(SumSquares(xb + 32 * j, 32) / 32);
-        for (int l = 0; l < 32; ++l) wb[32 * j + l] = av_x + std::fabs(xb[32 * j + l]);
-      }
+    const float sigma2 = 2 * SumSquares(xb, kN) / kN;
+    for (int j = 0; j < 8; ++j) {
+      ImportanceWeights(qw + kN * b + 32 * j, xb + 32 * j, 32, sigma2, wb + 32 * j);
+      sw[8 * b + j] = Sum(wb + 32 * j, 32);
     }
   }
   if (qw) {
     MakeQkxQuantsGroups(8 * blocks, 32, nmax, x, weights, L, scales, mins, -0.9f, 0.05f, 36,
                         false);
   } else {
-    MakeQkxQuantsGroups(8 * blocks, 32, nmax, x, weights, L, scales, mins,
+    MakeQkxQuantsGroups(8 * blocks, 32, nmax, x, nullptr, L, scales, mins,
                         bits == 4 ? -1.f : -0.5f, 0.1f, bits == 4 ? 20 : 15, false);
   }
 }
@@ -311,16 +310,14 @@ void FinishQ45K(int bits, const float* x, bool weighted, const float* scales, co
   }
   PackScaleMinK4(ls, lm, y + 4);
   const float d_all = GetF16(y), m_all = GetF16(y + 2);
+  float d[8], dm[8];
   for (int j = 0; j < 8; ++j) {
     int sc, m;
     ir::GgmlScaleMinK4(y + 4, j, &sc, &m);
-    const float d = d_all * sc;
-    if (d == 0) continue;
-    const float dm = m_all * m;
-    for (int i = 0; i < 32; ++i) {
-      L[32 * j + i] = static_cast<uint8_t>(Clamp(NearestInt((x[32 * j + i] + dm) / d), 0, nmax));
-    }
+    d[j] = d_all * sc;
+    dm[j] = m_all * m;
   }
+  RoundToGrids(8, 32, x, d, dm, 0, nmax, 0, L);
   PackQ45KCodes(bits, L, y);
 }
 
@@ -349,13 +346,12 @@ void FinishQ6K(const float* x, const float* scales, int8_t* L, uint8_t* y) {
     sc[j] = static_cast<int8_t>(std::min(127, NearestInt(iscale * scales[j])));
   }
   const float d_all = GetF16(y + 208);
-  for (int j = 0; j < 16; ++j) {
-    const float d = d_all * sc[j];
-    if (d == 0) continue;
-    for (int i = 0; i < 16; ++i) {
-      L[16 * j + i] = static_cast<int8_t>(Clamp(NearestInt(x[16 * j + i] / d), -32, 31) + 32);
-    }
-  }
+  // x / d as ggml divides; (x + 0) / d rounds to the same integer (only a
+  // -0 becomes +0, and both round to 0).
+  float d[16];
+  const float zero[16] = {};
+  for (int j = 0; j < 16; ++j) d[j] = d_all * sc[j];
+  RoundToGrids(16, 16, x, d, zero, -32, 31, 32, reinterpret_cast<uint8_t*>(L));
   PackQ6KCodes(reinterpret_cast<const uint8_t*>(L), y);
 }
 

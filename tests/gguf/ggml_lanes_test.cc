@@ -3,9 +3,10 @@
 // with ggml): every scale, offset and code must be the same bits, for every
 // parameter set the K-quant encoders use, group counts that fill the
 // vector lanes partly, and the groups where the scalar routines take an
-// early exit (all zero, flat, all positive, tiny, huge). The suite runs on
-// whatever CPU the host has; cross_cpu_bytes_test.sh runs it again under
-// qemu as an AVX2-only and an SSE-only CPU, so every clone is compared.
+// early exit (all zero, flat, all positive, tiny, huge). Each test runs at
+// every vector width the host has (16, 8, 4); cross_cpu_bytes_test.sh runs
+// the suite again under qemu as an AVX2-only and an SSE-only CPU.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -49,6 +50,23 @@ std::vector<float> Groups(int64_t groups, int n, uint32_t seed) {
 // and every eleventh mostly zero (zero importance is allowed: a column the
 // calibration never used), where the scalar searches' suml2 == 0 and
 // D <= 0 branches decide.
+// The lane widths this CPU can run (SetLaneWidth gives the widest it has
+// for one it lacks); the searches go back to the widest when the test ends.
+std::vector<int> Widths() {
+  std::vector<int> widths;
+  for (int w : {16, 8, 4}) {
+    if (SetLaneWidth(w) == w) widths.push_back(w);
+  }
+  SetLaneWidth(0);
+  return widths;
+}
+
+class EachWidth {
+ public:
+  explicit EachWidth(int w) { EXPECT_EQ(SetLaneWidth(w), w); }
+  ~EachWidth() { SetLaneWidth(0); }
+};
+
 std::vector<float> Weights(const std::vector<float>& x, int n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> u(0.f, 2.f);
@@ -69,21 +87,25 @@ class QxLanesTest : public ::testing::TestWithParam<QxCase> {};
 
 TEST_P(QxLanesTest, SameBitsAsTheScalarSearch) {
   const QxCase c = GetParam();
-  for (int64_t groups : {1, 7, 16, 17, 50}) {
-    const std::vector<float> x = Groups(groups, c.n, static_cast<uint32_t>(groups * 31 + c.nmax));
-    const std::vector<float> w = Weights(x, c.n, 7);
-    const float* weights = c.weighted ? w.data() : nullptr;
-    std::vector<int8_t> lanes_codes(x.size(), -1), scalar_codes(x.size(), -1);
-    std::vector<float> lanes_scales(static_cast<size_t>(groups));
-    MakeQxQuantsGroups(groups, c.n, c.nmax, x.data(), weights, lanes_codes.data(),
-                       lanes_scales.data());
-    for (int64_t g = 0; g < groups; ++g) {
-      const float scale = MakeQxQuants(c.n, c.nmax, x.data() + g * c.n,
-                                       weights ? weights + g * c.n : nullptr,
-                                       scalar_codes.data() + g * c.n);
-      EXPECT_EQ(Bits(lanes_scales[g]), Bits(scale)) << "group " << g << " of " << groups;
+  for (int width : Widths()) {
+    SCOPED_TRACE(::testing::Message() << width << " floats wide");
+    const EachWidth at(width);
+    for (int64_t groups : {1, 7, 16, 17, 50}) {
+      const std::vector<float> x = Groups(groups, c.n, static_cast<uint32_t>(groups * 31 + c.nmax));
+      const std::vector<float> w = Weights(x, c.n, 7);
+      const float* weights = c.weighted ? w.data() : nullptr;
+      std::vector<int8_t> lanes_codes(x.size(), -1), scalar_codes(x.size(), -1);
+      std::vector<float> lanes_scales(static_cast<size_t>(groups));
+      MakeQxQuantsGroups(groups, c.n, c.nmax, x.data(), weights, lanes_codes.data(),
+                         lanes_scales.data());
+      for (int64_t g = 0; g < groups; ++g) {
+        const float scale =
+            MakeQxQuants(c.n, c.nmax, x.data() + g * c.n, weights ? weights + g * c.n : nullptr,
+                         scalar_codes.data() + g * c.n);
+        EXPECT_EQ(Bits(lanes_scales[g]), Bits(scale)) << "group " << g << " of " << groups;
+      }
+      EXPECT_EQ(lanes_codes, scalar_codes) << groups << " groups";
     }
-    EXPECT_EQ(lanes_codes, scalar_codes) << groups << " groups";
   }
 }
 
@@ -96,41 +118,97 @@ struct QkxCase {
   float rmin, rdelta;
   int nstep;
   bool use_mad;
+  bool weighted = true;  // false: null weights, ggml's q4_K/q5_K reference weights
 };
+
+// quantize_row_q4_K_ref's weights for one group: sqrt(mean x^2) + |x|.
+std::vector<float> ReferenceWeights(const std::vector<float>& x, int n) {
+  std::vector<float> w(x.size());
+  for (size_t g = 0; g < x.size() / static_cast<size_t>(n); ++g) {
+    float sum = 0;
+    for (int i = 0; i < n; ++i) sum += x[g * n + i] * x[g * n + i];
+    const float av_x = std::sqrt(sum / n);
+    for (int i = 0; i < n; ++i) w[g * n + i] = av_x + std::fabs(x[g * n + i]);
+  }
+  return w;
+}
 
 class QkxLanesTest : public ::testing::TestWithParam<QkxCase> {};
 
 TEST_P(QkxLanesTest, SameBitsAsTheScalarSearch) {
   const QkxCase c = GetParam();
-  for (int64_t groups : {1, 7, 16, 17, 50}) {
-    const std::vector<float> x = Groups(groups, c.n, static_cast<uint32_t>(groups * 17 + c.nstep));
-    const std::vector<float> w = Weights(x, c.n, 11);
-    std::vector<uint8_t> lanes_codes(x.size(), 255), scalar_codes(x.size(), 255);
-    std::vector<float> lanes_scales(static_cast<size_t>(groups)),
-        lanes_mins(static_cast<size_t>(groups));
-    MakeQkxQuantsGroups(groups, c.n, c.nmax, x.data(), w.data(), lanes_codes.data(),
-                        lanes_scales.data(), lanes_mins.data(), c.rmin, c.rdelta, c.nstep,
-                        c.use_mad);
-    for (int64_t g = 0; g < groups; ++g) {
-      float min = 0;
-      const float scale = MakeQkxQuants(c.n, c.nmax, x.data() + g * c.n, w.data() + g * c.n,
-                                        scalar_codes.data() + g * c.n, &min, c.rmin, c.rdelta,
-                                        c.nstep, c.use_mad);
-      EXPECT_EQ(Bits(lanes_scales[g]), Bits(scale)) << "group " << g << " of " << groups;
-      EXPECT_EQ(Bits(lanes_mins[g]), Bits(min)) << "group " << g << " of " << groups;
+  for (int width : Widths()) {
+    SCOPED_TRACE(::testing::Message() << width << " floats wide");
+    const EachWidth at(width);
+    for (int64_t groups : {1, 7, 16, 17, 50}) {
+      const std::vector<float> x =
+          Groups(groups, c.n, static_cast<uint32_t>(groups * 17 + c.nstep));
+      const std::vector<float> w = c.weighted ? Weights(x, c.n, 11) : ReferenceWeights(x, c.n);
+      std::vector<uint8_t> lanes_codes(x.size(), 255), scalar_codes(x.size(), 255);
+      std::vector<float> lanes_scales(static_cast<size_t>(groups)),
+          lanes_mins(static_cast<size_t>(groups));
+      MakeQkxQuantsGroups(groups, c.n, c.nmax, x.data(), c.weighted ? w.data() : nullptr,
+                          lanes_codes.data(), lanes_scales.data(), lanes_mins.data(), c.rmin,
+                          c.rdelta, c.nstep, c.use_mad);
+      for (int64_t g = 0; g < groups; ++g) {
+        float min = 0;
+        const float scale = MakeQkxQuants(c.n, c.nmax, x.data() + g * c.n, w.data() + g * c.n,
+                                          scalar_codes.data() + g * c.n, &min, c.rmin, c.rdelta,
+                                          c.nstep, c.use_mad);
+        EXPECT_EQ(Bits(lanes_scales[g]), Bits(scale)) << "group " << g << " of " << groups;
+        EXPECT_EQ(Bits(lanes_mins[g]), Bits(min)) << "group " << g << " of " << groups;
+      }
+      EXPECT_EQ(lanes_codes, scalar_codes) << groups << " groups";
     }
-    EXPECT_EQ(lanes_codes, scalar_codes) << groups << " groups";
   }
 }
 
-// q4_K and q5_K without importance, q4_K/q5_K with it, q2_K's two searches.
+// q4_K and q5_K without importance (their weights given, and computed by
+// the search from null), q4_K/q5_K with it, q2_K's two searches.
 INSTANTIATE_TEST_SUITE_P(KQuantParameters, QkxLanesTest,
                          ::testing::Values(QkxCase{32, 15, -1.f, 0.1f, 20, false},
                                            QkxCase{32, 31, -0.5f, 0.1f, 15, false},
+                                           QkxCase{32, 15, -1.f, 0.1f, 20, false, false},
+                                           QkxCase{32, 31, -0.5f, 0.1f, 15, false, false},
                                            QkxCase{32, 15, -0.9f, 0.05f, 36, false},
                                            QkxCase{32, 31, -0.9f, 0.05f, 36, false},
                                            QkxCase{16, 3, -0.9f, 0.05f, 36, false},
                                            QkxCase{16, 3, -0.5f, 0.1f, 15, true}));
+
+// The K types' final rounding against the scalar expression, for q4_K's
+// (offset, [0, 15]) and q6_K's (no offset, [-32, 31] + 32) grids: groups
+// with d == 0 keep their codes; huge quotients and subnormal steps clamp.
+TEST(RoundToGridsTest, SameCodesAsTheScalarRounding) {
+  for (const int n : {16, 32}) {
+    const int64_t groups = 40;
+    const std::vector<float> x = Groups(groups, n, static_cast<uint32_t>(n));
+    std::vector<float> d(groups), offset(groups);
+    std::mt19937 rng(3);
+    for (int64_t g = 0; g < groups; ++g) {
+      d[g] = g % 9 == 2    ? 0.f
+             : g % 13 == 6 ? 1e-40f
+                           : std::ldexp(1.f, static_cast<int>(rng() % 12) - 8);
+      offset[g] = g % 2 ? 0.f : std::ldexp(1.f, static_cast<int>(rng() % 6) - 4);
+    }
+    for (int width : Widths()) {
+      const EachWidth at(width);
+      for (const int lo : {0, -32}) {
+        const int hi = lo == 0 ? 15 : 31, bias = lo == 0 ? 0 : 32;
+        std::vector<uint8_t> lanes(x.size(), 200), scalar(x.size(), 200);
+        RoundToGrids(groups, n, x.data(), d.data(), offset.data(), lo, hi, bias, lanes.data());
+        for (int64_t g = 0; g < groups; ++g) {
+          if (d[g] == 0) continue;
+          for (int i = 0; i < n; ++i) {
+            const int q = NearestInt((x[g * n + i] + offset[g]) / d[g]);
+            scalar[g * n + i] = static_cast<uint8_t>(std::clamp(q, lo, hi) + bias);
+          }
+        }
+        EXPECT_EQ(lanes, scalar) << "n " << n << ", grid [" << lo << ", " << hi << "], " << width
+                                 << " floats wide";
+      }
+    }
+  }
+}
 
 }  // namespace
 }  // namespace slimpack::gguf::internal
