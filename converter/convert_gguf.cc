@@ -418,6 +418,7 @@ absl::StatusOr<gguf_export::GgufExportResult> ConvertToGgmlArtifact(
                                                           /*deferred=*/true));
   shard_writer::ArtifactOptions options;
   options.encoder.produce = blocks.produce;
+  options.encoder.produce_streamed = blocks.produce_streamed;
   options.threads = request.threads;
   options.force = request.force;
   // Recorded as a recipe for llama-quantize types (converter/gguf_recipe.h),

@@ -198,6 +198,18 @@ absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model
       }
       return EncodeJob(it->second, threads, pages.get());
     };
+    out.produce_streamed = [jobs, pages, threads](const ir::Tensor& t,
+                                                  const ByteSink& sink) -> absl::Status {
+      auto it = jobs->find(t.name);
+      if (it == jobs->end()) {
+        return absl::InternalError("tensor '" + t.name + "' is deferred but has no ggml job");
+      }
+      const BlockJob& job = it->second;
+      const uint64_t size = static_cast<uint64_t>(gguf::RowBytes(job.type, job.cols) * job.rows);
+      return Annotate(EncodeTensorStreamed(job.p, job.type, job.rows, job.cols, job.columns,
+                                           threads, pages.get(), size, sink),
+                      "tensor '" + job.p.source->name + "'");
+    };
   }
   return out;
 }

@@ -27,6 +27,11 @@ struct GgmlBlocksModel {
   // source weight's mapped input pages are released once it is read.
   // Valid while the input model lives; callable from several threads.
   std::function<absl::StatusOr<ir::TensorData>(const ir::Tensor&)> produce;
+  // The same bytes in order through a sink, chunk by chunk as encoded
+  // (TensorEncoder::produce_streamed).
+  std::function<absl::Status(const ir::Tensor&,
+                             const std::function<absl::Status(const uint8_t*, uint64_t)>&)>
+      produce_streamed;
 };
 
 // Errors as ExportDecoderToGguf's planning and encoding (nothing about the

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <map>
 #include <mutex>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "formats/gguf/ggml_blocks.h"
@@ -91,9 +93,57 @@ absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64
   return first_error;
 }
 
-absl::Status EncodeTensor(const Planned& p, TensorType type, int64_t rows, int64_t cols,
-                          const float* importance, int threads, const support::InputPages* pages,
-                          uint8_t* dst, uint64_t size) {
+namespace {
+
+// Chunks of rows finished out of order, handed to a sink in order: the
+// thread that finishes the next chunk due writes it, and any after it
+// already waiting; the others go back to encoding.
+class InOrderSink {
+ public:
+  explicit InOrderSink(const ByteSink& sink) : sink_(sink) {}
+
+  absl::Status Deposit(int64_t chunk, std::vector<uint8_t> bytes) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (failed_) return absl::OkStatus();  // the first error is already reported
+    ready_.emplace(chunk, std::move(bytes));
+    if (emitting_) return absl::OkStatus();  // that thread takes this one too
+    emitting_ = true;
+    for (auto it = ready_.find(next_); it != ready_.end(); it = ready_.find(next_)) {
+      std::vector<uint8_t> piece = std::move(it->second);
+      ready_.erase(it);
+      ++next_;
+      lock.unlock();
+      absl::Status s = sink_(piece.data(), piece.size());
+      lock.lock();
+      if (!s.ok()) {
+        emitting_ = false;
+        failed_ = true;
+        ready_.clear();
+        return s;
+      }
+    }
+    emitting_ = false;
+    return absl::OkStatus();
+  }
+
+  int64_t emitted() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return next_;
+  }
+
+ private:
+  const ByteSink& sink_;
+  std::mutex mu_;
+  std::map<int64_t, std::vector<uint8_t>> ready_;
+  int64_t next_ = 0;
+  bool emitting_ = false;
+  bool failed_ = false;
+};
+
+// EncodeTensor into `dst` or, when `sink` is set, through it in order.
+absl::Status Encode(const Planned& p, TensorType type, int64_t rows, int64_t cols,
+                    const float* importance, int threads, const support::InputPages* pages,
+                    uint8_t* dst, uint64_t size, const ByteSink* sink) {
   const ir::Tensor& t = *p.source;
   const int64_t row_bytes = gguf::RowBytes(type, cols);
   if (static_cast<uint64_t>(row_bytes * rows) != size) {
@@ -109,7 +159,10 @@ absl::Status EncodeTensor(const Planned& p, TensorType type, int64_t rows, int64
     std::vector<float> values;
     RETURN_IF_ERROR(ReadValuesF32(p, numel, threads, values));
     if (pages) pages->Release(t.data.data(), t.data.size());
-    return EncodeRows(type, values, rows, cols, importance, threads, dst, size);
+    if (!sink) return EncodeRows(type, values, rows, cols, importance, threads, dst, size);
+    std::vector<uint8_t> bytes(size);
+    RETURN_IF_ERROR(EncodeRows(type, values, rows, cols, importance, threads, bytes.data(), size));
+    return (*sink)(bytes.data(), size);
   }
   // Chunks of at most ~2^20 weights (the pages given back at a time), and
   // at least four per thread so a small matrix (a GQA model's k/v) still
@@ -123,23 +176,30 @@ absl::Status EncodeTensor(const Planned& p, TensorType type, int64_t rows, int64
   std::atomic<int64_t> next{0};
   std::mutex mu;
   absl::Status first_error;
+  std::optional<InOrderSink> in_order;
+  if (sink) in_order.emplace(*sink);
+  auto fail = [&](const absl::Status& s) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (first_error.ok()) first_error = s;
+    next = chunks;
+  };
   support::RunOnThreads(parts, [&](int64_t) {
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t c = next++; c < chunks; c = next++) {
       const int64_t begin = c * chunk_rows, end = std::min(rows, begin + chunk_rows);
+      std::vector<uint8_t> piece;
+      if (sink) piece.resize(static_cast<size_t>((end - begin) * row_bytes));
+      uint8_t* out = sink ? piece.data() : dst + begin * row_bytes;
       for (int64_t r = begin; r < end; ++r) {
         const int64_t from =
             p.rope_heads > 0 ? gguf::RopePermutedSourceRow(r, rows, p.rope_heads) : r;
         absl::Status s = ir::ConvertFloats(
             t.dtype, t.data.data() + static_cast<uint64_t>(from * cols) * esize, ir::DType::kF32,
             reinterpret_cast<uint8_t*>(row.data()), static_cast<uint64_t>(cols));
-        if (s.ok()) s = gguf::QuantizeRow(type, row.data(), cols, importance, dst + r * row_bytes);
-        if (!s.ok()) {
-          std::lock_guard<std::mutex> lock(mu);
-          if (first_error.ok()) first_error = Annotate(s, absl::StrCat("row ", r));
-          next = chunks;
-          return;
+        if (s.ok()) {
+          s = gguf::QuantizeRow(type, row.data(), cols, importance, out + (r - begin) * row_bytes);
         }
+        if (!s.ok()) return fail(Annotate(s, absl::StrCat("row ", r)));
       }
       // Rotary rows come from anywhere in their head: those pages go back
       // with the rest below.
@@ -147,10 +207,32 @@ absl::Status EncodeTensor(const Planned& p, TensorType type, int64_t rows, int64
         pages->Release(t.data.data() + static_cast<uint64_t>(begin * cols) * esize,
                        static_cast<uint64_t>((end - begin) * cols) * esize);
       }
+      if (sink) {
+        if (absl::Status s = in_order->Deposit(c, std::move(piece)); !s.ok()) return fail(s);
+      }
     }
   });
   if (pages) pages->Release(t.data.data(), t.data.size());
+  if (first_error.ok() && sink && in_order->emitted() != chunks) {
+    return absl::InternalError(absl::StrCat(in_order->emitted(), " of ", chunks,
+                                            " chunks of rows handed over"));
+  }
   return first_error;
+}
+
+}  // namespace
+
+absl::Status EncodeTensor(const Planned& p, TensorType type, int64_t rows, int64_t cols,
+                          const float* importance, int threads, const support::InputPages* pages,
+                          uint8_t* dst, uint64_t size) {
+  return Encode(p, type, rows, cols, importance, threads, pages, dst, size, nullptr);
+}
+
+absl::Status EncodeTensorStreamed(const Planned& p, TensorType type, int64_t rows, int64_t cols,
+                                  const float* importance, int threads,
+                                  const support::InputPages* pages, uint64_t size,
+                                  const ByteSink& sink) {
+  return Encode(p, type, rows, cols, importance, threads, pages, nullptr, size, &sink);
 }
 
 TypeChooser ChooserFor(const ExportPlan& plan, bool with_importance) {

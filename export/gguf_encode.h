@@ -6,6 +6,7 @@
 #define SLIMPACK_EXPORT_GGUF_ENCODE_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -39,6 +40,20 @@ absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64
 absl::Status EncodeTensor(const Planned& p, TensorType type, int64_t rows, int64_t cols,
                           const float* importance, int threads, const support::InputPages* pages,
                           uint8_t* dst, uint64_t size);
+
+// Receives a tensor's encoded bytes in order, piece by piece: each call's
+// bytes follow the previous call's. Calls come one at a time, from any of
+// the encoding threads; an error stops the encoding and is returned.
+using ByteSink = std::function<absl::Status(const uint8_t* data, uint64_t size)>;
+
+// EncodeTensor's bytes handed to `sink` as each chunk of rows is encoded
+// and every chunk before it has been handed over, instead of into one
+// buffer: the caller can hash and write a chunk while later ones are
+// encoded, and no buffer holds the whole tensor. `size` is the total.
+absl::Status EncodeTensorStreamed(const Planned& p, TensorType type, int64_t rows, int64_t cols,
+                                  const float* importance, int threads,
+                                  const support::InputPages* pages, uint64_t size,
+                                  const ByteSink& sink);
 
 // llama-quantize's per-tensor rules for `plan`. They read the first
 // layer's head counts (hparams n_head() / n_head_kv() without a layer).

@@ -5,8 +5,11 @@
 // and float types, with importance, thread counts above the chunk count
 // and a partial last chunk; a rotary bias (permuted as [rows, 1], encoded
 // as one row) falls back to the whole-tensor path; a bad row is named.
+// EncodeTensorStreamed hands the same bytes to a sink in order, one call
+// at a time, and stops at the sink's error.
 #include "export/gguf_encode.h"
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -56,6 +59,26 @@ std::vector<uint8_t> WholeTensor(const Planned& p, TensorType type, int64_t rows
   return bytes;
 }
 
+// EncodeTensorStreamed's pieces joined; the sink is never entered twice
+// at once, and a tensor of several chunks arrives in several pieces.
+std::vector<uint8_t> Streamed(const Planned& p, TensorType type, int64_t rows, int64_t cols,
+                              const float* importance, int threads, uint64_t size) {
+  std::vector<uint8_t> joined;
+  std::atomic<int> inside{0};
+  int pieces = 0;
+  EXPECT_THAT(EncodeTensorStreamed(p, type, rows, cols, importance, threads, nullptr, size,
+                                   [&](const uint8_t* data, uint64_t n) {
+                                     EXPECT_EQ(inside++, 0);
+                                     joined.insert(joined.end(), data, data + n);
+                                     ++pieces;
+                                     --inside;
+                                     return absl::OkStatus();
+                                   }),
+              IsOk());
+  if (threads > 1) EXPECT_GT(pieces, 1);
+  return joined;
+}
+
 TEST(GgufEncodeTest, StreamingEncodeEqualsWholeTensorEncode) {
   constexpr int64_t kRows = 56, kCols = 256;  // 56 rows: 4 rotary heads of 14
   std::vector<float> importance(kCols);
@@ -80,6 +103,9 @@ TEST(GgufEncodeTest, StreamingEncodeEqualsWholeTensorEncode) {
             EXPECT_EQ(got, want) << gguf::TypeName(type) << " from " << ir::DTypeName(dtype)
                                  << ", rope heads " << rope_heads << ", " << threads
                                  << " threads, importance " << weighted;
+            EXPECT_EQ(Streamed(p, type, kRows, kCols, imp, threads, want.size()), want)
+                << "streamed, " << gguf::TypeName(type) << " from " << ir::DTypeName(dtype)
+                << ", rope heads " << rope_heads << ", " << threads << " threads";
             ++checked;
           }
         }
@@ -100,9 +126,36 @@ TEST(GgufEncodeTest, RotaryBiasFallsBackToTheWholeTensor) {
                            got.size()),
               IsOk());
   EXPECT_EQ(got, want);
+  EXPECT_EQ(Streamed(p, TensorType::kF32, 1, 56, nullptr, 1, want.size()), want);
   // And the permutation did happen: the unpermuted bias differs.
   p.rope_heads = 0;
   EXPECT_NE(WholeTensor(p, TensorType::kF32, 1, 56, nullptr, 2), want);
+}
+
+TEST(GgufEncodeTest, StreamedStopsAtTheSinksError) {
+  const ir::Tensor t = Source({64, 256}, ir::DType::kF16, 4);
+  Planned p;
+  p.source = &t;
+  const uint64_t size = static_cast<uint64_t>(gguf::RowBytes(TensorType::kQ4_K, 256) * 64);
+  int calls = 0;
+  EXPECT_THAT(EncodeTensorStreamed(p, TensorType::kQ4_K, 64, 256, nullptr, 2, nullptr, size,
+                                   [&](const uint8_t*, uint64_t) {
+                                     ++calls;
+                                     return absl::DataLossError("disk full");
+                                   }),
+              StatusIs(absl::StatusCode::kDataLoss, HasSubstr("disk full")));
+  EXPECT_EQ(calls, 1);
+  // A non-finite weight is named as in the buffered path.
+  ir::Tensor bad = Source({40, 64}, ir::DType::kF32, 9);
+  std::vector<uint8_t> bytes(bad.data.data(), bad.data.data() + bad.data.size());
+  const float inf = INFINITY;
+  std::memcpy(bytes.data() + (21 * 64 + 3) * 4, &inf, 4);
+  bad.data = ir::TensorData::Owned(std::move(bytes));
+  p.source = &bad;
+  EXPECT_THAT(EncodeTensorStreamed(p, TensorType::kQ8_0, 40, 64, nullptr, 3, nullptr,
+                                   static_cast<uint64_t>(gguf::RowBytes(TensorType::kQ8_0, 64) * 40),
+                                   [](const uint8_t*, uint64_t) { return absl::OkStatus(); }),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("row 21")));
 }
 
 TEST(GgufEncodeTest, ANonFiniteWeightNamesItsRow) {

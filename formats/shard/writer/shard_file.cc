@@ -165,6 +165,28 @@ absl::StatusOr<ir::Tensor> ProduceDeferred(const ShardWriteContext& ctx, const i
   return made;
 }
 
+// A deferred tensor's bytes written as the producer hands them over, each
+// piece hashed and written while it makes the next; exactly t.data.size().
+absl::Status ProduceStreamed(const ShardWriteContext& ctx, const ir::Tensor& t,
+                             HashingWriter& out) {
+  const uint64_t want = t.data.size();
+  uint64_t got = 0;
+  RETURN_IF_ERROR(ctx.encoder->produce_streamed(
+      t, [&](const uint8_t* data, uint64_t size) -> absl::Status {
+        if (size > want - got) {
+          return absl::InternalError("tensor '" + t.name + "': produced more than the planned " +
+                                     std::to_string(want) + " bytes");
+        }
+        got += size;
+        return out.Append(data, size);
+      }));
+  if (got != want) {
+    return absl::InternalError("tensor '" + t.name + "': produced " + std::to_string(got) +
+                               " bytes, planned " + std::to_string(want));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string ShardFileName(uint32_t index) {
@@ -200,7 +222,9 @@ absl::StatusOr<WrittenFile> WriteShardFile(
     }
     status = out.AppendZeros(st.offset - out.position());
     if (!status.ok()) break;
-    if (t.data.deferred()) {
+    if (t.data.deferred() && ctx.encoder->produce_streamed && st.output_dtype == t.dtype) {
+      status = ProduceStreamed(ctx, t, out);
+    } else if (t.data.deferred()) {
       auto produced = ProduceDeferred(ctx, t);
       if (!produced.ok()) {
         status = produced.status();

@@ -31,6 +31,14 @@ struct TensorEncoder {
   // to them as to any tensor. Called once per such tensor, from several
   // threads at once. Unset: a deferred tensor is an Internal error.
   std::function<absl::StatusOr<ir::TensorData>(const ir::Tensor& t)> produce;
+  // Optional, beside `produce`: the same bytes handed to `sink` in order,
+  // in pieces, as they are made (each call's bytes follow the previous
+  // call's; calls one at a time, from any thread), so the writer hashes and
+  // writes a piece while later ones are made and never holds the whole
+  // tensor. Used for tensors the writer stores in their own dtype; an
+  // error from `sink` must be returned.
+  using Sink = std::function<absl::Status(const uint8_t* data, uint64_t size)>;
+  std::function<absl::Status(const ir::Tensor& t, const Sink& sink)> produce_streamed;
 };
 
 // The writer hook for `--dtype`: f32/f16/bf16 tensors are stored as
