@@ -27,11 +27,27 @@ std::vector<uint8_t> Encode(const std::vector<int8_t>& codes, ir::DType dtype,
     for (size_t i = 0; i < codes.size(); ++i) out[i] = element(i);
     return out;
   }
-  std::vector<uint8_t> out((codes.size() + 1) / 2, 0);
-  for (size_t i = 0; i < codes.size(); ++i) {
-    const uint8_t nib = element(i) & 0x0F;
-    out[i / 2] |= (i % 2 == 0) ? nib : static_cast<uint8_t>(nib << 4);
+  // Two codes per byte, low nibble first. Pairs in runs of a fixed length
+  // (what GCC's -O2 vectoriser takes; this was a tenth of an int4
+  // conversion as a per-code read-modify-write).
+  const size_t pairs = codes.size() / 2;
+  std::vector<uint8_t> out((codes.size() + 1) / 2);
+  const uint8_t bias = is_unsigned ? static_cast<uint8_t>(offset) : 0;
+  const int8_t* c = codes.data();
+  uint8_t* o = out.data();
+  constexpr size_t kRun = 64;
+  size_t p = 0;
+  for (; p + kRun <= pairs; p += kRun) {
+    for (size_t k = 0; k < kRun; ++k) {
+      const uint8_t lo = static_cast<uint8_t>(static_cast<uint8_t>(c[2 * (p + k)]) + bias);
+      const uint8_t hi = static_cast<uint8_t>(static_cast<uint8_t>(c[2 * (p + k) + 1]) + bias);
+      o[p + k] = static_cast<uint8_t>((lo & 0x0F) | (hi << 4));
+    }
   }
+  for (; p < pairs; ++p) {
+    o[p] = static_cast<uint8_t>((element(2 * p) & 0x0F) | (element(2 * p + 1) << 4));
+  }
+  if (codes.size() % 2) out.back() = element(codes.size() - 1) & 0x0F;
   return out;
 }
 
