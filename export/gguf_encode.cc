@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -97,10 +98,20 @@ namespace {
 
 // Chunks of rows finished out of order, handed to a sink in order: the
 // thread that finishes the next chunk due writes it, and any after it
-// already waiting; the others go back to encoding.
+// already waiting; the others go back to encoding. A thread starts a chunk
+// only while fewer than `backlog` chunks before it are still to be handed
+// over (the thread holding the next chunk due never waits), so a slow sink
+// holds the encoders back instead of letting finished chunks pile up.
 class InOrderSink {
  public:
-  explicit InOrderSink(const ByteSink& sink) : sink_(sink) {}
+  InOrderSink(const ByteSink& sink, int64_t backlog) : sink_(sink), backlog_(backlog) {}
+
+  // Blocks until `chunk` may be encoded; false once stopped (an error).
+  bool WaitForRoom(int64_t chunk) {
+    std::unique_lock<std::mutex> lock(mu_);
+    room_.wait(lock, [&] { return failed_ || chunk < next_ + backlog_; });
+    return !failed_;
+  }
 
   absl::Status Deposit(int64_t chunk, std::vector<uint8_t> bytes) {
     std::unique_lock<std::mutex> lock(mu_);
@@ -112,18 +123,24 @@ class InOrderSink {
       std::vector<uint8_t> piece = std::move(it->second);
       ready_.erase(it);
       ++next_;
+      room_.notify_all();
       lock.unlock();
       absl::Status s = sink_(piece.data(), piece.size());
       lock.lock();
       if (!s.ok()) {
         emitting_ = false;
-        failed_ = true;
-        ready_.clear();
+        StopLocked();
         return s;
       }
     }
     emitting_ = false;
     return absl::OkStatus();
+  }
+
+  // After an encoding error: no more chunks are taken or handed over.
+  void Stop() {
+    std::lock_guard<std::mutex> lock(mu_);
+    StopLocked();
   }
 
   int64_t emitted() {
@@ -132,8 +149,16 @@ class InOrderSink {
   }
 
  private:
+  void StopLocked() {
+    failed_ = true;
+    ready_.clear();
+    room_.notify_all();
+  }
+
   const ByteSink& sink_;
+  const int64_t backlog_;
   std::mutex mu_;
+  std::condition_variable room_;
   std::map<int64_t, std::vector<uint8_t>> ready_;
   int64_t next_ = 0;
   bool emitting_ = false;
@@ -177,15 +202,19 @@ absl::Status Encode(const Planned& p, TensorType type, int64_t rows, int64_t col
   std::mutex mu;
   absl::Status first_error;
   std::optional<InOrderSink> in_order;
-  if (sink) in_order.emplace(*sink);
+  if (sink) in_order.emplace(*sink, 2 * parts);
   auto fail = [&](const absl::Status& s) {
-    std::lock_guard<std::mutex> lock(mu);
-    if (first_error.ok()) first_error = s;
-    next = chunks;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (first_error.ok()) first_error = s;
+      next = chunks;
+    }
+    if (in_order) in_order->Stop();
   };
   support::RunOnThreads(parts, [&](int64_t) {
     std::vector<float> row(static_cast<size_t>(cols));
     for (int64_t c = next++; c < chunks; c = next++) {
+      if (sink && !in_order->WaitForRoom(c)) return;
       const int64_t begin = c * chunk_rows, end = std::min(rows, begin + chunk_rows);
       std::vector<uint8_t> piece;
       if (sink) piece.resize(static_cast<size_t>((end - begin) * row_bytes));

@@ -451,11 +451,14 @@ int BestLaneWidth() {
 
 std::atomic<int> lane_width{0};
 
+// The width in use; the first call settles it (a SetLaneWidth made
+// meanwhile wins). Each entry point reads it once per call.
 int Width() {
   int w = lane_width.load(std::memory_order_relaxed);
   if (w == 0) {
+    int expected = 0;
     w = BestLaneWidth();
-    lane_width.store(w, std::memory_order_relaxed);
+    if (!lane_width.compare_exchange_strong(expected, w, std::memory_order_relaxed)) w = expected;
   }
   return w;
 }
@@ -465,11 +468,12 @@ int Width() {
 void MakeQxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const float* weights,
                         int8_t* L, float* scales) {
   CHECK(n > 0 && n <= static_cast<int>(kQK));
-  const int64_t lanes = kParts * Width();
+  const int width = Width();
+  const int64_t lanes = kParts * width;
   for (int64_t g = 0; g < groups; g += lanes) {
     const int64_t count = std::min<int64_t>(lanes, groups - g);
     const float* w = weights ? weights + g * n : nullptr;
-    switch (Width()) {
+    switch (width) {
 #if SLIMPACK_LANE_X86
       case 16:
         QxBatch16(n, nmax, x + g * n, w, count, L + g * n, scales + g);
@@ -489,15 +493,16 @@ void MakeQkxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const 
                          uint8_t* L, float* scales, float* the_mins, float rmin, float rdelta,
                          int nstep, bool use_mad) {
   CHECK(n > 0 && n <= static_cast<int>(kQK));
-  const int64_t lanes = kParts * Width();
+  const int width = Width();
+  const int64_t lanes = kParts * width;
+  auto* batch = QkxBatch4;
+#if SLIMPACK_LANE_X86
+  if (width == 16) batch = QkxBatch16;
+  if (width == 8) batch = QkxBatch8;
+#endif
   for (int64_t g = 0; g < groups; g += lanes) {
     const int64_t count = std::min<int64_t>(lanes, groups - g);
     const float* w = weights ? weights + g * n : nullptr;
-    auto* batch = QkxBatch4;
-#if SLIMPACK_LANE_X86
-    if (Width() == 16) batch = QkxBatch16;
-    if (Width() == 8) batch = QkxBatch8;
-#endif
     batch(n, nmax, x + g * n, w, count, L + g * n, scales + g, the_mins + g, rmin, rdelta, nstep,
           use_mad);
   }

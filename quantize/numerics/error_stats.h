@@ -15,8 +15,9 @@ struct ErrorStats {
   double ref_sq = 0;    // sum ref^2
   double err_sq = 0;    // sum (ref - approx)^2
   double max_abs = 0;   // max |ref - approx|
-  // The partial sums ref_sq and err_sq are totals of, and how many
-  // elements have been accumulated (which partial the next one joins).
+  // ref_sq and err_sq are the totals of these partial sums, recomputed
+  // by every AccumulateErrors (set them through it, not by hand); `count`
+  // is how many elements were accumulated (which partial the next joins).
   double ref_lanes[kLanes] = {};
   double err_lanes[kLanes] = {};
   int64_t count = 0;

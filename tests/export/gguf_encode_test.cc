@@ -10,10 +10,12 @@
 #include "export/gguf_encode.h"
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "formats/gguf/ggml_blocks.h"
@@ -130,6 +132,32 @@ TEST(GgufEncodeTest, RotaryBiasFallsBackToTheWholeTensor) {
   // And the permutation did happen: the unpermuted bias differs.
   p.rope_heads = 0;
   EXPECT_NE(WholeTensor(p, TensorType::kF32, 1, 56, nullptr, 2), want);
+}
+
+// A slow sink: while its first calls sleep, the other threads finish
+// later chunks, which must still arrive in order (and the encoders wait
+// for room instead of piling them up).
+TEST(GgufEncodeTest, SlowSinkStillGetsTheChunksInOrder) {
+  const ir::Tensor t = Source({512, 256}, ir::DType::kF16, 6);  // 16 chunks on 4 threads
+  Planned p;
+  p.source = &t;
+  const uint64_t size = static_cast<uint64_t>(gguf::RowBytes(TensorType::kQ4_K, 256) * 512);
+  std::vector<uint8_t> want(size);
+  ASSERT_THAT(EncodeTensor(p, TensorType::kQ4_K, 512, 256, nullptr, 4, nullptr, want.data(), size),
+              IsOk());
+  std::vector<uint8_t> joined;
+  int calls = 0;
+  ASSERT_THAT(EncodeTensorStreamed(p, TensorType::kQ4_K, 512, 256, nullptr, 4, nullptr, size,
+                                   [&](const uint8_t* data, uint64_t n) {
+                                     if (calls++ < 3) {
+                                       std::this_thread::sleep_for(std::chrono::milliseconds(30));
+                                     }
+                                     joined.insert(joined.end(), data, data + n);
+                                     return absl::OkStatus();
+                                   }),
+              IsOk());
+  EXPECT_EQ(calls, 16);
+  EXPECT_EQ(joined, want);
 }
 
 TEST(GgufEncodeTest, StreamedStopsAtTheSinksError) {

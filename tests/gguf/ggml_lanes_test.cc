@@ -111,7 +111,10 @@ TEST_P(QxLanesTest, SameBitsAsTheScalarSearch) {
 
 INSTANTIATE_TEST_SUITE_P(KQuantParameters, QxLanesTest,
                          ::testing::Values(QxCase{16, 32, false}, QxCase{16, 32, true},
-                                           QxCase{16, 4, true}, QxCase{32, 8, false}));
+                                           QxCase{16, 4, true}, QxCase{32, 8, false},
+                                           // lengths that are no multiple of every width
+                                           // (the element-by-element transpose)
+                                           QxCase{8, 4, true}, QxCase{24, 16, false}));
 
 struct QkxCase {
   int n, nmax;
@@ -173,23 +176,29 @@ INSTANTIATE_TEST_SUITE_P(KQuantParameters, QkxLanesTest,
                                            QkxCase{32, 15, -0.9f, 0.05f, 36, false},
                                            QkxCase{32, 31, -0.9f, 0.05f, 36, false},
                                            QkxCase{16, 3, -0.9f, 0.05f, 36, false},
-                                           QkxCase{16, 3, -0.5f, 0.1f, 15, true}));
+                                           QkxCase{16, 3, -0.5f, 0.1f, 15, true},
+                                           QkxCase{24, 15, -1.f, 0.1f, 20, false, false},
+                                           QkxCase{8, 3, -0.5f, 0.1f, 15, true}));
 
 // The K types' final rounding against the scalar expression, for q4_K's
 // (offset, [0, 15]) and q6_K's (no offset, [-32, 31] + 32) grids: groups
-// with d == 0 keep their codes; huge quotients and subnormal steps clamp.
+// with d == 0 keep their codes; huge quotients, subnormal and negative
+// steps and -0 weights round as ggml's loops do.
 TEST(RoundToGridsTest, SameCodesAsTheScalarRounding) {
   for (const int n : {16, 32}) {
     const int64_t groups = 40;
-    const std::vector<float> x = Groups(groups, n, static_cast<uint32_t>(n));
+    std::vector<float> x = Groups(groups, n, static_cast<uint32_t>(n));
     std::vector<float> d(groups), offset(groups);
     std::mt19937 rng(3);
     for (int64_t g = 0; g < groups; ++g) {
+      // Zero steps (left untouched), subnormal ones (quotients overflow)
+      // and negative ones (q6_K's scales may be).
       d[g] = g % 9 == 2    ? 0.f
              : g % 13 == 6 ? 1e-40f
-                           : std::ldexp(1.f, static_cast<int>(rng() % 12) - 8);
+                           : std::ldexp(g % 5 == 1 ? -1.f : 1.f, static_cast<int>(rng() % 12) - 8);
       offset[g] = g % 2 ? 0.f : std::ldexp(1.f, static_cast<int>(rng() % 6) - 4);
     }
+    x[1 * n + 3] = -0.0f;  // in a group without offset, as q6_K's x / d sees it
     for (int width : Widths()) {
       const EachWidth at(width);
       for (const int lo : {0, -32}) {
@@ -199,7 +208,9 @@ TEST(RoundToGridsTest, SameCodesAsTheScalarRounding) {
         for (int64_t g = 0; g < groups; ++g) {
           if (d[g] == 0) continue;
           for (int i = 0; i < n; ++i) {
-            const int q = NearestInt((x[g * n + i] + offset[g]) / d[g]);
+            // q6_K divides without an offset (RoundToGrids adds +0 first).
+            const float v = offset[g] == 0 ? x[g * n + i] : x[g * n + i] + offset[g];
+            const int q = NearestInt(v / d[g]);
             scalar[g * n + i] = static_cast<uint8_t>(std::clamp(q, lo, hi) + bias);
           }
         }

@@ -171,15 +171,24 @@ absl::Status ProduceStreamed(const ShardWriteContext& ctx, const ir::Tensor& t,
                              HashingWriter& out) {
   const uint64_t want = t.data.size();
   uint64_t got = 0;
-  RETURN_IF_ERROR(ctx.encoder->produce_streamed(
+  // The sink's own first error is what is returned, even if a producer
+  // were to drop it.
+  absl::Status sink_error;
+  const absl::Status produced = ctx.encoder->produce_streamed(
       t, [&](const uint8_t* data, uint64_t size) -> absl::Status {
+        if (!sink_error.ok()) return sink_error;
         if (size > want - got) {
-          return absl::InternalError("tensor '" + t.name + "': produced more than the planned " +
-                                     std::to_string(want) + " bytes");
+          sink_error = absl::InternalError("tensor '" + t.name +
+                                           "': produced more than the planned " +
+                                           std::to_string(want) + " bytes");
+          return sink_error;
         }
-        got += size;
-        return out.Append(data, size);
-      }));
+        sink_error = out.Append(data, size);
+        if (sink_error.ok()) got += size;
+        return sink_error;
+      });
+  RETURN_IF_ERROR(sink_error);
+  RETURN_IF_ERROR(produced);
   if (got != want) {
     return absl::InternalError("tensor '" + t.name + "': produced " + std::to_string(got) +
                                " bytes, planned " + std::to_string(want));

@@ -68,5 +68,21 @@ TEST(QuantErrorStatsTest, PiecesGiveTheWholeArraysBits) {
   }
 }
 
+// A NaN difference adds NaN to the sums but leaves max_abs as the finite
+// differences make it (as the scalar `if (|d| > max)` did); an infinite
+// one is the maximum.
+TEST(QuantErrorStatsTest, NaNAndInfiniteDifferences) {
+  std::vector<float> ref(20, 1.f), approx(20, 0.5f);
+  approx[3] = std::nanf("");
+  ErrorStats s = CompareArrays(ref.data(), approx.data(), 20);
+  EXPECT_EQ(s.max_abs, 0.5);
+  EXPECT_TRUE(std::isnan(s.err_sq));
+  EXPECT_EQ(s.ref_sq, 20.0);
+  approx[3] = 0.5f;
+  approx[17] = -std::numeric_limits<float>::infinity();
+  s = CompareArrays(ref.data(), approx.data(), 20);
+  EXPECT_EQ(s.max_abs, std::numeric_limits<double>::infinity());
+}
+
 }  // namespace
 }  // namespace slimpack::quant
