@@ -191,19 +191,21 @@ LANE_INLINE Vi<W> ClampI(Vi<W> v, int32_t lo, int32_t hi) {
 // (r, r + h) with bit h of r clear, the columns with bit h set of row r
 // with the columns with bit h clear of row r + h; each new row is one
 // two-input shuffle (one vpermt2ps on AVX-512).
-template <int W, int H, typename V, std::size_t... K>
-LANE_INLINE V StageLow(V a, V b, std::index_sequence<K...>) {
+// (On VF<W> itself, not a deduced vector type: deduction would drop the
+// typedef's 4-byte alignment and let the compiler assume 16.)
+template <int W, int H, std::size_t... K>
+LANE_INLINE VF<W> StageLow(VF<W> a, VF<W> b, std::index_sequence<K...>) {
   return __builtin_shufflevector(a, b, ((K & H) ? W + K - H : K)...);
 }
-template <int W, int H, typename V, std::size_t... K>
-LANE_INLINE V StageHigh(V a, V b, std::index_sequence<K...>) {
+template <int W, int H, std::size_t... K>
+LANE_INLINE VF<W> StageHigh(VF<W> a, VF<W> b, std::index_sequence<K...>) {
   return __builtin_shufflevector(a, b, ((K & H) ? W + K : K + H)...);
 }
-template <int W, int H, typename V>
-LANE_INLINE void TransposeStages(V* m) {
+template <int W, int H>
+LANE_INLINE void TransposeStages(VF<W>* m) {
   for (int r = 0; r < W; ++r) {
     if (r & H) continue;
-    const V a = m[r], b = m[r + H];
+    const VF<W> a = m[r], b = m[r + H];
     m[r] = StageLow<W, H>(a, b, std::make_index_sequence<W>());
     m[r + H] = StageHigh<W, H>(a, b, std::make_index_sequence<W>());
   }
