@@ -178,34 +178,43 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     }
     const bool requantize = p.source->quant.quantized();
     if (requantize) requantized_names.push_back(p.gguf_name);
+    if (!requantize) {
+      // Encoded chunk by chunk straight into the file (no tensor buffer).
+      const uint64_t size = static_cast<uint64_t>(gguf::RowBytes(choice.type, cols) * rows);
+      RETURN_IF_ERROR(writer.AddTensorStreamed(
+          p.gguf_name, ne, choice.type,
+          [p, rows, cols, size, type = choice.type, columns, threads,
+           pages](const gguf::TensorSink& sink) -> absl::Status {
+            return EncodeTensorStreamed(p, type, rows, cols, columns, threads, pages.get(), size,
+                                        sink);
+          }));
+      ++result.tensors;
+      continue;
+    }
     RETURN_IF_ERROR(writer.AddTensor(
         p.gguf_name, ne, choice.type,
-        [p, rows, cols, type = choice.type, columns, threads, requantize, &requantized,
-         &requantized_mu, pages](uint8_t* dst, uint64_t size) -> absl::Status {
-          if (!requantize) {
-            return EncodeTensor(p, type, rows, cols, columns, threads, pages.get(), dst, size);
-          }
+        // Re-encoded: decoded whole, and its added error measured.
+        [p, rows, cols, type = choice.type, columns, threads, &requantized, &requantized_mu,
+         pages](uint8_t* dst, uint64_t size) -> absl::Status {
           std::vector<float> values;
           RETURN_IF_ERROR(ReadValuesF32(p, static_cast<uint64_t>(rows) * cols, threads, values));
           pages->Release(p.source->data.data(), p.source->data.size());
           RETURN_IF_ERROR(EncodeRows(type, values, rows, cols, columns, threads, dst, size));
-          if (requantize) {
-            // Relative L2 of what ggml decodes against the artifact's values.
-            std::vector<float> back(values.size());
-            RETURN_IF_ERROR(gguf::DequantizeRow(type, dst, static_cast<int64_t>(values.size()),
-                                                back.data()));
-            double num = 0, den = 0;
-            for (size_t i = 0; i < values.size(); ++i) {
-              const double d = static_cast<double>(back[i]) - values[i];
-              num += d * d;
-              den += static_cast<double>(values[i]) * values[i];
-            }
-            // Non-finite (a value past f16's range became inf, or the
-            // source held inf): recorded as +inf, never NaN.
-            const double rel = den > 0 ? std::sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
-            std::lock_guard<std::mutex> lock(requantized_mu);
-            requantized.emplace_back(p.gguf_name, std::isfinite(rel) ? rel : INFINITY);
+          // Relative L2 of what ggml decodes against the artifact's values.
+          std::vector<float> back(values.size());
+          RETURN_IF_ERROR(gguf::DequantizeRow(type, dst, static_cast<int64_t>(values.size()),
+                                              back.data()));
+          double num = 0, den = 0;
+          for (size_t i = 0; i < values.size(); ++i) {
+            const double d = static_cast<double>(back[i]) - values[i];
+            num += d * d;
+            den += static_cast<double>(values[i]) * values[i];
           }
+          // Non-finite (a value past f16's range became inf, or the
+          // source held inf): recorded as +inf, never NaN.
+          const double rel = den > 0 ? std::sqrt(num / den) : (num > 0 ? INFINITY : 0.0);
+          std::lock_guard<std::mutex> lock(requantized_mu);
+          requantized.emplace_back(p.gguf_name, std::isfinite(rel) ? rel : INFINITY);
           return absl::OkStatus();
         }));
     ++result.tensors;

@@ -141,7 +141,15 @@ absl::StatusOr<uint64_t> GgufWriter::TensorBytes(const std::string& name,
 absl::Status GgufWriter::AddTensor(const std::string& name, const std::vector<int64_t>& ne,
                                    TensorType type, TensorFiller fill) {
   ASSIGN_OR_RETURN(const uint64_t bytes, TensorBytes(name, ne, type));
-  tensors_.push_back(PendingTensor{name, ne, type, bytes, 0, std::move(fill)});
+  tensors_.push_back(PendingTensor{name, ne, type, bytes, 0, std::move(fill), nullptr});
+  return absl::OkStatus();
+}
+
+absl::Status GgufWriter::AddTensorStreamed(const std::string& name,
+                                           const std::vector<int64_t>& ne, TensorType type,
+                                           TensorStreamer stream) {
+  ASSIGN_OR_RETURN(const uint64_t bytes, TensorBytes(name, ne, type));
+  tensors_.push_back(PendingTensor{name, ne, type, bytes, 0, nullptr, std::move(stream)});
   return absl::OkStatus();
 }
 
@@ -209,13 +217,37 @@ absl::StatusOr<WrittenFile> GgufWriter::Write(const std::string& path) {
   WrittenFile written;
   std::vector<uint8_t> buffer;
   for (PendingTensor& t : tensors_) {
-    buffer.assign(t.bytes, 0);
-    absl::Status filled = t.fill(buffer.data(), t.bytes);
-    if (!filled.ok()) return Annotate(filled, absl::StrCat("GGUF tensor '", t.name, "'"));
-    RETURN_IF_ERROR(file->Write(buffer.data(), buffer.size()));
+    const std::string where = absl::StrCat("GGUF tensor '", t.name, "'");
+    if (t.stream) {
+      uint64_t got = 0;
+      absl::Status sink_error;  // kept even if a streamer dropped it
+      absl::Status streamed = t.stream([&](const uint8_t* data, uint64_t size) -> absl::Status {
+        if (!sink_error.ok()) return sink_error;
+        if (size > t.bytes - got) {
+          sink_error = absl::InternalError(
+              absl::StrCat(where, ": more than its ", t.bytes, " bytes handed over"));
+          return sink_error;
+        }
+        sink_error = file->Write(data, size);
+        if (sink_error.ok()) got += size;
+        return sink_error;
+      });
+      if (!sink_error.ok()) return sink_error;
+      if (!streamed.ok()) return Annotate(streamed, where);
+      if (got != t.bytes) {
+        return absl::InternalError(
+            absl::StrCat(where, ": ", got, " of its ", t.bytes, " bytes handed over"));
+      }
+    } else {
+      buffer.assign(t.bytes, 0);
+      absl::Status filled = t.fill(buffer.data(), t.bytes);
+      if (!filled.ok()) return Annotate(filled, where);
+      RETURN_IF_ERROR(file->Write(buffer.data(), buffer.size()));
+    }
     RETURN_IF_ERROR(file->WriteZeros(*CheckedAlignUp(t.bytes, alignment_) - t.bytes));
     written.tensor_bytes += t.bytes;
     t.fill = nullptr;  // release what the filler captured
+    t.stream = nullptr;
   }
   // The header's prefix before kv_bytes_: magic, version, two counts.
   constexpr uint64_t kKvStart = 4 + 4 + 8 + 8;

@@ -20,6 +20,11 @@ namespace slimpack::gguf {
 
 // Fills `dst` (exactly the tensor's byte size) with the tensor's data.
 using TensorFiller = std::function<absl::Status(uint8_t* dst, uint64_t size)>;
+// Receives a tensor's bytes in order, piece by piece.
+using TensorSink = std::function<absl::Status(const uint8_t* data, uint64_t size)>;
+// Hands a tensor's bytes to `sink` in order (calls one at a time, from any
+// thread), exactly the tensor's byte size in all; returns the sink's error.
+using TensorStreamer = std::function<absl::Status(const TensorSink& sink)>;
 
 struct WrittenFile {
   uint64_t file_bytes = 0;
@@ -57,6 +62,11 @@ class GgufWriter {
   // multiple of the type's block size. Errors name the tensor.
   absl::Status AddTensor(const std::string& name, const std::vector<int64_t>& ne,
                          TensorType type, TensorFiller fill);
+  // The same, for bytes made in pieces: each is written as it comes, so
+  // no buffer holds the whole tensor. Too few or too many bytes fail the
+  // Write (Internal, nothing written).
+  absl::Status AddTensorStreamed(const std::string& name, const std::vector<int64_t>& ne,
+                                 TensorType type, TensorStreamer stream);
 
   // Writes everything to `path` atomically. Fails with nothing written when
   // a filler fails (its status is returned, annotated with the tensor name).
@@ -80,6 +90,7 @@ class GgufWriter {
     uint64_t bytes = 0;
     uint64_t offset = 0;
     TensorFiller fill;
+    TensorStreamer stream;  // set instead of fill for AddTensorStreamed
   };
   void AddKey(const std::string& key, ValueType type);
   struct Deferred {
