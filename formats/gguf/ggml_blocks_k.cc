@@ -112,19 +112,36 @@ void PackQ6KCodes(const uint8_t* __restrict L, uint8_t* __restrict y) {
 
 // --- q2_K: x = d*s*q - dmin*m, s and m 4-bit per 16 weights, q 2-bit.
 
-void QuantizeQ2K(const float* x, const float* qw, uint8_t* y) {
-  uint8_t L[kN];
-  float scales[16], mins[16], weight[16];
-  uint8_t* sc = y;
-  if (qw) {
-    const float sigma2 = SumSquares(x, kN) / kN;
-    float sw[16];
-    for (int j = 0; j < 16; ++j) {
-      ImportanceWeights(qw + 16 * j, x + 16 * j, 16, sigma2, weight);
-      sw[j] = Sum(weight, 16);
-      scales[j] = MakeQkxQuants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], -0.9f, 0.05f,
-                                36, false);
+// The sixteen 16-weight searches of `blocks` super-blocks run together
+// (MakeQkxQuantsGroups): ggml's weights (|x|, or the importance-weighted
+// ones with their per-sub-block sums in sw) and parameters for each path.
+void SearchQ2K(const float* x, const float* qw, int64_t blocks, float* weights, float* scales,
+               float* mins, uint8_t* L, float* sw) {
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* xb = x + kN * b;
+    float* wb = weights + kN * b;
+    if (qw) {
+      const float sigma2 = SumSquares(xb, kN) / kN;
+      for (int j = 0; j < 16; ++j) {
+        ImportanceWeights(qw + kN * b + 16 * j, xb + 16 * j, 16, sigma2, wb + 16 * j);
+        sw[16 * b + j] = Sum(wb + 16 * j, 16);
+      }
+    } else {
+      for (int l = 0; l < kN; ++l) wb[l] = std::fabs(xb[l]);
     }
+  }
+  if (qw) {
+    MakeQkxQuantsGroups(16 * blocks, 16, 3, x, weights, L, scales, mins, -0.9f, 0.05f, 36, false);
+  } else {
+    MakeQkxQuantsGroups(16 * blocks, 16, 3, x, weights, L, scales, mins, -0.5f, 0.1f, 15, true);
+  }
+}
+
+// One super-block's scales, mins and codes from its searches' results.
+void FinishQ2K(const float* x, bool weighted, const float* scales, const float* mins,
+               uint8_t* L, const float* sw, uint8_t* y) {
+  uint8_t* sc = y;
+  if (weighted) {
     uint8_t Ls[16], Lm[16];
     PutF16(y + 80, MakeQpQuants(16, 15, scales, Ls, sw));
     PutF16(y + 82, MakeQpQuants(16, 15, mins, Lm, sw));
@@ -132,9 +149,6 @@ void QuantizeQ2K(const float* x, const float* qw, uint8_t* y) {
   } else {
     float max_scale = 0, max_min = 0;
     for (int j = 0; j < 16; ++j) {
-      for (int l = 0; l < 16; ++l) weight[l] = std::fabs(x[16 * j + l]);
-      scales[j] = MakeQkxQuants(16, 3, x + 16 * j, weight, L + 16 * j, &mins[j], -0.5f, 0.1f,
-                                15, true);
       max_scale = std::max(max_scale, scales[j]);
       max_min = std::max(max_min, mins[j]);
     }
@@ -154,14 +168,12 @@ void QuantizeQ2K(const float* x, const float* qw, uint8_t* y) {
     PutF16(y + 82, max_min > 0 ? max_min / 15.f : 0.f);
   }
   const float d_all = GetF16(y + 80), m_all = GetF16(y + 82);
+  float d[16], dm[16];
   for (int j = 0; j < 16; ++j) {
-    const float d = d_all * (sc[j] & 0xF);
-    if (d == 0) continue;  // codes stay as the search left them
-    const float dm = m_all * (sc[j] >> 4);
-    for (int i = 0; i < 16; ++i) {
-      L[16 * j + i] = static_cast<uint8_t>(Clamp(NearestInt((x[16 * j + i] + dm) / d), 0, 3));
-    }
+    d[j] = d_all * (sc[j] & 0xF);  // 0: codes stay as the search left them
+    dm[j] = m_all * (sc[j] >> 4);
   }
+  RoundToGrids(16, 16, x, d, dm, 0, 3, 0, L);
   Pack2Bit(L, y + 16);
 }
 
@@ -376,6 +388,21 @@ void QuantizeQ45KRow(int bits, const float* x, int64_t blocks, const float* qw, 
   }
 }
 
+void QuantizeQ2KRow(const float* x, int64_t blocks, const float* qw, uint8_t* dst) {
+  float weights[kBatchBlocks * kN], scales[kBatchBlocks * 16], mins[kBatchBlocks * 16],
+      sw[kBatchBlocks * 16];
+  uint8_t L[kBatchBlocks * kN];
+  for (int64_t b0 = 0; b0 < blocks; b0 += kBatchBlocks) {
+    const int64_t count = std::min(kBatchBlocks, blocks - b0);
+    const float* xb = x + kN * b0;
+    SearchQ2K(xb, qw ? qw + kN * b0 : nullptr, count, weights, scales, mins, L, sw);
+    for (int64_t b = 0; b < count; ++b) {
+      FinishQ2K(xb + kN * b, qw != nullptr, scales + 16 * b, mins + 16 * b, L + kN * b,
+                sw + 16 * b, dst + (b0 + b) * kQ2KBytes);
+    }
+  }
+}
+
 void QuantizeQ6KRow(const float* x, int64_t blocks, const float* qw, uint8_t* dst) {
   float scales[kBatchBlocks * 16];
   int8_t L[kBatchBlocks * kN];
@@ -397,15 +424,13 @@ void QuantizeKRow(TensorType type, const float* x, int64_t n, const float* impor
     case TensorType::kQ4_K: return QuantizeQ45KRow(4, x, n / kN, importance, dst);
     case TensorType::kQ5_K: return QuantizeQ45KRow(5, x, n / kN, importance, dst);
     case TensorType::kQ6_K: return QuantizeQ6KRow(x, n / kN, importance, dst);
+    case TensorType::kQ2_K: return QuantizeQ2KRow(x, n / kN, importance, dst);
     default: break;
   }
   for (int64_t i = 0; i < n / kN; ++i) {
     const float* xb = x + kN * i;
     const float* qw = importance ? importance + kN * i : nullptr;
-    switch (type) {
-      case TensorType::kQ2_K: QuantizeQ2K(xb, qw, dst + i * kQ2KBytes); break;
-      default: QuantizeQ3K(xb, qw, dst + i * kQ3KBytes); break;
-    }
+    QuantizeQ3K(xb, qw, dst + i * kQ3KBytes);
   }
 }
 
