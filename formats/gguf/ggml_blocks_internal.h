@@ -76,6 +76,11 @@ float MakeQkxQuants(int n, int nmax, const float* x, const float* weights, uint8
 // q4_K/q5_K reference weights sqrt(sum x^2 / n) + |x|), scale g in
 // scales[g], codes at L + g*n: bit-identical to calling the scalar routine
 // per group, many groups per vector pass (ggml_blocks_lanes.cc).
+// MakeQ3Quants for `groups` consecutive groups of n <= 32 values at
+// x + g*n, scale g in scales[g], codes at L + g*n: bit-identical to the
+// scalar routine per group (ggml_blocks_lanes.cc).
+void MakeQ3QuantsGroups(int64_t groups, int n, int nmax, const float* x, int8_t* L,
+                        float* scales);
 void MakeQxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const float* weights,
                         int8_t* L, float* scales);
 void MakeQkxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const float* weights,

@@ -191,19 +191,30 @@ void PackQ3Scales(const int* l6, uint8_t* s) {
 }
 
 
-void QuantizeQ3K(const float* x, const float* qw, uint8_t* y) {
-  int8_t L[kN];
-  float scales[16];
+// The sixteen 16-weight searches of `blocks` super-blocks run together:
+// make_q3_quants without importance (MakeQ3QuantsGroups), make_qx_quants
+// with ggml's importance weights (their per-sub-block sums in sw).
+void SearchQ3K(const float* x, const float* qw, int64_t blocks, float* weights, float* scales,
+               int8_t* L, float* sw) {
+  if (!qw) return MakeQ3QuantsGroups(16 * blocks, 16, 4, x, L, scales);
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* xb = x + kN * b;
+    float* wb = weights + kN * b;
+    const float sigma2 = 2 * SumSquares(xb, kN) / kN;
+    for (int j = 0; j < 16; ++j) {
+      ImportanceWeights(qw + kN * b + 16 * j, xb + 16 * j, 16, sigma2, wb + 16 * j);
+      sw[16 * b + j] = Sum(wb + 16 * j, 16);
+    }
+  }
+  MakeQxQuantsGroups(16 * blocks, 16, 4, x, weights, L, scales);
+}
+
+// One super-block's 6-bit scales and codes from its searches' results.
+void FinishQ3K(const float* x, bool weighted, const float* scales, int8_t* L, const float* sw,
+               uint8_t* y) {
   int l6[16];
   uint8_t* s = y + 96;
-  if (qw) {
-    const float sigma2 = 2 * SumSquares(x, kN) / kN;
-    float weight[16], sw[16];
-    for (int j = 0; j < 16; ++j) {
-      ImportanceWeights(qw + 16 * j, x + 16 * j, 16, sigma2, weight);
-      sw[j] = Sum(weight, 16);
-      scales[j] = MakeQxQuants(16, 4, x + 16 * j, weight, L + 16 * j);
-    }
+  if (weighted) {
     int8_t Ls[16];
     const float d_block = MakeQxQuants(16, 32, scales, sw, Ls);
     for (int j = 0; j < 16; ++j) l6[j] = Ls[j];
@@ -212,7 +223,6 @@ void QuantizeQ3K(const float* x, const float* qw, uint8_t* y) {
   } else {
     float max_scale = 0, amax = 0;
     for (int j = 0; j < 16; ++j) {
-      scales[j] = MakeQ3Quants(16, 4, x + 16 * j, L + 16 * j);
       if (std::fabs(scales[j]) > amax) {
         amax = std::fabs(scales[j]);
         max_scale = scales[j];
@@ -231,13 +241,11 @@ void QuantizeQ3K(const float* x, const float* qw, uint8_t* y) {
     }
   }
   const float d_all = GetF16(y + 108);
-  for (int j = 0; j < 16; ++j) {
-    const float d = d_all * ir::GgmlQ3Scale(s, j);
-    if (d == 0) continue;
-    for (int i = 0; i < 16; ++i) {
-      L[16 * j + i] = static_cast<int8_t>(Clamp(NearestInt(x[16 * j + i] / d), -4, 3) + 4);
-    }
-  }
+  // x / d as ggml divides; (x + 0) / d rounds to the same integer.
+  float d[16];
+  const float zero[16] = {};
+  for (int j = 0; j < 16; ++j) d[j] = d_all * ir::GgmlQ3Scale(s, j);
+  RoundToGrids(16, 16, x, d, zero, -4, 3, 4, reinterpret_cast<uint8_t*>(L));
   PackQ3KCodes(reinterpret_cast<const uint8_t*>(L), y);
 }
 
@@ -403,6 +411,20 @@ void QuantizeQ2KRow(const float* x, int64_t blocks, const float* qw, uint8_t* ds
   }
 }
 
+void QuantizeQ3KRow(const float* x, int64_t blocks, const float* qw, uint8_t* dst) {
+  float weights[kBatchBlocks * kN], scales[kBatchBlocks * 16], sw[kBatchBlocks * 16];
+  int8_t L[kBatchBlocks * kN];
+  for (int64_t b0 = 0; b0 < blocks; b0 += kBatchBlocks) {
+    const int64_t count = std::min(kBatchBlocks, blocks - b0);
+    const float* xb = x + kN * b0;
+    SearchQ3K(xb, qw ? qw + kN * b0 : nullptr, count, weights, scales, L, sw);
+    for (int64_t b = 0; b < count; ++b) {
+      FinishQ3K(xb + kN * b, qw != nullptr, scales + 16 * b, L + kN * b, sw + 16 * b,
+                dst + (b0 + b) * kQ3KBytes);
+    }
+  }
+}
+
 void QuantizeQ6KRow(const float* x, int64_t blocks, const float* qw, uint8_t* dst) {
   float scales[kBatchBlocks * 16];
   int8_t L[kBatchBlocks * kN];
@@ -425,12 +447,7 @@ void QuantizeKRow(TensorType type, const float* x, int64_t n, const float* impor
     case TensorType::kQ5_K: return QuantizeQ45KRow(5, x, n / kN, importance, dst);
     case TensorType::kQ6_K: return QuantizeQ6KRow(x, n / kN, importance, dst);
     case TensorType::kQ2_K: return QuantizeQ2KRow(x, n / kN, importance, dst);
-    default: break;
-  }
-  for (int64_t i = 0; i < n / kN; ++i) {
-    const float* xb = x + kN * i;
-    const float* qw = importance ? importance + kN * i : nullptr;
-    QuantizeQ3K(xb, qw, dst + i * kQ3KBytes);
+    default: return QuantizeQ3KRow(x, n / kN, importance, dst);
   }
 }
 

@@ -152,6 +152,12 @@ LANE_INLINE Vf<W> Select(Vi<W> mask, Vf<W> a, Vf<W> b) {
   return r;
 }
 template <int W>
+LANE_INLINE Vi<W> SelectI(Vi<W> mask, Vi<W> a, Vi<W> b) {
+  Vi<W> r;
+  LANE_UNROLL for (int k = 0; k < kParts; ++k) r.h[k] = mask.h[k] ? a.h[k] : b.h[k];
+  return r;
+}
+template <int W>
 LANE_INLINE Vf<W> Sqrt(Vf<W> v) {  // correctly rounded per lane, as sqrtf
   Vf<W> r;
   LANE_UNROLL for (int k = 0; k < kParts; ++k) {
@@ -168,6 +174,16 @@ LANE_INLINE Vf<W> ToFloat(Vi<W> v) {
   Vf<W> r;
   LANE_UNROLL for (int k = 0; k < kParts; ++k) r.h[k] = __builtin_convertvector(v.h[k], VF<W>);
   return r;
+}
+// An optimisation barrier: the value is unchanged, but GCC can no longer
+// see how it was made (used where it would fold selects into ANDed masks).
+template <int W>
+LANE_INLINE void Opaque(Vf<W>& v) {
+#if SLIMPACK_LANE_X86
+  LANE_UNROLL for (int k = 0; k < kParts; ++k) asm("" : "+v"(v.h[k]));
+#else
+  (void)v;
+#endif
 }
 // NearestInt per lane (same bias trick, same integer for every input).
 template <int W>
@@ -308,6 +324,74 @@ LANE_INLINE void QxSearch(int n, int nmax, const float* x, const float* weights,
   }
 }
 
+// make_q3_quants (its rmse search, without weights) for up to 2W groups:
+// codes at x * -nmax / max, then up to five passes of coordinate descent,
+// each element moved to the code its least-squares scale asks for when
+// that raises sumlx^2 / suml2. Lanes whose pass changed nothing would
+// change nothing again, so all run until no lane changes.
+template <int W>
+LANE_INLINE void Q3Search(int n, int nmax, const float* x, int64_t groups, int8_t* L,
+                          float* scales) {
+  if (n <= 0) __builtin_unreachable();  // checked by MakeQ3QuantsGroups
+  Vf<W> xs[kQK];
+  Vi<W> codes[kQK];
+  Transpose(x, n, groups, xs);
+  Vf<W> amax = Splat<W>(0), max = Splat<W>(0);
+  for (int i = 0; i < n; ++i) {
+    const Vf<W> ax = Abs(xs[i]);
+    const Vi<W> larger = ax > amax;
+    amax = Select(larger, ax, amax);
+    max = Select(larger, xs[i], max);
+  }
+  const Vf<W> iscale = static_cast<float>(-nmax) / max;
+  Vf<W> sumlx = Splat<W>(0), suml2 = Splat<W>(0);
+  for (int i = 0; i < n; ++i) {
+    codes[i] = ClampI(Nearest(iscale * xs[i]), -nmax, nmax - 1);
+    const Vf<W> w = xs[i] * xs[i], lf = ToFloat(codes[i]);
+    sumlx += w * xs[i] * lf;
+    suml2 += w * lf * lf;
+  }
+  for (int itry = 0; itry < 5; ++itry) {
+    Vi<W> changed = SplatI<W>(0);
+    for (int i = 0; i < n; ++i) {
+      const Vf<W> w = xs[i] * xs[i], lf = ToFloat(codes[i]);
+      Vf<W> slx = sumlx - w * xs[i] * lf;
+      Vf<W> sl2 = suml2 - w * lf * lf;
+      const Vi<W> new_l = ClampI(Nearest(xs[i] * sl2 / slx), -nmax, nmax - 1);
+      const Vf<W> nf = ToFloat(new_l);
+      const Vf<W> slx0 = slx;  // ggml skips the element unless this is > 0
+      slx = slx + w * xs[i] * nf;
+      sl2 = sl2 + w * nf * nf;
+      // ggml: slx > 0 && new_l != L && sl2 > 0 && slx^2 suml2 > sumlx^2 sl2,
+      // as one compare (a failed condition makes the left side -inf). Each
+      // mask feeds its select at once and the codes compare as floats
+      // (exact for them): GCC 12 turned masks kept for later, integer ones
+      // and ANDed ones into scalar compares on AVX-512.
+      Vf<W> lhs = slx * slx * suml2;
+      lhs = Select(slx0 > 0, lhs, Splat<W>(-kInf));
+      Opaque(lhs);  // (else GCC merges the selects into one on ANDed masks)
+      lhs = Select(sl2 > 0, lhs, Splat<W>(-kInf));
+      Opaque(lhs);
+      lhs = Select(nf != lf, lhs, Splat<W>(-kInf));
+      const Vi<W> accept = lhs > sumlx * sumlx * sl2;
+      codes[i] = SelectI(accept, new_l, codes[i]);
+      sumlx = Select(accept, slx, sumlx);
+      suml2 = Select(accept, sl2, suml2);
+      changed = SelectI(accept, SplatI<W>(1), changed);
+    }
+    int32_t any = 0;
+    for (int64_t g = 0; g < kParts * W; ++g) any |= changed[g];
+    if (!any) break;
+  }
+  const Vi<W> zero = amax < kGroupMaxEps;
+  for (int64_t g = 0; g < groups; ++g) {
+    scales[g] = zero[g] ? 0.0f : sumlx[g] / suml2[g];
+    for (int i = 0; i < n; ++i) {
+      L[g * n + i] = static_cast<int8_t>(zero[g] ? 0 : codes[i][g] + nmax);
+    }
+  }
+}
+
 // make_qkx2_quants for up to 2W groups, with use_mad known when it is
 // compiled (so the error loop does not test it per element). Null weights
 // are ggml's q4_K/q5_K reference weights, computed here in each lane in
@@ -431,6 +515,10 @@ LANE_INLINE void RoundGroups(int64_t groups, int n, const float* x, const float*
       QkxSearch<W, false>(n, nmax, x, weights, groups, L, scales, the_mins, rmin, rdelta, nstep); \
     }                                                                                             \
   }                                                                                               \
+  TARGET SLIMPACK_LANE_NO_ASAN void Q3Batch##W(int n, int nmax, const float* x, int64_t groups, \
+                                               int8_t* L, float* scales) {                      \
+    Q3Search<W>(n, nmax, x, groups, L, scales);                                                 \
+  }                                                                                             \
   TARGET SLIMPACK_LANE_NO_ASAN void RoundBatch##W(int64_t groups, int n, const float* x,          \
                                                   const float* d, const float* offset, int lo,    \
                                                   int hi, int bias, uint8_t* L) {                 \
@@ -507,6 +595,22 @@ void MakeQkxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const 
     const float* w = weights ? weights + g * n : nullptr;
     batch(n, nmax, x + g * n, w, count, L + g * n, scales + g, the_mins + g, rmin, rdelta, nstep,
           use_mad);
+  }
+}
+
+void MakeQ3QuantsGroups(int64_t groups, int n, int nmax, const float* x, int8_t* L,
+                        float* scales) {
+  CHECK(n > 0 && n <= static_cast<int>(kQK));
+  const int width = Width();
+  const int64_t lanes = kParts * width;
+  auto* batch = Q3Batch4;
+#if SLIMPACK_LANE_X86
+  if (width == 16) batch = Q3Batch16;
+  if (width == 8) batch = Q3Batch8;
+#endif
+  for (int64_t g = 0; g < groups; g += lanes) {
+    const int64_t count = std::min<int64_t>(lanes, groups - g);
+    batch(n, nmax, x + g * n, count, L + g * n, scales + g);
   }
 }
 

@@ -116,6 +116,28 @@ INSTANTIATE_TEST_SUITE_P(KQuantParameters, QxLanesTest,
                                            // (the element-by-element transpose)
                                            QxCase{8, 4, true}, QxCase{24, 16, false}));
 
+// make_q3_quants (q3_K's search without importance), including lengths
+// that take the element-wise transpose.
+TEST(Q3LanesTest, SameBitsAsTheScalarSearch) {
+  for (int width : Widths()) {
+    SCOPED_TRACE(::testing::Message() << width << " floats wide");
+    const EachWidth at(width);
+    for (const int n : {16, 8, 24}) {
+      for (int64_t groups : {1, 7, 16, 17, 50}) {
+        const std::vector<float> x = Groups(groups, n, static_cast<uint32_t>(groups * 13 + n));
+        std::vector<int8_t> lanes_codes(x.size(), -1), scalar_codes(x.size(), -1);
+        std::vector<float> lanes_scales(static_cast<size_t>(groups));
+        MakeQ3QuantsGroups(groups, n, 4, x.data(), lanes_codes.data(), lanes_scales.data());
+        for (int64_t g = 0; g < groups; ++g) {
+          const float scale = MakeQ3Quants(n, 4, x.data() + g * n, scalar_codes.data() + g * n);
+          EXPECT_EQ(Bits(lanes_scales[g]), Bits(scale)) << "group " << g << " of " << groups;
+        }
+        EXPECT_EQ(lanes_codes, scalar_codes) << groups << " groups of " << n;
+      }
+    }
+  }
+}
+
 struct QkxCase {
   int n, nmax;
   float rmin, rdelta;
