@@ -134,46 +134,84 @@ typedef int64_t V4l __attribute__((vector_size(32), aligned(8)));
 // in its order (-ffp-contract=off keeps them separate), so every lane has
 // the scalar bits. nearbyint as (v + 1.5 * 2^52) - 1.5 * 2^52: the same
 // round-half-even for |v| < 2^51; 2^e by the exponent bits as in Exp.
-__attribute__((always_inline)) inline V4dv ExpLanes(V4dv x) {
+// (A template over the lane count: four lanes in the AVX2 and baseline
+// clones, eight in the AVX-512 one.)
+template <typename Vd, typename Vl>
+__attribute__((always_inline)) inline Vd ExpLanes(Vd x) {
   constexpr double kRound = 6755399441055744.0;  // 1.5 * 2^52
-  const V4dv v = x * kInvLn2;
-  const V4dv n = (v + kRound) - kRound;
-  const V4dv r = (x - n * kLn2Hi) - n * kLn2Lo;
-  V4dv p = V4dv{} + kInvFact[17];
+  const Vd v = x * kInvLn2;
+  const Vd n = (v + kRound) - kRound;
+  const Vd r = (x - n * kLn2Hi) - n * kLn2Lo;
+  Vd p = Vd{} + kInvFact[17];
   for (int k = 16; k >= 1; --k) p = p * r + kInvFact[k];
-  const V4dv m = 1.0 + p * r;
+  const Vd m = 1.0 + p * r;
   // n + (2^52 + 1023) holds e + 1023 in its low mantissa bits.
-  const V4dv biased = n + 4503599627371519.0;  // 2^52 + 1023
-  const V4l bits = ((V4l)biased & 0x7FF) << 52;  // vector casts reinterpret
-  return m * (V4dv)bits;
+  const Vd biased = n + 4503599627371519.0;  // 2^52 + 1023
+  const Vl bits = ((Vl)biased & 0x7FF) << 52;  // vector casts reinterpret
+  return m * (Vd)bits;
 }
 
-}  // namespace
-
-SLIMPACK_SIMD_CLONES void ExpArray(const float* x, float* out, int64_t n) {
+// ExpArray on `kLanes` lanes at a time; each lane's float is the scalar
+// Exp's, whichever path its group takes (below -708 both give +0.0f).
+template <int kLanes>
+struct ExpVectors {  // (GCC takes a dependent vector_size in a class only)
+  typedef float F __attribute__((vector_size(4 * kLanes), aligned(4)));
+  typedef double D __attribute__((vector_size(8 * kLanes), aligned(8)));
+  typedef int64_t L __attribute__((vector_size(8 * kLanes), aligned(8)));
+};
+template <int kLanes>
+__attribute__((always_inline)) inline void ExpArrayLanes(const float* x, float* out, int64_t n) {
+  using Vf = typename ExpVectors<kLanes>::F;
+  using Vd = typename ExpVectors<kLanes>::D;
+  using Vl = typename ExpVectors<kLanes>::L;
   int64_t i = 0;
-  for (; i + 4 <= n; i += 4) {
-    V4f xf;
+  for (; i + kLanes <= n; i += kLanes) {
+    Vf xf;
     std::memcpy(&xf, x + i, sizeof xf);
-    V4dv xd = __builtin_convertvector(xf, V4dv);
+    Vd xd = __builtin_convertvector(xf, Vd);
     // Below -708 the double result is at most 2^-1021, which rounds to
     // +0.0f: such lanes (a causal mask's -inf scores, sigmoid's far tails;
     // half of a decoder's softmax inputs) stay on the fast path, clamped
     // and then zeroed. NaN and large inputs go to the scalar call.
-    const V4l ok = xd <= 708.0;  // all-ones lanes; NaN compares false
-    const V4l under = xd < -708.0;
-    if ((under[0] & under[1] & under[2] & under[3]) != 0) {
-      std::memset(out + i, 0, 4 * sizeof(float));
-    } else if ((ok[0] & ok[1] & ok[2] & ok[3]) != 0) {
-      xd = (V4dv)(((V4l)xd & ~under) | ((V4l)(V4dv{} - 708.0) & under));
-      const V4dv e = (V4dv)((V4l)ExpLanes(xd) & ~under);
-      const V4f y = __builtin_convertvector(e, V4f);
+    const Vl ok = xd <= 708.0;  // all-ones lanes; NaN compares false
+    const Vl under = xd < -708.0;
+    int64_t all_under = -1, all_ok = -1;
+    for (int l = 0; l < kLanes; ++l) {
+      all_under &= under[l];
+      all_ok &= ok[l];
+    }
+    if (all_under != 0) {
+      std::memset(out + i, 0, kLanes * sizeof(float));
+    } else if (all_ok != 0) {
+      xd = (Vd)(((Vl)xd & ~under) | ((Vl)(Vd{} - 708.0) & under));
+      const Vd e = (Vd)((Vl)ExpLanes<Vd, Vl>(xd) & ~under);
+      const Vf y = __builtin_convertvector(e, Vf);
       std::memcpy(out + i, &y, sizeof y);
     } else {
-      for (int l = 0; l < 4; ++l) out[i + l] = Exp(x[i + l]);
+      for (int l = 0; l < kLanes; ++l) out[i + l] = static_cast<float>(Exp(x[i + l]));
     }
   }
-  for (; i < n; ++i) out[i] = Exp(x[i]);
+  for (; i < n; ++i) out[i] = static_cast<float>(Exp(x[i]));
+}
+
+SLIMPACK_SIMD_CLONES void ExpArray4(const float* x, float* out, int64_t n) {
+  ExpArrayLanes<4>(x, out, n);
+}
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+__attribute__((target("avx512f"))) void ExpArray8(const float* x, float* out, int64_t n) {
+  ExpArrayLanes<8>(x, out, n);
+}
+#endif
+
+}  // namespace
+
+void ExpArray(const float* x, float* out, int64_t n) {
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
+  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  if (avx512) return ExpArray8(x, out, n);
+#endif
+  ExpArray4(x, out, n);
 }
 
 double Expm1(double x) {

@@ -103,7 +103,13 @@ void SoftmaxRows(const float* x, float* y, int64_t axis_size, int64_t rows) {
     for (int64_t i0 = 0; i0 < axis_size; i0 += 256) {
       const int64_t m = std::min<int64_t>(256, axis_size - i0);
       for (int64_t j = 0; j < m; ++j) t[j] = xr[i0 + j] - mx;
-      ExpBlock(t, yr + i0, m);
+      // ExpBlock gives exactly 0 below -87: a trailing run of such values
+      // (a causal mask's future positions, half of a decoder's scores) is
+      // zero-filled instead of computed.
+      int64_t live = m;
+      while (live > 0 && t[live - 1] < -87.0f) --live;
+      ExpBlock(t, yr + i0, live);
+      std::fill(yr + i0 + live, yr + i0 + m, 0.0f);
     }
   }
   if (rows == kRows) {

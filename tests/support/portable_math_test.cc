@@ -194,7 +194,9 @@ TEST(PortableMathTest, ExpAcrossItsScalingHandOvers) {
 
 // ExpArray has the scalar call's bits for every element: a sweep over the
 // whole float range plus the special values and the lane-group boundaries
-// (|x| = 708), at lengths that are not multiples of four, in place too.
+// (|x| = 708), at lengths that are not multiples of four or eight (the
+// AVX-512 path takes eight at a time; cross_cpu_bytes_test.sh runs this on
+// AVX2 and SSE-only CPUs too), in place too.
 TEST(PortableMathTest, ExpArrayHasTheBitsOfTheScalarCall) {
   const float inf = std::numeric_limits<float>::infinity();
   std::vector<float> xs = {0.0f, -0.0f, inf, -inf, std::nanf(""), 708.0f, -708.0f,
