@@ -270,6 +270,11 @@ absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, con
     result.produce = [deferred](const ir::Tensor& t) {
       return deferred->deferred->Produce(t.name);
     };
+    result.produce_streamed =
+        [deferred](const ir::Tensor& t,
+                   const std::function<absl::Status(const uint8_t*, uint64_t)>& sink) {
+          return deferred->deferred->ProduceStreamed(t.name, sink);
+        };
     const std::function<void(const std::string&)> sink = log.verbose() ? log.sink() : nullptr;
     result.finish_deferred = [deferred, sink](bool all_written) {
       return Annotate(quantize::FinishDeferred(*deferred, sink, all_written), "quantize");

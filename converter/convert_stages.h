@@ -70,6 +70,11 @@ struct StageResult {
   // check that each was and the deferred weights' -v lines with their
   // errors (`records` holds no errors, so it is final as it is).
   std::function<absl::StatusOr<ir::TensorData>(const ir::Tensor&)> produce;
+  // The same bytes handed over in order (TensorEncoder::produce_streamed):
+  // a weight's packed blocks as they are quantized.
+  std::function<absl::Status(const ir::Tensor&,
+                             const std::function<absl::Status(const uint8_t*, uint64_t)>&)>
+      produce_streamed;
   // `all_written`: false for one part of a split conversion.
   std::function<absl::Status(bool all_written)> finish_deferred;
 };

@@ -36,13 +36,7 @@ absl::Status DeferredWeights::Quantize(Job& job) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ir::TensorData> DeferredWeights::Produce(const std::string& tensor) {
-  auto it = by_tensor_.find(tensor);
-  if (it == by_tensor_.end()) {
-    return absl::InternalError("tensor '" + tensor + "' is not a deferred quantized tensor");
-  }
-  Job& job = *it->second;
-  std::lock_guard<std::mutex> lock(job.mu);
+absl::StatusOr<ir::TensorData> DeferredWeights::TakeLocked(Job& job, const std::string& tensor) {
   if (!job.done) {
     job.status = Quantize(job);
     job.done = true;
@@ -55,6 +49,43 @@ absl::StatusOr<ir::TensorData> DeferredWeights::Produce(const std::string& tenso
   ir::TensorData bytes = std::move(made->second);
   job.ready.erase(made);
   return bytes;
+}
+
+absl::StatusOr<ir::TensorData> DeferredWeights::Produce(const std::string& tensor) {
+  auto it = by_tensor_.find(tensor);
+  if (it == by_tensor_.end()) {
+    return absl::InternalError("tensor '" + tensor + "' is not a deferred quantized tensor");
+  }
+  Job& job = *it->second;
+  std::lock_guard<std::mutex> lock(job.mu);
+  return TakeLocked(job, tensor);
+}
+
+absl::Status DeferredWeights::ProduceStreamed(const std::string& tensor, const WeightSink& sink) {
+  auto it = by_tensor_.find(tensor);
+  if (it == by_tensor_.end()) {
+    return absl::InternalError("tensor '" + tensor + "' is not a deferred quantized tensor");
+  }
+  Job& job = *it->second;
+  std::lock_guard<std::mutex> lock(job.mu);
+  if (job.done || tensor != job.source.name) {
+    ASSIGN_OR_RETURN(ir::TensorData bytes, TakeLocked(job, tensor));
+    return sink(bytes.data(), bytes.size());
+  }
+  // The weight first: its blocks go straight to the sink; the scale and
+  // zero point wait in `ready` for their turn.
+  job.done = true;
+  absl::StatusOr<QuantizedWeight> r = QuantizeRtnTensorStreamed(job.source, job.options, sink);
+  job.status = r.status();
+  RETURN_IF_ERROR(job.status);
+  job.ready[r->packed.scale.name] = std::move(r->packed.scale.data);
+  if (r->packed.zero_point) {
+    job.ready[r->packed.zero_point->name] = std::move(r->packed.zero_point->data);
+  }
+  job.error = r->error;
+  pages_.Release(job.source.data.data(), job.source.data.size());
+  job.source.data = ir::TensorData();
+  return absl::OkStatus();
 }
 
 std::optional<quant::ErrorStats> DeferredWeights::Error(const std::string& weight) const {

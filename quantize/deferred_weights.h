@@ -47,6 +47,13 @@ class DeferredWeights {
   // (naming the tensor), Internal for an unknown or repeated name.
   absl::StatusOr<ir::TensorData> Produce(const std::string& tensor);
 
+  // Produce's bytes handed to `sink` in order. Asked for a weight before its
+  // scale and zero point (the shard writer's order), the weight's packed
+  // blocks go to the sink as they are quantized and are never gathered;
+  // otherwise Produce's bytes are handed over whole. Errors as Produce's,
+  // and the sink's own.
+  absl::Status ProduceStreamed(const std::string& tensor, const WeightSink& sink);
+
   // The error of a weight once produced; nullopt before.
   std::optional<quant::ErrorStats> Error(const std::string& weight) const;
 
@@ -62,6 +69,8 @@ class DeferredWeights {
     std::optional<quant::ErrorStats> error;
   };
   absl::Status Quantize(Job& job);
+  // The buffered bytes of `tensor` from its (locked) job, quantizing first.
+  absl::StatusOr<ir::TensorData> TakeLocked(Job& job, const std::string& tensor);
 
   std::map<std::string, std::unique_ptr<Job>> jobs_;  // by weight name
   std::map<std::string, Job*> by_tensor_;             // weight and companions

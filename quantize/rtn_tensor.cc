@@ -69,12 +69,21 @@ absl::StatusOr<QuantizedWeight> StoredWeight(const quant::QuantizedMatrix& q,
   return out;
 }
 
-absl::StatusOr<QuantizedWeight> QuantizeRtnTensor(const ir::Tensor& original,
-                                            const RtnTensorOptions& o) {
+namespace {
+
+// QuantizeRtnTensor, the packed weight gathered or (with `sink`) handed over
+// block by block.
+absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
+                                               const RtnTensorOptions& o, const WeightSink* sink) {
   ASSIGN_OR_RETURN(auto shape, MatrixShape(original, o.transposed));
   const auto [rows, cols] = shape;
   if (o.transposed || rows < 1 || cols < 1 || !IsConvertibleFloat(original.dtype)) {
-    return QuantizeWhole(original, o);
+    ASSIGN_OR_RETURN(QuantizedWeight whole, QuantizeWhole(original, o));
+    if (sink) {
+      RETURN_IF_ERROR((*sink)(whole.packed.weight.data.data(), whole.packed.weight.data.size()));
+      whole.packed.weight.data = ir::TensorData();
+    }
+    return whole;
   }
   // The shapes and their checks first: a bad tensor is refused before any
   // block is read.
@@ -86,7 +95,8 @@ absl::StatusOr<QuantizedWeight> QuantizeRtnTensor(const ir::Tensor& original,
   block = std::max<int64_t>(2, block - block % 2);
   const uint64_t element = ir::DTypeBits(original.dtype) / 8;
   std::vector<uint8_t> wbytes, sbytes, zbytes;
-  wbytes.reserve(shapes.weight.data.size());
+  uint64_t weight_bytes = 0;  // gathered in wbytes, or handed to the sink
+  if (!sink) wbytes.reserve(shapes.weight.data.size());
   sbytes.reserve(shapes.scale.data.size());
   if (shapes.zero_point) zbytes.reserve(shapes.zero_point->data.size());
   QuantizedWeight out;
@@ -109,23 +119,41 @@ absl::StatusOr<QuantizedWeight> QuantizeRtnTensor(const ir::Tensor& original,
     quant::Dequantize(*q, deq.data());
     quant::AccumulateErrors(out.error, w.data(), deq.data(), static_cast<int64_t>(n));
     ASSIGN_OR_RETURN(quant::PackedTensors p, quant::ToIrTensors(*q, part, false, o.algorithm));
-    Append(wbytes, p.weight.data);
+    weight_bytes += p.weight.data.size();
+    if (sink) {
+      RETURN_IF_ERROR((*sink)(p.weight.data.data(), p.weight.data.size()));
+    } else {
+      Append(wbytes, p.weight.data);
+    }
     Append(sbytes, p.scale.data);
     if (p.zero_point) Append(zbytes, p.zero_point->data);
   }
-  if (wbytes.size() != shapes.weight.data.size() || sbytes.size() != shapes.scale.data.size() ||
+  if (weight_bytes != shapes.weight.data.size() || sbytes.size() != shapes.scale.data.size() ||
       zbytes.size() != (shapes.zero_point ? shapes.zero_point->data.size() : 0)) {
     return absl::InternalError(absl::StrCat("tensor '", original.name, "': blocks packed ",
-                                            wbytes.size(), "+", sbytes.size(), "+", zbytes.size(),
+                                            weight_bytes, "+", sbytes.size(), "+", zbytes.size(),
                                             " bytes, the layout holds ",
                                             shapes.weight.data.size(), "+",
                                             shapes.scale.data.size()));
   }
   out.packed = std::move(shapes);
-  out.packed.weight.data = ir::TensorData::Owned(std::move(wbytes));
+  out.packed.weight.data = sink ? ir::TensorData() : ir::TensorData::Owned(std::move(wbytes));
   out.packed.scale.data = ir::TensorData::Owned(std::move(sbytes));
   if (out.packed.zero_point) out.packed.zero_point->data = ir::TensorData::Owned(std::move(zbytes));
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<QuantizedWeight> QuantizeRtnTensor(const ir::Tensor& original,
+                                            const RtnTensorOptions& o) {
+  return QuantizeBlocks(original, o, nullptr);
+}
+
+absl::StatusOr<QuantizedWeight> QuantizeRtnTensorStreamed(const ir::Tensor& original,
+                                                          const RtnTensorOptions& o,
+                                                          const WeightSink& sink) {
+  return QuantizeBlocks(original, o, &sink);
 }
 
 }  // namespace slimpack::quantize

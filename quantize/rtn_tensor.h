@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include <functional>
+
 #include "ir/tensor.h"
 #include "quantize/numerics/error_stats.h"
 #include "quantize/numerics/pack.h"
@@ -49,6 +51,18 @@ struct QuantizedWeight {
 // quantizer's own errors.
 absl::StatusOr<QuantizedWeight> QuantizeRtnTensor(const ir::Tensor& original,
                                             const RtnTensorOptions& options);
+
+// Receives a packed weight's bytes in order, block by block.
+using WeightSink = std::function<absl::Status(const uint8_t* data, uint64_t size)>;
+
+// QuantizeRtnTensor with the packed weight's bytes handed to `sink` as each
+// block of rows is quantized instead of gathered (the result's
+// packed.weight.data is left empty; scale, zero point and error as
+// QuantizeRtnTensor's): the same bytes, without a buffer of the whole
+// weight. A sink error stops the quantization and is returned.
+absl::StatusOr<QuantizedWeight> QuantizeRtnTensorStreamed(const ir::Tensor& original,
+                                                          const RtnTensorOptions& options,
+                                                          const WeightSink& sink);
 
 // A weight quantized whole (`q`, from the f32 matrix `w`, `deq` its
 // dequantized values) as it is stored: packed in `original`'s layout, its
