@@ -179,12 +179,12 @@ absl::StatusOr<GgufExportResult> ExportDecoderToGguf(const ir::Model& model,
     const bool requantize = p.source->quant.quantized();
     if (requantize) requantized_names.push_back(p.gguf_name);
     if (!requantize) {
-      // Encoded chunk by chunk straight into the file (no tensor buffer).
-      const uint64_t size = static_cast<uint64_t>(gguf::RowBytes(choice.type, cols) * rows);
+      // Encoded chunk by chunk straight into the file (no tensor buffer),
+      // `size` the writer's own count, which the encoder checks first.
       RETURN_IF_ERROR(writer.AddTensorStreamed(
           p.gguf_name, ne, choice.type,
-          [p, rows, cols, size, type = choice.type, columns, threads,
-           pages](const gguf::TensorSink& sink) -> absl::Status {
+          [p, rows, cols, type = choice.type, columns, threads,
+           pages](uint64_t size, const gguf::TensorSink& sink) -> absl::Status {
             return EncodeTensorStreamed(p, type, rows, cols, columns, threads, pages.get(), size,
                                         sink);
           }));

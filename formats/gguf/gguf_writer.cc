@@ -221,7 +221,7 @@ absl::StatusOr<WrittenFile> GgufWriter::Write(const std::string& path) {
     if (t.stream) {
       uint64_t got = 0;
       absl::Status sink_error;  // kept even if a streamer dropped it
-      absl::Status streamed = t.stream([&](const uint8_t* data, uint64_t size) -> absl::Status {
+      absl::Status streamed = t.stream(t.bytes, [&](const uint8_t* data, uint64_t size) -> absl::Status {
         if (!sink_error.ok()) return sink_error;
         if (size > t.bytes - got) {
           sink_error = absl::InternalError(
@@ -229,6 +229,7 @@ absl::StatusOr<WrittenFile> GgufWriter::Write(const std::string& path) {
           return sink_error;
         }
         sink_error = file->Write(data, size);
+        if (!sink_error.ok()) sink_error = Annotate(sink_error, where);
         if (sink_error.ok()) got += size;
         return sink_error;
       });

@@ -23,8 +23,9 @@ using TensorFiller = std::function<absl::Status(uint8_t* dst, uint64_t size)>;
 // Receives a tensor's bytes in order, piece by piece.
 using TensorSink = std::function<absl::Status(const uint8_t* data, uint64_t size)>;
 // Hands a tensor's bytes to `sink` in order (calls one at a time, from any
-// thread), exactly the tensor's byte size in all; returns the sink's error.
-using TensorStreamer = std::function<absl::Status(const TensorSink& sink)>;
+// thread), exactly `size` (the tensor's byte size) in all; returns the
+// sink's error.
+using TensorStreamer = std::function<absl::Status(uint64_t size, const TensorSink& sink)>;
 
 struct WrittenFile {
   uint64_t file_bytes = 0;

@@ -88,7 +88,7 @@ unit_under_qemu() {  # unit_under_qemu BINARY FILTER DESCRIPTION
     fi
   done
 }
-unit_under_qemu "$GGUF_TEST" '*Lanes*:*RoundToGrids*:*GgmlBlocksGolden*:*Q8_0*' "ggml block encoders"
+unit_under_qemu "$GGUF_TEST" '*Lanes*:*RoundToGrids*:*AcrossBatch*:*GgmlBlocksGolden*:*Q8_0*' "ggml block encoders"
 unit_under_qemu "$IR_TEST" '*FloatConvert*' "float conversions"
 unit_under_qemu "$SUPPORT_TEST" '*OrderedProducts*:*ExpArray*' "fixed-order products, ExpArray"
 for cpu in haswell nehalem; do

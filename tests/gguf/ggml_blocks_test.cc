@@ -401,6 +401,38 @@ TEST(GgmlBlocksTest, KQuantsDecodeToTheNearestStoredLevel) {
 
 // ---------------------------------------------------------------- errors
 
+// The K encoders search 16 super-blocks per batch: a row of 40 (two whole
+// batches and a partial one) must give, block for block, what each
+// super-block encoded alone gives (which the golden tests pin to ggml's),
+// with and without importance.
+TEST(GgmlBlocksTest, KTypesAcrossBatchBoundariesEqualBlockByBlock) {
+  const std::vector<float> base = MakeInputs();
+  constexpr int64_t kBlocks = 40, kSuper = 256;
+  std::vector<float> x(kBlocks * kSuper), imp(kBlocks * kSuper);
+  for (int64_t i = 0; i < kBlocks * kSuper; ++i) {
+    // Tiled with a different scale per block, so no two blocks are alike.
+    x[i] = base[i % base.size()] * (1.0f + 0.01f * static_cast<float>(i / kSuper));
+    imp[i] = 0.25f + static_cast<float>((i * 7) % 13);
+  }
+  for (TensorType type : {TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
+                          TensorType::kQ5_K, TensorType::kQ6_K}) {
+    for (bool weighted : {false, true}) {
+      const int64_t block_bytes = RowBytes(type, kSuper);
+      std::vector<uint8_t> row(block_bytes * kBlocks), alone(block_bytes * kBlocks);
+      ASSERT_THAT(QuantizeRow(type, x.data(), kBlocks * kSuper, weighted ? imp.data() : nullptr,
+                              row.data()),
+                  IsOk());
+      for (int64_t b = 0; b < kBlocks; ++b) {
+        ASSERT_THAT(QuantizeRow(type, x.data() + b * kSuper, kSuper,
+                                weighted ? imp.data() + b * kSuper : nullptr,
+                                alone.data() + b * block_bytes),
+                    IsOk());
+      }
+      EXPECT_EQ(row, alone) << static_cast<int>(type) << (weighted ? " with importance" : "");
+    }
+  }
+}
+
 TEST(GgmlBlocksTest, RowBytes) {
   EXPECT_EQ(RowBytes(TensorType::kQ4_K, 512), 288);
   EXPECT_EQ(RowBytes(TensorType::kQ8_0, 64), 68);

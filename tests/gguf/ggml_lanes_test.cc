@@ -124,7 +124,19 @@ TEST(Q3LanesTest, SameBitsAsTheScalarSearch) {
     const EachWidth at(width);
     for (const int n : {16, 8, 24}) {
       for (int64_t groups : {1, 7, 16, 17, 50}) {
-        const std::vector<float> x = Groups(groups, n, static_cast<uint32_t>(groups * 13 + n));
+        std::vector<float> x = Groups(groups, n, static_cast<uint32_t>(groups * 13 + n));
+        // Groups where the descent's guards decide: one non-zero value, one
+        // spike among tiny values, an infinite value.
+        for (int64_t g = 0; g < groups; ++g) {
+          float* v = x.data() + g * n;
+          if (g % 25 == 2) {
+            for (int i = 0; i < n; ++i) v[i] = i == 3 ? 1.5f : 0.0f;
+          } else if (g % 25 == 7) {
+            for (int i = 0; i < n; ++i) v[i] = i == n - 1 ? -40.0f : 1e-6f * static_cast<float>(i);
+          } else if (g % 25 == 12) {
+            v[1] = INFINITY;
+          }
+        }
         std::vector<int8_t> lanes_codes(x.size(), -1), scalar_codes(x.size(), -1);
         std::vector<float> lanes_scales(static_cast<size_t>(groups));
         MakeQ3QuantsGroups(groups, n, 4, x.data(), lanes_codes.data(), lanes_scales.data());

@@ -57,7 +57,7 @@ absl::Status Write(const std::string& path, bool streamed, uint64_t piece,
     }
     const int64_t give = static_cast<int64_t>(size) + (t == 2 ? extra_bytes : 0);
     RETURN_IF_ERROR(w.AddTensorStreamed(
-        name, shapes[t], types[t], [data, piece, give](const TensorSink& sink) -> absl::Status {
+        name, shapes[t], types[t], [data, piece, give](uint64_t, const TensorSink& sink) -> absl::Status {
           std::vector<uint8_t> all = data;
           all.resize(static_cast<size_t>(std::max<int64_t>(give, 0)), 0);
           for (uint64_t at = 0; at < all.size(); at += piece) {
@@ -95,7 +95,7 @@ TEST(GgufWriterTest, AStreamersErrorIsReturnedWithTheTensorName) {
   testing::TempDir dir;
   GgufWriter w;
   ASSERT_THAT(w.AddTensorStreamed("w", {32}, TensorType::kQ8_0,
-                                  [](const TensorSink&) -> absl::Status {
+                                  [](uint64_t, const TensorSink&) -> absl::Status {
                                     return absl::InvalidArgumentError("row 3: weight is NaN");
                                   }),
               IsOk());
@@ -106,7 +106,8 @@ TEST(GgufWriterTest, AStreamersErrorIsReturnedWithTheTensorName) {
   // A streamer that drops its sink's error still fails the write.
   GgufWriter w2;
   ASSERT_THAT(w2.AddTensorStreamed("w", {32}, TensorType::kQ8_0,
-                                   [](const TensorSink& sink) -> absl::Status {
+                                   [](uint64_t size, const TensorSink& sink) -> absl::Status {
+                                     EXPECT_EQ(size, 34u);  // the tensor's bytes
                                      std::vector<uint8_t> too_many(40);
                                      (void)sink(too_many.data(), too_many.size());
                                      return absl::OkStatus();

@@ -1,6 +1,7 @@
 // DeferredWeights makes a weight's bytes (and its scale's and zero point's)
 // on the first request of any of them, exactly QuantizeRtnTensor's, hands
-// each out once, and names what it does not hold.
+// each out once, and names what it does not hold; streamed, a weight asked
+// for first goes to the sink block by block, the same bytes.
 #include "quantize/deferred_weights.h"
 
 #include <cstring>
@@ -68,6 +69,64 @@ TEST(DeferredWeightsTest, FirstRequestQuantizesAndEachTensorIsHandedOutOnce) {
   EXPECT_THAT(d.Produce("w"), StatusIs(absl::StatusCode::kInternal, HasSubstr("'w' was asked for twice")));
   EXPECT_THAT(d.Produce("other"),
               StatusIs(absl::StatusCode::kInternal, HasSubstr("'other' is not a deferred")));
+}
+
+TEST(DeferredWeightsTest, StreamedWeightFirstGoesBlockByBlockWithTheSameBytes) {
+  RtnTensorOptions o;
+  o.scheme.bits = 4;
+  o.scheme.group_size = 32;
+  o.scheme.symmetric = false;
+  o.block_rows = 2;  // three blocks of the six rows
+  auto want = QuantizeRtnTensor(Weight(), o);
+  ASSERT_THAT(want, IsOk());
+  auto joined_sink = [](std::string* out, int* pieces) {
+    return [out, pieces](const uint8_t* data, uint64_t n) {
+      out->append(reinterpret_cast<const char*>(data), n);
+      ++*pieces;
+      return absl::OkStatus();
+    };
+  };
+  {
+    DeferredWeights d({});
+    d.Add(Weight(), o, {}, {"w.scale", "w.zero_point"});
+    std::string w;
+    int pieces = 0;
+    ASSERT_THAT(d.ProduceStreamed("w", joined_sink(&w, &pieces)), IsOk());
+    EXPECT_EQ(w, Str(want->packed.weight.data));
+    EXPECT_EQ(pieces, 3);
+    std::string scale;
+    ASSERT_THAT(d.ProduceStreamed("w.scale", joined_sink(&scale, &pieces)), IsOk());
+    EXPECT_EQ(scale, Str(want->packed.scale.data));
+    auto zp = d.Produce("w.zero_point");
+    ASSERT_THAT(zp, IsOk());
+    EXPECT_EQ(Str(*zp), Str(want->packed.zero_point->data));
+    ASSERT_TRUE(d.Error("w").has_value());
+    EXPECT_EQ(d.Error("w")->err_sq, want->error.err_sq);
+    EXPECT_THAT(d.ProduceStreamed("w", joined_sink(&w, &pieces)),
+                StatusIs(absl::StatusCode::kInternal, HasSubstr("'w' was asked for twice")));
+  }
+  {
+    // The zero point first: the weight is quantized whole then and handed over in one piece.
+    DeferredWeights d({});
+    d.Add(Weight(), o, {}, {"w.scale", "w.zero_point"});
+    ASSERT_THAT(d.Produce("w.zero_point"), IsOk());
+    std::string w;
+    int pieces = 0;
+    ASSERT_THAT(d.ProduceStreamed("w", joined_sink(&w, &pieces)), IsOk());
+    EXPECT_EQ(w, Str(want->packed.weight.data));
+    EXPECT_EQ(pieces, 1);
+  }
+  {
+    // The sink's error stops the weight and is returned, on later requests too.
+    DeferredWeights d({});
+    d.Add(Weight(), o, {}, {"w.scale", "w.zero_point"});
+    EXPECT_THAT(d.ProduceStreamed("w",
+                                  [](const uint8_t*, uint64_t) {
+                                    return absl::DataLossError("disk full");
+                                  }),
+                StatusIs(absl::StatusCode::kDataLoss, HasSubstr("disk full")));
+    EXPECT_THAT(d.Produce("w.scale"), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("disk full")));
+  }
 }
 
 TEST(DeferredWeightsTest, QuantizerErrorsNameTheWeightOnEveryRequest) {

@@ -202,6 +202,17 @@ TEST(PortableMathTest, ExpArrayHasTheBitsOfTheScalarCall) {
   std::vector<float> xs = {0.0f, -0.0f, inf, -inf, std::nanf(""), 708.0f, -708.0f,
                            std::nextafter(708.0f, inf), std::nextafter(-708.0f, -inf), 88.7f,
                            -103.9f, 1e-40f, -1e-40f, 1e-30f, 3.4e38f, -3.4e38f};
+  // Eight-lane groups (aligned from index 16) mixing lanes below -708 with
+  // ordinary ones, and a NaN or a large value in each lane position.
+  while (xs.size() % 8 != 0) xs.push_back(1.0f);
+  for (int half = 0; half < 2; ++half) {
+    for (int l = 0; l < 8; ++l) xs.push_back((l < 4) == (half == 0) ? -750.0f : -1.0f - l);
+  }
+  for (int pos = 0; pos < 8; ++pos) {
+    for (float special : {std::nanf(""), 709.5f}) {
+      for (int l = 0; l < 8; ++l) xs.push_back(l == pos ? special : 0.5f * l - 2.0f);
+    }
+  }
   for (float x : Inputs(-800.0f, 800.0f)) xs.push_back(x);
   for (float x : Inputs(-20.0f, 20.0f)) xs.push_back(x);
   for (size_t len : {xs.size(), xs.size() - 1, xs.size() - 2, xs.size() - 3}) {
