@@ -15,18 +15,10 @@
 #include <utility>
 
 #include "formats/gguf/ggml_blocks_internal.h"
+#include "formats/gguf/ggml_lanes_vector.h"
 #include "support/check.h"
 
-// GCC on x86-64 also builds the searches for 8-wide (AVX2) and 16-wide
-// (AVX-512) vectors, picked at run time; elsewhere (clang, which checks the
-// vector ABI of the inlined helpers per target, and other CPUs) they run on
-// 4-wide vectors (SSE2, NEON). The lanes' results are the same at every width.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-#define SLIMPACK_LANE_X86 1
-#else
-#define SLIMPACK_LANE_X86 0
-#endif
-// The two batch functions index only their own fixed-size stack arrays
+// The batch functions index only their own fixed-size stack arrays
 // (n <= kQK, checked by the entry points) and the caller's buffers within
 // the sizes the entry points document. AddressSanitizer's check on each of
 // their vector accesses made the sanitizer build's K-quant conversion
@@ -45,216 +37,7 @@
 namespace slimpack::gguf::internal {
 namespace {
 
-// A batch value holds 2W lanes (2W groups) in two vectors of W floats.
-// Each sum below is a chain of dependent adds (their order is ggml's), and
-// two independent chains keep the floating-point units busy where one
-// would wait on each add's latency; more would not fit the registers of
-// AVX2 (16) in the search loops.
-constexpr int kParts = 2;
-constexpr float kInf = __builtin_inff();
-// Element alignment only: the batch arrays below are plain stack arrays.
-template <int W>
-struct VecTypes {
-  typedef float F __attribute__((vector_size(4 * W), aligned(4)));
-  typedef int32_t I __attribute__((vector_size(4 * W), aligned(4)));
-};
-template <int W>
-using VF = typename VecTypes<W>::F;
-template <int W>
-using VI = typename VecTypes<W>::I;
-template <int W>
-struct Vf {
-  VF<W> h[kParts];
-  float operator[](int64_t g) const { return h[g / W][g % W]; }
-};
-template <int W>
-struct Vi {
-  VI<W> h[kParts];
-  int32_t operator[](int64_t g) const { return h[g / W][g % W]; }
-};
-
-// Every helper is always inlined, so each width's entry point gets them
-// compiled for its own ISA and no vector crosses a call (whose ABI differs
-// between ISAs).
-#define LANE_INLINE __attribute__((always_inline)) inline
-// The loops over a value's vectors must vanish (GCC's -O2 leaves a 4- or
-// 8-trip loop, and the value in memory, otherwise).
-#if defined(__clang__)
-#define LANE_UNROLL _Pragma("clang loop unroll(full)")
-#else
-#define LANE_UNROLL _Pragma("GCC unroll 16")
-#endif
-
-#define LANE_BINARY(R, A, B, op, ea, eb)                                  \
-  template <int W>                                                        \
-  [[maybe_unused]] LANE_INLINE R operator op(A a, B b) {                  \
-    R r;                                                                  \
-    LANE_UNROLL for (int k = 0; k < kParts; ++k) r.h[k] = ea(k) op eb(k); \
-    return r;                                                             \
-  }
-#define LANE_A(k) a.h[k]
-#define LANE_B(k) b.h[k]
-#define SCALAR_A(k) a
-#define SCALAR_B(k) b
-#define LANE_ARITH(op)                                   \
-  LANE_BINARY(Vf<W>, Vf<W>, Vf<W>, op, LANE_A, LANE_B)   \
-  LANE_BINARY(Vf<W>, Vf<W>, float, op, LANE_A, SCALAR_B) \
-  LANE_BINARY(Vf<W>, float, Vf<W>, op, SCALAR_A, LANE_B)
-LANE_ARITH(+)
-LANE_ARITH(-)
-LANE_ARITH(*)
-LANE_ARITH(/)
-#define LANE_COMPARE(op)                                 \
-  LANE_BINARY(Vi<W>, Vf<W>, Vf<W>, op, LANE_A, LANE_B)   \
-  LANE_BINARY(Vi<W>, Vf<W>, float, op, LANE_A, SCALAR_B) \
-  LANE_BINARY(Vi<W>, Vi<W>, int32_t, op, LANE_A, SCALAR_B)
-LANE_COMPARE(<)
-LANE_COMPARE(>)
-LANE_COMPARE(==)
-LANE_COMPARE(!=)
-LANE_BINARY(Vi<W>, Vi<W>, Vi<W>, &, LANE_A, LANE_B)
-LANE_BINARY(Vi<W>, Vi<W>, int32_t, &, LANE_A, SCALAR_B)
-LANE_BINARY(Vi<W>, Vi<W>, int32_t, -, LANE_A, SCALAR_B)
-template <int W>
-LANE_INLINE Vf<W>& operator+=(Vf<W>& a, Vf<W> b) {
-  return a = a + b;
-}
-
-template <int W>
-LANE_INLINE Vf<W> Splat(float v) {
-  Vf<W> r;
-  LANE_UNROLL for (int k = 0; k < kParts; ++k) r.h[k] = VF<W>{} + v;
-  return r;
-}
-template <int W>
-LANE_INLINE Vi<W> SplatI(int32_t v) {
-  Vi<W> r;
-  LANE_UNROLL for (int k = 0; k < kParts; ++k) r.h[k] = VI<W>{} + v;
-  return r;
-}
-template <int W>
-LANE_INLINE Vi<W> AsInt(Vf<W> v) {
-  Vi<W> r;
-  LANE_UNROLL for (int k = 0; k < kParts; ++k) r.h[k] = reinterpret_cast<VI<W>>(v.h[k]);
-  return r;
-}
-template <int W>
-LANE_INLINE Vf<W> AsFloat(Vi<W> v) {
-  Vf<W> r;
-  LANE_UNROLL for (int k = 0; k < kParts; ++k) r.h[k] = reinterpret_cast<VF<W>>(v.h[k]);
-  return r;
-}
-// Lane by lane mask ? a : b (masks are the all-ones / zero lanes compares give).
-template <int W>
-LANE_INLINE Vf<W> Select(Vi<W> mask, Vf<W> a, Vf<W> b) {
-  Vf<W> r;
-  LANE_UNROLL for (int k = 0; k < kParts; ++k) r.h[k] = mask.h[k] ? a.h[k] : b.h[k];
-  return r;
-}
-template <int W>
-LANE_INLINE Vi<W> SelectI(Vi<W> mask, Vi<W> a, Vi<W> b) {
-  Vi<W> r;
-  LANE_UNROLL for (int k = 0; k < kParts; ++k) r.h[k] = mask.h[k] ? a.h[k] : b.h[k];
-  return r;
-}
-template <int W>
-LANE_INLINE Vf<W> Sqrt(Vf<W> v) {  // correctly rounded per lane, as sqrtf
-  Vf<W> r;
-  LANE_UNROLL for (int k = 0; k < kParts; ++k) {
-    for (int j = 0; j < W; ++j) r.h[k][j] = __builtin_sqrtf(v.h[k][j]);
-  }
-  return r;
-}
-template <int W>
-LANE_INLINE Vf<W> Abs(Vf<W> v) {
-  return AsFloat(AsInt(v) & 0x7FFFFFFF);
-}
-template <int W>
-LANE_INLINE Vf<W> ToFloat(Vi<W> v) {
-  Vf<W> r;
-  LANE_UNROLL for (int k = 0; k < kParts; ++k) r.h[k] = __builtin_convertvector(v.h[k], VF<W>);
-  return r;
-}
-// An optimisation barrier: the value is unchanged, but GCC can no longer
-// see how it was made (used where it would fold selects into ANDed masks).
-template <int W>
-LANE_INLINE void Opaque(Vf<W>& v) {
-#if SLIMPACK_LANE_X86
-  LANE_UNROLL for (int k = 0; k < kParts; ++k) asm("" : "+v"(v.h[k]));
-#else
-  (void)v;
-#endif
-}
-// NearestInt per lane (same bias trick, same integer for every input).
-template <int W>
-LANE_INLINE Vi<W> Nearest(Vf<W> v) {
-  return (AsInt(v + 12582912.0f) & 0x007FFFFF) - 0x00400000;
-}
-// In ?: form, which GCC compiles to vpmaxsd/vpminsd (a mask-and-select
-// form took two instructions each).
-template <int W>
-LANE_INLINE Vi<W> ClampI(Vi<W> v, int32_t lo, int32_t hi) {
-  const VI<W> vlo = VI<W>{} + lo, vhi = VI<W>{} + hi;
-  LANE_UNROLL for (int k = 0; k < kParts; ++k) {
-    v.h[k] = v.h[k] < vlo ? vlo : v.h[k];
-    v.h[k] = v.h[k] > vhi ? vhi : v.h[k];
-  }
-  return v;
-}
-
-// Transposes a W x W block in place: m[r][c] becomes m[c][r], in log2(W)
-// butterfly stages. The stage of distance h swaps, in each pair of rows
-// (r, r + h) with bit h of r clear, the columns with bit h set of row r
-// with the columns with bit h clear of row r + h; each new row is one
-// two-input shuffle (one vpermt2ps on AVX-512).
-// (On VF<W> itself, not a deduced vector type: deduction would drop the
-// typedef's 4-byte alignment and let the compiler assume 16.)
-template <int W, int H, std::size_t... K>
-LANE_INLINE VF<W> StageLow(VF<W> a, VF<W> b, std::index_sequence<K...>) {
-  return __builtin_shufflevector(a, b, ((K & H) ? W + K - H : K)...);
-}
-template <int W, int H, std::size_t... K>
-LANE_INLINE VF<W> StageHigh(VF<W> a, VF<W> b, std::index_sequence<K...>) {
-  return __builtin_shufflevector(a, b, ((K & H) ? W + K : K + H)...);
-}
-template <int W, int H>
-LANE_INLINE void TransposeStages(VF<W>* m) {
-  for (int r = 0; r < W; ++r) {
-    if (r & H) continue;
-    const VF<W> a = m[r], b = m[r + H];
-    m[r] = StageLow<W, H>(a, b, std::make_index_sequence<W>());
-    m[r + H] = StageHigh<W, H>(a, b, std::make_index_sequence<W>());
-  }
-  if constexpr (H > 1) TransposeStages<W, H / 2>(m);
-}
-
-// Lane-major copies of up to 2W groups of n values: out[i][lane] is
-// element i of group `lane`; missing groups read as zero. In W x W blocks
-// where n allows (the K types' 16 and 32), element by element otherwise.
-template <int W>
-LANE_INLINE void Transpose(const float* x, int n, int64_t groups, Vf<W>* out) {
-  if (n < W || n % W != 0) {
-    for (int i = 0; i < n; ++i) out[i] = Splat<W>(0);
-    for (int64_t g = 0; g < groups; ++g) {
-      for (int i = 0; i < n; ++i) out[i].h[g / W][g % W] = x[g * n + i];
-    }
-    return;
-  }
-  for (int q = 0; q < n / W; ++q) {
-    VF<W> m[kParts][W];
-    for (int p = 0; p < kParts; ++p) {
-      const int64_t rows = std::clamp<int64_t>(groups - p * W, 0, W);
-      for (int g = 0; g < W; ++g) {
-        m[p][g] = VF<W>{};
-        if (g < rows) std::memcpy(&m[p][g], x + (p * W + g) * n + q * W, sizeof(VF<W>));
-      }
-      TransposeStages<W, W / 2>(m[p]);
-    }
-    for (int i = 0; i < W; ++i) {
-      for (int p = 0; p < kParts; ++p) out[q * W + i].h[p] = m[p][i];
-    }
-  }
-}
+using namespace lanes;  // NOLINT: the vector vocabulary of this file
 
 // make_qx_quants for up to 2W groups.
 template <int W>
@@ -553,30 +336,32 @@ int Width() {
   return w;
 }
 
+// The build of routine `name` for `width` (name##4 where only that exists).
+#if SLIMPACK_LANE_X86
+#define LANE_PICK(name, width) \
+  ((width) == 16 ? name##16 : (width) == 8 ? name##8 : name##4)
+#else
+#define LANE_PICK(name, width) name##4
+#endif
+
+// Calls fn(first group, count) for consecutive batches of up to 2 * width
+// of `groups` groups.
+template <typename Fn>
+void ForEachBatch(int64_t groups, int width, Fn fn) {
+  const int64_t lanes = kParts * width;
+  for (int64_t g = 0; g < groups; g += lanes) fn(g, std::min<int64_t>(lanes, groups - g));
+}
+
 }  // namespace
 
 void MakeQxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const float* weights,
                         int8_t* L, float* scales) {
   CHECK(n > 0 && n <= static_cast<int>(kQK));
   const int width = Width();
-  const int64_t lanes = kParts * width;
-  for (int64_t g = 0; g < groups; g += lanes) {
-    const int64_t count = std::min<int64_t>(lanes, groups - g);
-    const float* w = weights ? weights + g * n : nullptr;
-    switch (width) {
-#if SLIMPACK_LANE_X86
-      case 16:
-        QxBatch16(n, nmax, x + g * n, w, count, L + g * n, scales + g);
-        break;
-      case 8:
-        QxBatch8(n, nmax, x + g * n, w, count, L + g * n, scales + g);
-        break;
-#endif
-      default:
-        QxBatch4(n, nmax, x + g * n, w, count, L + g * n, scales + g);
-        break;
-    }
-  }
+  auto* batch = LANE_PICK(QxBatch, width);
+  ForEachBatch(groups, width, [&](int64_t g, int64_t count) {
+    batch(n, nmax, x + g * n, weights ? weights + g * n : nullptr, count, L + g * n, scales + g);
+  });
 }
 
 void MakeQkxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const float* weights,
@@ -584,49 +369,27 @@ void MakeQkxQuantsGroups(int64_t groups, int n, int nmax, const float* x, const 
                          int nstep, bool use_mad) {
   CHECK(n > 0 && n <= static_cast<int>(kQK));
   const int width = Width();
-  const int64_t lanes = kParts * width;
-  auto* batch = QkxBatch4;
-#if SLIMPACK_LANE_X86
-  if (width == 16) batch = QkxBatch16;
-  if (width == 8) batch = QkxBatch8;
-#endif
-  for (int64_t g = 0; g < groups; g += lanes) {
-    const int64_t count = std::min<int64_t>(lanes, groups - g);
-    const float* w = weights ? weights + g * n : nullptr;
-    batch(n, nmax, x + g * n, w, count, L + g * n, scales + g, the_mins + g, rmin, rdelta, nstep,
-          use_mad);
-  }
+  auto* batch = LANE_PICK(QkxBatch, width);
+  ForEachBatch(groups, width, [&](int64_t g, int64_t count) {
+    batch(n, nmax, x + g * n, weights ? weights + g * n : nullptr, count, L + g * n, scales + g,
+          the_mins + g, rmin, rdelta, nstep, use_mad);
+  });
 }
 
 void MakeQ3QuantsGroups(int64_t groups, int n, int nmax, const float* x, int8_t* L,
                         float* scales) {
   CHECK(n > 0 && n <= static_cast<int>(kQK));
   const int width = Width();
-  const int64_t lanes = kParts * width;
-  auto* batch = Q3Batch4;
-#if SLIMPACK_LANE_X86
-  if (width == 16) batch = Q3Batch16;
-  if (width == 8) batch = Q3Batch8;
-#endif
-  for (int64_t g = 0; g < groups; g += lanes) {
-    const int64_t count = std::min<int64_t>(lanes, groups - g);
+  auto* batch = LANE_PICK(Q3Batch, width);
+  ForEachBatch(groups, width, [&](int64_t g, int64_t count) {
     batch(n, nmax, x + g * n, count, L + g * n, scales + g);
-  }
+  });
 }
 
 void RoundToGrids(int64_t groups, int n, const float* x, const float* d, const float* offset,
                   int lo, int hi, int bias, uint8_t* L) {
   CHECK(n > 0 && n % 16 == 0);
-  switch (Width()) {
-#if SLIMPACK_LANE_X86
-    case 16:
-      return RoundBatch16(groups, n, x, d, offset, lo, hi, bias, L);
-    case 8:
-      return RoundBatch8(groups, n, x, d, offset, lo, hi, bias, L);
-#endif
-    default:
-      return RoundBatch4(groups, n, x, d, offset, lo, hi, bias, L);
-  }
+  LANE_PICK(RoundBatch, Width())(groups, n, x, d, offset, lo, hi, bias, L);
 }
 
 int SetLaneWidth(int width) {
