@@ -42,6 +42,18 @@ std::vector<ir::Tensor> Tensors() {
   return out;
 }
 
+// `real` with every tensor's data Deferred (the writer must ask for it);
+// the bytes it will be asked for, by name, in *bytes.
+std::vector<ir::Tensor> Deferred(const std::vector<ir::Tensor>& real,
+                                 std::map<std::string, ir::TensorData>* bytes) {
+  std::vector<ir::Tensor> placeholders = real;
+  for (ir::Tensor& t : placeholders) {
+    (*bytes)[t.name] = t.data;
+    t.data = ir::TensorData::Deferred(t.data.size());
+  }
+  return placeholders;
+}
+
 TEST(DeferredTensorsTest, ProducedBytesGiveTheSameArtifact) {
   TempDir dir;
   const std::vector<ir::Tensor> real = Tensors();
@@ -49,12 +61,8 @@ TEST(DeferredTensorsTest, ProducedBytesGiveTheSameArtifact) {
   options.threads = 2;
   ASSERT_THAT(WriteArtifact(ModelOf(real), dir.File("in_memory"), options), IsOk());
 
-  std::vector<ir::Tensor> placeholders = real;
   std::map<std::string, ir::TensorData> bytes;
-  for (ir::Tensor& t : placeholders) {
-    bytes[t.name] = t.data;
-    t.data = ir::TensorData::Deferred(t.data.size());
-  }
+  const std::vector<ir::Tensor> placeholders = Deferred(real, &bytes);
   std::mutex mu;
   std::map<std::string, int> asked;
   options.encoder.produce = [&](const ir::Tensor& t) -> absl::StatusOr<ir::TensorData> {
@@ -86,12 +94,8 @@ TEST(DeferredTensorsTest, StreamedPiecesGiveTheSameArtifact) {
   ArtifactOptions options;
   options.threads = 2;
   ASSERT_THAT(WriteArtifact(ModelOf(real), dir.File("in_memory"), options), IsOk());
-  std::vector<ir::Tensor> placeholders = real;
   std::map<std::string, ir::TensorData> bytes;
-  for (ir::Tensor& t : placeholders) {
-    bytes[t.name] = t.data;
-    t.data = ir::TensorData::Deferred(t.data.size());
-  }
+  const std::vector<ir::Tensor> placeholders = Deferred(real, &bytes);
   std::mutex mu;
   std::map<std::string, int> streamed, produced;
   options.encoder.produce = [&](const ir::Tensor& t) -> absl::StatusOr<ir::TensorData> {
