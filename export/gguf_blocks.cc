@@ -31,9 +31,23 @@ struct BlockJob {
 // The blocks of `job` (input pages given back as read when `pages` is
 // set). The same function encodes eagerly and when the writer asks, so the
 // bytes are the same either way.
+uint64_t JobBytes(const BlockJob& job) {
+  return static_cast<uint64_t>(gguf::RowBytes(job.type, job.cols) * job.rows);
+}
+
+// The job of deferred tensor `t`; Internal when it has none.
+absl::StatusOr<const BlockJob*> FindJob(const std::map<std::string, BlockJob>& jobs,
+                                        const ir::Tensor& t) {
+  auto it = jobs.find(t.name);
+  if (it == jobs.end()) {
+    return absl::InternalError("tensor '" + t.name + "' is deferred but has no ggml job");
+  }
+  return &it->second;
+}
+
 absl::StatusOr<ir::TensorData> EncodeJob(const BlockJob& job, int threads,
                                          const support::InputPages* pages) {
-  const uint64_t size = static_cast<uint64_t>(gguf::RowBytes(job.type, job.cols) * job.rows);
+  const uint64_t size = JobBytes(job);
   // Every byte is written by the encoder: no zero-filling first (a vector
   // would, at an eighth of a q8_0 conversion's time).
   std::shared_ptr<uint8_t[]> bytes(new uint8_t[size]);
@@ -192,23 +206,15 @@ absl::StatusOr<GgmlBlocksModel> EncodeDecoderAsGgmlBlocks(const ir::Model& model
     auto pages = std::make_shared<const support::InputPages>(
         support::InputPages::Snapshot(model.input_files));
     out.produce = [jobs, pages, threads](const ir::Tensor& t) -> absl::StatusOr<ir::TensorData> {
-      auto it = jobs->find(t.name);
-      if (it == jobs->end()) {
-        return absl::InternalError("tensor '" + t.name + "' is deferred but has no ggml job");
-      }
-      return EncodeJob(it->second, threads, pages.get());
+      ASSIGN_OR_RETURN(const BlockJob* job, FindJob(*jobs, t));
+      return EncodeJob(*job, threads, pages.get());
     };
     out.produce_streamed = [jobs, pages, threads](const ir::Tensor& t,
                                                   const ByteSink& sink) -> absl::Status {
-      auto it = jobs->find(t.name);
-      if (it == jobs->end()) {
-        return absl::InternalError("tensor '" + t.name + "' is deferred but has no ggml job");
-      }
-      const BlockJob& job = it->second;
-      const uint64_t size = static_cast<uint64_t>(gguf::RowBytes(job.type, job.cols) * job.rows);
-      return Annotate(EncodeTensorStreamed(job.p, job.type, job.rows, job.cols, job.columns,
-                                           threads, pages.get(), size, sink),
-                      "tensor '" + job.p.source->name + "'");
+      ASSIGN_OR_RETURN(const BlockJob* job, FindJob(*jobs, t));
+      return Annotate(EncodeTensorStreamed(job->p, job->type, job->rows, job->cols, job->columns,
+                                           threads, pages.get(), JobBytes(*job), sink),
+                      "tensor '" + job->p.source->name + "'");
     };
   }
   return out;

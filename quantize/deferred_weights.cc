@@ -27,13 +27,17 @@ void DeferredWeights::Add(ir::Tensor source, RtnTensorOptions options,
 absl::Status DeferredWeights::Quantize(Job& job) {
   ASSIGN_OR_RETURN(QuantizedWeight r, QuantizeRtnTensor(job.source, job.options));
   job.ready[r.packed.weight.name] = std::move(r.packed.weight.data);
+  Keep(job, r);
+  return absl::OkStatus();
+}
+
+void DeferredWeights::Keep(Job& job, QuantizedWeight& r) {
   job.ready[r.packed.scale.name] = std::move(r.packed.scale.data);
   if (r.packed.zero_point) job.ready[r.packed.zero_point->name] = std::move(r.packed.zero_point->data);
   job.error = r.error;
   // The source is read once: give its pages and the mapping's reference back.
   pages_.Release(job.source.data.data(), job.source.data.size());
   job.source.data = ir::TensorData();
-  return absl::OkStatus();
 }
 
 absl::StatusOr<ir::TensorData> DeferredWeights::TakeLocked(Job& job, const std::string& tensor) {
@@ -78,13 +82,7 @@ absl::Status DeferredWeights::ProduceStreamed(const std::string& tensor, const W
   absl::StatusOr<QuantizedWeight> r = QuantizeRtnTensorStreamed(job.source, job.options, sink);
   job.status = r.status();
   RETURN_IF_ERROR(job.status);
-  job.ready[r->packed.scale.name] = std::move(r->packed.scale.data);
-  if (r->packed.zero_point) {
-    job.ready[r->packed.zero_point->name] = std::move(r->packed.zero_point->data);
-  }
-  job.error = r->error;
-  pages_.Release(job.source.data.data(), job.source.data.size());
-  job.source.data = ir::TensorData();
+  Keep(job, *r);
   return absl::OkStatus();
 }
 

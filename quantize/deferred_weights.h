@@ -69,6 +69,9 @@ class DeferredWeights {
     std::optional<quant::ErrorStats> error;
   };
   absl::Status Quantize(Job& job);
+  // Keeps a quantized weight's scale, zero point and error in its job and
+  // gives the source's pages back (the weight's own bytes are the caller's).
+  void Keep(Job& job, QuantizedWeight& r);
   // The buffered bytes of `tensor` from its (locked) job, quantizing first.
   absl::StatusOr<ir::TensorData> TakeLocked(Job& job, const std::string& tensor);
 
