@@ -2,8 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
-#include <map>
 #include <mutex>
 #include <optional>
 
@@ -13,6 +11,7 @@
 #include "hf/input_perm.h"
 #include "ir/float_convert.h"
 #include "ir/quant.h"
+#include "support/in_order_sink.h"
 #include "support/status_macros.h"
 #include "support/threads.h"
 
@@ -96,75 +95,6 @@ absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64
 
 namespace {
 
-// Chunks of rows finished out of order, handed to a sink in order: the
-// thread that finishes the next chunk due writes it, and any after it
-// already waiting; the others go back to encoding. A thread starts a chunk
-// only while fewer than `backlog` chunks before it are still to be handed
-// over (the thread holding the next chunk due never waits), so a slow sink
-// holds the encoders back instead of letting finished chunks pile up.
-class InOrderSink {
- public:
-  InOrderSink(const ByteSink& sink, int64_t backlog) : sink_(sink), backlog_(backlog) {}
-
-  // Blocks until `chunk` may be encoded; false once stopped (an error).
-  bool WaitForRoom(int64_t chunk) {
-    std::unique_lock<std::mutex> lock(mu_);
-    room_.wait(lock, [&] { return failed_ || chunk < next_ + backlog_; });
-    return !failed_;
-  }
-
-  absl::Status Deposit(int64_t chunk, std::vector<uint8_t> bytes) {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (failed_) return absl::OkStatus();  // the first error is already reported
-    ready_.emplace(chunk, std::move(bytes));
-    if (emitting_) return absl::OkStatus();  // that thread takes this one too
-    emitting_ = true;
-    for (auto it = ready_.find(next_); it != ready_.end(); it = ready_.find(next_)) {
-      std::vector<uint8_t> piece = std::move(it->second);
-      ready_.erase(it);
-      ++next_;
-      room_.notify_all();
-      lock.unlock();
-      absl::Status s = sink_(piece.data(), piece.size());
-      lock.lock();
-      if (!s.ok()) {
-        emitting_ = false;
-        StopLocked();
-        return s;
-      }
-    }
-    emitting_ = false;
-    return absl::OkStatus();
-  }
-
-  // After an encoding error: no more chunks are taken or handed over.
-  void Stop() {
-    std::lock_guard<std::mutex> lock(mu_);
-    StopLocked();
-  }
-
-  int64_t emitted() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return next_;
-  }
-
- private:
-  void StopLocked() {
-    failed_ = true;
-    ready_.clear();
-    room_.notify_all();
-  }
-
-  const ByteSink& sink_;
-  const int64_t backlog_;
-  std::mutex mu_;
-  std::condition_variable room_;
-  std::map<int64_t, std::vector<uint8_t>> ready_;
-  int64_t next_ = 0;
-  bool emitting_ = false;
-  bool failed_ = false;
-};
-
 // EncodeTensor into `dst` or, when `sink` is set, through it in order.
 absl::Status Encode(const Planned& p, TensorType type, int64_t rows, int64_t cols,
                     const float* importance, int threads, const support::InputPages* pages,
@@ -201,7 +131,8 @@ absl::Status Encode(const Planned& p, TensorType type, int64_t rows, int64_t col
   std::atomic<int64_t> next{0};
   std::mutex mu;
   absl::Status first_error;
-  std::optional<InOrderSink> in_order;
+  // The backlog keeps at most two chunks per thread in memory.
+  std::optional<support::InOrderSink> in_order;
   if (sink) in_order.emplace(*sink, 2 * parts);
   auto fail = [&](const absl::Status& s) {
     {

@@ -12,6 +12,7 @@
 #include "absl/status/status.h"
 #include "export/gguf_llama_plan.h"
 #include "export/gguf_types.h"
+#include "support/in_order_sink.h"
 #include "support/input_pages.h"
 
 namespace slimpack::gguf_export {
@@ -44,7 +45,7 @@ absl::Status EncodeTensor(const Planned& p, TensorType type, int64_t rows, int64
 // Receives a tensor's encoded bytes in order, piece by piece: each call's
 // bytes follow the previous call's. Calls come one at a time, from any of
 // the encoding threads; an error stops the encoding and is returned.
-using ByteSink = std::function<absl::Status(const uint8_t* data, uint64_t size)>;
+using ByteSink = support::ByteSink;
 
 // EncodeTensor's bytes handed to `sink` as each chunk of rows is encoded
 // and every chunk before it has been handed over, instead of into one
