@@ -39,9 +39,14 @@ namespace {
 
 using namespace lanes;  // NOLINT: the vector vocabulary of this file
 
-// make_qx_quants for up to 2W groups.
-template <int W>
-LANE_INLINE void QxSearch(int n, int nmax, const float* x, const float* weights, int64_t groups,
+// make_qx_quants for up to 2W groups. With kFloatRound the trial codes are
+// rounded in floats (RoundClampF); the search then returns false, having
+// written nothing, if any lane's |iscale * x| may have reached 2^21, beyond which
+// that rounding can differ from Nearest (the caller searches again
+// without it). |iscale| * amax is nmax + 0.9 at most for every lane not
+// zeroed below, so that does not happen; the check costs little.
+template <int W, bool kFloatRound>
+LANE_INLINE bool QxSearch(int n, int nmax, const float* x, const float* weights, int64_t groups,
                           int8_t* L, float* scales) {
   Vf<W> xs[kQK], ws[kQK];
   Vi<W> codes[kQK];
@@ -65,14 +70,23 @@ LANE_INLINE void QxSearch(int n, int nmax, const float* x, const float* weights,
   auto round = [&](Vf<W> iscale, int i) __attribute__((always_inline)) {
     return ClampI(Nearest(iscale * xs[i]), -nmax, nmax - 1);
   };
+  // Lanes whose group is all below kGroupMaxEps are zeroed at the end,
+  // whatever their search did: the rounding bound leaves them out.
+  Vf<W> live_amax = Select(amax < kGroupMaxEps, Splat<W>(0), amax);
+  Vf<W> worst = Splat<W>(0);  // the largest |iscale| * amax rounded at
   auto fit = [&](Vf<W> iscale, Vf<W>* sumlx, Vf<W>* suml2) __attribute__((always_inline)) {
     Vf<W> lx = Splat<W>(0), l2 = Splat<W>(0);
     for (int i = 0; i < n; ++i) {
-      const Vi<W> l = round(iscale, i);
-      const Vf<W> lf = ToFloat(l);
+      Vf<W> lf;
+      if constexpr (kFloatRound) {
+        lf = RoundClampF(iscale * xs[i], static_cast<float>(-nmax), static_cast<float>(nmax - 1));
+      } else {
+        lf = ToFloat(round(iscale, i));
+      }
       lx += wxs[i] * lf;
       l2 += ws[i] * lf * lf;
     }
+    if constexpr (kFloatRound) worst = Max(worst, NanAsInf(Abs(iscale) * live_amax));
     *sumlx = lx;
     *suml2 = l2;
   };
@@ -96,6 +110,8 @@ LANE_INLINE void QxSearch(int n, int nmax, const float* x, const float* weights,
     scale = Select(better, s, scale);
     best = Select(better, s * sumlx, best);
   }
+  // (A NaN bound compares false: searched again too.)
+  if (kFloatRound && !AllBelow(worst, kRoundExactLimit)) return false;
   const Vi<W> zero = amax < kGroupMaxEps;
   scale = Select(zero, Splat<W>(0), scale);
   for (int i = 0; i < n; ++i) codes[i] = round(best_iscale, i);
@@ -105,6 +121,7 @@ LANE_INLINE void QxSearch(int n, int nmax, const float* x, const float* weights,
       L[g * n + i] = static_cast<int8_t>(zero[g] ? 0 : codes[i][g] + nmax);
     }
   }
+  return true;
 }
 
 // make_q3_quants (its rmse search, without weights) for up to 2W groups:
@@ -179,8 +196,17 @@ LANE_INLINE void Q3Search(int n, int nmax, const float* x, int64_t groups, int8_
 // compiled (so the error loop does not test it per element). Null weights
 // are ggml's q4_K/q5_K reference weights, computed here in each lane in
 // the scalar order.
-template <int W, bool kUseMad>
-LANE_INLINE void QkxSearch(int n, int nmax, const float* x, const float* weights, int64_t groups,
+//
+// With kFloatRound the trial codes are rounded in floats (RoundClampF), and
+// the search returns false, having written nothing, if any lane not flat
+// may have rounded an |iscale * (x - min)| of 2^21 or more (the caller
+// searches again without it). |x - min| <= max(max - min, min - lowest),
+// so the product of that and |iscale| bounds it: the numerator of iscale
+// (about nmax) while the offset stays at or below the smallest value,
+// larger only when a fitted offset rises above it in a group whose range
+// above the offset nearly vanishes.
+template <int W, bool kUseMad, bool kFloatRound>
+LANE_INLINE bool QkxSearch(int n, int nmax, const float* x, const float* weights, int64_t groups,
                            uint8_t* L, float* scales, float* the_mins, float rmin, float rdelta,
                            int nstep) {
   if (n <= 0) __builtin_unreachable();  // checked by MakeQkxQuantsGroups
@@ -205,8 +231,15 @@ LANE_INLINE void QkxSearch(int n, int nmax, const float* x, const float* weights
     sum_w += ws[i];
     sum_x += ws[i] * xs[i];
   }
+  const Vf<W> lowest = min;  // the smallest value, before min is capped at 0
   min = Select(min > 0, Splat<W>(0), min);
   const Vi<W> flat = max == min;
+  // 0 in flat lanes, 1 elsewhere, for the rounding bound: a compare mask
+  // kept across the search loop is compiled into scalar code by GCC 12 on
+  // AVX-512, a float is not.
+  Vf<W> not_flat = Select(flat, Splat<W>(0), Splat<W>(1));
+  Opaque(not_flat);
+  Vf<W> worst = Splat<W>(0);
   const Vf<W> flat_min = min;
   const Vf<W> fmax = ToFloat(SplatI<W>(nmax));
   auto error = [&](Vf<W> s, Vf<W> offset, const Vf<W>* c) __attribute__((always_inline)) {
@@ -231,12 +264,20 @@ LANE_INLINE void QkxSearch(int n, int nmax, const float* x, const float* weights
     // ggml divides by the range to the best offset so far, not the first.
     const Vf<W> iscale = Splat<W>(rmin + rdelta * is + nmax) / (max - min);
     Vf<W> sum_l = Splat<W>(0), sum_l2 = Splat<W>(0), sum_xl = Splat<W>(0);
-    for (int i = 0; i < n; ++i) {
-      const Vf<W> lf = ToFloat(round(iscale, min, i));
+    auto sums = [&](Vf<W> lf, int i) __attribute__((always_inline)) {
       trial[i] = lf;
       sum_l += ws[i] * lf;
       sum_l2 += ws[i] * lf * lf;
       sum_xl += ws[i] * lf * xs[i];
+    };
+    if constexpr (kFloatRound) {
+      for (int i = 0; i < n; ++i) {
+        sums(RoundClampF(iscale * (xs[i] - min), 0.0f, static_cast<float>(nmax)), i);
+      }
+      const Vf<W> bound = Abs(iscale) * Max(max - min, min - lowest);
+      worst = Max(worst, NanAsInf(Select(not_flat > 0, bound, Splat<W>(0))));
+    } else {
+      for (int i = 0; i < n; ++i) sums(ToFloat(round(iscale, min, i)), i);
     }
     const Vf<W> D = sum_w * sum_l2 - sum_l * sum_l;
     Vf<W> this_scale = (sum_w * sum_xl - sum_x * sum_l) / D;
@@ -255,12 +296,14 @@ LANE_INLINE void QkxSearch(int n, int nmax, const float* x, const float* weights
     scale = Select(better, this_scale, scale);
     min = Select(better, this_min, min);
   }
+  if (kFloatRound && !AllBelow(worst, kRoundExactLimit)) return false;
   for (int i = 0; i < n; ++i) codes[i] = round(best_iscale, best_offset, i);
   for (int64_t g = 0; g < groups; ++g) {
     the_mins[g] = flat[g] ? -flat_min[g] : -min[g];
     scales[g] = flat[g] ? 0.0f : scale[g];
     for (int i = 0; i < n; ++i) L[g * n + i] = static_cast<uint8_t>(flat[g] ? 0 : codes[i][g]);
   }
+  return true;
 }
 
 // Clamp(NearestInt((x + offset) / d), lo, hi) + bias, W values at a time.
@@ -287,15 +330,23 @@ LANE_INLINE void RoundGroups(int64_t groups, int n, const float* x, const float*
   TARGET SLIMPACK_LANE_NO_ASAN void QxBatch##W(int n, int nmax, const float* x,                   \
                                                const float* weights, int64_t groups, int8_t* L,   \
                                                float* scales) {                                   \
-    QxSearch<W>(n, nmax, x, weights, groups, L, scales);                                          \
+    if (!QxSearch<W, true>(n, nmax, x, weights, groups, L, scales)) {                             \
+      QxSearch<W, false>(n, nmax, x, weights, groups, L, scales);                                 \
+    }                                                                                             \
   }                                                                                               \
   TARGET SLIMPACK_LANE_NO_ASAN void QkxBatch##W(                                                  \
       int n, int nmax, const float* x, const float* weights, int64_t groups, uint8_t* L,          \
       float* scales, float* the_mins, float rmin, float rdelta, int nstep, bool use_mad) {        \
     if (use_mad) {                                                                                \
-      QkxSearch<W, true>(n, nmax, x, weights, groups, L, scales, the_mins, rmin, rdelta, nstep);  \
-    } else {                                                                                      \
-      QkxSearch<W, false>(n, nmax, x, weights, groups, L, scales, the_mins, rmin, rdelta, nstep); \
+      if (!QkxSearch<W, true, true>(n, nmax, x, weights, groups, L, scales, the_mins, rmin, rdelta, \
+                                    nstep)) {                                                     \
+        QkxSearch<W, true, false>(n, nmax, x, weights, groups, L, scales, the_mins, rmin, rdelta, \
+                                  nstep);                                                         \
+      }                                                                                           \
+    } else if (!QkxSearch<W, false, true>(n, nmax, x, weights, groups, L, scales, the_mins, rmin, \
+                                          rdelta, nstep)) {                                       \
+      QkxSearch<W, false, false>(n, nmax, x, weights, groups, L, scales, the_mins, rmin, rdelta,  \
+                                 nstep);                                                          \
     }                                                                                             \
   }                                                                                               \
   TARGET SLIMPACK_LANE_NO_ASAN void Q3Batch##W(int n, int nmax, const float* x, int64_t groups, \

@@ -3,7 +3,7 @@
 // lane-wise arithmetic, compares and selects, ggml's NearestInt, and the
 // transposes that lay groups of consecutive values out one group per lane.
 // Every helper is always inlined, so each width's entry point compiles them
-// for its own ISA. Included by ggml_blocks_lanes.cc only (its compile
+// for its own ISA. Included by ggml_blocks_lanes.cc (its compile
 // options: -ffp-contract=off, -Wno-psabi).
 #ifndef SLIMPACK_FORMATS_GGUF_GGML_LANES_VECTOR_H_
 #define SLIMPACK_FORMATS_GGUF_GGML_LANES_VECTOR_H_
@@ -180,6 +180,65 @@ LANE_INLINE Vi<W> ClampI(Vi<W> v, int32_t lo, int32_t hi) {
     v.h[k] = v.h[k] > vhi ? vhi : v.h[k];
   }
   return v;
+}
+
+// Nearest(v) clamped to [lo, hi], as a float, computed in floats: clamp,
+// then round with the same bias addition Nearest uses. This equals
+// ToFloat(ClampI(Nearest(v), lo, hi)) for every |v| < 2^21 (rounding is
+// monotone and the bounds are integers), where the bias trick is exact
+// with room to spare; from 2^22 - 0.5 on, Nearest reads the mantissa of a
+// number whose exponent has moved and ggml's codes are not the nearest
+// ones, so callers use this only where they have bounded |v| (AllBelow
+// below) and fall back to Nearest elsewhere. Two instructions fewer per
+// element than the integer path in the K searches.
+constexpr float kRoundExactLimit = 2097152.0f;  // 2^21
+template <int W>
+LANE_INLINE Vf<W> RoundClampF(Vf<W> v, float lo, float hi) {
+  const VF<W> vlo = VF<W>{} + lo, vhi = VF<W>{} + hi, bias = VF<W>{} + 12582912.0f;
+  LANE_UNROLL for (int k = 0; k < kParts; ++k) {
+    VF<W> x = v.h[k] < vlo ? vlo : v.h[k];
+    x = x > vhi ? vhi : x;
+    v.h[k] = (x + bias) - bias;
+  }
+  return v;
+}
+template <int W>
+LANE_INLINE Vf<W> Max(Vf<W> a, Vf<W> b) {
+  Vf<W> r;
+  LANE_UNROLL for (int k = 0; k < kParts; ++k) r.h[k] = a.h[k] > b.h[k] ? a.h[k] : b.h[k];
+  return r;
+}
+// +inf in NaN lanes (so that a Max over steps keeps them: Max(a, NaN) is a).
+template <int W>
+LANE_INLINE Vf<W> NanAsInf(Vf<W> v) {
+  return Select(v == v, v, Splat<W>(kInf));
+}
+// The largest of a vector's lanes, by halving (GCC 12 compiles a compare
+// mask that is reduced or kept, rather than fed to a select, into scalar
+// code on AVX-512; this is selects and vmaxps only).
+template <int W>
+LANE_INLINE float MaxLane(VF<W> v) {
+  if constexpr (W <= 4) {
+    float m = v[0];
+    for (int j = 1; j < W; ++j) m = v[j] > m ? v[j] : m;
+    return m;
+  } else {
+    VF<W / 2> lo, hi;
+    std::memcpy(&lo, &v, sizeof lo);
+    std::memcpy(&hi, reinterpret_cast<const char*>(&v) + sizeof lo, sizeof hi);
+    return MaxLane<W / 2>(lo > hi ? lo : hi);
+  }
+}
+// True when every lane of v is below `limit` (false for a NaN lane).
+template <int W>
+LANE_INLINE bool AllBelow(Vf<W> v, float limit) {
+  const VF<W> lim = VF<W>{} + limit, zero = VF<W>{}, one = zero + 1.0f;
+  VF<W> over = v.h[0] < lim ? zero : one;
+  LANE_UNROLL for (int k = 1; k < kParts; ++k) {
+    const VF<W> o = v.h[k] < lim ? zero : one;
+    over = o > over ? o : over;
+  }
+  return MaxLane<W>(over) == 0.0f;
 }
 
 // Transposes a W x W block in place: m[r][c] becomes m[c][r], in log2(W)

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "formats/gguf/ggml_blocks_internal.h"
+#include "formats/gguf/ggml_lanes_vector.h"
 #include "gtest/gtest.h"
 
 namespace slimpack::gguf::internal {
@@ -201,7 +202,10 @@ TEST_P(QkxLanesTest, SameBitsAsTheScalarSearch) {
 }
 
 // q4_K and q5_K without importance (their weights given, and computed by
-// the search from null), q4_K/q5_K with it, q2_K's two searches.
+// the search from null), q4_K/q5_K with it, q2_K's two searches. The last
+// two are no encoder's: trial scales just below 2^21 (the searches round
+// in floats up to there) and above 2^22 (where only Nearest's integer trick
+// gives ggml's codes, so the searches must fall back to it).
 INSTANTIATE_TEST_SUITE_P(KQuantParameters, QkxLanesTest,
                          ::testing::Values(QkxCase{32, 15, -1.f, 0.1f, 20, false},
                                            QkxCase{32, 31, -0.5f, 0.1f, 15, false},
@@ -212,7 +216,40 @@ INSTANTIATE_TEST_SUITE_P(KQuantParameters, QkxLanesTest,
                                            QkxCase{16, 3, -0.9f, 0.05f, 36, false},
                                            QkxCase{16, 3, -0.5f, 0.1f, 15, true},
                                            QkxCase{24, 15, -1.f, 0.1f, 20, false, false},
-                                           QkxCase{8, 3, -0.5f, 0.1f, 15, true}));
+                                           QkxCase{8, 3, -0.5f, 0.1f, 15, true},
+                                           QkxCase{32, 15, 2.09e6f, 1.f, 3, false},
+                                           QkxCase{32, 15, 6e6f, 0.1f, 3, false}));
+
+// The searches round trial codes in floats (RoundClampF) wherever they have
+// bounded |v| below 2^21, and fall back to ggml's integer trick elsewhere:
+// the two agree on every value below the bound (ties, negatives, the
+// clamps, the bound's neighbourhood) and do differ above it, which is why
+// the bound is kept.
+TEST(LaneRoundingTest, FloatRoundingIsNearestBelowTheBoundOnly) {
+  using lanes::Vf;
+  std::vector<float> below;
+  for (float v = -40.f; v <= 40.f; v += 0.25f) below.push_back(v);  // every tie
+  for (float v : {-0.f, 0.49999997f, 0.5f, 1.5f, 2.5f, 14.5f, 15.5f, 16.5f, -0.5f, -1.5f,
+                  -32.5f, 31.5f, 2097151.5f, -2097151.5f, 2097151.f, 1e-30f, -1e-30f}) {
+    below.push_back(v);
+  }
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> u(-2097151.f, 2097151.f);
+  for (int i = 0; i < 4000; ++i) below.push_back(u(rng) / static_cast<float>(1 << (i % 23)));
+  auto check = [](float v, int lo, int hi) {
+    Vf<4> in = lanes::Splat<4>(v);
+    const Vf<4> as_float = lanes::RoundClampF(in, static_cast<float>(lo), static_cast<float>(hi));
+    const Vf<4> as_int = lanes::ToFloat(lanes::ClampI(lanes::Nearest(in), lo, hi));
+    return Bits(as_float[0]) == Bits(as_int[0]);
+  };
+  for (float v : below) {
+    EXPECT_TRUE(check(v, 0, 15)) << v;
+    EXPECT_TRUE(check(v, -32, 31)) << v;
+  }
+  int differ = 0;
+  for (float v : {4194303.5f, 5e6f, 6e6f, 8.5e6f, 1e7f, 3e7f, -5e6f}) differ += check(v, 0, 15) ? 0 : 1;
+  EXPECT_GT(differ, 0) << "ggml's integer trick agrees with rounding near 2^22";
+}
 
 // The K types' final rounding against the scalar expression, for q4_K's
 // (offset, [0, 15]) and q6_K's (no offset, [-32, 31] + 32) grids: groups
