@@ -112,8 +112,25 @@ AtomicFile::~AtomicFile() {
 
 absl::Status AtomicFile::Write(const void* data, uint64_t size) {
   absl::Status status = WriteFully(fd_, data, size, final_path_, size_);
-  if (status.ok()) size_ += size;
+  if (!status.ok()) return status;
+  size_ += size;
+  StartWriteback();
   return status;
+}
+
+// Asks the kernel to start writing what was appended back to disk now,
+// every few MiB, without waiting: otherwise nothing is written back until
+// Commit's fsync (a file below the dirty-page thresholds stays in memory),
+// which then writes the whole file while the CPU idles (0.26 s of a
+// 425 MB GGUF). Purely a hint; errors surface at fsync.
+void AtomicFile::StartWriteback() {
+#if defined(__linux__)
+  constexpr uint64_t kWritebackBytes = uint64_t{8} << 20;
+  if (size_ - written_back_ < kWritebackBytes) return;
+  ::sync_file_range(fd_, static_cast<off64_t>(written_back_),
+                    static_cast<off64_t>(size_ - written_back_), SYNC_FILE_RANGE_WRITE);
+  written_back_ = size_;
+#endif
 }
 
 absl::Status AtomicFile::WriteAt(uint64_t offset, const void* data, uint64_t size) {

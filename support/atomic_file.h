@@ -62,10 +62,12 @@ class AtomicFile {
 
  private:
   AtomicFile(std::string final_path, std::string temp_path, int fd);
+  void StartWriteback();
   std::string final_path_;
   std::string temp_path_;
   int fd_;
   uint64_t size_ = 0;
+  uint64_t written_back_ = 0;  // bytes already handed to StartWriteback
   bool committed_ = false;
 };
 
