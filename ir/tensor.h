@@ -40,6 +40,10 @@ class TensorData {
  public:
   TensorData() = default;
   static TensorData Owned(std::vector<uint8_t> bytes);
+  // `size` bytes of uninitialised memory owned by the tensor, for a
+  // producer that writes every byte (a vector would zero them first); the
+  // bytes are filled through the returned pointer before the tensor is used.
+  static TensorData OwnedUninitialized(uint64_t size, uint8_t** bytes);
   // A view of [data, data+size) valid while `owner` lives.
   static TensorData View(std::shared_ptr<const void> owner,
                          const uint8_t* data, uint64_t size);

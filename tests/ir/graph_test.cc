@@ -141,6 +141,24 @@ TEST(TensorDataTest, ViewKeepsOwnerAlive) {
   EXPECT_EQ(d.data()[7], 7);
 }
 
+// Below and above the size that goes to huge-page storage: the bytes
+// written through the pointer are the tensor's, owned (not a view), and
+// live as long as a copy of the tensor does.
+TEST(TensorDataTest, OwnedUninitializedHoldsWhatWasWritten) {
+  for (const uint64_t size : {uint64_t{100}, uint64_t{5} << 20}) {
+    uint8_t* bytes = nullptr;
+    TensorData d = TensorData::OwnedUninitialized(size, &bytes);
+    ASSERT_NE(bytes, nullptr);
+    for (uint64_t i = 0; i < size; ++i) bytes[i] = static_cast<uint8_t>(i * 7);
+    TensorData copy = d;
+    d = TensorData();
+    EXPECT_FALSE(copy.is_view());
+    EXPECT_EQ(copy.size(), size);
+    EXPECT_EQ(copy.data(), bytes);
+    EXPECT_EQ(copy.data()[size - 1], static_cast<uint8_t>((size - 1) * 7));
+  }
+}
+
 TEST(PrinterTest, PrintsNodesAttributesAndInitializers) {
   Graph g;
   g.name = "main";
