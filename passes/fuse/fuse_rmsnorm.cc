@@ -83,7 +83,7 @@ std::string MatchAt(const ir::Graph& graph, const ir::UseDefIndex& index,
   }
   std::vector<size_t> nodes;
   std::string xc;
-  size_t sqrt_i;
+  size_t sqrt_i = 0;  // set by MatchNormalize when it matches
   std::string why = MatchNormalize(graph, index, dead, *n_i, nodes, xc, sqrt_i);
   // Past this point the chain looks like an RMS norm: failures are near
   // misses worth logging.
