@@ -1,7 +1,8 @@
 // std::vector storage for arrays of many megabytes (GPTQ's 4096 x 4096
-// Hessian and its factors are 128 MiB each): allocated 2 MiB-aligned and
-// advised as transparent huge pages, so the kernel maps them 2 MiB at a
-// time instead of faulting each 4 KiB page in on first touch. On the
+// Hessian and its factors are 128 MiB each): allocated 2 MiB-aligned,
+// advised as transparent huge pages and populated at once, so the kernel
+// maps them 2 MiB at a time instead of faulting each 4 KiB page in on
+// first touch. On the
 // virtual machines we measure on a 4 KiB fault costs ~12 us: first-touching
 // a 128 MiB array took 0.40 s, with huge pages 0.014 s once the kernel has
 // free huge pages (bench/quant/quant_bench's GPTQ phases). Where THP is
