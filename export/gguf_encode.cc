@@ -150,6 +150,10 @@ absl::Status Encode(const Planned& p, TensorType type, int64_t rows, int64_t col
       std::vector<uint8_t> piece;
       if (sink) piece.resize(static_cast<size_t>((end - begin) * row_bytes));
       uint8_t* out = sink ? piece.data() : dst + begin * row_bytes;
+      if (p.rope_heads == 0) {
+        support::PrefaultRead(t.data.data() + static_cast<uint64_t>(begin * cols) * esize,
+                              static_cast<uint64_t>((end - begin) * cols) * esize);
+      }
       for (int64_t r = begin; r < end; ++r) {
         const int64_t from =
             p.rope_heads > 0 ? gguf::RopePermutedSourceRow(r, rows, p.rope_heads) : r;

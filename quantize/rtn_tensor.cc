@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "quantize/weight_matrix.h"
+#include "support/input_pages.h"
 #include "support/status_macros.h"
 
 namespace slimpack::quantize {
@@ -111,6 +112,7 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
     // The caller's tensor outlives this view.
     part.data = ir::TensorData::View(
         nullptr, original.data.data() + static_cast<uint64_t>(r0 * cols) * element, n * element);
+    support::PrefaultRead(part.data.data(), part.data.size());
     ASSIGN_OR_RETURN(std::vector<float> w, ToF32(part));
     if (o.release) o.release->Release(part.data.data(), part.data.size());
     auto q = quant::QuantizeRtn(w.data(), r, cols, o.scheme, o.rtn);

@@ -61,21 +61,38 @@ InputPages InputPages::Snapshot(const std::vector<std::string>& input_files) {
   return pages;
 }
 
+bool InputPages::Inside(uintptr_t begin, uintptr_t end) const {
+  auto it = std::upper_bound(
+      ranges_.begin(), ranges_.end(), std::make_pair(begin, UINTPTR_MAX));
+  if (it == ranges_.begin()) return false;
+  --it;
+  return begin >= it->first && end <= it->second;
+}
+
 void InputPages::Release(const uint8_t* data, uint64_t size) const {
   if (size == 0 || ranges_.empty()) return;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(data);
   const uintptr_t end = begin + size;
-  auto it = std::upper_bound(
-      ranges_.begin(), ranges_.end(), std::make_pair(begin, UINTPTR_MAX));
-  if (it == ranges_.begin()) return;
-  --it;
-  if (begin < it->first || end > it->second) return;
+  if (!Inside(begin, end)) return;
   // Only pages wholly inside the range: a neighbouring tensor may still be
   // reading the partial pages at either end.
   uintptr_t first = (begin + page_size_ - 1) & ~(page_size_ - 1);
   uintptr_t last = end & ~(page_size_ - 1);
   if (last <= first) return;
   ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+void PrefaultRead(const uint8_t* data, uint64_t size) {
+#if defined(MADV_POPULATE_READ)
+  if (size == 0) return;
+  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(data) & ~(page - 1);
+  const uintptr_t last = (reinterpret_cast<uintptr_t>(data) + size + page - 1) & ~(page - 1);
+  ::madvise(reinterpret_cast<void*>(first), last - first, MADV_POPULATE_READ);
+#else
+  (void)data;
+  (void)size;
+#endif
 }
 
 }  // namespace slimpack::support

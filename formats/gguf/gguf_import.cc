@@ -16,6 +16,7 @@
 #include "hf/weight_roles.h"
 #include "nlohmann/json.hpp"
 #include "support/checked_math.h"
+#include "support/input_pages.h"
 #include "support/status_macros.h"
 
 namespace slimpack::gguf {
@@ -145,6 +146,7 @@ absl::StatusOr<ir::TensorData> HfRowOrder(const GgufFile& f, const TensorInfo& t
   }
   // Every byte is copied over, so the buffer is not zeroed first (a
   // vector's zeroing was a twentieth of an F16 GGUF's whole re-encoding).
+  support::PrefaultRead(rows_in, row_bytes * static_cast<uint64_t>(rows));
   uint8_t* hf_order = nullptr;
   ir::TensorData data =
       ir::TensorData::OwnedUninitialized(row_bytes * static_cast<uint64_t>(rows), &hf_order);

@@ -108,6 +108,7 @@ absl::Status CopyPayload(const ShardWriteContext& ctx, const ir::Tensor& t,
   uint64_t left = t.data.size();
   while (left > 0) {
     uint64_t n = std::min(left, kChunkBytes);
+    support::PrefaultRead(p, n);
     RETURN_IF_ERROR(out.Append(p, n));
     ctx.pages->Release(p, n);
     p += n;
@@ -138,6 +139,7 @@ absl::Status ConvertPayload(const ShardWriteContext& ctx, const ir::Tensor& t,
   for (uint64_t done = 0; done < numel;) {
     const uint64_t n = std::min(numel - done, chunk_elems);
     const uint8_t* src = t.data.data() + done * in_size;
+    support::PrefaultRead(src, n * in_size);
     absl::Status s = ctx.encoder->convert(t.dtype, src, to, buffer.data(), n);
     if (!s.ok()) return Annotate(s, "tensor '" + t.name + "'");
     RETURN_IF_ERROR(out.Append(buffer.data(), n * out_size));
