@@ -60,8 +60,8 @@ trap 'rm -rf "$(dirname "${art}")"' EXIT
 echo "== portable numerics: aarch64 (qemu) vs host bits"
 digest_src=("${root}/tests/support/portable_digest.cc" "${root}/support/portable_math.cc"
             "${root}/runtime/gemm/kernel_generic.cc")
-g++ -std=c++17 -O2 -ffp-contract=off -I "${root}" "${digest_src[@]}" -o "${build}/portable_digest_host"
-aarch64-linux-gnu-g++ -std=c++17 -O2 -ffp-contract=off -I "${root}" "${digest_src[@]}" \
+g++ -std=c++17 -O2 -ffp-contract=off -Wno-psabi -I "${root}" "${digest_src[@]}" -o "${build}/portable_digest_host"
+aarch64-linux-gnu-g++ -std=c++17 -O2 -ffp-contract=off -Wno-psabi -I "${root}" "${digest_src[@]}" \
   -o "${build}/portable_digest_aarch64"
 "${build}/portable_digest_host" > "${build}/portable_digest_host.txt"
 "${qemu[@]}" "${build}/portable_digest_aarch64" > "${build}/portable_digest_aarch64.txt"

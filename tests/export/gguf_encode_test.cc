@@ -77,7 +77,9 @@ std::vector<uint8_t> Streamed(const Planned& p, TensorType type, int64_t rows, i
                                      return absl::OkStatus();
                                    }),
               IsOk());
-  if (threads > 1) EXPECT_GT(pieces, 1);
+  if (threads > 1) {
+    EXPECT_GT(pieces, 1);
+  }
   return joined;
 }
 

@@ -49,7 +49,9 @@ TEST_F(GgmlSizePlanTest, MoreBitsBuyLessErrorWithinTheBudget) {
     EXPECT_LE(plan->bits_per_weight, bpw * (1 + 1e-9));
     EXPECT_GT(plan->bits_per_weight, bpw - 0.5) << "the budget is spent";
     EXPECT_GT(plan->error, 0);
-    if (last_error >= 0) EXPECT_LT(plan->error, last_error) << bpw;
+    if (last_error >= 0) {
+      EXPECT_LT(plan->error, last_error) << bpw;
+    }
     last_error = plan->error;
     // One exact-name override per planned matrix: q/k/v/o/gate/up of the
     // 4 layers, the embedding and lm_head, whose rows divide a 32-weight

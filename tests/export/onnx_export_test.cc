@@ -401,7 +401,9 @@ TEST(OnnxWeightsTest, ActOrderGatherFoldsIntoMatMulNBitsGIdx) {
       // Stored position j holds checkpoint row perm[j], of group j / 16.
       EXPECT_EQ(ir::IntAt<ir::DType::kU4>(b->data.data(), n * 32 + perm[j]),
                 ir::IntAt<ir::DType::kU4>(w.data.data(), n * 32 + j));
-      if (n == 0) EXPECT_EQ(gi[perm[j]], j / 16) << j;
+      if (n == 0) {
+        EXPECT_EQ(gi[perm[j]], j / 16) << j;
+      }
     }
   }
 }
@@ -443,7 +445,9 @@ TEST(OnnxWeightsTest, Int4GroupWiseElseBecomesBlockedDequantizeLinear) {
       ASSERT_NE(scale, nullptr);
       EXPECT_EQ(scale->dtype, ir::DType::kF32);
       EXPECT_EQ(scale->dims, ir::QuantParamDims(w));
-      if (asym) EXPECT_EQ(dq.inputs[2], "W.zero_point");
+      if (asym) {
+        EXPECT_EQ(dq.inputs[2], "W.zero_point");
+      }
     }
   }
 }

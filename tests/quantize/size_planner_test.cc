@@ -156,7 +156,9 @@ TEST(PlanForSizeTest, FixedSchemesAndConvLimits) {
   auto plan2 = PlanForSize(m, uses, {}, grouped, 1);
   ASSERT_THAT(plan2, IsOk());
   for (const SizeChoice& c : plan2->choices) {
-    if (c.tensor == "conv") EXPECT_EQ(c.scheme.Name(), "int8");
+    if (c.tensor == "conv") {
+      EXPECT_EQ(c.scheme.Name(), "int8");
+    }
   }
 }
 

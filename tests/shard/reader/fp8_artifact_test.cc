@@ -118,7 +118,9 @@ TEST_P(Fp8BlockRowsTest, WrittenReadRunAndDecodedBitForBit) {
   EXPECT_FALSE((*t)["layout"].contains("zero_point"));
   // Written only when rows share a scale: other manifests keep their bytes.
   EXPECT_EQ((*t)["layout"].contains("block_rows"), block_rows > 1);
-  if (block_rows > 1) EXPECT_EQ((*t)["layout"]["block_rows"], block_rows);
+  if (block_rows > 1) {
+    EXPECT_EQ((*t)["layout"]["block_rows"], block_rows);
+  }
 
   auto back = ReadArtifactModel(out);
   ASSERT_THAT(back, IsOk());
