@@ -70,9 +70,13 @@ LANE_INLINE bool QxSearch(int n, int nmax, const float* x, const float* weights,
   auto round = [&](Vf<W> iscale, int i) __attribute__((always_inline)) {
     return ClampI(Nearest(iscale * xs[i]), -nmax, nmax - 1);
   };
-  // Lanes whose group is all below kGroupMaxEps are zeroed at the end,
-  // whatever their search did: the rounding bound leaves them out.
-  Vf<W> live_amax = Select(amax < kGroupMaxEps, Splat<W>(0), amax);
+  // Lanes whose group is all below kGroupMaxEps (all-zero groups, the
+  // missing groups of a short batch) are zeroed at the end, whatever their
+  // search did: the rounding bound leaves them out (their iscale may be
+  // infinite). 1 in the other lanes, a float: a compare mask kept across
+  // the search is compiled into scalar code by GCC 12 on AVX-512.
+  Vf<W> live = Select(amax < kGroupMaxEps, Splat<W>(0), Splat<W>(1));
+  Opaque(live);
   Vf<W> worst = Splat<W>(0);  // the largest |iscale| * amax rounded at
   auto fit = [&](Vf<W> iscale, Vf<W>* sumlx, Vf<W>* suml2) __attribute__((always_inline)) {
     Vf<W> lx = Splat<W>(0), l2 = Splat<W>(0);
@@ -86,7 +90,9 @@ LANE_INLINE bool QxSearch(int n, int nmax, const float* x, const float* weights,
       lx += wxs[i] * lf;
       l2 += ws[i] * lf * lf;
     }
-    if constexpr (kFloatRound) worst = Max(worst, NanAsInf(Abs(iscale) * live_amax));
+    if constexpr (kFloatRound) {
+      worst = Max(worst, NanAsInf(Select(live > 0, Abs(iscale) * amax, Splat<W>(0))));
+    }
     *sumlx = lx;
     *suml2 = l2;
   };
