@@ -71,22 +71,16 @@ TensorData TensorData::Owned(std::vector<uint8_t> bytes) {
 TensorData TensorData::OwnedUninitialized(uint64_t size, uint8_t** bytes) {
   // Large buffers in huge pages: a 32 MiB GGUF q/k matrix put back in
   // checkpoint row order spent 0.1 s faulting in 4 KiB pages on our VMs.
-  uint8_t* p = static_cast<uint8_t*>(size >= support::kLargeArrayBytes
-                                         ? support::AllocateLarge(size)
-                                         : ::operator new(size));
+  const bool large = size >= support::kLargeArrayBytes;
+  uint8_t* p = static_cast<uint8_t*>(large ? support::AllocateLarge(size) : ::operator new(size));
   TensorData d;
   d.data_ = p;
   d.size_ = size;
   *bytes = p;
-  if (size >= support::kLargeArrayBytes) {
-    d.owner_ = std::shared_ptr<const void>(p, [](const void* q) {
-      support::FreeLarge(const_cast<void*>(q));
-    });
-  } else {
-    d.owner_ = std::shared_ptr<const void>(p, [](const void* q) {
-      ::operator delete(const_cast<void*>(q));
-    });
-  }
+  d.owner_ = std::shared_ptr<const void>(p, [large](const void* q) {
+    void* v = const_cast<void*>(q);
+    large ? support::FreeLarge(v) : ::operator delete(v);
+  });
   return d;
 }
 
