@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,16 +47,26 @@ uint64_t ResidentBytes() {
   return static_cast<uint64_t>(resident) * ::sysconf(_SC_PAGESIZE);
 }
 
+// An 8 MiB file of Pattern bytes in `dir`, mapped (null on failure, which
+// the caller asserts).
+std::shared_ptr<MappedFile> MapPatternFile(const TempDir& dir, const std::string& bytes,
+                                           std::string* path) {
+  *path = dir.File("input.bin");
+  WriteFile(*path, bytes);
+  auto file = MappedFile::Open(*path);
+  EXPECT_TRUE(file.ok()) << file.status().ToString();
+  return file.ok() ? std::move(*file) : nullptr;
+}
+
 TEST(InputPagesTest, ReleasedFilePagesLeaveRssAndReadBackUnchanged) {
   TempDir dir;
-  const std::string path = dir.File("input.bin");
   const std::string bytes = Pattern(8 << 20);
-  WriteFile(path, bytes);
-  auto file = MappedFile::Open(path);
-  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  std::string path;
+  auto file = MapPatternFile(dir, bytes, &path);
+  ASSERT_NE(file, nullptr);
   const InputPages pages = InputPages::Snapshot({path});
   EXPECT_EQ(pages.mapping_count(), 1u);
-  const uint8_t* data = (*file)->data();
+  const uint8_t* data = file->data();
   ASSERT_EQ(0, std::memcmp(data, bytes.data(), bytes.size()));  // fault in
   const uint64_t before = ResidentBytes();
   pages.Release(data + 100, bytes.size() - 200);
@@ -72,12 +83,11 @@ TEST(InputPagesTest, ReleasedFilePagesLeaveRssAndReadBackUnchanged) {
 // EINVAL and nothing changes), and the bytes read back unchanged.
 TEST(InputPagesTest, PrefaultReadMapsPagesInAtOnce) {
   TempDir dir;
-  const std::string path = dir.File("input.bin");
   const std::string bytes = Pattern(8 << 20);
-  WriteFile(path, bytes);
-  auto file = MappedFile::Open(path);
-  ASSERT_TRUE(file.ok()) << file.status().ToString();
-  const uint8_t* data = (*file)->data();
+  std::string path;
+  auto file = MapPatternFile(dir, bytes, &path);
+  ASSERT_NE(file, nullptr);
+  const uint8_t* data = file->data();
   const uint64_t before = ResidentBytes();
   PrefaultRead(data + 100, bytes.size() - 200);
   const uint64_t after = ResidentBytes();
