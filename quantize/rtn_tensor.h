@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include <functional>
 
 #include "ir/tensor.h"
 #include "quantize/numerics/error_stats.h"
 #include "quantize/numerics/pack.h"
 #include "quantize/numerics/rtn.h"
+#include "support/byte_sink.h"
 #include "support/input_pages.h"
 
 namespace slimpack::quantize {
@@ -53,7 +53,7 @@ absl::StatusOr<QuantizedWeight> QuantizeRtnTensor(const ir::Tensor& original,
                                             const RtnTensorOptions& options);
 
 // Receives a packed weight's bytes in order, block by block.
-using WeightSink = std::function<absl::Status(const uint8_t* data, uint64_t size)>;
+using WeightSink = support::ByteSink;
 
 // QuantizeRtnTensor with the packed weight's bytes handed to `sink` as each
 // block of rows is quantized instead of gathered (the result's

@@ -118,19 +118,19 @@ absl::Status AtomicFile::Write(const void* data, uint64_t size) {
   return status;
 }
 
-// Asks the kernel to start writing what was appended back to disk now,
-// every few MiB, without waiting: otherwise nothing is written back until
-// Commit's fsync (a file below the dirty-page thresholds stays in memory),
-// which then writes the whole file while the CPU idles (0.26 s of a
-// 425 MB GGUF). Purely a hint; errors surface at fsync.
-void AtomicFile::StartWriteback() {
+void StartWriteback(int fd, uint64_t offset, uint64_t size) {
 #if defined(__linux__)
+  ::sync_file_range(fd, static_cast<off64_t>(offset), static_cast<off64_t>(size),
+                    SYNC_FILE_RANGE_WRITE);
+#endif
+}
+
+// What was appended goes back to disk every few MiB (StartWriteback's why).
+void AtomicFile::StartWriteback() {
   constexpr uint64_t kWritebackBytes = uint64_t{8} << 20;
   if (size_ - written_back_ < kWritebackBytes) return;
-  ::sync_file_range(fd_, static_cast<off64_t>(written_back_),
-                    static_cast<off64_t>(size_ - written_back_), SYNC_FILE_RANGE_WRITE);
+  slimpack::StartWriteback(fd_, written_back_, size_ - written_back_);
   written_back_ = size_;
-#endif
 }
 
 absl::Status AtomicFile::WriteAt(uint64_t offset, const void* data, uint64_t size) {

@@ -28,6 +28,13 @@ absl::Status ErrnoToStatus(int err, const std::string& what);
 absl::Status WriteFully(int fd, const void* data, uint64_t size,
                         const std::string& path, uint64_t offset);
 
+// Asks the kernel to start writing [offset, offset + size) of `fd` back to
+// disk now, without waiting: otherwise nothing is written back until the
+// final fsync (a file below the dirty-page thresholds stays in memory),
+// which then writes the whole file while the CPU idles (0.26 s of a 425 MB
+// GGUF). Purely a hint: errors surface at fsync.
+void StartWriteback(int fd, uint64_t offset, uint64_t size);
+
 class AtomicFile {
  public:
   // Creates "<dir>/.<name>.tmp-<pid>-<16 random hex>" beside `final_path`

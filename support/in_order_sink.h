@@ -11,17 +11,14 @@
 
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
 #include <map>
 #include <mutex>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "support/byte_sink.h"
 
 namespace slimpack::support {
-
-// Receives bytes in order: each call's bytes follow the previous call's.
-using ByteSink = std::function<absl::Status(const uint8_t* data, uint64_t size)>;
 
 class InOrderSink {
  public:

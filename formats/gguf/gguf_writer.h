@@ -15,13 +15,14 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "formats/gguf/gguf_format.h"
+#include "support/byte_sink.h"
 
 namespace slimpack::gguf {
 
 // Fills `dst` (exactly the tensor's byte size) with the tensor's data.
 using TensorFiller = std::function<absl::Status(uint8_t* dst, uint64_t size)>;
 // Receives a tensor's bytes in order, piece by piece.
-using TensorSink = std::function<absl::Status(const uint8_t* data, uint64_t size)>;
+using TensorSink = support::ByteSink;
 // Hands a tensor's bytes to `sink` in order (calls one at a time, from any
 // thread), exactly `size` (the tensor's byte size) in all; returns the
 // sink's error.

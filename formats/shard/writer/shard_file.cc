@@ -10,6 +10,7 @@
 #include "formats/shard/format.h"
 #include "formats/shard/writer/checked_io.h"
 #include "formats/shard/writer/file_digest.h"
+#include "support/atomic_file.h"
 #include "support/status_macros.h"
 
 namespace slimpack::shard_writer {
@@ -49,7 +50,7 @@ class HashingWriter {
     if (size >= buffer_.size()) {
       RETURN_IF_ERROR(Flush());
       RETURN_IF_ERROR(WriteAll(fd_, data, size, path_, position_));
-      StartWriteback(position_, size);
+      StartWriteback(fd_, position_, size);
       position_ += size;
       if (ctx_.on_bytes) ctx_.on_bytes(size);
       return absl::OkStatus();
@@ -73,7 +74,7 @@ class HashingWriter {
   absl::Status Flush() {
     if (used_ == 0) return absl::OkStatus();
     RETURN_IF_ERROR(WriteAll(fd_, buffer_.data(), used_, path_, position_));
-    StartWriteback(position_, used_);
+    StartWriteback(fd_, position_, used_);
     position_ += used_;
     if (ctx_.on_bytes) ctx_.on_bytes(used_);
     used_ = 0;
@@ -83,14 +84,6 @@ class HashingWriter {
   std::string FinishHex() { return sha_.FinishHex(); }
 
  private:
-  // Starts writing the range back to disk now, without waiting, so the
-  // final fsync finds little left to do and the disk works while the CPU
-  // converts and hashes. Purely a hint: errors surface at fsync.
-  void StartWriteback(uint64_t offset, uint64_t size) {
-    ::sync_file_range(fd_, static_cast<off64_t>(offset),
-                      static_cast<off64_t>(size), SYNC_FILE_RANGE_WRITE);
-  }
-
   int fd_;
   std::string path_;
   const ShardWriteContext& ctx_;
