@@ -56,7 +56,7 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
   if (request.recipe_from) {
     RETURN_IF_ERROR(CheckSameCalibration(*request.recipe_from, calibration));
   }
-  ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(request.input));
+  ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(request.input, request.threads));
   if (request.stages.log) {
     for (const std::string& w : model.warnings) request.stages.log("warning: " + w);
   }

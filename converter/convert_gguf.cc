@@ -252,7 +252,7 @@ absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request, bool r
   if (shard_reader::LooksLikeArtifact(request.input)) {
     ASSIGN_OR_RETURN(model, shard_reader::ReadArtifactModel(request.input));
   } else {
-    ASSIGN_OR_RETURN(model, formats::ImportModel(request.input));
+    ASSIGN_OR_RETURN(model, formats::ImportModel(request.input, request.threads));
   }
   if (refuse_blocks && !request.allow_requantize) {
     // llama-quantize refuses to quantize quantized tensors again without

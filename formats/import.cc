@@ -78,7 +78,7 @@ absl::StatusOr<InputKind> DetectInputKind(const std::string& path) {
                                   std::string(kSupported));
 }
 
-absl::StatusOr<ir::Model> ImportModel(const std::string& path) {
+absl::StatusOr<ir::Model> ImportModel(const std::string& path, int threads) {
   ASSIGN_OR_RETURN(InputKind kind, DetectInputKind(path));
   std::string onnx_path = path;
   struct stat st;
@@ -90,7 +90,7 @@ absl::StatusOr<ir::Model> ImportModel(const std::string& path) {
   if (kind == InputKind::kOnnx) {
     ASSIGN_OR_RETURN(model, onnx_format::ImportOnnx(onnx_path));
   } else if (kind == InputKind::kGguf) {
-    ASSIGN_OR_RETURN(model, gguf::ImportGguf(path));
+    ASSIGN_OR_RETURN(model, gguf::ImportGguf(path, threads));
   } else {
     ASSIGN_OR_RETURN(model, safetensors::ImportSafetensors(path));
   }

@@ -18,8 +18,10 @@ enum class InputKind { kOnnx, kSafetensors, kGguf };
 // path does not exist; Unimplemented listing the supported inputs otherwise.
 absl::StatusOr<InputKind> DetectInputKind(const std::string& path);
 
-// Imports any supported input and verifies the resulting IR.
-absl::StatusOr<ir::Model> ImportModel(const std::string& path);
+// Imports any supported input and verifies the resulting IR. `threads`
+// bounds the threads an importer may use where it copies tensors (a GGUF's
+// rotary rows; 0: one per core); the model is the same at any count.
+absl::StatusOr<ir::Model> ImportModel(const std::string& path, int threads = 1);
 
 }  // namespace slimpack::formats
 

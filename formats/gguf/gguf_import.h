@@ -27,8 +27,11 @@ inline constexpr char kTokenizerSideFile[] = "tokenizer.gguf";
 // Errors name the file and the key or tensor: Unimplemented for an
 // architecture other than llama/qwen2 or a tensor slimpack has no HF name
 // for; InvalidArgument for missing or malformed architecture keys (and
-// every ParseGguf / hf::ParseHfConfig / TagWeightRoles refusal).
-absl::StatusOr<ir::Model> ImportGguf(const std::string& path);
+// every ParseGguf / hf::ParseHfConfig / TagWeightRoles refusal). Tensors
+// whose rows move (llama.cpp's rotary q/k order back to HF's) are copied
+// on up to `threads` threads (0: one per core); the model is the same at
+// any count.
+absl::StatusOr<ir::Model> ImportGguf(const std::string& path, int threads = 1);
 
 // True when `head` (a file's first bytes) starts with the GGUF magic.
 bool HasGgufMagic(std::string_view head);
