@@ -16,6 +16,16 @@
 #include "support/threads.h"
 
 namespace slimpack::gguf_export {
+namespace {
+
+// Rows handed to one QuantizeRows call: about 2^16 weights, enough for the
+// K searches to fill their lanes on rows of any length (64 groups of 32 at
+// a time on AVX-512), little enough to stay in the core's L2.
+int64_t RowsPerCall(int64_t cols, int64_t left) {
+  return std::clamp<int64_t>((int64_t{1} << 16) / std::max<int64_t>(cols, 1), 1, left);
+}
+
+}  // namespace
 
 absl::Status ReadValuesF32(const Planned& p, uint64_t numel, int threads,
                            std::vector<float>& out) {
@@ -80,14 +90,16 @@ absl::Status EncodeRows(TensorType type, const std::vector<float>& values, int64
   absl::Status first_error;
   support::RunOnThreads(parts, [&](int64_t part) {
     const int64_t begin = rows * part / parts, end = rows * (part + 1) / parts;
-    for (int64_t r = begin; r < end; ++r) {
-      absl::Status s = gguf::QuantizeRow(type, values.data() + r * cols, cols, importance,
-                                         dst + r * row_bytes);
+    for (int64_t r = begin; r < end;) {
+      const int64_t n = RowsPerCall(cols, end - r);
+      absl::Status s = gguf::QuantizeRows(type, values.data() + r * cols, n, cols, importance,
+                                          dst + r * row_bytes, r);
       if (!s.ok()) {
         std::lock_guard<std::mutex> lock(mu);
-        if (first_error.ok()) first_error = Annotate(s, absl::StrCat("row ", r));
+        if (first_error.ok()) first_error = s;
         return;
       }
+      r += n;
     }
   });
   return first_error;
@@ -143,7 +155,7 @@ absl::Status Encode(const Planned& p, TensorType type, int64_t rows, int64_t col
     if (in_order) in_order->Stop();
   };
   support::RunOnThreads(parts, [&](int64_t) {
-    std::vector<float> row(static_cast<size_t>(cols));
+    std::vector<float> block;
     for (int64_t c = next++; c < chunks; c = next++) {
       if (sink && !in_order->WaitForRoom(c)) return;
       const int64_t begin = c * chunk_rows, end = std::min(rows, begin + chunk_rows);
@@ -154,16 +166,22 @@ absl::Status Encode(const Planned& p, TensorType type, int64_t rows, int64_t col
         support::PrefaultRead(t.data.data() + static_cast<uint64_t>(begin * cols) * esize,
                               static_cast<uint64_t>((end - begin) * cols) * esize);
       }
-      for (int64_t r = begin; r < end; ++r) {
-        const int64_t from =
-            p.rope_heads > 0 ? gguf::RopePermutedSourceRow(r, rows, p.rope_heads) : r;
-        absl::Status s = ir::ConvertFloats(
-            t.dtype, t.data.data() + static_cast<uint64_t>(from * cols) * esize, ir::DType::kF32,
-            reinterpret_cast<uint8_t*>(row.data()), static_cast<uint64_t>(cols));
-        if (s.ok()) {
-          s = gguf::QuantizeRow(type, row.data(), cols, importance, out + (r - begin) * row_bytes);
+      for (int64_t r = begin; r < end;) {
+        const int64_t n = RowsPerCall(cols, end - r);
+        block.resize(static_cast<size_t>(n * cols));
+        for (int64_t k = 0; k < n; ++k) {
+          const int64_t from =
+              p.rope_heads > 0 ? gguf::RopePermutedSourceRow(r + k, rows, p.rope_heads) : r + k;
+          absl::Status s = ir::ConvertFloats(
+              t.dtype, t.data.data() + static_cast<uint64_t>(from * cols) * esize,
+              ir::DType::kF32, reinterpret_cast<uint8_t*>(block.data() + k * cols),
+              static_cast<uint64_t>(cols));
+          if (!s.ok()) return fail(Annotate(s, absl::StrCat("row ", r + k)));
         }
-        if (!s.ok()) return fail(Annotate(s, absl::StrCat("row ", r)));
+        absl::Status s = gguf::QuantizeRows(type, block.data(), n, cols, importance,
+                                            out + (r - begin) * row_bytes, r);
+        if (!s.ok()) return fail(s);
+        r += n;
       }
       // Rotary rows come from anywhere in their head: those pages go back
       // with the rest below.

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "formats/gguf/ggml_blocks_internal.h"
@@ -312,6 +313,33 @@ absl::Status QuantizeRow(TensorType type, const float* src, int64_t n, const flo
     QuantizeLegacy(type, src, n, importance, dst);
   } else {
     internal::QuantizeKRow(type, src, n, importance, dst);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status QuantizeRows(TensorType type, const float* src, int64_t rows, int64_t cols,
+                          const float* importance, uint8_t* dst, int64_t first_row) {
+  const int64_t row_bytes = RowBytes(type, cols);
+  auto one_by_one = [&]() {
+    for (int64_t r = 0; r < rows; ++r) {
+      absl::Status s = QuantizeRow(type, src + r * cols, cols, importance, dst + r * row_bytes);
+      if (!s.ok()) return Annotate(s, absl::StrCat("row ", first_row + r));
+    }
+    return absl::OkStatus();
+  };
+  if (rows <= 1 || row_bytes < 0 || IsFloatType(type) || IsLegacy(type) ||
+      RowBytes(type, rows * cols) != rows * row_bytes) {
+    return one_by_one();
+  }
+  std::vector<float> tiled;
+  if (importance) {
+    tiled.resize(static_cast<size_t>(rows * cols));
+    for (int64_t r = 0; r < rows; ++r) std::copy_n(importance, cols, tiled.data() + r * cols);
+  }
+  // A failure (a weight that is not finite) is found again row by row, so
+  // it names the row and the index within it.
+  if (!QuantizeRow(type, src, rows * cols, importance ? tiled.data() : nullptr, dst).ok()) {
+    return one_by_one();
   }
   return absl::OkStatus();
 }

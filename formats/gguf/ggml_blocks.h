@@ -41,6 +41,16 @@ int64_t RowBytes(TensorType type, int64_t n);
 absl::Status QuantizeRow(TensorType type, const float* src, int64_t n,
                          const float* importance, uint8_t* dst);
 
+// QuantizeRow over `rows` consecutive rows of `cols` values (src and dst
+// row after row): the same bytes as one call per row. The K types encode
+// each 256-weight super-block alone, so their rows go to the searches
+// together, which fills the searches' vector lanes however short or odd
+// the rows (a row of 11008 weights is 344 groups of 32: 6 passes of 64
+// lanes where 5.4 would do). An error is the first failing row's
+// QuantizeRow error, prefixed "row <first_row + its index>: ".
+absl::Status QuantizeRows(TensorType type, const float* src, int64_t rows, int64_t cols,
+                          const float* importance, uint8_t* dst, int64_t first_row = 0);
+
 // Decodes RowBytes(type, n) bytes at src into n floats, bit-identical to
 // ggml's dequantize_row_* (and its f16/bf16 to f32 conversions). Errors as
 // QuantizeRow's for the type and n.

@@ -6,7 +6,7 @@
 // scales are bit-identical to ggml_blocks_search.cc's. Only the number of
 // groups searched per instruction changes: the trial-scale loops, most of a
 // q4_K conversion and of a q4_0 one's Q6_K output matrix, are branch-free
-// per lane and run 2W groups per pass. The batch code is written once over
+// per lane and run kParts·W groups per pass. The batch code is written once over
 // the width W (GCC vector extensions) and instantiated for W = 16 (AVX-512),
 // 8 (AVX2) and 4 (SSE2, NEON), the widest the CPU has picked at run time.
 #include <algorithm>
@@ -39,7 +39,7 @@ namespace {
 
 using namespace lanes;  // NOLINT: the vector vocabulary of this file
 
-// make_qx_quants for up to 2W groups. With kFloatRound the trial codes are
+// make_qx_quants for up to kParts·W groups. With kFloatRound the trial codes are
 // rounded in floats (RoundClampF); the search then returns false, having
 // written nothing, if any lane's |iscale * x| may have reached 2^21, beyond which
 // that rounding can differ from Nearest (the caller searches again
@@ -130,7 +130,7 @@ LANE_INLINE bool QxSearch(int n, int nmax, const float* x, const float* weights,
   return true;
 }
 
-// make_q3_quants (its rmse search, without weights) for up to 2W groups:
+// make_q3_quants (its rmse search, without weights) for up to kParts·W groups:
 // codes at x * -nmax / max, then up to five passes of coordinate descent,
 // each element moved to the code its least-squares scale asks for when
 // that raises sumlx^2 / suml2. Lanes whose pass changed nothing would
@@ -198,7 +198,7 @@ LANE_INLINE void Q3Search(int n, int nmax, const float* x, int64_t groups, int8_
   }
 }
 
-// make_qkx2_quants for up to 2W groups, with use_mad known when it is
+// make_qkx2_quants for up to kParts·W groups, with use_mad known when it is
 // compiled (so the error loop does not test it per element). Null weights
 // are ggml's q4_K/q5_K reference weights, computed here in each lane in
 // the scalar order.
@@ -401,7 +401,7 @@ int Width() {
 #define LANE_PICK(name, width) name##4
 #endif
 
-// Calls fn(first group, count) for consecutive batches of up to 2 * width
+// Calls fn(first group, count) for consecutive batches of up to kParts * width
 // of `groups` groups.
 template <typename Fn>
 void ForEachBatch(int64_t groups, int width, Fn fn) {

@@ -407,7 +407,8 @@ TEST(GgmlBlocksTest, KQuantsDecodeToTheNearestStoredLevel) {
 // with and without importance.
 TEST(GgmlBlocksTest, KTypesAcrossBatchBoundariesEqualBlockByBlock) {
   const std::vector<float> base = MakeInputs();
-  constexpr int64_t kBlocks = 40, kSuper = 256;
+  // 41: a partial last batch at every lane width (64 lanes on AVX-512).
+  constexpr int64_t kBlocks = 41, kSuper = 256;
   std::vector<float> x(kBlocks * kSuper), imp(kBlocks * kSuper);
   for (int64_t i = 0; i < kBlocks * kSuper; ++i) {
     // Tiled with a different scale per block, so no two blocks are alike.
@@ -431,6 +432,52 @@ TEST(GgmlBlocksTest, KTypesAcrossBatchBoundariesEqualBlockByBlock) {
       EXPECT_EQ(row, alone) << static_cast<int>(type) << (weighted ? " with importance" : "");
     }
   }
+}
+
+// QuantizeRows hands a K type's rows to the searches together: the bytes
+// must be one QuantizeRow call's per row, for every type, with and without
+// importance (one value per column, the same for every row), and an error
+// must name the row as the one-row call names the index.
+TEST(GgmlBlocksTest, QuantizeRowsEqualsOneCallPerRow) {
+  const std::vector<float> base = MakeInputs();
+  constexpr int64_t kManyRows = 7, kRowCols = 512;
+  std::vector<float> x(kManyRows * kRowCols);
+  for (size_t i = 0; i < x.size(); ++i) {
+    x[i] = base[(i * 5) % base.size()] * (1.0f + 0.1f * static_cast<float>(i / kRowCols));
+  }
+  const std::vector<float> imp = MakeImportance();
+  ASSERT_EQ(imp.size(), static_cast<size_t>(kRowCols));
+  for (TensorType type : {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
+                          TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
+                          TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kQ2_K,
+                          TensorType::kQ3_K, TensorType::kQ4_K, TensorType::kQ5_K,
+                          TensorType::kQ6_K}) {
+    for (bool weighted : {false, true}) {
+      const float* w = weighted ? imp.data() : nullptr;
+      const int64_t row_bytes = RowBytes(type, kRowCols);
+      std::vector<uint8_t> together(row_bytes * kManyRows, 0xAA), alone(together.size(), 0x55);
+      ASSERT_THAT(QuantizeRows(type, x.data(), kManyRows, kRowCols, w, together.data()), IsOk());
+      for (int64_t r = 0; r < kManyRows; ++r) {
+        ASSERT_THAT(QuantizeRow(type, x.data() + r * kRowCols, kRowCols, w,
+                                alone.data() + r * row_bytes),
+                    IsOk());
+      }
+      EXPECT_EQ(together, alone) << static_cast<int>(type) << (weighted ? " with importance" : "");
+    }
+  }
+  std::vector<float> bad = x;
+  bad[3 * kRowCols + 7] = std::numeric_limits<float>::infinity();
+  std::vector<uint8_t> out(RowBytes(TensorType::kQ4_K, kRowCols) * kManyRows);
+  EXPECT_THAT(QuantizeRows(TensorType::kQ4_K, bad.data(), kManyRows, kRowCols, nullptr,
+                           out.data(), 100),
+              StatusIs(Code::kInvalidArgument,
+                       AllOf(HasSubstr("row 103: "), HasSubstr("src[7] is inf"))));
+  std::vector<float> bad_imp = imp;
+  bad_imp[11] = -2.0f;
+  EXPECT_THAT(QuantizeRows(TensorType::kQ6_K, x.data(), kManyRows, kRowCols, bad_imp.data(),
+                           out.data()),
+              StatusIs(Code::kInvalidArgument,
+                       AllOf(HasSubstr("row 0: "), HasSubstr("importance[11] is -2"))));
 }
 
 TEST(GgmlBlocksTest, RowBytes) {

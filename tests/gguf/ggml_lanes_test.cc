@@ -91,7 +91,7 @@ TEST_P(QxLanesTest, SameBitsAsTheScalarSearch) {
   for (int width : Widths()) {
     SCOPED_TRACE(::testing::Message() << width << " floats wide");
     const EachWidth at(width);
-    for (int64_t groups : {1, 7, 16, 17, 50}) {
+    for (int64_t groups : {1, 7, 16, 17, 50, 65, 130}) {
       const std::vector<float> x = Groups(groups, c.n, static_cast<uint32_t>(groups * 31 + c.nmax));
       const std::vector<float> w = Weights(x, c.n, 7);
       const float* weights = c.weighted ? w.data() : nullptr;
@@ -124,7 +124,7 @@ TEST(Q3LanesTest, SameBitsAsTheScalarSearch) {
     SCOPED_TRACE(::testing::Message() << width << " floats wide");
     const EachWidth at(width);
     for (const int n : {16, 8, 24}) {
-      for (int64_t groups : {1, 7, 16, 17, 50}) {
+      for (int64_t groups : {1, 7, 16, 17, 50, 65, 130}) {
         std::vector<float> x = Groups(groups, n, static_cast<uint32_t>(groups * 13 + n));
         // Groups where the descent's guards decide: one non-zero value, one
         // spike among tiny values, an infinite value.
@@ -178,7 +178,7 @@ TEST_P(QkxLanesTest, SameBitsAsTheScalarSearch) {
   for (int width : Widths()) {
     SCOPED_TRACE(::testing::Message() << width << " floats wide");
     const EachWidth at(width);
-    for (int64_t groups : {1, 7, 16, 17, 50}) {
+    for (int64_t groups : {1, 7, 16, 17, 50, 65, 130}) {
       const std::vector<float> x =
           Groups(groups, c.n, static_cast<uint32_t>(groups * 17 + c.nstep));
       const std::vector<float> w = c.weighted ? Weights(x, c.n, 11) : ReferenceWeights(x, c.n);
