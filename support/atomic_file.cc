@@ -11,6 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
+#include <thread>
+
+#include "support/threads.h"
 
 namespace slimpack {
 namespace {
@@ -106,6 +109,7 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(
 }
 
 AtomicFile::~AtomicFile() {
+  JoinFlush();
   if (fd_ >= 0) ::close(fd_);
   if (!committed_) ::unlink(temp_path_.c_str());
 }
@@ -125,12 +129,48 @@ void StartWriteback(int fd, uint64_t offset, uint64_t size) {
 #endif
 }
 
-// What was appended goes back to disk every few MiB (StartWriteback's why).
+// What was appended goes back to disk every few MiB (StartWriteback's
+// why). Written back is not yet durable: the device (or, in a VM, the
+// host) may hold it in a volatile cache until a flush, which Commit's fsync
+// would then wait for as a whole (0.1-0.3 s for a 425 MB GGUF on our CI
+// type's VM, 8-12 % of the conversion). Every 64 MiB one fdatasync runs on
+// a thread of its own, so the flushing overlaps the producing and Commit
+// finds at most the last stretch to flush. A thread that cannot start
+// costs nothing but that overlap.
 void AtomicFile::StartWriteback() {
   constexpr uint64_t kWritebackBytes = uint64_t{8} << 20;
+  constexpr uint64_t kFlushBytes = uint64_t{64} << 20;
   if (size_ - written_back_ < kWritebackBytes) return;
   slimpack::StartWriteback(fd_, written_back_, size_ - written_back_);
   written_back_ = size_;
+#if defined(__linux__)
+  if (size_ - flushed_ < kFlushBytes || flushing_.load(std::memory_order_acquire)) return;
+  // The previous flush is done (flushing_ is false): keep its error.
+  if (const int err = JoinFlush(); err != 0 && flush_errno_ == 0) flush_errno_ = err;
+  flushed_ = size_;
+  flushing_.store(true, std::memory_order_release);
+  const int fd = fd_;
+  std::atomic<bool>* flushing = &flushing_;
+  int* result = &background_errno_;
+  if (!support::TryStartThread(flusher_, [fd, flushing, result] {
+        int rc;
+        do {
+          rc = ::fdatasync(fd);
+        } while (rc != 0 && errno == EINTR);
+        *result = rc == 0 ? 0 : errno;
+        flushing->store(false, std::memory_order_release);
+      })) {
+    flushing_.store(false, std::memory_order_release);
+  }
+#endif
+}
+
+int AtomicFile::JoinFlush() {
+  for (std::thread& t : flusher_) t.join();
+  flusher_.clear();
+  const int err = background_errno_;
+  background_errno_ = 0;
+  return err;
 }
 
 absl::Status AtomicFile::WriteAt(uint64_t offset, const void* data, uint64_t size) {
@@ -173,6 +213,11 @@ absl::Status AtomicFile::Commit() {
     return absl::FailedPreconditionError(final_path_ +
                                          ": already committed or closed");
   }
+  // A background flush's failure may have been consumed by it (Linux
+  // reports a writeback error once per open file), so it is reported here
+  // even when the fsync below succeeds.
+  if (const int err = JoinFlush(); err != 0 && flush_errno_ == 0) flush_errno_ = err;
+  if (flush_errno_ != 0) return ErrnoToStatus(flush_errno_, final_path_ + ": fdatasync");
   int rc;
   do {
     rc = ::fsync(fd_);

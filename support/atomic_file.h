@@ -4,10 +4,12 @@
 #ifndef SLIMPACK_SUPPORT_ATOMIC_FILE_H_
 #define SLIMPACK_SUPPORT_ATOMIC_FILE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -64,17 +66,29 @@ class AtomicFile {
   absl::Status WriteAt(uint64_t offset, const void* data, uint64_t size);
   // fsync, close, rename over final_path, fsync the directory. On error the
   // destination keeps its old contents (or stays absent) and the temporary
-  // file is removed by the destructor.
+  // file is removed by the destructor. A failed background flush (below)
+  // fails the commit too.
   absl::Status Commit();
 
  private:
   AtomicFile(std::string final_path, std::string temp_path, int fd);
   void StartWriteback();
+  // Waits for a background flush; returns its error (0 if none ran or it
+  // succeeded), consumed.
+  int JoinFlush();
   std::string final_path_;
   std::string temp_path_;
   int fd_;
   uint64_t size_ = 0;
   uint64_t written_back_ = 0;  // bytes already handed to StartWriteback
+  uint64_t flushed_ = 0;       // bytes written when the last flush started
+  // At most one fdatasync at a time, on a thread of its own while writing
+  // goes on (see StartWriteback); background_errno_ is its result, read
+  // after joining it; flush_errno_ the first failure, reported by Commit.
+  std::vector<std::thread> flusher_;
+  std::atomic<bool> flushing_{false};
+  int background_errno_ = 0;
+  int flush_errno_ = 0;
   bool committed_ = false;
 };
 

@@ -19,6 +19,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "support/threads.h"
 #include "tests/testing/status_matchers.h"
 
 namespace slimpack {
@@ -66,6 +67,40 @@ class AtomicFileTest : public ::testing::Test {
   }
   std::string dir_;
 };
+
+// Past 64 MiB a flush runs on a thread of its own while writing goes on
+// (and, when no thread starts, not at all): either way the committed file
+// holds every byte in order, the temporary is gone, and a file abandoned
+// while a flush may still run is removed without a trace.
+TEST_F(AtomicFileTest, LargeFilesFlushedWhileWritingCommitTheSameBytes) {
+  constexpr int kMiB = 1 << 20, kPieces = 80;  // one flush, then the rest
+  std::vector<char> piece(kMiB);
+  for (int allowed : {-1, 0}) {
+    support::LimitThreadStartsForTesting(allowed);
+    const std::string path = File(allowed < 0 ? "flushed.bin" : "unflushed.bin");
+    auto file = AtomicFile::Create(path);
+    ASSERT_THAT(file, IsOk());
+    for (int i = 0; i < kPieces; ++i) {
+      std::fill(piece.begin(), piece.end(), static_cast<char>('A' + i % 26));
+      ASSERT_THAT((*file)->Write(piece.data(), piece.size()), IsOk());
+    }
+    ASSERT_THAT((*file)->Commit(), IsOk());
+    support::LimitThreadStartsForTesting(-1);
+    const std::string back = Read(path);
+    ASSERT_EQ(back.size(), static_cast<size_t>(kPieces) * kMiB);
+    for (int i = 0; i < kPieces; ++i) {
+      const size_t at = static_cast<size_t>(i) * kMiB;
+      ASSERT_EQ(back.compare(at, kMiB, std::string(kMiB, static_cast<char>('A' + i % 26))), 0)
+          << "piece " << i;
+    }
+  }
+  {
+    auto abandoned = AtomicFile::Create(File("abandoned.bin"));
+    ASSERT_THAT(abandoned, IsOk());
+    for (int i = 0; i < 70; ++i) ASSERT_THAT((*abandoned)->Write(piece.data(), kMiB), IsOk());
+  }
+  EXPECT_THAT(List(), ElementsAre("flushed.bin", "unflushed.bin"));
+}
 
 TEST_F(AtomicFileTest, DestinationIsUntouchedUntilCommit) {
   Put(File("m.bin"), "old");
