@@ -278,7 +278,7 @@ LANE_INLINE bool QkxSearch(int n, int nmax, const float* x, const float* weights
     };
     if constexpr (kFloatRound) {
       for (int i = 0; i < n; ++i) {
-        sums(RoundClampF(iscale * (xs[i] - min), 0.0f, static_cast<float>(nmax)), i);
+        sums(RoundClampNonNegF(iscale * (xs[i] - min), static_cast<float>(nmax)), i);
       }
       const Vf<W> bound = Abs(iscale) * Max(max - min, min - lowest);
       worst = Max(worst, NanAsInf(Select(not_flat > 0, bound, Splat<W>(0))));
