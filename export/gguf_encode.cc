@@ -156,26 +156,38 @@ absl::Status Encode(const Planned& p, TensorType type, int64_t rows, int64_t col
   };
   support::RunOnThreads(parts, [&](int64_t) {
     std::vector<float> block;
+    std::vector<uint8_t> raw;  // the block's input bytes, read through the file
     for (int64_t c = next++; c < chunks; c = next++) {
       if (sink && !in_order->WaitForRoom(c)) return;
       const int64_t begin = c * chunk_rows, end = std::min(rows, begin + chunk_rows);
       std::vector<uint8_t> piece;
       if (sink) piece.resize(static_cast<size_t>((end - begin) * row_bytes));
       uint8_t* out = sink ? piece.data() : dst + begin * row_bytes;
-      if (p.rope_heads == 0) {
+      if (p.rope_heads == 0 && !pages) {
         support::PrefaultRead(t.data.data() + static_cast<uint64_t>(begin * cols) * esize,
                               static_cast<uint64_t>((end - begin) * cols) * esize);
       }
+      const uint64_t in_row = static_cast<uint64_t>(cols) * esize;
       for (int64_t r = begin; r < end;) {
         const int64_t n = RowsPerCall(cols, end - r);
         block.resize(static_cast<size_t>(n * cols));
+        // Input rows are copied through the file first where they are a
+        // mapped file's (InputPages::Copy says why), then widened.
+        if (pages) raw.resize(static_cast<size_t>(n) * in_row);
         for (int64_t k = 0; k < n; ++k) {
           const int64_t from =
               p.rope_heads > 0 ? gguf::RopePermutedSourceRow(r + k, rows, p.rope_heads) : r + k;
-          absl::Status s = ir::ConvertFloats(
-              t.dtype, t.data.data() + static_cast<uint64_t>(from * cols) * esize,
-              ir::DType::kF32, reinterpret_cast<uint8_t*>(block.data() + k * cols),
-              static_cast<uint64_t>(cols));
+          const uint8_t* src = t.data.data() + static_cast<uint64_t>(from) * in_row;
+          if (pages && (p.rope_heads > 0 || k == 0)) {
+            // Consecutive rows in one read; permuted rows one by one.
+            const uint64_t count = p.rope_heads > 0 ? 1 : static_cast<uint64_t>(n);
+            pages->Copy(src, count * in_row, raw.data() + static_cast<uint64_t>(k) * in_row);
+          }
+          if (pages) src = raw.data() + static_cast<uint64_t>(k) * in_row;
+          absl::Status s =
+              ir::ConvertFloats(t.dtype, src, ir::DType::kF32,
+                                reinterpret_cast<uint8_t*>(block.data() + k * cols),
+                                static_cast<uint64_t>(cols));
           if (!s.ok()) return fail(Annotate(s, absl::StrCat("row ", r + k)));
         }
         absl::Status s = gguf::QuantizeRows(type, block.data(), n, cols, importance,

@@ -99,6 +99,35 @@ TEST(InputPagesTest, PrefaultReadMapsPagesInAtOnce) {
   EXPECT_EQ(0, std::memcmp(data, bytes.data(), bytes.size()));
 }
 
+// Copy reads a mapped range through its file: the bytes are the mapping's,
+// the mapping's pages stay out of the process's memory (a memcpy would
+// fault 5 MiB of them in), copies of the snapshot keep the file open after
+// the original is gone, and memory that is no input file's is memcpy'd.
+TEST(InputPagesTest, CopyReadsThroughTheFileWithoutTouchingTheMapping) {
+  TempDir dir;
+  const std::string bytes = Pattern(8 << 20);
+  std::string path;
+  auto file = MapPatternFile(dir, bytes, &path);
+  ASSERT_NE(file, nullptr);
+  std::vector<uint8_t> dst(5 << 20, 0);
+  std::memset(dst.data(), 1, dst.size());  // resident before measuring
+  std::unique_ptr<InputPages> first =
+      std::make_unique<InputPages>(InputPages::Snapshot({path}));
+  const InputPages pages = *first;
+  first.reset();
+  const uint64_t before = ResidentBytes();
+  pages.Copy(file->data() + 12345, dst.size(), dst.data());
+  const uint64_t after = ResidentBytes();
+  EXPECT_EQ(0, std::memcmp(dst.data(), bytes.data() + 12345, dst.size()));
+  EXPECT_LT(static_cast<int64_t>(after) - static_cast<int64_t>(before), int64_t{1} << 20)
+      << "resident before " << before << ", after " << after;
+  std::vector<uint8_t> heap(1 << 16);
+  for (size_t i = 0; i < heap.size(); ++i) heap[i] = static_cast<uint8_t>(i * 7);
+  std::vector<uint8_t> out(heap.size());
+  pages.Copy(heap.data(), heap.size(), out.data());
+  EXPECT_EQ(out, heap);
+}
+
 TEST(InputPagesTest, NeverTouchesHeapOrOtherFiles) {
   TempDir dir;
   const std::string input = dir.File("input.bin");
