@@ -44,9 +44,14 @@ for t in $TYPES; do
   : > "$WORK/lq.times"; : > "$WORK/sp.times"
   r=1
   while [ "$r" -le "$RUNS" ]; do
+    # Each run starts with nothing left to write back: llama-quantize does
+    # not fsync, so its 400 MB would otherwise go to disk during the next
+    # run (ours fsyncs its own output, which is in its time).
     rm -f "$WORK/lq.gguf" "$WORK/sp.gguf"
+    sync
     /usr/bin/time -f "%e %M" -o "$WORK/t.txt" "$LQ" "$F16" "$WORK/lq.gguf" "$(upper "$t")" "$THREADS" >/dev/null 2>&1
     read -r lw lr < "$WORK/t.txt"
+    sync
     /usr/bin/time -f "%e %M" -o "$WORK/t.txt" "$BUILD/cli/slimpack" convert "$F16" -o "$WORK/sp.gguf" \
       --format gguf --quant "$t" --threads "$THREADS" >/dev/null
     read -r sw sr < "$WORK/t.txt"
