@@ -102,6 +102,7 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
   if (shapes.zero_point) zbytes.reserve(shapes.zero_point->data.size());
   QuantizedWeight out;
   std::vector<float> deq;
+  std::vector<uint8_t> raw;  // a block's source bytes, read through the file
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t r = std::min(block, rows - r0);
     const uint64_t n = static_cast<uint64_t>(r * cols);
@@ -109,12 +110,18 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
     part.name = original.name;
     part.dtype = original.dtype;
     part.dims = {r, cols};
-    // The caller's tensor outlives this view.
-    part.data = ir::TensorData::View(
-        nullptr, original.data.data() + static_cast<uint64_t>(r0 * cols) * element, n * element);
-    support::PrefaultRead(part.data.data(), part.data.size());
+    // The caller's tensor (or `raw`) outlives this view.
+    const uint8_t* source = original.data.data() + static_cast<uint64_t>(r0 * cols) * element;
+    if (o.release) {
+      raw.resize(n * element);
+      o.release->Copy(source, n * element, raw.data());
+      part.data = ir::TensorData::View(nullptr, raw.data(), n * element);
+    } else {
+      part.data = ir::TensorData::View(nullptr, source, n * element);
+      support::PrefaultRead(part.data.data(), part.data.size());
+    }
     ASSIGN_OR_RETURN(std::vector<float> w, ToF32(part));
-    if (o.release) o.release->Release(part.data.data(), part.data.size());
+    if (o.release) o.release->Release(source, n * element);
     auto q = quant::QuantizeRtn(w.data(), r, cols, o.scheme, o.rtn);
     if (!q.ok()) return AnnotateTensor(q.status(), original);
     deq.resize(n);

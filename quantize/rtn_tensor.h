@@ -32,8 +32,10 @@ struct RtnTensorOptions {
   quant::RtnOptions rtn;  // importance (cols floats) stays the caller's
   // Rows per block; 0: as many as make about kBlockWeights weights, even.
   int64_t block_rows = 0;
-  // When set, each block's source pages are given back once read (a
-  // mapped checkpoint is read once), so they never pile up either.
+  // When set, each block is read through it (InputPages::Copy: a mapped
+  // checkpoint's bytes through the file, not the mapping) and its pages are
+  // given back once read (a mapped checkpoint is read once), so they never
+  // pile up either.
   const support::InputPages* release = nullptr;
 };
 
