@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "ir/float_convert.h"
 #include "quantize/weight_matrix.h"
 #include "support/input_pages.h"
 #include "support/status_macros.h"
@@ -28,11 +29,6 @@ absl::StatusOr<QuantizedWeight> QuantizeWhole(const ir::Tensor& original, const 
   std::vector<float> deq(m.w.size());
   quant::Dequantize(*q, deq.data());
   return StoredWeight(*q, m.w, deq, original, o.transposed, o.algorithm);
-}
-
-// What ToF32 reads; anything else takes the whole path to its error.
-bool IsConvertibleFloat(ir::DType d) {
-  return d == ir::DType::kF32 || d == ir::DType::kF16 || d == ir::DType::kBF16;
 }
 
 }  // namespace
@@ -78,7 +74,7 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
                                                const RtnTensorOptions& o, const WeightSink* sink) {
   ASSIGN_OR_RETURN(auto shape, MatrixShape(original, o.transposed));
   const auto [rows, cols] = shape;
-  if (o.transposed || rows < 1 || cols < 1 || !IsConvertibleFloat(original.dtype)) {
+  if (o.transposed || rows < 1 || cols < 1 || !ir::IsConvertibleFloat(original.dtype)) {
     ASSIGN_OR_RETURN(QuantizedWeight whole, QuantizeWhole(original, o));
     if (sink) {
       RETURN_IF_ERROR((*sink)(whole.packed.weight.data.data(), whole.packed.weight.data.size()));
@@ -103,6 +99,10 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
   QuantizedWeight out;
   std::vector<float> deq;
   std::vector<uint8_t> raw;  // a block's source bytes, read through the file
+  // One block's values and codes, their memory kept from block to block
+  // (all blocks but the last have the same size).
+  std::vector<float> w;
+  quant::QuantizedMatrix q;
   for (int64_t r0 = 0; r0 < rows; r0 += block) {
     const int64_t r = std::min(block, rows - r0);
     const uint64_t n = static_cast<uint64_t>(r * cols);
@@ -120,14 +120,18 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
       part.data = ir::TensorData::View(nullptr, source, n * element);
       support::PrefaultRead(part.data.data(), part.data.size());
     }
-    ASSIGN_OR_RETURN(std::vector<float> w, ToF32(part));
+    w.resize(n);
+    RETURN_IF_ERROR(AnnotateTensor(ir::ConvertFloats(part.dtype, part.data.data(), ir::DType::kF32,
+                                                     reinterpret_cast<uint8_t*>(w.data()), n),
+                                   original));
     if (o.release) o.release->Release(source, n * element);
-    auto q = quant::QuantizeRtn(w.data(), r, cols, o.scheme, o.rtn);
-    if (!q.ok()) return AnnotateTensor(q.status(), original);
+    if (absl::Status s = quant::QuantizeRtnInto(w.data(), r, cols, o.scheme, o.rtn, &q); !s.ok()) {
+      return AnnotateTensor(s, original);
+    }
     deq.resize(n);
-    quant::Dequantize(*q, deq.data());
+    quant::Dequantize(q, deq.data());
     quant::AccumulateErrors(out.error, w.data(), deq.data(), static_cast<int64_t>(n));
-    ASSIGN_OR_RETURN(quant::PackedTensors p, quant::ToIrTensors(*q, part, false, o.algorithm));
+    ASSIGN_OR_RETURN(quant::PackedTensors p, quant::ToIrTensors(q, part, false, o.algorithm));
     weight_bytes += p.weight.data.size();
     if (sink) {
       RETURN_IF_ERROR((*sink)(p.weight.data.data(), p.weight.data.size()));

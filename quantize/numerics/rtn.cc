@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "quantize/numerics/rtn_kernel.h"
+#include "support/status_macros.h"
 #include "support/threads.h"
 
 namespace slimpack::quant {
@@ -39,6 +40,13 @@ absl::Status NonFiniteError(const float* row, int64_t r, int64_t cols) {
 absl::StatusOr<QuantizedMatrix> QuantizeRtn(const float* w, int64_t rows,
                                             int64_t cols, const Scheme& scheme,
                                             const RtnOptions& options) {
+  QuantizedMatrix m;
+  RETURN_IF_ERROR(QuantizeRtnInto(w, rows, cols, scheme, options, &m));
+  return m;
+}
+
+absl::Status QuantizeRtnInto(const float* w, int64_t rows, int64_t cols, const Scheme& scheme,
+                             const RtnOptions& options, QuantizedMatrix* out) {
   if (rows < 1 || cols < 1) {
     return absl::InvalidArgumentError(absl::StrCat(
         "RTN: matrix must be at least 1x1, got ", rows, "x", cols));
@@ -80,14 +88,16 @@ absl::StatusOr<QuantizedMatrix> QuantizeRtn(const float* w, int64_t rows,
       break;
   }
 
-  QuantizedMatrix m;
+  QuantizedMatrix& m = *out;
   m.rows = rows;
   m.cols = cols;
   m.scheme = scheme;
   const int64_t ng = m.num_groups();
+  // Every code, scale and zero point is written below (a row that fails
+  // fails the whole call), so kept memory need not be cleared.
   m.q.resize(static_cast<size_t>(rows * cols));
   m.scale.resize(static_cast<size_t>(rows * ng));
-  if (!scheme.symmetric) m.zero.resize(static_cast<size_t>(rows * ng));
+  m.zero.resize(scheme.symmetric ? 0 : static_cast<size_t>(rows * ng));
 
   internal::RowJob base;
   base.cols = cols;
@@ -128,7 +138,7 @@ absl::StatusOr<QuantizedMatrix> QuantizeRtn(const float* w, int64_t rows,
   for (int64_t r : bad) {
     if (r >= 0) return NonFiniteError(w + r * cols, r, cols);
   }
-  return m;
+  return absl::OkStatus();
 }
 
 }  // namespace slimpack::quant

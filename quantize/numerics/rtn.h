@@ -44,6 +44,15 @@ absl::StatusOr<QuantizedMatrix> QuantizeRtn(const float* w, int64_t rows,
                                             int64_t cols, const Scheme& scheme,
                                             const RtnOptions& options);
 
+// QuantizeRtn into `out`, whose vectors keep their memory when they already
+// hold the sizes the result needs: a caller quantizing a weight block by
+// block reuses one matrix instead of allocating and zeroing a megabyte of
+// codes per block (fresh pages cost more than the quantizing on our VMs).
+// The same codes, scales and errors as QuantizeRtn; on error `out` is
+// unspecified.
+absl::Status QuantizeRtnInto(const float* w, int64_t rows, int64_t cols, const Scheme& scheme,
+                             const RtnOptions& options, QuantizedMatrix* out);
+
 // True when this CPU runs the AVX2 kernel.
 bool RtnHasAvx2();
 
