@@ -27,23 +27,36 @@ std::vector<uint8_t> Encode(const std::vector<int8_t>& codes, ir::DType dtype,
     for (size_t i = 0; i < codes.size(); ++i) out[i] = element(i);
     return out;
   }
-  // Two codes per byte, low nibble first. Pairs in runs of a fixed length
-  // (what GCC's -O2 vectoriser takes; this was a tenth of an int4
-  // conversion as a per-code read-modify-write).
+  // Two codes per byte, low nibble first. 32 codes at a time in 16-byte
+  // vectors (GCC's vector extensions: SSE2 on x86-64, NEON on arm64): each
+  // code's nibble biased, then every 16-bit lane (the code pair 2k, 2k+1,
+  // little-endian) folded to lo | hi << 4 in its low byte, and the low
+  // bytes gathered. GCC 12's -O2 left the plain pair loop scalar, 18 % of
+  // an int4 conversion (perf, the peer input).
   const size_t pairs = codes.size() / 2;
   std::vector<uint8_t> out((codes.size() + 1) / 2);
   const uint8_t bias = is_unsigned ? static_cast<uint8_t>(offset) : 0;
   const int8_t* c = codes.data();
   uint8_t* o = out.data();
-  constexpr size_t kRun = 64;
   size_t p = 0;
-  for (; p + kRun <= pairs; p += kRun) {
-    for (size_t k = 0; k < kRun; ++k) {
-      const uint8_t lo = static_cast<uint8_t>(static_cast<uint8_t>(c[2 * (p + k)]) + bias);
-      const uint8_t hi = static_cast<uint8_t>(static_cast<uint8_t>(c[2 * (p + k) + 1]) + bias);
-      o[p + k] = static_cast<uint8_t>((lo & 0x0F) | (hi << 4));
-    }
+#if defined(__GNUC__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  typedef uint8_t U8x16 __attribute__((vector_size(16), aligned(1)));
+  typedef uint16_t U16x8 __attribute__((vector_size(16), aligned(1)));
+  for (; p + 16 <= pairs; p += 16) {
+    U8x16 a, b;
+    std::memcpy(&a, c + 2 * p, 16);
+    std::memcpy(&b, c + 2 * p + 16, 16);
+    a = (a + bias) & 0x0F;
+    b = (b + bias) & 0x0F;
+    U16x8 wa = reinterpret_cast<U16x8>(a), wb = reinterpret_cast<U16x8>(b);
+    wa |= wa >> 4;
+    wb |= wb >> 4;
+    const U8x16 packed = __builtin_shufflevector(reinterpret_cast<U8x16>(wa),
+                                                 reinterpret_cast<U8x16>(wb), 0, 2, 4, 6, 8,
+                                                 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    std::memcpy(o + p, &packed, 16);
   }
+#endif
   for (; p < pairs; ++p) {
     o[p] = static_cast<uint8_t>((element(2 * p) & 0x0F) | (element(2 * p + 1) << 4));
   }
