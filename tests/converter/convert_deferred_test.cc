@@ -5,6 +5,7 @@
 // (row-major weights, read in row blocks) and an ONNX graph (MatMul weights
 // stored transposed, quantized whole), at 1 and 2 threads.
 #include <map>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,9 @@ struct Case {
   int64_t group = 0;
   std::vector<std::string> calib;
 };
+
+// gtest prints a case by its name (test listings, failures).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.name; }
 
 // Converts `c` to `out` and returns the -v lines.
 std::vector<std::string> ConvertTo(const Case& c, const std::string& out, bool while_writing,
@@ -67,53 +71,64 @@ std::vector<std::string> TensorLines(const std::vector<std::string>& lines) {
   return out;
 }
 
-TEST(ConvertDeferredTest, SameArtifactAsQuantizingFirst) {
+std::vector<Case> Cases() {
   const std::string llama = kRoot + "/examples/tiny-llama";
   const std::string calib = llama + "/calib_tokens.npy";
-  const std::vector<Case> cases = {
-      {"int4-g32-asym rtn", llama, "int4", "rtn", true, 32, {}},
-      {"int4-g128 imatrix", llama, "int4", "imatrix", false, 128, {calib}},
-      {"int4-g64 rtn-mse", llama, "int4", "rtn-mse", false, 64, {}},
-      {"int8 rtn", llama, "int8", "rtn", false, 0, {}},
-      {"int4 awq", llama, "int4", "awq", false, 128, {calib}},
-      {"cnn int8", kRoot + "/examples/digits-cnn/model.onnx", "int8", "rtn", false, 0, {}},
-      {"encoder int4", kRoot + "/tests/testdata/models/torch_encoder_block.onnx", "int4", "rtn",
+  return {
+      {"int4_g32_asym_rtn", llama, "int4", "rtn", true, 32, {}},
+      {"int4_g128_imatrix", llama, "int4", "imatrix", false, 128, {calib}},
+      {"int4_g64_rtn_mse", llama, "int4", "rtn-mse", false, 64, {}},
+      {"int8_rtn", llama, "int8", "rtn", false, 0, {}},
+      {"int4_awq", llama, "int4", "awq", false, 128, {calib}},
+      {"cnn_int8", kRoot + "/examples/digits-cnn/model.onnx", "int8", "rtn", false, 0, {}},
+      {"encoder_int4", kRoot + "/tests/testdata/models/torch_encoder_block.onnx", "int4", "rtn",
        true, 32, {}},
   };
-  for (const Case& c : cases) {
-    TempDir dir;
-    const std::vector<std::string> first = ConvertTo(c, dir.File("first"), false, 2);
-    const std::vector<std::string> late1 = ConvertTo(c, dir.File("late1"), true, 1);
-    const std::vector<std::string> late2 = ConvertTo(c, dir.File("late2"), true, 2);
-    const auto want = HashFiles(dir.File("first"));
-    ASSERT_FALSE(want.empty()) << c.name;
-    EXPECT_EQ(HashFiles(dir.File("late1")), want) << c.name;
-    EXPECT_EQ(HashFiles(dir.File("late2")), want) << c.name;
-    // The deferred runs did defer (the stage line says so); the first did not.
-    auto says_deferred = [](const std::vector<std::string>& lines) {
-      for (const std::string& l : lines) {
-        if (l.find("(RTN as the shards are written)") != std::string::npos) return true;
-      }
-      return false;
-    };
-    EXPECT_FALSE(says_deferred(first)) << c.name;
-    EXPECT_TRUE(says_deferred(late1)) << c.name;
-    EXPECT_TRUE(says_deferred(late2)) << c.name;
-    // The -v lines of every tensor, errors included, in the same order.
-    EXPECT_EQ(TensorLines(late2), TensorLines(first)) << c.name;
-    EXPECT_FALSE(TensorLines(first).empty()) << c.name;
-    // Each quantized weight's error is stated after its shard was written,
-    // not a placeholder.
-    for (const std::string& l : TensorLines(late2)) {
-      if (l.find(" rtn") == std::string::npos && l.find(" imatrix") == std::string::npos &&
-          l.find(" awq") == std::string::npos) {
-        continue;
-      }
-      EXPECT_THAT(l, ::testing::Not(::testing::HasSubstr("rel L2 0 "))) << c.name;
-      EXPECT_THAT(l, ::testing::Not(::testing::EndsWith("rel L2 0"))) << c.name;
+}
+
+// One test per case, so the sanitizer build's scheduler can run them on
+// every core (together they were one 75 s test).
+class ConvertDeferredTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(ConvertDeferredTest, SameArtifactAsQuantizingFirst) {
+  const Case& c = GetParam();
+  TempDir dir;
+  const std::vector<std::string> first = ConvertTo(c, dir.File("first"), false, 2);
+  const std::vector<std::string> late1 = ConvertTo(c, dir.File("late1"), true, 1);
+  const std::vector<std::string> late2 = ConvertTo(c, dir.File("late2"), true, 2);
+  const auto want = HashFiles(dir.File("first"));
+  ASSERT_FALSE(want.empty()) << c.name;
+  EXPECT_EQ(HashFiles(dir.File("late1")), want) << c.name;
+  EXPECT_EQ(HashFiles(dir.File("late2")), want) << c.name;
+  // The deferred runs did defer (the stage line says so); the first did not.
+  auto says_deferred = [](const std::vector<std::string>& lines) {
+    for (const std::string& l : lines) {
+      if (l.find("(RTN as the shards are written)") != std::string::npos) return true;
     }
+    return false;
+  };
+  EXPECT_FALSE(says_deferred(first)) << c.name;
+  EXPECT_TRUE(says_deferred(late1)) << c.name;
+  EXPECT_TRUE(says_deferred(late2)) << c.name;
+  // The -v lines of every tensor, errors included, in the same order.
+  EXPECT_EQ(TensorLines(late2), TensorLines(first)) << c.name;
+  EXPECT_FALSE(TensorLines(first).empty()) << c.name;
+  // Each quantized weight's error is stated after its shard was written,
+  // not a placeholder.
+  for (const std::string& l : TensorLines(late2)) {
+    if (l.find(" rtn") == std::string::npos && l.find(" imatrix") == std::string::npos &&
+        l.find(" awq") == std::string::npos) {
+      continue;
+    }
+    EXPECT_THAT(l, ::testing::Not(::testing::HasSubstr("rel L2 0 "))) << c.name;
+    EXPECT_THAT(l, ::testing::Not(::testing::EndsWith("rel L2 0"))) << c.name;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Algorithms, ConvertDeferredTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<Case>& info) {
+                           return info.param.name;
+                         });
 
 }  // namespace
 }  // namespace slimpack::converter
