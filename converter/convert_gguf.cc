@@ -1,7 +1,6 @@
 #include "converter/convert_gguf.h"
 
 #include <algorithm>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -26,6 +25,7 @@
 #include "quantize/quant_rules.h"
 #include "support/output_path.h"
 #include "support/status_macros.h"
+#include "support/threads.h"
 
 namespace slimpack::converter {
 namespace {
@@ -183,7 +183,7 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   r.recipe_from = std::move(recipe_from);
   r.input = f.input;
   r.output = f.output;
-  r.threads = f.threads > 0 ? f.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  r.threads = support::ThreadsOrCores(f.threads);
   r.force = f.force;
   r.allow_requantize = f.allow_requantize;
   r.verbose = f.verbose;

@@ -1,5 +1,6 @@
 #include "support/threads.h"
 
+#include <algorithm>
 #include <atomic>
 #include <new>
 #include <system_error>
@@ -40,6 +41,10 @@ bool TryStartThread(std::vector<std::thread>& threads, std::function<void()> fn)
   } catch (const std::bad_alloc&) {
     return false;
   }
+}
+
+int ThreadsOrCores(int threads) {
+  return threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
 int RunOnThreads(int64_t n, const std::function<void(int64_t)>& work) {

@@ -27,6 +27,10 @@ bool TryStartThread(std::vector<std::thread>& threads, std::function<void()> fn)
 // Returns the number of threads that ran calls, the caller included.
 int RunOnThreads(int64_t n, const std::function<void(int64_t)>& work);
 
+// A --threads value resolved: `threads` when positive, else one per core
+// (at least 1, also where the system cannot tell the core count).
+int ThreadsOrCores(int threads);
+
 // Test only (thread creation cannot be made to fail for root, whom
 // RLIMIT_NPROC does not bind): once `allowed` more threads have started,
 // TryStartThread refuses every start through the same path as a refusal by

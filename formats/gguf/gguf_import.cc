@@ -5,7 +5,6 @@
 #include <cstring>
 #include <functional>
 #include <optional>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "formats/gguf/ggml_blocks.h"
@@ -305,9 +304,7 @@ absl::StatusOr<ir::Model> ImportGguf(const std::string& path, int threads) {
   // tensor in name order is the error reported, at any thread count.
   std::vector<absl::Status> decoded(order.size());
   std::atomic<size_t> next{0};
-  const int workers =
-      threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  support::RunOnThreads(workers, [&](int64_t) {
+  support::RunOnThreads(support::ThreadsOrCores(threads), [&](int64_t) {
     for (size_t i = next++; i < order.size(); i = next++) {
       decoded[i] = DecodeInto(f, *order[i].second, rope_heads[i], tensors[i]);
     }

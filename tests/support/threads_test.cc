@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -42,6 +43,13 @@ std::vector<int64_t> Expected(int64_t n) {
   std::vector<int64_t> v(static_cast<size_t>(n));
   for (int64_t t = 0; t < n; ++t) v[static_cast<size_t>(t)] = t * t;
   return v;
+}
+
+TEST(ThreadsTest, ThreadsOrCoresKeepsAPositiveCountAndResolvesTheRest) {
+  EXPECT_EQ(ThreadsOrCores(3), 3);
+  EXPECT_EQ(ThreadsOrCores(1), 1);
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  for (int unset : {0, -2}) EXPECT_EQ(ThreadsOrCores(unset), cores > 0 ? cores : 1);
 }
 
 TEST(ThreadsTest, RefusedStartLeavesThreadsUnchangedAndDoesNotRun) {

@@ -9,7 +9,6 @@
 #include <map>
 #include <mutex>
 #include <set>
-#include <thread>
 
 #include "formats/shard/format.h"
 #include "formats/shard/writer/artifact_tensors.h"
@@ -25,6 +24,7 @@
 #include "formats/shard/writer/sparse_tensors.h"
 #include "formats/shard/writer/staging_dir.h"
 #include "support/status_macros.h"
+#include "support/threads.h"
 
 #ifndef SLIMPACK_VERSION
 #define SLIMPACK_VERSION "0.0.0"
@@ -357,11 +357,7 @@ class ArtifactJob {
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     std::vector<std::function<absl::Status()>> tasks;
     for (auto& job : jobs) tasks.push_back(std::move(job.second));
-    const int threads =
-        options_.threads > 0
-            ? options_.threads
-            : static_cast<int>(std::thread::hardware_concurrency());
-    return RunTasks(std::max(threads, 1), tasks);
+    return RunTasks(support::ThreadsOrCores(options_.threads), tasks);
   }
 
   absl::StatusOr<std::string> Manifest() const {
