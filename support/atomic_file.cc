@@ -145,19 +145,18 @@ void AtomicFile::StartWriteback() {
   written_back_ = size_;
 #if defined(__linux__)
   if (size_ - flushed_ < kFlushBytes || flushing_.load(std::memory_order_acquire)) return;
-  // The previous flush is done (flushing_ is false): keep its error.
-  if (const int err = JoinFlush(); err != 0 && flush_errno_ == 0) flush_errno_ = err;
+  JoinFlush();  // the previous flush is done (flushing_ is false)
   flushed_ = size_;
   flushing_.store(true, std::memory_order_release);
   const int fd = fd_;
   std::atomic<bool>* flushing = &flushing_;
-  int* result = &background_errno_;
-  if (!support::TryStartThread(flusher_, [fd, flushing, result] {
+  int* failure = &flush_errno_;
+  if (!support::TryStartThread(flusher_, [fd, flushing, failure] {
         int rc;
         do {
           rc = ::fdatasync(fd);
         } while (rc != 0 && errno == EINTR);
-        *result = rc == 0 ? 0 : errno;
+        if (rc != 0 && *failure == 0) *failure = errno;
         flushing->store(false, std::memory_order_release);
       })) {
     flushing_.store(false, std::memory_order_release);
@@ -165,12 +164,9 @@ void AtomicFile::StartWriteback() {
 #endif
 }
 
-int AtomicFile::JoinFlush() {
+void AtomicFile::JoinFlush() {
   for (std::thread& t : flusher_) t.join();
   flusher_.clear();
-  const int err = background_errno_;
-  background_errno_ = 0;
-  return err;
 }
 
 absl::Status AtomicFile::WriteAt(uint64_t offset, const void* data, uint64_t size) {
@@ -216,7 +212,7 @@ absl::Status AtomicFile::Commit() {
   // A background flush's failure may have been consumed by it (Linux
   // reports a writeback error once per open file), so it is reported here
   // even when the fsync below succeeds.
-  if (const int err = JoinFlush(); err != 0 && flush_errno_ == 0) flush_errno_ = err;
+  JoinFlush();
   if (flush_errno_ != 0) return ErrnoToStatus(flush_errno_, final_path_ + ": fdatasync");
   int rc;
   do {

@@ -73,9 +73,8 @@ class AtomicFile {
  private:
   AtomicFile(std::string final_path, std::string temp_path, int fd);
   void StartWriteback();
-  // Waits for a background flush; returns its error (0 if none ran or it
-  // succeeded), consumed.
-  int JoinFlush();
+  // Waits for a background flush, if one runs.
+  void JoinFlush();
   std::string final_path_;
   std::string temp_path_;
   int fd_;
@@ -83,11 +82,11 @@ class AtomicFile {
   uint64_t written_back_ = 0;  // bytes already handed to StartWriteback
   uint64_t flushed_ = 0;       // bytes written when the last flush started
   // At most one fdatasync at a time, on a thread of its own while writing
-  // goes on (see StartWriteback); background_errno_ is its result, read
-  // after joining it; flush_errno_ the first failure, reported by Commit.
+  // goes on (see StartWriteback). flush_errno_ is the first one's failure,
+  // written only by a flush thread and read only after joining it (Commit
+  // reports it).
   std::vector<std::thread> flusher_;
   std::atomic<bool> flushing_{false};
-  int background_errno_ = 0;
   int flush_errno_ = 0;
   bool committed_ = false;
 };
