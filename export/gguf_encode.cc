@@ -168,22 +168,28 @@ absl::Status Encode(const Planned& p, TensorType type, int64_t rows, int64_t col
                               static_cast<uint64_t>((end - begin) * cols) * esize);
       }
       const uint64_t in_row = static_cast<uint64_t>(cols) * esize;
+      auto source_row = [&](int64_t row) {
+        const int64_t from =
+            p.rope_heads > 0 ? gguf::RopePermutedSourceRow(row, rows, p.rope_heads) : row;
+        return t.data.data() + static_cast<uint64_t>(from) * in_row;
+      };
       for (int64_t r = begin; r < end;) {
         const int64_t n = RowsPerCall(cols, end - r);
         block.resize(static_cast<size_t>(n * cols));
         // Input rows are copied through the file first where they are a
-        // mapped file's (InputPages::Copy says why), then widened.
-        if (pages) raw.resize(static_cast<size_t>(n) * in_row);
-        for (int64_t k = 0; k < n; ++k) {
-          const int64_t from =
-              p.rope_heads > 0 ? gguf::RopePermutedSourceRow(r + k, rows, p.rope_heads) : r + k;
-          const uint8_t* src = t.data.data() + static_cast<uint64_t>(from) * in_row;
-          if (pages && (p.rope_heads > 0 || k == 0)) {
-            // Consecutive rows in one read; permuted rows one by one.
-            const uint64_t count = p.rope_heads > 0 ? 1 : static_cast<uint64_t>(n);
-            pages->Copy(src, count * in_row, raw.data() + static_cast<uint64_t>(k) * in_row);
+        // mapped file's (InputPages::Copy says why): consecutive rows in
+        // one read, permuted rows one by one. Then widened.
+        if (pages) {
+          raw.resize(static_cast<size_t>(n) * in_row);
+          const int64_t step = p.rope_heads > 0 ? 1 : n;
+          for (int64_t k = 0; k < n; k += step) {
+            pages->Copy(source_row(r + k), static_cast<uint64_t>(step) * in_row,
+                        raw.data() + static_cast<uint64_t>(k) * in_row);
           }
-          if (pages) src = raw.data() + static_cast<uint64_t>(k) * in_row;
+        }
+        for (int64_t k = 0; k < n; ++k) {
+          const uint8_t* src =
+              pages ? raw.data() + static_cast<uint64_t>(k) * in_row : source_row(r + k);
           absl::Status s =
               ir::ConvertFloats(t.dtype, src, ir::DType::kF32,
                                 reinterpret_cast<uint8_t*>(block.data() + k * cols),
