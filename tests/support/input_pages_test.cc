@@ -47,78 +47,68 @@ uint64_t ResidentBytes() {
   return static_cast<uint64_t>(resident) * ::sysconf(_SC_PAGESIZE);
 }
 
-// An 8 MiB file of Pattern bytes in `dir`, mapped (null on failure, which
-// the caller asserts).
-std::shared_ptr<MappedFile> MapPatternFile(const TempDir& dir, const std::string& bytes,
-                                           std::string* path) {
-  *path = dir.File("input.bin");
-  WriteFile(*path, bytes);
-  auto file = MappedFile::Open(*path);
-  EXPECT_TRUE(file.ok()) << file.status().ToString();
-  return file.ok() ? std::move(*file) : nullptr;
-}
+// An 8 MiB file of Pattern bytes (bytes_) at path_, mapped (file_).
+class InputPagesMappedTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.File("input.bin");
+    WriteFile(path_, bytes_);
+    auto file = MappedFile::Open(path_);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    file_ = std::move(*file);
+  }
+  TempDir dir_;
+  const std::string bytes_ = Pattern(8 << 20);
+  std::string path_;
+  std::shared_ptr<MappedFile> file_;
+};
 
-TEST(InputPagesTest, ReleasedFilePagesLeaveRssAndReadBackUnchanged) {
-  TempDir dir;
-  const std::string bytes = Pattern(8 << 20);
-  std::string path;
-  auto file = MapPatternFile(dir, bytes, &path);
-  ASSERT_NE(file, nullptr);
-  const InputPages pages = InputPages::Snapshot({path});
+TEST_F(InputPagesMappedTest, ReleasedFilePagesLeaveRssAndReadBackUnchanged) {
+  const InputPages pages = InputPages::Snapshot({path_});
   EXPECT_EQ(pages.mapping_count(), 1u);
-  const uint8_t* data = file->data();
-  ASSERT_EQ(0, std::memcmp(data, bytes.data(), bytes.size()));  // fault in
+  const uint8_t* data = file_->data();
+  ASSERT_EQ(0, std::memcmp(data, bytes_.data(), bytes_.size()));  // fault in
   const uint64_t before = ResidentBytes();
-  pages.Release(data + 100, bytes.size() - 200);
+  pages.Release(data + 100, bytes_.size() - 200);
   const uint64_t after = ResidentBytes();
   EXPECT_GE(static_cast<int64_t>(before) - static_cast<int64_t>(after),
             int64_t{6} << 20)
       << "resident before " << before << ", after " << after;
-  EXPECT_EQ(0, std::memcmp(data, bytes.data(), bytes.size()));
+  EXPECT_EQ(0, std::memcmp(data, bytes_.data(), bytes_.size()));
 }
 
 // PrefaultRead maps a file range's pages in without reading them through
 // faults: resident bytes grow by the range before any byte is read (on a
 // kernel that has MADV_POPULATE_READ; an older one refuses the advice with
 // EINVAL and nothing changes), and the bytes read back unchanged.
-TEST(InputPagesTest, PrefaultReadMapsPagesInAtOnce) {
-  TempDir dir;
-  const std::string bytes = Pattern(8 << 20);
-  std::string path;
-  auto file = MapPatternFile(dir, bytes, &path);
-  ASSERT_NE(file, nullptr);
-  const uint8_t* data = file->data();
+TEST_F(InputPagesMappedTest, PrefaultReadMapsPagesInAtOnce) {
+  const uint8_t* data = file_->data();
   const uint64_t before = ResidentBytes();
-  PrefaultRead(data + 100, bytes.size() - 200);
+  PrefaultRead(data + 100, bytes_.size() - 200);
   const uint64_t after = ResidentBytes();
   if (::madvise(const_cast<uint8_t*>(data), 4096, MADV_POPULATE_READ) == 0) {
     EXPECT_GE(after - before, uint64_t{7} << 20) << "before " << before << ", after " << after;
   } else {
     EXPECT_EQ(errno, EINVAL);
   }
-  EXPECT_EQ(0, std::memcmp(data, bytes.data(), bytes.size()));
+  EXPECT_EQ(0, std::memcmp(data, bytes_.data(), bytes_.size()));
 }
 
 // Copy reads a mapped range through its file: the bytes are the mapping's,
 // the mapping's pages stay out of the process's memory (a memcpy would
 // fault 5 MiB of them in), copies of the snapshot keep the file open after
 // the original is gone, and memory that is no input file's is memcpy'd.
-TEST(InputPagesTest, CopyReadsThroughTheFileWithoutTouchingTheMapping) {
-  TempDir dir;
-  const std::string bytes = Pattern(8 << 20);
-  std::string path;
-  auto file = MapPatternFile(dir, bytes, &path);
-  ASSERT_NE(file, nullptr);
+TEST_F(InputPagesMappedTest, CopyReadsThroughTheFileWithoutTouchingTheMapping) {
   std::vector<uint8_t> dst(5 << 20, 0);
   std::memset(dst.data(), 1, dst.size());  // resident before measuring
   std::unique_ptr<InputPages> first =
-      std::make_unique<InputPages>(InputPages::Snapshot({path}));
+      std::make_unique<InputPages>(InputPages::Snapshot({path_}));
   const InputPages pages = *first;
   first.reset();
   const uint64_t before = ResidentBytes();
-  pages.Copy(file->data() + 12345, dst.size(), dst.data());
+  pages.Copy(file_->data() + 12345, dst.size(), dst.data());
   const uint64_t after = ResidentBytes();
-  EXPECT_EQ(0, std::memcmp(dst.data(), bytes.data() + 12345, dst.size()));
+  EXPECT_EQ(0, std::memcmp(dst.data(), bytes_.data() + 12345, dst.size()));
   EXPECT_LT(static_cast<int64_t>(after) - static_cast<int64_t>(before), int64_t{1} << 20)
       << "resident before " << before << ", after " << after;
   std::vector<uint8_t> heap(1 << 16);
