@@ -10,11 +10,13 @@
 #include "eval/runnable_model.h"
 #include "calibration/calibrator.h"
 #include "cli/exit_codes.h"
+#include "converter/hessian_stats.h"
 #include "converter/imatrix_stats.h"
 #include "formats/gguf/imatrix_file.h"
 #include "formats/import.h"
 #include "quantize/importance_matrix.h"
 #include "support/atomic_file.h"
+#include "support/format_bytes.h"
 #include "support/output_path.h"
 #include "support/status_macros.h"
 
@@ -178,6 +180,46 @@ absl::Status RunImatrix(const CalibrateOptions& o) {
   return absl::OkStatus();
 }
 
+// What `calibrate --hessians` writes: replaced without --force only if it is
+// already a Hessian file.
+support::OutputKind HessianKind() {
+  return {"a Hessian file (slimpack-hessians safetensors)", converter::IsHessianStats};
+}
+
+// --hessians: X^T X / rows of every linear layer's input in the float model,
+// for `convert --algo gptq --hessians` (converter/hessian_stats.h).
+absl::Status RunHessians(const CalibrateOptions& o) {
+  if (o.random_samples > 0 || !o.check_data.empty() || o.imatrix) {
+    return absl::InvalidArgumentError(
+        "--hessians: statistics of real calibration data only, in a file of their own (no "
+        "--calib-random, --check-data, --imatrix)");
+  }
+  RETURN_IF_ERROR(support::PreflightOutputFile(o.output, o.force, HessianKind()).status());
+  ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(o.model));
+  const std::vector<std::string> files_read = CalibrateInputs(o, model);
+  RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(files_read, o.output, "-o"));
+  quantize::FloatHessianOptions ho;
+  ho.max_runs = o.calib_samples;
+  ho.threads = o.threads;
+  if (o.verbose) {
+    ho.progress = [](const support::ProgressEvent& e) {
+      std::fprintf(stderr, "%s %lld/%lld\n", e.context.c_str(), static_cast<long long>(e.done),
+                   static_cast<long long>(e.total));
+    };
+    ho.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  }
+  std::string dataset;
+  for (const std::string& d : o.data) {
+    dataset += (dataset.empty() ? "" : ",") + d.substr(d.rfind('/') + 1);
+  }
+  ASSIGN_OR_RETURN(converter::HessianStatsSummary done,
+                   converter::WriteHessianStats(model, o.data, ho, dataset, o.output));
+  std::printf("Hessians of %zu linear layers over %lld samples (%s) -> %s\n", done.entries,
+              static_cast<long long>(done.samples), support::FormatBytes(done.bytes).c_str(),
+              o.output.c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunCalibrate(const CalibrateOptions& options) {
@@ -186,7 +228,9 @@ int RunCalibrate(const CalibrateOptions& options) {
                          "and --calib-random\n");
     return kExitUsage;
   }
-  absl::Status s = options.imatrix ? RunImatrix(options) : Run(options);
+  absl::Status s = options.hessians ? RunHessians(options)
+                   : options.imatrix ? RunImatrix(options)
+                                     : Run(options);
   if (!s.ok()) {
     std::fprintf(stderr, "slimpack calibrate: %s\n", s.ToString().c_str());
     return kExitInputError;

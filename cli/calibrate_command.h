@@ -33,6 +33,9 @@ struct CalibrateOptions {
   // table, averaged over `calib_samples` runs as `convert --algo imatrix
   // --calib` would.
   bool imatrix = false;
+  // --hessians: GPTQ statistics (converter/hessian_stats.h) for `convert
+  // --algo gptq --hessians`, over `calib_samples` runs.
+  bool hessians = false;
   int64_t calib_samples = 64;
 };
 

@@ -165,6 +165,10 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
                           "Weight rounding errors by an importance matrix file (llama-imatrix's "
                           ".dat, or `slimpack calibrate --imatrix`), as llama-quantize --imatrix "
                           "does: --algo imatrix without calibration runs (artifacts and GGUF)");
+  convert_cmd->add_option("--hessians", o.hessians,
+                          "GPTQ from precomputed statistics (`slimpack calibrate --hessians`) "
+                          "instead of --calib: --algo gptq without calibration runs, each weight "
+                          "quantized as its shard is written (every --part reads the same file)");
   convert_cmd->add_option("--tensor-type", o.tensor_types,
                           "With a llama-quantize --quant type or --format gguf: PATTERN=TYPE gives "
                           "the matrices whose checkpoint or GGUF name matches the regex PATTERN "
@@ -312,8 +316,12 @@ CLI::App* AddCalibrateCommand(CLI::App& app, slimpack::cli::CalibrateOptions& o)
                           "Write an importance matrix (llama.cpp's imatrix .dat: mean x^2 of every "
                           "linear layer's input columns) for `convert --imatrix` instead of a range "
                           "table");
+  calibrate_cmd->add_flag("--hessians", o.hessians,
+                          "Write GPTQ's statistics (every linear layer's input X^T X / rows in the "
+                          "float model, as safetensors) for `convert --algo gptq --hessians`: each "
+                          "part of a split conversion reads them instead of running the model");
   calibrate_cmd->add_option("--calib-samples", o.calib_samples,
-                            "With --imatrix: calibration runs to average over (a run is a batch of "
+                            "With --imatrix/--hessians: calibration runs to average over (a run is a batch of "
                             "up to --max-batch windows; default 64, as convert --calib-samples)")
       ->check(CLI::PositiveNumber);
   calibrate_cmd->add_flag("--xtx", o.xtx,

@@ -41,7 +41,8 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
   // The calibration files, hashed before the work: recorded in the manifest,
   // and for --recipe-from checked against what the artifact recorded.
   std::vector<shard_writer::NamedDigest> calibration;
-  if (!request.stages.calib.empty() || !request.stages.imatrix.empty()) {
+  if (!request.stages.calib.empty() || !request.stages.imatrix.empty() ||
+      !request.stages.hessians.empty()) {
     std::vector<std::string> files;
     if (!request.stages.calib.empty()) {
       ASSIGN_OR_RETURN(files, calibration::ExpandDataPaths(request.stages.calib));
@@ -49,6 +50,7 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
     // An --imatrix file is calibration data too: recorded, and checked by
     // --recipe-from like the windows it was computed from.
     if (!request.stages.imatrix.empty()) files.push_back(request.stages.imatrix);
+    if (!request.stages.hessians.empty()) files.push_back(request.stages.hessians);
     ASSIGN_OR_RETURN(std::vector<calibration::DataFileDigest> digests,
                      calibration::DigestDataFiles(files));
     for (const auto& d : digests) calibration.push_back({d.name, d.bytes, d.sha256});

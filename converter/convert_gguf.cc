@@ -61,6 +61,7 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
       {"--onnx-kv-cache", f.onnx_kv_cache},
       {"--onnx-gqa", f.onnx_gqa},
       {"--activation-type", !f.activation_type.empty()},
+      {"--hessians", !f.hessians.empty()},
   };
 }
 

@@ -59,6 +59,7 @@ std::vector<std::pair<std::string, bool>> StageFlags(const ConvertFlags& f) {
       {"--calib", !f.calib.empty()},
       {"--calib-samples", f.calib_samples != 0},
       {"--imatrix", !f.imatrix.empty()},
+      {"--hessians", !f.hessians.empty()},
       {"--target-size", !f.target_size.empty()},
       {"--target-bpw", f.target_bpw != 0},
       {"--sparsity", !f.sparsity.empty()},

@@ -168,6 +168,20 @@ absl::Status MergeQuantFlags(const ConvertFlags& f, ConvertRequest& r) {
     }
     r.stages.imatrix = f.imatrix;
   }
+  if (!f.hessians.empty()) {
+    // GPTQ from precomputed statistics: every part of a split conversion
+    // reads the same file, and no part runs the model.
+    if (!q.active()) return Usage("--hessians", "feeds GPTQ's quantization: pass --quant too");
+    if (f.algo.empty()) q.algorithm = quantize::Algorithm::kGptq;
+    if (q.algorithm != quantize::Algorithm::kGptq) {
+      return Usage("--hessians", "feeds --algo gptq, not --algo " + f.algo);
+    }
+    if (!f.calib.empty() || !f.imatrix.empty()) {
+      return Usage("--hessians", "give GPTQ's statistics as --hessians FILE or as --calib DATA, "
+                                 "not both (nor with --imatrix)");
+    }
+    r.stages.hessians = f.hessians;
+  }
   if (f.calib_samples > 0) q.calib_samples = f.calib_samples;
   if (!f.target_size.empty()) {
     auto b = quantize::ParseTargetSize(f.target_size);

@@ -60,6 +60,9 @@ struct ConvertFlags {
   int64_t calib_samples = 0;
   // --format gguf: llama.cpp's importance matrix (llama-imatrix -o FILE).
   std::string imatrix;
+  // --hessians: GPTQ statistics (`slimpack calibrate --hessians`) for
+  // --algo gptq instead of calibration runs.
+  std::string hessians;
   // llama-quantize types: "PATTERN=TYPE" per --tensor-type (gguf_recipe.h).
   std::vector<std::string> tensor_types;
   // --progress: auto (a live line on a terminal), json (lines for CI logs),

@@ -10,6 +10,7 @@
 #include "calibration/calibrator.h"
 #include "calibration/dataset.h"
 #include "calibration/token_ids.h"
+#include "converter/hessian_stats.h"
 #include "converter/imatrix_stats.h"
 #include "converter/requantize.h"
 #include "passes/lower/dequantize_integer_ops.h"
@@ -250,19 +251,26 @@ absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, con
     q.importance_file = options.imatrix;
     log.Info("quantize: imatrix: %d entries from %s", q.importance.size(), options.imatrix);
   }
+  if (!options.hessians.empty()) {
+    auto h = OpenHessianStats(model, options.hessians);
+    if (!h.ok()) return Annotate(h.status(), "quantize");
+    q.hessians = *std::move(h);
+    log.Info("quantize: gptq: Hessians from %s", options.hessians);
+  }
   auto done = quantize::QuantizeWeights(model, q);
   if (!done.ok()) return Annotate(done.status(), "quantize");
   result.records.push_back({{"name", "quantize-weights"},
                             {"options", quantize::QuantConfigToJson(options.quant)},
                             {"stats", done->ToJson()}});
-  // Only RTN-family weights defer; under GPTQ or AWQ that is the few they
-  // do not take (an embedding), so the line counts them.
+  // RTN-family weights defer, and GPTQ's from a Hessian file; under the
+  // GPTQ walk or AWQ that is the few they do not take (an embedding), so the
+  // line counts them.
   const size_t deferred = done->deferred ? done->deferred->weights() : 0;
   const std::string late =
       deferred == 0 ? ""
       : deferred == done->tensors.size()
-          ? " (RTN as the shards are written)"
-          : absl::StrCat(" (", deferred, " of them RTN as the shards are written)");
+          ? " (quantized as the shards are written)"
+          : absl::StrCat(" (", deferred, " of them quantized as the shards are written)");
   log.Info("quantize: %d tensors, %d -> %d bytes%s", done->tensors.size(), done->bytes_before,
            done->bytes_after, late);
   if (done->deferred) {

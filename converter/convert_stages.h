@@ -46,6 +46,9 @@ struct StageOptions {
   // GGUF names for HF decoders, by weight names otherwise) for --algo
   // imatrix instead of calibration runs.
   std::string imatrix;
+  // --hessians: GPTQ statistics (converter/hessian_stats.h) for --algo gptq
+  // instead of calibration runs.
+  std::string hessians;
   int threads = 1;
   bool verbose = false;
   // One line per call (no newline): stage summaries always, per-node and

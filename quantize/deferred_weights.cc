@@ -9,23 +9,35 @@ namespace slimpack::quantize {
 DeferredWeights::DeferredWeights(const std::vector<std::string>& input_files)
     : pages_(support::InputPages::Snapshot(input_files)) {}
 
-void DeferredWeights::Add(ir::Tensor source, RtnTensorOptions options,
-                          std::vector<float> importance, std::vector<std::string> companions) {
+DeferredWeights::Job& DeferredWeights::NewJob(ir::Tensor source,
+                                              std::vector<std::string> companions) {
   auto job = std::make_unique<Job>();
   job->source = std::move(source);
-  job->options = std::move(options);
-  job->importance = std::move(importance);
-  // Points into the job's own copy, which never moves (the job is on the heap).
-  job->options.rtn.importance = job->importance.empty() ? nullptr : job->importance.data();
-  job->options.release = &pages_;
   Job* raw = job.get();
   by_tensor_[raw->source.name] = raw;
   for (std::string& c : companions) by_tensor_[std::move(c)] = raw;
   jobs_[raw->source.name] = std::move(job);
+  return *raw;
+}
+
+void DeferredWeights::Add(ir::Tensor source, RtnTensorOptions options,
+                          std::vector<float> importance, std::vector<std::string> companions) {
+  Job& job = NewJob(std::move(source), std::move(companions));
+  job.options = std::move(options);
+  job.importance = std::move(importance);
+  // Points into the job's own copy, which never moves (the job is on the heap).
+  job.options.rtn.importance = job.importance.empty() ? nullptr : job.importance.data();
+  job.options.release = &pages_;
+}
+
+void DeferredWeights::AddWhole(ir::Tensor source, WholeFn quantize,
+                               std::vector<std::string> companions) {
+  NewJob(std::move(source), std::move(companions)).whole = std::move(quantize);
 }
 
 absl::Status DeferredWeights::Quantize(Job& job) {
-  ASSIGN_OR_RETURN(QuantizedWeight r, QuantizeRtnTensor(job.source, job.options));
+  ASSIGN_OR_RETURN(QuantizedWeight r, job.whole ? job.whole(job.source)
+                                                : QuantizeRtnTensor(job.source, job.options));
   job.ready[r.packed.weight.name] = std::move(r.packed.weight.data);
   Keep(job, r);
   return absl::OkStatus();
@@ -72,7 +84,7 @@ absl::Status DeferredWeights::ProduceStreamed(const std::string& tensor, const W
   }
   Job& job = *it->second;
   std::lock_guard<std::mutex> lock(job.mu);
-  if (job.done || tensor != job.source.name) {
+  if (job.done || tensor != job.source.name || job.whole) {
     ASSIGN_OR_RETURN(ir::TensorData bytes, TakeLocked(job, tensor));
     return sink(bytes.data(), bytes.size());
   }

@@ -9,6 +9,7 @@
 #ifndef SLIMPACK_QUANTIZE_DEFERRED_WEIGHTS_H_
 #define SLIMPACK_QUANTIZE_DEFERRED_WEIGHTS_H_
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -37,6 +38,12 @@ class DeferredWeights {
   void Add(ir::Tensor source, RtnTensorOptions options, std::vector<float> importance,
            std::vector<std::string> companions);
 
+  // A weight quantized whole by `quantize` (GPTQ from precomputed
+  // statistics) on the first request of it or a companion; its bytes are
+  // handed over whole, never streamed. Not thread-safe, as Add.
+  using WholeFn = std::function<absl::StatusOr<QuantizedWeight>(const ir::Tensor& source)>;
+  void AddWhole(ir::Tensor source, WholeFn quantize, std::vector<std::string> companions);
+
   bool Holds(const std::string& tensor) const { return by_tensor_.count(tensor) != 0; }
   // How many weights were registered.
   size_t weights() const { return jobs_.size(); }
@@ -62,12 +69,14 @@ class DeferredWeights {
     ir::Tensor source;
     RtnTensorOptions options;
     std::vector<float> importance;
+    WholeFn whole;  // set: quantized by it instead of RTN
     std::mutex mu;
     bool done = false;
     absl::Status status;
     std::map<std::string, ir::TensorData> ready;  // made, not yet handed out
     std::optional<quant::ErrorStats> error;
   };
+  Job& NewJob(ir::Tensor source, std::vector<std::string> companions);
   absl::Status Quantize(Job& job);
   // Keeps a quantized weight's scale, zero point and error in its job and
   // gives the source's pages back (the weight's own bytes are the caller's).

@@ -40,6 +40,25 @@ absl::StatusOr<calibration::Dataset> OpenCalibration(const ir::Model& runnable,
   return OpenCalibrationData(runnable, req.calib_paths);
 }
 
+// GPTQ of weight `t` from its precomputed Hessian, stored as Store stores
+// the walk's results.
+absl::StatusOr<QuantizedWeight> GptqFromHessian(const ir::Tensor& t, bool transposed,
+                                                const quant::Scheme& scheme,
+                                                const quant::GptqOptions& options,
+                                                const HessianSource& hessians) {
+  ASSIGN_OR_RETURN(Matrix m, AsMatrix(t, transposed));
+  auto h = hessians.Read(t.name);
+  if (!h.ok()) return Annotate(h.status(), hessians.file());
+  auto q = quant::QuantizeGptq(m.w.data(), m.rows, m.cols, scheme, h->xtx, h->rows, options);
+  if (!q.ok()) {
+    return Annotate(q.status(), "gptq of tensor '" + t.name + "' (Hessian from " +
+                                    hessians.file() + ")");
+  }
+  std::vector<float> deq(m.w.size());
+  quant::Dequantize(*q, deq.data());
+  return StoredWeight(*q, m.w, deq, t, transposed, std::string(AlgorithmName(Algorithm::kGptq)));
+}
+
 class Quantizer {
  public:
   Quantizer(ir::Model& model, const QuantizeRequest& req) : model_(model), req_(req) {}
@@ -210,6 +229,11 @@ class Quantizer {
       (p.algorithm == Algorithm::kGptq ? gptq : p.algorithm == Algorithm::kAwq ? awq : imatrix)
           .push_back(i);
     }
+    if (req_.hessians && !gptq.empty()) {
+      // Quantized one by one from the file in Store: no walk.
+      RETURN_IF_ERROR(CheckHessians(gptq));
+      gptq.clear();
+    }
     std::vector<size_t> need_importance;
     for (size_t i : imatrix) {
       if (!importance_.count(plans_[i].use.tensor)) need_importance.push_back(i);
@@ -233,6 +257,38 @@ class Quantizer {
     if (!awq.empty()) RETURN_IF_ERROR(RunAwq(runnable, data, awq));
     if (!gptq.empty()) RETURN_IF_ERROR(RunGptq(data, gptq));
     return absl::OkStatus();
+  }
+
+  // Every weight GPTQ quantizes has an entry of its input columns' size.
+  absl::Status CheckHessians(const std::vector<size_t>& idx) const {
+    for (size_t i : idx) {
+      const TensorPlan& p = plans_[i];
+      const ir::Tensor* t = model_.graph.FindInitializer(p.use.tensor);
+      if (t == nullptr) continue;
+      ASSIGN_OR_RETURN(auto shape, MatrixShape(*t, p.use.transposed));
+      const std::optional<int64_t> k = req_.hessians->Columns(p.use.tensor);
+      if (!k) {
+        return absl::InvalidArgumentError(
+            req_.hessians->file() + ": no Hessian for '" + p.use.tensor +
+            "', which gptq quantizes (statistics made for another model?)");
+      }
+      if (*k != shape.second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            req_.hessians->file(), ": the Hessian of '", p.use.tensor, "' is ", *k, " x ", *k,
+            "; the weight has ", shape.second, " input columns"));
+      }
+    }
+    return absl::OkStatus();
+  }
+
+  quant::GptqOptions GptqOptionsOf() const {
+    quant::GptqOptions go;
+    go.percdamp = req_.config.gptq_damp;
+    go.block_size = req_.config.gptq_block;
+    go.act_order = req_.config.gptq_act_order;
+    go.static_groups = go.act_order;  // stored layout needs no permutation
+    go.threads = req_.threads;
+    return go;
   }
 
   // The graph calibration runs: the ONNX graph itself, or the decoder graph
@@ -299,14 +355,8 @@ class Quantizer {
           const TensorPlan& p = plans_[plan_of.at(name)];
           const ir::Tensor& t = *model_.graph.FindInitializer(p.use.tensor);
           ASSIGN_OR_RETURN(Matrix m, AsMatrix(t, p.use.transposed));
-          quant::GptqOptions go;
-          go.percdamp = req_.config.gptq_damp;
-          go.block_size = req_.config.gptq_block;
-          go.act_order = req_.config.gptq_act_order;
-          go.static_groups = go.act_order;  // stored layout needs no permutation
-          go.threads = req_.threads;
           auto q = quant::QuantizeGptq(m.w.data(), m.rows, m.cols, p.scheme.Numerics(), c.xtx,
-                                       c.rows, go);
+                                       c.rows, GptqOptionsOf());
           if (!q.ok()) return Annotate(q.status(), "gptq of tensor '" + p.use.tensor + "'");
           std::vector<float> deq(m.w.size());
           quant::Dequantize(*q, deq.data());
@@ -342,6 +392,13 @@ class Quantizer {
       packed = std::move(it->second.packed);
       error = it->second.error;
       gptq_.erase(it);
+    } else if (p.algorithm == Algorithm::kGptq && req_.hessians) {
+      if (req_.defer_rtn) return DeferGptq(p, original, std::move(rec));
+      ASSIGN_OR_RETURN(QuantizedWeight r,
+                       GptqFromHessian(original, p.use.transposed, p.scheme.Numerics(),
+                                       GptqOptionsOf(), *req_.hessians));
+      packed = std::move(r.packed);
+      error = r.error;
     } else if (req_.defer_rtn) {
       return Defer(p, original, std::move(rec));
     } else {
@@ -379,6 +436,27 @@ class Quantizer {
     if (packed.zero_point) companions.push_back(packed.zero_point->name);
     if (!result_.deferred) result_.deferred = std::make_shared<DeferredWeights>(model_.input_files);
     result_.deferred->Add(original, std::move(o), std::move(importance), std::move(companions));
+    return Install(std::move(packed), std::move(rec));
+  }
+
+  // GPTQ from a precomputed Hessian, when the writer asks: the job holds
+  // what it needs by value (this Quantizer is gone by then).
+  absl::Status DeferGptq(const TensorPlan& p, const ir::Tensor& original, TensorRecord rec) {
+    const quant::Scheme scheme = p.scheme.Numerics();
+    ASSIGN_OR_RETURN(auto shape, MatrixShape(original, p.use.transposed));
+    ASSIGN_OR_RETURN(quant::PackedTensors packed,
+                     quant::PackedShapes(scheme, shape.first, shape.second, original,
+                                         p.use.transposed, rec.algorithm));
+    std::vector<std::string> companions = {packed.scale.name};
+    if (packed.zero_point) companions.push_back(packed.zero_point->name);
+    if (!result_.deferred) result_.deferred = std::make_shared<DeferredWeights>(model_.input_files);
+    result_.deferred->AddWhole(
+        original,
+        [transposed = p.use.transposed, scheme, go = GptqOptionsOf(),
+         hessians = req_.hessians](const ir::Tensor& source) {
+          return GptqFromHessian(source, transposed, scheme, go, *hessians);
+        },
+        std::move(companions));
     return Install(std::move(packed), std::move(rec));
   }
 

@@ -39,6 +39,7 @@
 #include "support/progress.h"
 #include "ir/graph.h"
 #include "nlohmann/json.hpp"
+#include "quantize/hessian_source.h"
 #include "quantize/quant_rules.h"
 #include "quantize/size_planner.h"
 
@@ -64,8 +65,8 @@ struct QuantizeRequest {
   // deferred_weights.h): the model gets TensorData::Deferred placeholders,
   // QuantizeResult::deferred makes their bytes, FinishDeferred fills their
   // records' errors afterwards. Only for a model that goes straight to the
-  // writer with the producer set (converter::Convert); GPTQ results and
-  // float casts are stored as usual.
+  // writer with the producer set (converter::Convert). GPTQ from `hessians`
+  // defers too; the GPTQ walk's results and float casts are stored as usual.
   bool defer_rtn = false;
   // Precomputed importance (mean x^2 per input column) by weight name, e.g.
   // from an imatrix file (`convert --imatrix`): --algo imatrix uses it
@@ -75,6 +76,12 @@ struct QuantizeRequest {
   // `importance_file`.
   std::map<std::string, std::vector<float>> importance;
   std::string importance_file;
+  // Precomputed Hessians (`convert --hessians`): --algo gptq quantizes each
+  // weight from its entry, on its own (deferred like RTN with defer_rtn),
+  // instead of the layer-by-layer calibration walk. A weight GPTQ quantizes
+  // without an entry, or with an entry of another size, is refused naming
+  // the file.
+  std::shared_ptr<const HessianSource> hessians;
 };
 
 // What happened to one tensor; recorded in the manifest and printed by -v.

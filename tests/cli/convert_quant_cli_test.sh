@@ -68,7 +68,7 @@ says "int8_per_channel" "inspect lists the layout"
 expect 0 "int4 gptq, 1 thread" -- convert "$LLAMA" -o "$TMP/g1" --quant int4-g32-asym --algo gptq --calib "$CALIB" --calib-samples 2 --threads 1
 # GPTQ takes the linears; only the embedding is left to RTN as the shard
 # is written, and the summary counts it instead of calling all 30 RTN.
-says "(1 of them RTN as the shards are written)" \
+says "(1 of them quantized as the shards are written)" \
   "the summary counts the weights quantized as the shards are written"
 expect 0 "int4 gptq, 2 threads" -- convert "$LLAMA" -o "$TMP/g2" --quant int4-g32-asym --algo gptq --calib "$CALIB" --calib-samples 2 --threads 2
 cmp -s "$TMP/g1/manifest.json" "$TMP/g2/manifest.json" || bad "manifests differ across thread counts"

@@ -103,7 +103,7 @@ TEST_P(ConvertDeferredTest, SameArtifactAsQuantizingFirst) {
   // The deferred runs did defer (the stage line says so); the first did not.
   auto says_deferred = [](const std::vector<std::string>& lines) {
     for (const std::string& l : lines) {
-      if (l.find("(RTN as the shards are written)") != std::string::npos) return true;
+      if (l.find("(quantized as the shards are written)") != std::string::npos) return true;
     }
     return false;
   };

@@ -1,0 +1,65 @@
+#include "quantize/float_hessians.h"
+
+#include "calibration/linear_stats.h"
+#include "hf/llama_graph_builder.h"
+#include "quantize/gptq_layers.h"
+#include "quantize/importance_matrix.h"
+#include "support/status_macros.h"
+
+namespace slimpack::quantize {
+namespace {
+
+absl::StatusOr<ir::Model> Runnable(const ir::Model& model) {
+  if (!model.graph.nodes.empty()) return model;
+  return hf::BuildDecoderGraph(model);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<LinearInput>> LinearInputs(const ir::Model& model) {
+  ASSIGN_OR_RETURN(ir::Model runnable, Runnable(model));
+  std::vector<LinearInput> out;
+  for (const calibration::LinearLayer& l : calibration::FindLinearLayers(runnable.graph)) {
+    out.push_back({l.weight, l.in_features});
+  }
+  return out;
+}
+
+absl::StatusOr<int64_t> CountCalibrationSamples(const ir::Model& model,
+                                                const std::vector<std::string>& calib_paths,
+                                                int64_t max_runs) {
+  ASSIGN_OR_RETURN(const ir::Model runnable, Runnable(model));
+  ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibrationData(runnable, calib_paths));
+  return data.CountSamples(max_runs);
+}
+
+absl::StatusOr<int64_t> ComputeFloatHessians(
+    const ir::Model& model, const std::vector<std::string>& calib_paths,
+    const FloatHessianOptions& options,
+    const std::function<absl::Status(const std::string& weight, const CapturedInput& input)>& sink) {
+  ASSIGN_OR_RETURN(std::vector<LinearInput> linears, LinearInputs(model));
+  std::vector<std::string> weights;
+  for (const LinearInput& l : linears) weights.push_back(l.weight);
+  ASSIGN_OR_RETURN(const ir::Model runnable, Runnable(model));
+  ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibrationData(runnable, calib_paths));
+  LayerwiseGptqOptions lo;
+  lo.max_runs = options.max_runs;
+  lo.threads = options.threads;
+  lo.cache_bytes = options.cache_bytes;
+  lo.progress = options.progress;
+  lo.log = options.log;
+  // GPTQ's walk with every weight handed back unchanged: each group's inputs
+  // are the float model's.
+  RETURN_IF_ERROR(RunLayerwiseGptq(
+      model, weights, data, lo,
+      [&](const std::string& name, const CapturedInput& c) -> absl::StatusOr<ir::Tensor> {
+        RETURN_IF_ERROR(sink(name, c));
+        const ir::Tensor* t = model.graph.FindInitializer(name);
+        if (t == nullptr) return absl::InternalError("no weight '" + name + "' in the model");
+        return *t;
+      }));
+  // The samples those runs held (a run batches up to 8).
+  return data.CountSamples(options.max_runs);
+}
+
+}  // namespace slimpack::quantize
