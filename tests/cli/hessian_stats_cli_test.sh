@@ -137,7 +137,23 @@ open(sys.argv[2], "wb").write(struct.pack("<Q", len(js)) + js + bytes(64))
 PY
 expect 1 "an entry of the wrong size" -- convert "$LLAMA" -o "$TMP/x8" --quant int4 --hessians "$TMP/small.safetensors"
 says "the Hessian of 'lm_head.weight' is 4 x 4; the weight has 128 input columns" "wrong size"
-for x in x1 x2 x3 x4.gguf x5 x6 x7 x8; do [ ! -e "$TMP/$x" ] || bad "$x written"; done
+# A non-finite and an asymmetric entry: found when the weight is quantized.
+/usr/bin/python3 - "$TMP/h.safetensors" "$TMP" <<'PY'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", raw[:8])[0]
+b, _ = json.loads(raw[8:8 + n])["lm_head.weight"]["data_offsets"]
+at = 8 + n + b
+for name, pos, value in (("nan", at, float("nan")), ("asym", at + 4, 12345.0)):
+    out = bytearray(raw)
+    out[pos:pos + 4] = struct.pack("<f", value)
+    open(sys.argv[2] + "/" + name + ".safetensors", "wb").write(out)
+PY
+expect 1 "a NaN in a Hessian" -- convert "$LLAMA" -o "$TMP/x9" --quant int4 --hessians "$TMP/nan.safetensors"
+says "gptq of tensor 'lm_head.weight' (Hessian from $TMP/nan.safetensors): GPTQ: X^T X (128x128) entry (0, 0) = nan" "NaN entry"
+expect 1 "an asymmetric Hessian" -- convert "$LLAMA" -o "$TMP/x10" --quant int4 --hessians "$TMP/asym.safetensors"
+says "entry (0, 1) = 12345 is non-finite or differs from (1, 0)" "asymmetric entry"
+for x in x1 x2 x3 x4.gguf x5 x6 x7 x8 x9 x10; do [ ! -e "$TMP/$x" ] || bad "$x written"; done
 echo "not Hessians" > "$TMP/notes.txt"
 expect 1 "calibrate --hessians over another file" -- calibrate "$LLAMA" --data "$CALIB" --hessians -o "$TMP/notes.txt"
 grep -q "not Hessians" "$TMP/notes.txt" && echo "ok: the other file is untouched" || bad "overwritten"
