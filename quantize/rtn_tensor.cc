@@ -68,6 +68,9 @@ absl::StatusOr<QuantizedWeight> StoredWeight(const quant::QuantizedMatrix& q,
 
 namespace {
 
+// Weights whose dequantized values the error is measured on at once.
+constexpr int64_t kErrorTileWeights = 8192;
+
 // QuantizeRtnTensor, the packed weight gathered or (with `sink`) handed over
 // block by block.
 absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
@@ -128,9 +131,15 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
     if (absl::Status s = quant::QuantizeRtnInto(w.data(), r, cols, o.scheme, o.rtn, &q); !s.ok()) {
       return AnnotateTensor(s, original);
     }
-    deq.resize(n);
-    quant::Dequantize(q, deq.data());
-    quant::AccumulateErrors(out.error, w.data(), deq.data(), static_cast<int64_t>(n));
+    // The error a few rows at a time: their dequantized values stay in
+    // cache (the sums run in the same order as over the whole block).
+    const int64_t step = std::max<int64_t>(1, kErrorTileWeights / cols);
+    deq.resize(static_cast<uint64_t>(std::min(step, r) * cols));
+    for (int64_t i = 0; i < r; i += step) {
+      const int64_t end = std::min(r, i + step);
+      quant::DequantizeRows(q, i, end, deq.data());
+      quant::AccumulateErrors(out.error, w.data() + i * cols, deq.data(), (end - i) * cols);
+    }
     ASSIGN_OR_RETURN(quant::PackedTensors p, quant::ToIrTensors(q, part, false, o.algorithm));
     weight_bytes += p.weight.data.size();
     if (sink) {

@@ -10,8 +10,13 @@
     defined(__linux__)
 #define SLIMPACK_SIMD_CLONES \
   __attribute__((target_clones("avx2", "default")))
+// The same with an AVX-512 clone as well, for loops written with 64-byte
+// vectors (one ZMM register there, two YMM on AVX2, four XMM on the baseline).
+#define SLIMPACK_SIMD_CLONES_512 \
+  __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define SLIMPACK_SIMD_CLONES
+#define SLIMPACK_SIMD_CLONES_512
 #endif
 
 // GCC warns that passing V4d by value differs between ISAs (-Wpsabi); the

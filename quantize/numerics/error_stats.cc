@@ -29,42 +29,35 @@ ErrorStats CompareArrays(const float* ref, const float* approx, int64_t n) {
 
 namespace {
 
-typedef float V4f __attribute__((vector_size(16), aligned(4)));
-typedef int64_t V4l __attribute__((vector_size(32)));
-using support::V4d;
+typedef float V8f __attribute__((vector_size(32), aligned(4)));
+typedef double V8d __attribute__((vector_size(64), aligned(8)));
+typedef int64_t V8l __attribute__((vector_size(64)));
 
-// Whole rounds of eight elements: lanes 0-3 and 4-7 in two vectors each,
-// every lane adding in the order the scalar loop below would (so an AVX2
-// clone, two SSE2 registers or plain doubles give the same bits).
-SLIMPACK_SIMD_CLONES
+// Whole rounds of eight elements, lane k holding element 8i + k: every lane
+// adds in the order the scalar loop below would, so the AVX-512 clone (one
+// register), the AVX2 one (two), the baseline (four) and plain doubles give
+// the same bits.
+SLIMPACK_SIMD_CLONES_512
 void Rounds(const float* ref, const float* approx, int64_t rounds, double* rl, double* el,
             double* ml) {
-  V4d r_lo = support::LoadV4(rl), r_hi = support::LoadV4(rl + 4);
-  V4d e_lo = support::LoadV4(el), e_hi = support::LoadV4(el + 4);
-  V4d m_lo = support::LoadV4(ml), m_hi = support::LoadV4(ml + 4);
-  auto step = [](V4f rf, V4f af, V4d& r, V4d& e, V4d& m) __attribute__((always_inline)) {
-    const V4d x = __builtin_convertvector(rf, V4d);
-    const V4d d = x - __builtin_convertvector(af, V4d);
+  V8d r, e, m;
+  std::memcpy(&r, rl, sizeof r);
+  std::memcpy(&e, el, sizeof e);
+  std::memcpy(&m, ml, sizeof m);
+  for (int64_t i = 0; i < rounds * 8; i += 8) {
+    V8f rf, af;
+    std::memcpy(&rf, ref + i, sizeof rf);
+    std::memcpy(&af, approx + i, sizeof af);
+    const V8d x = __builtin_convertvector(rf, V8d);
+    const V8d d = x - __builtin_convertvector(af, V8d);
     r += x * x;
     e += d * d;
-    const V4d ad = reinterpret_cast<V4d>(reinterpret_cast<V4l>(d) & 0x7FFFFFFFFFFFFFFF);
+    const V8d ad = reinterpret_cast<V8d>(reinterpret_cast<V8l>(d) & 0x7FFFFFFFFFFFFFFF);
     m = m < ad ? ad : m;  // std::max(m, |d|): a NaN difference leaves m
-  };
-  for (int64_t i = 0; i < rounds * 8; i += 8) {
-    V4f r0, r1, a0, a1;
-    std::memcpy(&r0, ref + i, sizeof r0);
-    std::memcpy(&r1, ref + i + 4, sizeof r1);
-    std::memcpy(&a0, approx + i, sizeof a0);
-    std::memcpy(&a1, approx + i + 4, sizeof a1);
-    step(r0, a0, r_lo, e_lo, m_lo);
-    step(r1, a1, r_hi, e_hi, m_hi);
   }
-  support::StoreV4(rl, r_lo);
-  support::StoreV4(rl + 4, r_hi);
-  support::StoreV4(el, e_lo);
-  support::StoreV4(el + 4, e_hi);
-  support::StoreV4(ml, m_lo);
-  support::StoreV4(ml + 4, m_hi);
+  std::memcpy(rl, &r, sizeof r);
+  std::memcpy(el, &e, sizeof e);
+  std::memcpy(ml, &m, sizeof m);
 }
 
 }  // namespace

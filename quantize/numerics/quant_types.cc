@@ -3,6 +3,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "absl/strings/str_cat.h"
 #include "ir/float_convert.h"
@@ -108,22 +113,69 @@ GroupGrid MakeGrid(float mn, float mx, float ratio, int bits, bool symmetric, bo
   return g;
 }
 
-void Dequantize(const QuantizedMatrix& m, float* out) {
-  const int64_t ng = m.num_groups();
-  const int64_t gs = m.group_size();
-  const bool has_zero = !m.zero.empty();
-  for (int64_t r = 0; r < m.rows; ++r) {
-    const int8_t* q = m.q.data() + r * m.cols;
-    float* o = out + r * m.cols;
-    for (int64_t g = 0; g < ng; ++g) {
-      const float s = m.scale[r * ng + g];
-      const int32_t z = has_zero ? m.zero[r * ng + g] : 0;
-      const int64_t end = std::min(m.cols, (g + 1) * gs);
-      for (int64_t c = g * gs; c < end; ++c) {
-        o[c] = static_cast<float>(static_cast<int32_t>(q[c]) - z) * s;
-      }
+namespace {
+
+// One row's groups: float(q - z) * s, the same single subtraction,
+// conversion and multiply per code on every path.
+inline void DequantizeRowScalar(const int8_t* q, const float* scale, const int8_t* zero,
+                                int64_t cols, int64_t gs, float* o) {
+  for (int64_t g = 0, begin = 0; begin < cols; ++g, begin += gs) {
+    const float s = scale[g];
+    const int32_t z = zero ? zero[g] : 0;
+    const int64_t end = std::min(cols, begin + gs);
+    for (int64_t c = begin; c < end; ++c) {
+      o[c] = static_cast<float>(static_cast<int32_t>(q[c]) - z) * s;
     }
   }
 }
+
+#if defined(__x86_64__) && defined(__GNUC__)
+// Eight codes at a time (GCC left the plain loop scalar: 9 % of an int4
+// conversion, and its generic vectors widened int8 lanes one by one).
+__attribute__((target("avx2"))) void DequantizeRowAvx2(const int8_t* q, const float* scale,
+                                                       const int8_t* zero, int64_t cols,
+                                                       int64_t gs, float* o) {
+  for (int64_t g = 0, begin = 0; begin < cols; ++g, begin += gs) {
+    const float s = scale[g];
+    const int32_t z = zero ? zero[g] : 0;
+    const __m256i zv = _mm256_set1_epi32(z);
+    const __m256 sv = _mm256_set1_ps(s);
+    const int64_t end = std::min(cols, begin + gs);
+    int64_t c = begin;
+    for (; c + 8 <= end; c += 8) {
+      const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + c));
+      const __m256i v = _mm256_sub_epi32(_mm256_cvtepi8_epi32(b), zv);
+      _mm256_storeu_ps(o + c, _mm256_mul_ps(_mm256_cvtepi32_ps(v), sv));
+    }
+    for (; c < end; ++c) o[c] = static_cast<float>(static_cast<int32_t>(q[c]) - z) * s;
+  }
+}
+#endif
+
+}  // namespace
+
+void DequantizeRows(const QuantizedMatrix& m, int64_t r0, int64_t r1, float* out) {
+  const int64_t ng = m.num_groups();
+  const int64_t gs = m.group_size();
+  const bool has_zero = !m.zero.empty();
+#if defined(__x86_64__) && defined(__GNUC__)
+  static const bool avx2 = __builtin_cpu_supports("avx2");
+#endif
+  for (int64_t r = r0; r < r1; ++r) {
+    const int8_t* q = m.q.data() + r * m.cols;
+    const float* scale = m.scale.data() + r * ng;
+    const int8_t* zero = has_zero ? m.zero.data() + r * ng : nullptr;
+    float* o = out + (r - r0) * m.cols;
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (avx2) {
+      DequantizeRowAvx2(q, scale, zero, m.cols, gs, o);
+      continue;
+    }
+#endif
+    DequantizeRowScalar(q, scale, zero, m.cols, gs, o);
+  }
+}
+
+void Dequantize(const QuantizedMatrix& m, float* out) { DequantizeRows(m, 0, m.rows, out); }
 
 }  // namespace slimpack::quant

@@ -82,6 +82,8 @@ struct QuantizedMatrix {
 // out[r*cols + c] = float(q - zero) * scale of (r, c)'s group. `out` holds
 // rows*cols floats.
 void Dequantize(const QuantizedMatrix& m, float* out);
+// Rows [r0, r1) of Dequantize's output, written to out[0, (r1 - r0) * cols).
+void DequantizeRows(const QuantizedMatrix& m, int64_t r0, int64_t r1, float* out);
 
 // Quantization grid of one group: x -> clamp(rint(x / scale) + zero,
 // qmin, qmax) with centred codes. Shared by RTN, GPTQ and AWQ so all use the
