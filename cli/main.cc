@@ -3,6 +3,10 @@
 #include <cstdio>
 #include <string>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "CLI/CLI.hpp"
 #include "cli/calibrate_command.h"
 #include "cli/convert_command.h"
@@ -393,6 +397,17 @@ CLI::App* AddReportCommand(CLI::App& app, slimpack::cli::ReportCommandOptions& o
 }  // namespace
 
 int main(int argc, char** argv) {
+#if defined(__GLIBC__)
+  // A conversion allocates and frees blocks of a few MiB per weight block on
+  // every writer thread. glibc's defaults give a thread arena's freed top
+  // back to the kernel past a few MiB, so each block faulted fresh zeroed
+  // pages in again (perf: every page fault of an int8 peer convert came
+  // from such buffers; ~10 K faults at several µs each on our VMs). Keep up
+  // to 256 MiB of freed memory for reuse; blocks of 32 MiB and more are
+  // still mapped on their own and returned when freed.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+#endif
   CLI::App app{"slimpack: offline model compression and conversion for on-device inference"};
   // The GEMM micro-kernel this CPU runs: every kernel gives the same bits
   // (runtime/gemm.h), but a bug report or the cross-CPU test wants to know.
