@@ -137,7 +137,9 @@ TEST(QuantRtnTest, DequantizeRowsIsTheFormulaOnEveryPath) {
         const int z = m->zero.empty() ? 0 : int{m->zero[g]};
         const float expect = static_cast<float>(int{m->q[r * 45 + c]} - z) * m->scale[g];
         ASSERT_EQ(whole[r * 45 + c], expect) << scheme.ToString() << " " << r << "," << c;
-        if (r >= 2 && r < 5) ASSERT_EQ(rows[(r - 2) * 45 + c], expect) << r << "," << c;
+        if (r >= 2 && r < 5) {
+          ASSERT_EQ(rows[(r - 2) * 45 + c], expect) << r << "," << c;
+        }
       }
     }
   }
