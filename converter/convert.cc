@@ -85,6 +85,7 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
   write.encoder = Encoder(model, request.recipe);
   write.encoder.produce = staged.produce;
   write.encoder.produce_streamed = staged.produce_streamed;
+  write.encoder.produce_ahead = staged.produce_ahead;
   write.recipe = RecipeToJson(request.recipe);
   if (request.stages.prune.active()) {
     write.recipe["prune"] = prune::PruneOptionsToJson(request.stages.prune);

@@ -283,6 +283,9 @@ absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, con
                    const std::function<absl::Status(const uint8_t*, uint64_t)>& sink) {
           return deferred->deferred->ProduceStreamed(t.name, sink);
         };
+    result.produce_ahead = [deferred](const ir::Tensor& t) {
+      deferred->deferred->ProduceAhead(t.name);
+    };
     const std::function<void(const std::string&)> sink = log.verbose() ? log.sink() : nullptr;
     result.finish_deferred = [deferred, sink](bool all_written) {
       return Annotate(quantize::FinishDeferred(*deferred, sink, all_written), "quantize");

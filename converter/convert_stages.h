@@ -78,6 +78,8 @@ struct StageResult {
   std::function<absl::Status(const ir::Tensor&,
                              const std::function<absl::Status(const uint8_t*, uint64_t)>&)>
       produce_streamed;
+  // A deferred tensor made ahead of its writer (TensorEncoder::produce_ahead).
+  std::function<void(const ir::Tensor&)> produce_ahead;
   // `all_written`: false for one part of a split conversion.
   std::function<absl::Status(bool all_written)> finish_deferred;
 };

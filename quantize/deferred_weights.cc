@@ -98,6 +98,16 @@ absl::Status DeferredWeights::ProduceStreamed(const std::string& tensor, const W
   return absl::OkStatus();
 }
 
+void DeferredWeights::ProduceAhead(const std::string& tensor) {
+  auto it = by_tensor_.find(tensor);
+  if (it == by_tensor_.end()) return;
+  Job& job = *it->second;
+  std::unique_lock<std::mutex> lock(job.mu, std::try_to_lock);
+  if (!lock.owns_lock() || job.done) return;  // being made or made
+  job.status = Quantize(job);
+  job.done = true;
+}
+
 std::optional<quant::ErrorStats> DeferredWeights::Error(const std::string& weight) const {
   auto it = jobs_.find(weight);
   if (it == jobs_.end()) return std::nullopt;

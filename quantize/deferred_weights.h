@@ -61,6 +61,12 @@ class DeferredWeights {
   // and the sink's own.
   absl::Status ProduceStreamed(const std::string& tensor, const WeightSink& sink);
 
+  // Quantizes the weight of deferred tensor `tensor` (it or a companion)
+  // now, unless it is done or being done, and keeps its bytes for Produce /
+  // ProduceStreamed, which hand them over whole: the shard writer's idle
+  // threads work ahead of a busy one. Errors wait for that request.
+  void ProduceAhead(const std::string& tensor);
+
   // The error of a weight once produced; nullopt before.
   std::optional<quant::ErrorStats> Error(const std::string& weight) const;
 

@@ -129,6 +129,58 @@ TEST(DeferredWeightsTest, StreamedWeightFirstGoesBlockByBlockWithTheSameBytes) {
   }
 }
 
+// Made ahead by an idle writer thread: the weight's bytes are kept and the
+// writer's streamed request hands them over whole, the same bytes; a second
+// request ahead, or one for an unknown name, does nothing.
+TEST(DeferredWeightsTest, MadeAheadTheWriterGetsTheSameBytesInOnePiece) {
+  RtnTensorOptions o;
+  o.scheme.bits = 4;
+  o.scheme.group_size = 32;
+  o.scheme.symmetric = false;
+  o.block_rows = 2;
+  auto want = QuantizeRtnTensor(Weight(), o);
+  ASSERT_THAT(want, IsOk());
+  DeferredWeights d({});
+  d.Add(Weight(), o, {}, {"w.scale", "w.zero_point"});
+  d.ProduceAhead("w.scale");  // a companion's request makes the weight
+  ASSERT_TRUE(d.Error("w").has_value());
+  EXPECT_EQ(d.Error("w")->err_sq, want->error.err_sq);
+  d.ProduceAhead("w");
+  d.ProduceAhead("other");
+  std::string w;
+  int pieces = 0;
+  ASSERT_THAT(d.ProduceStreamed("w",
+                                [&](const uint8_t* data, uint64_t n) {
+                                  w.append(reinterpret_cast<const char*>(data), n);
+                                  ++pieces;
+                                  return absl::OkStatus();
+                                }),
+              IsOk());
+  EXPECT_EQ(w, Str(want->packed.weight.data));
+  EXPECT_EQ(pieces, 1);
+  auto scale = d.Produce("w.scale");
+  ASSERT_THAT(scale, IsOk());
+  EXPECT_EQ(Str(*scale), Str(want->packed.scale.data));
+  auto zp = d.Produce("w.zero_point");
+  ASSERT_THAT(zp, IsOk());
+  EXPECT_EQ(Str(*zp), Str(want->packed.zero_point->data));
+}
+
+// A weight that fails when made ahead fails its writer's request.
+TEST(DeferredWeightsTest, AnErrorMadeAheadIsTheWritersError) {
+  RtnTensorOptions o;
+  o.scheme.bits = 4;
+  o.scheme.group_size = 32;
+  o.algorithm = "imatrix";
+  std::vector<float> importance(64, 1.0f);
+  importance[7] = -1.0f;  // refused by the quantizer
+  DeferredWeights d({});
+  d.Add(Weight(), o, importance, {"w.scale"});
+  d.ProduceAhead("w");
+  EXPECT_THAT(d.Produce("w"), StatusIs(absl::StatusCode::kInvalidArgument,
+                                       HasSubstr("importance of column 7")));
+}
+
 TEST(DeferredWeightsTest, QuantizerErrorsNameTheWeightOnEveryRequest) {
   RtnTensorOptions o;
   o.scheme.bits = 4;

@@ -319,6 +319,15 @@ class ArtifactJob {
     carried_digests_.resize(carried_.size());
     input_digests_.resize(inputs_.size());
 
+    // Which tensor each shard's writer is on (shard_file.h), and the one
+    // after it a thread with nothing left has started making (help below).
+    constexpr size_t kNone = SIZE_MAX;
+    std::vector<std::atomic<size_t>> writing(plan_.shards.size());
+    std::vector<std::atomic<size_t>> ahead(plan_.shards.size());
+    for (size_t i = 0; i < plan_.shards.size(); ++i) {
+      writing[i].store(kNone);
+      ahead[i].store(kNone);
+    }
     // Biggest job first, so the last one to finish is a small one.
     std::vector<std::pair<uint64_t, std::function<absl::Status()>>> jobs;
     for (size_t i = 0; i < plan_.shards.size(); ++i) {
@@ -328,8 +337,8 @@ class ArtifactJob {
                              kUnknownDigest};
         continue;
       }
-      jobs.emplace_back(plan_.shards[i].file_size, [this, i, &ctx, &tracker] {
-        return WriteShard(i, ctx, tracker);
+      jobs.emplace_back(plan_.shards[i].file_size, [this, i, &ctx, &tracker, &writing] {
+        return WriteShard(i, ctx, tracker, &writing[i]);
       });
     }
     if (!FirstPart()) {
@@ -357,7 +366,28 @@ class ArtifactJob {
                      [](const auto& a, const auto& b) { return a.first > b.first; });
     std::vector<std::function<absl::Status()>> tasks;
     for (auto& job : jobs) tasks.push_back(std::move(job.second));
-    return RunTasks(support::ThreadsOrCores(options_.threads), tasks);
+    // A thread with no file left makes the deferred tensor after the one a
+    // shard's writer is on (one per shard at a time, so memory holds at
+    // most one such tensor per shard): the last shard's quantizing no
+    // longer runs on one core while the other idles. The writer takes the
+    // bytes made ahead; they are those it would have made.
+    auto help = [&]() -> bool {
+      for (size_t i = 0; i < plan_.shards.size(); ++i) {
+        const size_t at = writing[i].load();
+        const std::vector<size_t>& items = plan_.shards[i].items;
+        if (at == kNone || at + 1 >= items.size()) continue;
+        size_t claimed = ahead[i].load();
+        if (claimed != kNone && claimed > at) continue;
+        if (!ahead[i].compare_exchange_strong(claimed, at + 1)) continue;
+        const PlannedTensor& next = tensors_[items[at + 1]];
+        const ir::Tensor& t = *next.source.tensor;
+        if (t.data.deferred()) options_.encoder.produce_ahead(t);
+        return true;
+      }
+      return false;
+    };
+    return RunTasks(support::ThreadsOrCores(options_.threads), tasks,
+                    options_.encoder.produce_ahead ? std::function<bool()>(help) : nullptr);
   }
 
   absl::StatusOr<std::string> Manifest() const {
@@ -418,7 +448,7 @@ class ArtifactJob {
   bool FirstPart() const { return !options_.part || options_.part->index == 0; }
 
   absl::Status WriteShard(size_t i, const ShardWriteContext& ctx,
-                          ProgressTracker& tracker) {
+                          ProgressTracker& tracker, std::atomic<size_t>* writing) {
     std::vector<ShardTensor> members;
     for (size_t item : plan_.shards[i].items) {
       members.push_back({tensors_[item].source.tensor, tensors_[item].dtype,
@@ -426,7 +456,7 @@ class ArtifactJob {
     }
     ASSIGN_OR_RETURN(WrittenFile f,
                      WriteShardFile(ctx, static_cast<uint32_t>(i),
-                                    plan_.shards[i].file_size, members));
+                                    plan_.shards[i].file_size, members, writing));
     shard_digests_[i] = {f.file, f.size, f.sha256};
     tracker.FileDone(f.file, "shard-written");
     return absl::OkStatus();

@@ -14,8 +14,14 @@ namespace slimpack::shard_writer {
 // vector order. After the first failure no new task starts. Returns the
 // error of the failed task with the lowest index, so the reported error
 // does not depend on timing when several fail.
+//
+// `help`, when set, is called by a thread that finds no task left while
+// others still run, again and again until they finish: it does a piece of
+// their work ahead (true) or has none to offer now (false: the thread waits
+// a little before asking again).
 absl::Status RunTasks(int threads,
-                      const std::vector<std::function<absl::Status()>>& tasks);
+                      const std::vector<std::function<absl::Status()>>& tasks,
+                      const std::function<bool()>& help = nullptr);
 
 }  // namespace slimpack::shard_writer
 

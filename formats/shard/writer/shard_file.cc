@@ -201,7 +201,14 @@ std::string ShardFileName(uint32_t index) {
 
 absl::StatusOr<WrittenFile> WriteShardFile(
     const ShardWriteContext& ctx, uint32_t index, uint64_t file_size,
-    const std::vector<ShardTensor>& tensors) {
+    const std::vector<ShardTensor>& tensors, std::atomic<size_t>* writing) {
+  struct Done {  // every return says the tensors are done
+    std::atomic<size_t>* writing;
+    size_t n;
+    ~Done() {
+      if (writing) writing->store(n);
+    }
+  } done{writing, tensors.size()};
   WrittenFile result;
   result.file = ShardFileName(index);
   const std::string path = ctx.dir_for_errors + "/" + result.file;
@@ -214,8 +221,10 @@ absl::StatusOr<WrittenFile> WriteShardFile(
     status = out.Append(header, sizeof(header));
   }
   std::vector<uint8_t> buffer;
-  for (const ShardTensor& st : tensors) {
+  for (size_t k = 0; k < tensors.size(); ++k) {
     if (!status.ok()) break;
+    if (writing) writing->store(k);
+    const ShardTensor& st = tensors[k];
     const ir::Tensor& t = *st.tensor;
     if (st.offset < out.position()) {
       status = absl::InternalError(path + ": tensor '" + t.name +

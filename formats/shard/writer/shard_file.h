@@ -5,6 +5,7 @@
 #ifndef SLIMPACK_FORMATS_SHARD_WRITER_SHARD_FILE_H_
 #define SLIMPACK_FORMATS_SHARD_WRITER_SHARD_FILE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -49,9 +50,11 @@ struct ShardWriteContext {
 // `tensors` (sorted by offset, placed by PlanShards), then fsyncs it.
 // Errors name the file and offset (ResourceExhausted for ENOSPC/EFBIG) or
 // the tensor (conversion errors, Internal if the plan and data disagree).
+// `writing`, when set, holds the index in `tensors` of the tensor being
+// written, then tensors.size() once they are all written (or on error).
 absl::StatusOr<WrittenFile> WriteShardFile(
     const ShardWriteContext& ctx, uint32_t index, uint64_t file_size,
-    const std::vector<ShardTensor>& tensors);
+    const std::vector<ShardTensor>& tensors, std::atomic<size_t>* writing = nullptr);
 
 // "shard-00012.bin"; more digits past 99999.
 std::string ShardFileName(uint32_t index);

@@ -39,6 +39,12 @@ struct TensorEncoder {
   // error from `sink` must be returned.
   using Sink = std::function<absl::Status(const uint8_t* data, uint64_t size)>;
   std::function<absl::Status(const ir::Tensor& t, const Sink& sink)> produce_streamed;
+  // Optional: makes deferred tensor `t`'s bytes now and keeps them for the
+  // writer's later `produce`/`produce_streamed` call, which hands them over
+  // (the same bytes). Called by a writer thread with no file left to write,
+  // for the tensor after the one another writer is writing; it may skip a
+  // tensor already being made. At most once per tensor.
+  std::function<void(const ir::Tensor& t)> produce_ahead;
 };
 
 // The writer hook for `--dtype`: f32/f16/bf16 tensors are stored as

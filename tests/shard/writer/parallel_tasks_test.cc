@@ -6,6 +6,7 @@
 #include "formats/shard/writer/parallel_tasks.h"
 
 #include <atomic>
+#include <thread>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -49,6 +50,30 @@ TEST(ParallelTasksTest, RefusedThreadsReportTheLowestFailure) {
   tasks[6] = [] { return absl::DataLossError("task 6"); };
   EXPECT_THAT(RunTasks(1024, tasks),
               StatusIs(absl::StatusCode::kDataLoss, ::testing::Eq("task 3")));
+}
+
+// A thread with no task left calls `help` while another still runs, until
+// it finishes: the long task waits here until help has run twice, which it
+// can only do if the idle thread keeps asking (false answers included).
+TEST(ParallelTasksTest, AnIdleThreadHelpsUntilTheLastTaskEnds) {
+  std::atomic<int> helped{0}, asked{0};
+  std::atomic<bool> long_done{false};
+  std::vector<std::function<absl::Status()>> tasks = {
+      [&] {
+        while (helped.load() < 2) std::this_thread::yield();
+        long_done.store(true);
+        return absl::OkStatus();
+      },
+      [] { return absl::OkStatus(); }};
+  auto help = [&] {
+    const int n = asked.fetch_add(1);
+    if (n % 2 == 0) return false;  // nothing to offer now: asked again later
+    helped.fetch_add(1);
+    return true;
+  };
+  ASSERT_THAT(RunTasks(2, tasks, help), IsOk());
+  EXPECT_GE(helped.load(), 2);
+  EXPECT_TRUE(long_done.load());
 }
 
 }  // namespace
