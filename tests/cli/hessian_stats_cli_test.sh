@@ -116,6 +116,10 @@ expect 2 "--hessians without --quant" -- convert "$LLAMA" -o "$TMP/x3" --hessian
 expect 2 "--hessians with --format gguf" -- convert "$LLAMA" -o "$TMP/x4.gguf" --format gguf --quant q4_0 --algo gptq --hessians "$TMP/h.safetensors"
 says "--hessians" "the GGUF export names the flag"
 expect 0 "the CNN's Hessians" -- calibrate "$CNN" --data "$ROOT/examples/digits-cnn/calib.npz" --hessians -o "$TMP/cnn.safetensors"
+# An ONNX graph's linear (the CNN's Gemm) quantized from its file, then verified.
+expect 0 "GPTQ of an ONNX Gemm from its file" -- convert "$CNN" -o "$TMP/cnn-gptq" --quant int8 --hessians "$TMP/cnn.safetensors" -v
+says "fc.weight [Gemm] int8 gptq" "the Gemm's weight is GPTQ-quantized"
+expect 0 "verify the CNN artifact" -- verify "$TMP/cnn-gptq"
 expect 1 "Hessians of another model" -- convert "$LLAMA" -o "$TMP/x5" --quant int4 --hessians "$TMP/cnn.safetensors"
 says "names no weight of" "another model's Hessians"
 head -c 100000 "$TMP/h.safetensors" > "$TMP/cut.safetensors"
