@@ -1,7 +1,6 @@
 #include "quantize/float_hessians.h"
 
 #include "calibration/linear_stats.h"
-#include "hf/llama_graph_builder.h"
 #include "quantize/gptq_layers.h"
 #include "quantize/importance_matrix.h"
 #include "support/status_macros.h"
@@ -9,15 +8,7 @@
 namespace slimpack::quantize {
 namespace {
 
-absl::StatusOr<ir::Model> Runnable(const ir::Model& model) {
-  if (!model.graph.nodes.empty()) return model;
-  return hf::BuildDecoderGraph(model);
-}
-
-}  // namespace
-
-absl::StatusOr<std::vector<LinearInput>> LinearInputs(const ir::Model& model) {
-  ASSIGN_OR_RETURN(ir::Model runnable, Runnable(model));
+std::vector<LinearInput> LinearsOf(const ir::Model& runnable) {
   std::vector<LinearInput> out;
   for (const calibration::LinearLayer& l : calibration::FindLinearLayers(runnable.graph)) {
     out.push_back({l.weight, l.in_features});
@@ -25,10 +16,17 @@ absl::StatusOr<std::vector<LinearInput>> LinearInputs(const ir::Model& model) {
   return out;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<LinearInput>> LinearInputs(const ir::Model& model) {
+  ASSIGN_OR_RETURN(const ir::Model runnable, RunnableModel(model));
+  return LinearsOf(runnable);
+}
+
 absl::StatusOr<int64_t> CountCalibrationSamples(const ir::Model& model,
                                                 const std::vector<std::string>& calib_paths,
                                                 int64_t max_runs) {
-  ASSIGN_OR_RETURN(const ir::Model runnable, Runnable(model));
+  ASSIGN_OR_RETURN(const ir::Model runnable, RunnableModel(model));
   ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibrationData(runnable, calib_paths));
   return data.CountSamples(max_runs);
 }
@@ -37,10 +35,9 @@ absl::StatusOr<int64_t> ComputeFloatHessians(
     const ir::Model& model, const std::vector<std::string>& calib_paths,
     const FloatHessianOptions& options,
     const std::function<absl::Status(const std::string& weight, const CapturedInput& input)>& sink) {
-  ASSIGN_OR_RETURN(std::vector<LinearInput> linears, LinearInputs(model));
+  ASSIGN_OR_RETURN(const ir::Model runnable, RunnableModel(model));
   std::vector<std::string> weights;
-  for (const LinearInput& l : linears) weights.push_back(l.weight);
-  ASSIGN_OR_RETURN(const ir::Model runnable, Runnable(model));
+  for (const LinearInput& l : LinearsOf(runnable)) weights.push_back(l.weight);
   ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibrationData(runnable, calib_paths));
   LayerwiseGptqOptions lo;
   lo.max_runs = options.max_runs;

@@ -15,16 +15,10 @@
 #include "support/status_macros.h"
 
 namespace slimpack::quantize {
-namespace {
-
-// The graph calibration runs: the ONNX graph itself, or the decoder graph
-// built over the checkpoint tensors.
-absl::StatusOr<ir::Model> Runnable(const ir::Model& model) {
+absl::StatusOr<ir::Model> RunnableModel(const ir::Model& model) {
   if (!model.graph.nodes.empty()) return model;
   return hf::BuildDecoderGraph(model);
 }
-
-}  // namespace
 
 absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::string>& weights,
                               calibration::Dataset& data, const LayerwiseGptqOptions& options,
@@ -43,7 +37,7 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
   for (const auto& entry : groups) weight_groups.push_back(entry.second);
   std::vector<std::vector<std::string>> cut;
   {
-    ASSIGN_OR_RETURN(ir::Model runnable, Runnable(model));
+    ASSIGN_OR_RETURN(ir::Model runnable, RunnableModel(model));
     ASSIGN_OR_RETURN(cut, CachedValuesPerGroup(runnable.graph, weight_groups));
   }
   ASSIGN_OR_RETURN(const int64_t runs, CountRuns(data, options.max_runs));
@@ -55,7 +49,7 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
   if (options.progress) options.progress(layers);
   size_t g = 0;
   for (const auto& [layer, members] : groups) {
-    ASSIGN_OR_RETURN(ir::Model runnable, Runnable(model));
+    ASSIGN_OR_RETURN(ir::Model runnable, RunnableModel(model));
     for (const auto& entry : stand_ins) {
       if (runnable.graph.FindInitializer(entry.first)) {
         RETURN_IF_ERROR(ReplaceInitializer(runnable.graph, entry.second));

@@ -22,6 +22,10 @@
 
 namespace slimpack::quantize {
 
+// The graph calibration runs: the ONNX graph itself, or the decoder graph
+// built over an HF checkpoint's tensors.
+absl::StatusOr<ir::Model> RunnableModel(const ir::Model& model);
+
 struct LayerwiseGptqOptions {
   int64_t max_runs = 0;  // calibration runs per group
   int threads = 1;

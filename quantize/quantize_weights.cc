@@ -10,7 +10,6 @@
 #include "calibration/token_ids.h"
 #include "runtime/interpreter.h"
 #include "ir/float_convert.h"
-#include "hf/llama_graph_builder.h"
 #include "quantize/awq_fold.h"
 #include "quantize/gptq_layers.h"
 #include "quantize/importance_matrix.h"
@@ -293,10 +292,7 @@ class Quantizer {
 
   // The graph calibration runs: the ONNX graph itself, or the decoder graph
   // built over the (current) checkpoint tensors.
-  absl::StatusOr<ir::Model> Runnable() const {
-    if (!model_.graph.nodes.empty()) return model_;
-    return hf::BuildDecoderGraph(model_);
-  }
+  absl::StatusOr<ir::Model> Runnable() const { return RunnableModel(model_); }
 
   std::vector<std::string> WeightsOf(const std::vector<size_t>& idx) const {
     std::vector<std::string> w;
