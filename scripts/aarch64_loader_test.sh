@@ -56,11 +56,13 @@ trap 'rm -rf "$(dirname "${art}")"' EXIT
 
 # The portable numerics (support/portable_math, the generic GEMM
 # micro-kernel) give the same bits on aarch64 as here: digests of a sweep
-# of inputs, built for both and compared (tests/support/portable_digest.cc).
+# of inputs, built for both and compared (tests/support/portable_digest.cc):
+# the host's by clang, the aarch64 one by GCC, so the check also covers the
+# two compilers scripts/test.sh and scripts/build.sh use.
 echo "== portable numerics: aarch64 (qemu) vs host bits"
 digest_src=("${root}/tests/support/portable_digest.cc" "${root}/support/portable_math.cc"
             "${root}/runtime/gemm/kernel_generic.cc")
-g++ -std=c++17 -O2 -ffp-contract=off -Wno-psabi -I "${root}" "${digest_src[@]}" -o "${build}/portable_digest_host"
+clang++-14 -std=c++17 -O2 -ffp-contract=off -Wno-psabi -I "${root}" "${digest_src[@]}" -o "${build}/portable_digest_host"
 aarch64-linux-gnu-g++ -std=c++17 -O2 -ffp-contract=off -Wno-psabi -I "${root}" "${digest_src[@]}" \
   -o "${build}/portable_digest_aarch64"
 "${build}/portable_digest_host" > "${build}/portable_digest_host.txt"

@@ -44,8 +44,11 @@ bool InPlace(const Conv2DShape& s, const Layout& l) {
 
 // Rows are short (7 to 115 floats in a MobileNet): as library calls, the
 // zero fills and copies GCC makes of these loops cost more than the
-// copying, so it keeps them as loops here.
+// copying, so it keeps them as loops here (clang makes no such calls of
+// them and has no such attribute).
+#if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
+#endif
 void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst) {
   for (int64_t p = 0; p < s.stride_h; ++p) {
     for (int64_t q = 0; q < s.stride_w; ++q) {
