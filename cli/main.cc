@@ -172,7 +172,8 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
   convert_cmd->add_option("--hessians", o.hessians,
                           "GPTQ from precomputed statistics (`slimpack calibrate --hessians`) "
                           "instead of --calib: --algo gptq without calibration runs, each weight "
-                          "quantized as its shard is written (every --part reads the same file)");
+                          "quantized as its shard is written (every --part reads the same file); "
+                          "with --format gguf, GPTQ on ggml's grids for any type from one file");
   convert_cmd->add_option("--tensor-type", o.tensor_types,
                           "With a llama-quantize --quant type or --format gguf: PATTERN=TYPE gives "
                           "the matrices whose checkpoint or GGUF name matches the regex PATTERN "

@@ -8,6 +8,7 @@
 #include "converter/gguf_awq.h"
 #include "converter/gguf_gptq.h"
 #include "converter/gguf_recipe.h"
+#include "converter/hessian_stats.h"
 #include "converter/recipe_from_artifact.h"
 #include "converter/requantize.h"
 #include "export/gguf_blocks.h"
@@ -61,7 +62,6 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
       {"--onnx-kv-cache", f.onnx_kv_cache},
       {"--onnx-gqa", f.onnx_gqa},
       {"--activation-type", !f.activation_type.empty()},
-      {"--hessians", !f.hessians.empty()},
   };
 }
 
@@ -123,7 +123,7 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
     if (given) {
       return UsageError(flag, "not supported with --format gguf or a llama-quantize --quant type "
                               "yet (they take --quant with a llama-quantize type, --dtype, --algo "
-                              "rtn/imatrix/gptq/awq, --calib, --calib-samples, --imatrix, "
+                              "rtn/imatrix/gptq/awq, --calib, --calib-samples, --imatrix, --hessians, "
                               "--tensor-type, --recipe, --threads, --force, -v)");
     }
   }
@@ -152,8 +152,23 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
                                 "--imatrix; gptq: error feedback on ggml's grids, --calib; awq: "
                                 "activation-aware scales searched on ggml's grids, --calib)");
   }
-  if ((f.algo == "gptq" || f.algo == "awq") && f.calib.empty()) {
-    return UsageError("--algo", f.algo + " needs --calib FILES (token windows)");
+  if (!f.hessians.empty()) {
+    // GPTQ from `slimpack calibrate --hessians`: one calibration for every
+    // type the model is exported to.
+    if (f.algo.empty()) f.algo = "gptq";
+    if (f.algo != "gptq") {
+      return UsageError("--hessians", "feeds --algo gptq, not --algo " + f.algo);
+    }
+    if (!f.calib.empty() || !f.imatrix.empty()) {
+      return UsageError("--hessians", "give GPTQ's statistics as --hessians FILE or as --calib "
+                                      "DATA, not both (nor with --imatrix)");
+    }
+  }
+  if (f.algo == "gptq" && f.calib.empty() && f.hessians.empty()) {
+    return UsageError("--algo", "gptq needs --calib FILES (token windows) or --hessians FILE");
+  }
+  if (f.algo == "awq" && f.calib.empty()) {
+    return UsageError("--algo", "awq needs --calib FILES (token windows)");
   }
   if (f.algo == "gptq" && !f.imatrix.empty()) {
     return UsageError("--imatrix", "--algo gptq computes its importance from --calib; drop "
@@ -190,6 +205,7 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   r.verbose = f.verbose;
   r.imatrix_path = f.imatrix;
   r.calib = f.calib;
+  r.hessians_path = f.hessians;
   r.gptq = f.algo == "gptq";
   r.awq = f.algo == "awq";
   r.calib_samples = f.calib_samples > 0 ? f.calib_samples : quantize::QuantConfig{}.calib_samples;
@@ -319,6 +335,9 @@ absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request, bool r
   } else if (request.gptq) {
     GgufGptqRequest g;
     static_cast<GgufCalibration&>(g) = CalibrationOf(request);
+    if (!request.hessians_path.empty()) {
+      ASSIGN_OR_RETURN(g.hessians, OpenHessianStats(model, request.hessians_path));
+    }
     RETURN_IF_ERROR(EncodeMatricesWithGptq(model, g, &options));
   } else if (request.awq) {
     GgufAwqRequest w;
@@ -364,6 +383,7 @@ absl::StatusOr<std::vector<shard_writer::NamedDigest>> CalibrationDigests(
     ASSIGN_OR_RETURN(files, calibration::ExpandDataPaths(request.calib));
   }
   if (!request.imatrix_path.empty()) files.push_back(request.imatrix_path);
+  if (!request.hessians_path.empty()) files.push_back(request.hessians_path);
   if (!files.empty()) {
     ASSIGN_OR_RETURN(std::vector<calibration::DataFileDigest> digests,
                      calibration::DigestDataFiles(files));

@@ -47,6 +47,9 @@ struct GgufConvertRequest {
   int64_t calib_samples = 0;
   // --algo gptq: GPTQ on ggml's grids from `calib` (converter/gguf_gptq.h).
   bool gptq = false;
+  // --hessians: GPTQ's statistics from `slimpack calibrate --hessians`
+  // (converter/hessian_stats.h) instead of `calib`.
+  std::string hessians_path;
   // --algo awq: AWQ scales searched on ggml's grids from `calib`, folded
   // into the model before the export encodes it (converter/gguf_awq.h).
   bool awq = false;

@@ -13,6 +13,7 @@
 #include "hf/llama_graph_builder.h"
 #include "ir/float_convert.h"
 #include "quantize/gptq_layers.h"
+#include "quantize/hessian_source.h"
 #include "quantize/importance_matrix.h"
 #include "quantize/numerics/gptq.h"
 #include "quantize/weight_matrix.h"
@@ -109,6 +110,78 @@ absl::StatusOr<std::vector<float>> ValuesF32(const ir::Tensor& t) {
   return out;
 }
 
+
+// GPTQ of matrix `name` on its target's ggml grid, from the X^T X of its
+// input over `rows` rows and its columns' mean x^2 (the grid's importance,
+// kept in `importance` under the GGUF name); the codes go to
+// options->encoded. Returns the weights as llama.cpp will decode them.
+absl::StatusOr<std::vector<float>> EncodeOne(const ir::Tensor& t,
+                                             const gguf_export::MatrixTarget& target,
+                                             const std::vector<double>& xtx, uint64_t rows,
+                                             std::vector<float> mean_sq,
+                                             const GgufGptqRequest& request,
+                                             gguf_export::GgufImportance& importance,
+                                             gguf_export::GgufExportOptions* options) {
+  const int64_t n_rows = t.dims[0], cols = t.dims[1];
+  ASSIGN_OR_RETURN(std::vector<float> w, ValuesF32(t));
+  std::vector<float>& columns = importance.columns[target.gguf_name];
+  columns = std::move(mean_sq);
+  GgmlGptqGrid grid(target.type, n_rows, cols, columns.data());
+  quant::GptqOptions go;
+  go.percdamp = request.percdamp;
+  go.block_size = request.block_size;
+  go.threads = request.threads;
+  RETURN_IF_ERROR(Annotate(quant::QuantizeGptqOnGrid(w.data(), n_rows, cols, xtx, rows, go, grid),
+                           absl::StrCat("gptq of tensor '", t.name, "' as ",
+                                        std::string(gguf::TypeName(target.type)))));
+  gguf_export::PreEncodedMatrix& enc = options->encoded[t.name];
+  enc.type = target.type;
+  enc.rows = grid.TakeBytes();
+  RETURN_IF_ERROR(gguf::DequantizeRow(target.type, enc.rows.data(), n_rows * cols, w.data()));
+  return w;
+}
+
+// Every weight from its entry in a Hessian file (mean x x^T of the float
+// model's input: its diagonal is the columns' mean x^2), in any order.
+absl::Status EncodeFromHessians(
+    const ir::Model& model, const std::vector<std::string>& weights,
+    const std::map<std::string, const gguf_export::MatrixTarget*>& by_tensor,
+    const GgufGptqRequest& request, gguf_export::GgufImportance& importance,
+    gguf_export::GgufExportOptions* options) {
+  const quantize::HessianSource& h = *request.hessians;
+  for (size_t i = 0; i < weights.size(); ++i) {
+    const std::string& name = weights[i];
+    const ir::Tensor& t = *model.graph.FindInitializer(name);
+    const std::optional<int64_t> k = h.Columns(name);
+    if (!k) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          h.file(), ": has no Hessian for '", name, "', which GPTQ quantizes to ",
+          std::string(gguf::TypeName(by_tensor.at(name)->type)),
+          " (statistics made for another model or with fewer layers?)"));
+    }
+    if (*k != t.dims[1]) {
+      return absl::InvalidArgumentError(absl::StrCat(h.file(), ": the Hessian of '", name,
+                                                      "' is ", *k, " x ", *k, "; the weight has ",
+                                                      t.dims[1], " input columns"));
+    }
+    ASSIGN_OR_RETURN(quantize::LinearHessian lh, h.Read(name));
+    std::vector<float> mean_sq(static_cast<size_t>(*k));
+    const double n = static_cast<double>(lh.rows);
+    for (int64_t c = 0; c < *k; ++c) {
+      mean_sq[c] = static_cast<float>(lh.xtx[c * *k + c] / n);
+    }
+    RETURN_IF_ERROR(EncodeOne(t, *by_tensor.at(name), lh.xtx, lh.rows, std::move(mean_sq),
+                              request, importance, options)
+                        .status());
+    if (request.progress) {
+      request.progress(support::ProgressEvent{"gptq", static_cast<int64_t>(i + 1),
+                                              static_cast<int64_t>(weights.size()), "weights",
+                                              name});
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status EncodeMatricesWithGptq(const ir::Model& model, const GgufGptqRequest& request,
@@ -134,6 +207,16 @@ absl::Status EncodeMatricesWithGptq(const ir::Model& model, const GgufGptqReques
     weights.push_back(t.tensor);
   }
   gguf_export::GgufImportance importance;
+  if (request.hessians) {
+    importance.file = request.hessians->file();
+    importance.dataset = request.hessians->dataset();
+    importance.chunks = request.hessians->samples();
+    RETURN_IF_ERROR(
+        EncodeFromHessians(model, weights, by_tensor, request, importance, options));
+    options->importance = std::move(importance);
+    options->encoded_by = "gptq on the ggml grid";
+    return absl::OkStatus();
+  }
   importance.file = "slimpack --algo gptq --calib";
   importance.dataset = absl::StrJoin(request.calib, ",");
   ASSIGN_OR_RETURN(calibration::Dataset data,
@@ -147,31 +230,17 @@ absl::Status EncodeMatricesWithGptq(const ir::Model& model, const GgufGptqReques
       model, weights, data, lo,
       [&](const std::string& name,
           const quantize::CapturedInput& c) -> absl::StatusOr<ir::Tensor> {
-        const gguf_export::MatrixTarget& target = *by_tensor.at(name);
         const ir::Tensor& t = *model.graph.FindInitializer(name);
         if (t.dims.size() != 2 || t.dims[1] != c.layer.in_features) {
           return absl::InternalError(absl::StrCat(name, ": ", t.dims.size(),
                                                   "-D weight, linear input of ",
                                                   c.layer.in_features));
         }
-        const int64_t rows = t.dims[0], cols = t.dims[1];
-        ASSIGN_OR_RETURN(std::vector<float> w, ValuesF32(t));
-        std::vector<float>& columns = importance.columns[target.gguf_name];
-        columns.assign(c.mean_sq.begin(), c.mean_sq.end());
-        GgmlGptqGrid grid(target.type, rows, cols, columns.data());
-        quant::GptqOptions go;
-        go.percdamp = request.percdamp;
-        go.block_size = request.block_size;
-        go.threads = request.threads;
-        RETURN_IF_ERROR(Annotate(quant::QuantizeGptqOnGrid(w.data(), rows, cols, c.xtx, c.rows,
-                                                           go, grid),
-                                 absl::StrCat("gptq of tensor '", name, "' as ",
-                                              std::string(gguf::TypeName(target.type)))));
-        gguf_export::PreEncodedMatrix& enc = options->encoded[name];
-        enc.type = target.type;
-        enc.rows = grid.TakeBytes();
         // What later layers see: the weights as llama.cpp will decode them.
-        RETURN_IF_ERROR(gguf::DequantizeRow(target.type, enc.rows.data(), rows * cols, w.data()));
+        ASSIGN_OR_RETURN(std::vector<float> w,
+                         EncodeOne(t, *by_tensor.at(name), c.xtx, c.rows,
+                                   std::vector<float>(c.mean_sq.begin(), c.mean_sq.end()),
+                                   request, importance, options));
         return quantize::F32Like(t, w);
       }));
   // llama-quantize's chunks_count: the calibration windows that ran.

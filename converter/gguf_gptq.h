@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "converter/gguf_calibration.h"
 #include "export/gguf_llama.h"
 #include "ir/graph.h"
+#include "quantize/hessian_source.h"
 #include "support/progress.h"
 
 namespace slimpack::converter {
@@ -26,6 +28,10 @@ namespace slimpack::converter {
 struct GgufGptqRequest : GgufCalibration {
   double percdamp = 0.01;
   int64_t block_size = 128;
+  // `--hessians FILE` instead of `calib`: each matrix quantized from the
+  // float model's statistics (converter/hessian_stats.h), no model run; the
+  // importance is the Hessians' diagonal.
+  std::shared_ptr<const quantize::HessianSource> hessians;
 };
 
 // Fills options->encoded (and options->importance with the mean x^2 each

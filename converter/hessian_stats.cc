@@ -1,5 +1,6 @@
 #include "converter/hessian_stats.h"
 
+#include <cstdlib>
 #include <map>
 #include <set>
 
@@ -35,10 +36,14 @@ absl::StatusOr<safetensors::SafetensorsFile> ReadChecked(const std::string& path
 
 class FileHessians : public quantize::HessianSource {
  public:
-  explicit FileHessians(safetensors::SafetensorsFile file) : file_(std::move(file)) {
+  FileHessians(safetensors::SafetensorsFile file, int64_t samples)
+      : file_(std::move(file)), samples_(samples) {
     for (size_t i = 0; i < file_.tensors.size(); ++i) index_[file_.tensors[i].name] = i;
+    dataset_ = file_.metadata["dataset"];
   }
   const std::string& file() const override { return file_.path; }
+  const std::string& dataset() const override { return dataset_; }
+  int64_t samples() const override { return samples_; }
   std::optional<int64_t> Columns(const std::string& weight) const override {
     auto it = index_.find(weight);
     if (it == index_.end()) return std::nullopt;
@@ -57,6 +62,8 @@ class FileHessians : public quantize::HessianSource {
 
  private:
   safetensors::SafetensorsFile file_;
+  int64_t samples_;
+  std::string dataset_;
   std::map<std::string, size_t> index_;
 };
 
@@ -130,6 +137,18 @@ absl::StatusOr<HessianStatsSummary> WriteHessianStats(const ir::Model& model,
 absl::StatusOr<std::shared_ptr<const quantize::HessianSource>> OpenHessianStats(
     const ir::Model& model, const std::string& path) {
   ASSIGN_OR_RETURN(safetensors::SafetensorsFile file, ReadChecked(path));
+  // Recorded by WriteHessianStats; only reported (GGUF metadata), so a
+  // hand-made file without it is read as 0 samples.
+  int64_t samples = 0;
+  if (auto it = file.metadata.find("samples"); it != file.metadata.end()) {
+    char* end = nullptr;
+    const long long v = std::strtoll(it->second.c_str(), &end, 10);
+    if (it->second.empty() || *end != '\0' || v < 0) {
+      return absl::InvalidArgumentError(path + ": metadata \"samples\" is '" + it->second +
+                                        "', not a count of calibration samples");
+    }
+    samples = v;
+  }
   for (const ir::Tensor& t : file.tensors) {
     if (t.dtype != ir::DType::kF32 || t.dims.size() != 2 || t.dims[0] != t.dims[1] ||
         t.dims[0] == 0) {
@@ -143,7 +162,7 @@ absl::StatusOr<std::shared_ptr<const quantize::HessianSource>> OpenHessianStats(
                                         " (statistics made for another model?)");
     }
   }
-  return std::make_shared<FileHessians>(std::move(file));
+  return std::make_shared<FileHessians>(std::move(file), samples);
 }
 
 bool IsHessianStats(const std::string& path) { return ReadChecked(path).ok(); }

@@ -30,6 +30,11 @@ class HessianSource {
   virtual ~HessianSource() = default;
   // The file the statistics come from, for error messages.
   virtual const std::string& file() const = 0;
+  // What they were computed on, as the file records it: the calibration
+  // data's base names and the samples that ran (a GGUF export's
+  // quantize.imatrix.dataset / chunks_count).
+  virtual const std::string& dataset() const = 0;
+  virtual int64_t samples() const = 0;
   // K, the input columns of `weight`'s Hessian; nullopt when there is no
   // entry for it.
   virtual std::optional<int64_t> Columns(const std::string& weight) const = 0;

@@ -113,8 +113,13 @@ says "feeds --algo gptq" "--algo rtn"
 expect 2 "--hessians and --calib" -- convert "$LLAMA" -o "$TMP/x2" --quant int4 --hessians "$TMP/h.safetensors" --calib "$CALIB"
 says "not both" "--hessians and --calib"
 expect 2 "--hessians without --quant" -- convert "$LLAMA" -o "$TMP/x3" --hessians "$TMP/h.safetensors"
-expect 2 "--hessians with --format gguf" -- convert "$LLAMA" -o "$TMP/x4.gguf" --format gguf --quant q4_0 --algo gptq --hessians "$TMP/h.safetensors"
-says "--hessians" "the GGUF export names the flag"
+# The same file feeds a GGUF export (GPTQ on ggml's grids, no model run),
+# recorded where llama-quantize records its imatrix.
+expect 0 "GGUF q4_0 from the Hessian file" -- convert "$LLAMA" -o "$TMP/h.gguf" --format gguf --quant q4_0 --hessians "$TMP/h.safetensors"
+says "25 matrices from $TMP/h.safetensors" "the GGUF export reads every block-typed matrix's Hessian"
+grep -qaF "h.safetensors" "$TMP/h.gguf" || bad "the GGUF does not record the Hessian file"
+expect 2 "--hessians with --format gguf --algo awq" -- convert "$LLAMA" -o "$TMP/x4.gguf" --format gguf --quant q4_0 --algo awq --hessians "$TMP/h.safetensors"
+says "feeds --algo gptq, not --algo awq" "the GGUF export names the flag"
 expect 0 "the CNN's Hessians" -- calibrate "$CNN" --data "$ROOT/examples/digits-cnn/calib.npz" --hessians -o "$TMP/cnn.safetensors"
 # An ONNX graph's linear (the CNN's Gemm) quantized from its file, then verified.
 expect 0 "GPTQ of an ONNX Gemm from its file" -- convert "$CNN" -o "$TMP/cnn-gptq" --quant int8 --hessians "$TMP/cnn.safetensors" -v

@@ -45,6 +45,8 @@ std::vector<std::string> Calib() { return {::slimpack::testing::TinyLlamaDir() +
 class MapHessians : public HessianSource {
  public:
   const std::string& file() const override { return file_; }
+  const std::string& dataset() const override { return file_; }
+  int64_t samples() const override { return 0; }
   std::optional<int64_t> Columns(const std::string& weight) const override {
     auto it = entries.find(weight);
     if (it == entries.end()) return std::nullopt;
