@@ -10,6 +10,7 @@
 #include "eval/runnable_model.h"
 #include "calibration/calibrator.h"
 #include "cli/exit_codes.h"
+#include "converter/awq_input_stats.h"
 #include "converter/hessian_stats.h"
 #include "converter/imatrix_stats.h"
 #include "formats/gguf/imatrix_file.h"
@@ -189,10 +190,10 @@ support::OutputKind HessianKind() {
 // --hessians: X^T X / rows of every linear layer's input in the float model,
 // for `convert --algo gptq --hessians` (converter/hessian_stats.h).
 absl::Status RunHessians(const CalibrateOptions& o) {
-  if (o.random_samples > 0 || !o.check_data.empty() || o.imatrix) {
+  if (o.random_samples > 0 || !o.check_data.empty() || o.imatrix || o.awq_inputs) {
     return absl::InvalidArgumentError(
         "--hessians: statistics of real calibration data only, in a file of their own (no "
-        "--calib-random, --check-data, --imatrix)");
+        "--calib-random, --check-data, --imatrix, --awq-inputs)");
   }
   RETURN_IF_ERROR(support::PreflightOutputFile(o.output, o.force, HessianKind()).status());
   ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(o.model));
@@ -220,6 +221,39 @@ absl::Status RunHessians(const CalibrateOptions& o) {
   return absl::OkStatus();
 }
 
+// What `calibrate --awq-inputs` writes: replaced without --force only if
+// it is already an AWQ input file.
+support::OutputKind AwqInputsKind() {
+  return {"an AWQ input file (slimpack-awq-inputs safetensors)", converter::IsAwqInputStats};
+}
+
+// --awq-inputs: every AWQ group's input in the float model, for `convert
+// --algo awq --awq-inputs` (converter/awq_input_stats.h).
+absl::Status RunAwqInputs(const CalibrateOptions& o) {
+  if (o.random_samples > 0 || !o.check_data.empty() || o.imatrix) {
+    return absl::InvalidArgumentError(
+        "--awq-inputs: inputs of real calibration data only, in a file of their own (no "
+        "--calib-random, --check-data, --imatrix, --hessians)");
+  }
+  RETURN_IF_ERROR(support::PreflightOutputFile(o.output, o.force, AwqInputsKind()).status());
+  ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(o.model));
+  const std::vector<std::string> files_read = CalibrateInputs(o, model);
+  RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(files_read, o.output, "-o"));
+  quantize::AwqFoldOptions ao;
+  ao.max_runs = o.calib_samples;
+  ao.threads = o.threads;
+  std::string dataset;
+  for (const std::string& d : o.data) {
+    dataset += (dataset.empty() ? "" : ",") + d.substr(d.rfind('/') + 1);
+  }
+  ASSIGN_OR_RETURN(converter::AwqInputStatsSummary done,
+                   converter::WriteAwqInputStats(model, o.data, ao, dataset, o.output));
+  std::printf("AWQ inputs of %zu layer groups over %lld samples (%s) -> %s\n", done.inputs,
+              static_cast<long long>(done.samples), support::FormatBytes(done.bytes).c_str(),
+              o.output.c_str());
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int RunCalibrate(const CalibrateOptions& options) {
@@ -228,7 +262,8 @@ int RunCalibrate(const CalibrateOptions& options) {
                          "and --calib-random\n");
     return kExitUsage;
   }
-  absl::Status s = options.hessians ? RunHessians(options)
+  absl::Status s = options.hessians     ? RunHessians(options)
+                   : options.awq_inputs ? RunAwqInputs(options)
                    : options.imatrix ? RunImatrix(options)
                                      : Run(options);
   if (!s.ok()) {

@@ -36,6 +36,9 @@ struct CalibrateOptions {
   // --hessians: GPTQ statistics (converter/hessian_stats.h) for `convert
   // --algo gptq --hessians`, over `calib_samples` runs.
   bool hessians = false;
+  // --awq-inputs: AWQ's captured inputs (converter/awq_input_stats.h) for
+  // `convert --algo awq --awq-inputs`, over `calib_samples` runs.
+  bool awq_inputs = false;
   int64_t calib_samples = 64;
 };
 

@@ -174,6 +174,10 @@ CLI::App* AddConvertCommand(CLI::App& app, slimpack::cli::ConvertOptions& o) {
                           "instead of --calib: --algo gptq without calibration runs, each weight "
                           "quantized as its shard is written (every --part reads the same file); "
                           "with --format gguf, GPTQ on ggml's grids for any type from one file");
+  convert_cmd->add_option("--awq-inputs", o.awq_inputs,
+                          "AWQ from precomputed inputs (`slimpack calibrate --awq-inputs`) instead "
+                          "of --calib: --algo awq without calibration runs, the same scales and "
+                          "bytes (every --part reads the same file)");
   convert_cmd->add_option("--tensor-type", o.tensor_types,
                           "With a llama-quantize --quant type or --format gguf: PATTERN=TYPE gives "
                           "the matrices whose checkpoint or GGUF name matches the regex PATTERN "
@@ -325,8 +329,13 @@ CLI::App* AddCalibrateCommand(CLI::App& app, slimpack::cli::CalibrateOptions& o)
                           "Write GPTQ's statistics (every linear layer's input X^T X / rows in the "
                           "float model, as safetensors) for `convert --algo gptq --hessians`: each "
                           "part of a split conversion reads them instead of running the model");
+  calibrate_cmd->add_flag("--awq-inputs", o.awq_inputs,
+                          "Write what AWQ's scale search reads (each layer group's input: mean |x| "
+                          "per column and up to 512 rows, as safetensors) for `convert --algo awq "
+                          "--awq-inputs`: the same scales as --calib, in every part of a split "
+                          "conversion, without running the model");
   calibrate_cmd->add_option("--calib-samples", o.calib_samples,
-                            "With --imatrix/--hessians: calibration runs to average over (a run is a batch of "
+                            "With --imatrix/--hessians/--awq-inputs: calibration runs to average over (a run is a batch of "
                             "up to --max-batch windows; default 64, as convert --calib-samples)")
       ->check(CLI::PositiveNumber);
   calibrate_cmd->add_flag("--xtx", o.xtx,

@@ -42,7 +42,7 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
   // and for --recipe-from checked against what the artifact recorded.
   std::vector<shard_writer::NamedDigest> calibration;
   if (!request.stages.calib.empty() || !request.stages.imatrix.empty() ||
-      !request.stages.hessians.empty()) {
+      !request.stages.hessians.empty() || !request.stages.awq_inputs.empty()) {
     std::vector<std::string> files;
     if (!request.stages.calib.empty()) {
       ASSIGN_OR_RETURN(files, calibration::ExpandDataPaths(request.stages.calib));
@@ -51,6 +51,7 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
     // --recipe-from like the windows it was computed from.
     if (!request.stages.imatrix.empty()) files.push_back(request.stages.imatrix);
     if (!request.stages.hessians.empty()) files.push_back(request.stages.hessians);
+    if (!request.stages.awq_inputs.empty()) files.push_back(request.stages.awq_inputs);
     ASSIGN_OR_RETURN(std::vector<calibration::DataFileDigest> digests,
                      calibration::DigestDataFiles(files));
     for (const auto& d : digests) calibration.push_back({d.name, d.bytes, d.sha256});

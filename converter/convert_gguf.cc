@@ -62,6 +62,7 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
       {"--onnx-kv-cache", f.onnx_kv_cache},
       {"--onnx-gqa", f.onnx_gqa},
       {"--activation-type", !f.activation_type.empty()},
+      {"--awq-inputs", !f.awq_inputs.empty()},
   };
 }
 

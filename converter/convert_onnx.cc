@@ -60,6 +60,7 @@ std::vector<std::pair<std::string, bool>> StageFlags(const ConvertFlags& f) {
       {"--calib-samples", f.calib_samples != 0},
       {"--imatrix", !f.imatrix.empty()},
       {"--hessians", !f.hessians.empty()},
+      {"--awq-inputs", !f.awq_inputs.empty()},
       {"--target-size", !f.target_size.empty()},
       {"--target-bpw", f.target_bpw != 0},
       {"--sparsity", !f.sparsity.empty()},

@@ -182,6 +182,20 @@ absl::Status MergeQuantFlags(const ConvertFlags& f, ConvertRequest& r) {
     }
     r.stages.hessians = f.hessians;
   }
+  if (!f.awq_inputs.empty()) {
+    // AWQ from captured inputs: the same scales as --calib, no model run,
+    // one file for every part of a split conversion.
+    if (!q.active()) return Usage("--awq-inputs", "feeds AWQ's quantization: pass --quant too");
+    if (f.algo.empty()) q.algorithm = quantize::Algorithm::kAwq;
+    if (q.algorithm != quantize::Algorithm::kAwq) {
+      return Usage("--awq-inputs", "feeds --algo awq, not --algo " + f.algo);
+    }
+    if (!f.calib.empty() || !f.imatrix.empty() || !f.hessians.empty()) {
+      return Usage("--awq-inputs", "give AWQ's inputs as --awq-inputs FILE or as --calib DATA, "
+                                   "not both (nor with --imatrix or --hessians)");
+    }
+    r.stages.awq_inputs = f.awq_inputs;
+  }
   if (f.calib_samples > 0) q.calib_samples = f.calib_samples;
   if (!f.target_size.empty()) {
     auto b = quantize::ParseTargetSize(f.target_size);

@@ -63,6 +63,9 @@ struct ConvertFlags {
   // --hessians: GPTQ statistics (`slimpack calibrate --hessians`) for
   // --algo gptq instead of calibration runs.
   std::string hessians;
+  // --awq-inputs: AWQ's inputs (`slimpack calibrate --awq-inputs`) for
+  // --algo awq instead of calibration runs.
+  std::string awq_inputs;
   // llama-quantize types: "PATTERN=TYPE" per --tensor-type (gguf_recipe.h).
   std::vector<std::string> tensor_types;
   // --progress: auto (a live line on a terminal), json (lines for CI logs),

@@ -10,6 +10,7 @@
 #include "calibration/calibrator.h"
 #include "calibration/dataset.h"
 #include "calibration/token_ids.h"
+#include "converter/awq_input_stats.h"
 #include "converter/hessian_stats.h"
 #include "converter/imatrix_stats.h"
 #include "converter/requantize.h"
@@ -256,6 +257,13 @@ absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, con
     if (!h.ok()) return Annotate(h.status(), "quantize");
     q.hessians = *std::move(h);
     log.Info("quantize: gptq: Hessians from %s", options.hessians);
+  }
+  if (!options.awq_inputs.empty()) {
+    auto inputs = ReadAwqInputStats(model, options.awq_inputs);
+    if (!inputs.ok()) return Annotate(inputs.status(), "quantize");
+    q.awq_inputs = std::make_shared<const quantize::AwqInputs>(*std::move(inputs));
+    q.awq_inputs_file = options.awq_inputs;
+    log.Info("quantize: awq: %d group inputs from %s", q.awq_inputs->size(), options.awq_inputs);
   }
   auto done = quantize::QuantizeWeights(model, q);
   if (!done.ok()) return Annotate(done.status(), "quantize");

@@ -49,6 +49,9 @@ struct StageOptions {
   // --hessians: GPTQ statistics (converter/hessian_stats.h) for --algo gptq
   // instead of calibration runs.
   std::string hessians;
+  // --awq-inputs: AWQ's captured inputs (converter/awq_input_stats.h) for
+  // --algo awq instead of calibration runs.
+  std::string awq_inputs;
   int threads = 1;
   bool verbose = false;
   // One line per call (no newline): stage summaries always, per-node and

@@ -29,9 +29,10 @@ struct Group {
   bool fold_rows = false;              // fold_into is a [out, in] weight
 };
 
-class Folder {
+// The AWQ groups of a checkpoint (reads only).
+class GroupFinder {
  public:
-  Folder(ir::Model& ckpt, const AwqFoldOptions& o) : ckpt_(ckpt), opts_(o) {}
+  explicit GroupFinder(const ir::Model& ckpt) : ckpt_(ckpt) {}
 
   std::string Find(int layer, WeightRole role) const {
     for (const ir::Tensor& t : ckpt_.graph.initializers()) {
@@ -79,6 +80,14 @@ class Folder {
     return out;
   }
 
+ private:
+  const ir::Model& ckpt_;
+};
+
+class Folder {
+ public:
+  Folder(ir::Model& ckpt, const AwqFoldOptions& o) : ckpt_(ckpt), opts_(o) {}
+
   // `scheme` is read only without round trips.
   absl::StatusOr<std::string> Apply(const Group& g, const CapturedInput& x,
                                     const std::optional<WeightScheme>& scheme) {
@@ -96,6 +105,13 @@ class Folder {
         return absl::InvalidArgumentError("AWQ group " + g.label + ": members disagree on input width");
       }
       views.push_back({m.w.data(), m.rows});
+    }
+    if (static_cast<int64_t>(x.mean_abs.size()) != cols ||
+        static_cast<int64_t>(x.samples.size()) != x.kept * cols) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "AWQ group ", g.label, ": the input of '", g.input_of, "' has ", x.mean_abs.size(),
+          " columns and ", x.samples.size(), " values over ", x.kept, " rows; the weights have ",
+          cols, " input columns"));
     }
     std::vector<float> mean_abs(x.mean_abs.begin(), x.mean_abs.end());
     quant::AwqOptions ao;
@@ -173,27 +189,48 @@ class Folder {
 
 }  // namespace
 
-absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint, const ir::Model& runnable,
-                                             const std::set<std::string>& awq_weights,
-                                             const std::map<std::string, WeightScheme>& schemes,
-                                             calibration::Dataset& data,
-                                             const AwqFoldOptions& options) {
+absl::Status CheckArchitecture(const ir::Model& checkpoint) {
   if (!checkpoint.architecture || !checkpoint.architecture->known) {
     return absl::FailedPreconditionError(
         "awq needs a Hugging Face decoder checkpoint with a known architecture (config.json)");
   }
-  Folder folder(checkpoint, options);
-  const std::vector<Group> groups = folder.Groups(awq_weights);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> AwqInputWeights(
+    const ir::Model& checkpoint, const std::set<std::string>& awq_weights) {
+  RETURN_IF_ERROR(CheckArchitecture(checkpoint));
   std::vector<std::string> inputs;
-  for (const Group& g : groups) inputs.push_back(g.input_of);
+  for (const Group& g : GroupFinder(checkpoint).Groups(awq_weights)) inputs.push_back(g.input_of);
+  return inputs;
+}
+
+absl::StatusOr<AwqInputs> CaptureAwqInputs(const ir::Model& checkpoint, const ir::Model& runnable,
+                                           const std::set<std::string>& awq_weights,
+                                           calibration::Dataset& data,
+                                           const AwqFoldOptions& options) {
+  ASSIGN_OR_RETURN(const std::vector<std::string> inputs, AwqInputWeights(checkpoint, awq_weights));
   CaptureRequest cr;
   cr.keep_rows = options.keep_rows;
   cr.progress = options.progress;
   cr.context = "awq";
-  ASSIGN_OR_RETURN(auto captured,
-                   CaptureLinearInputs(runnable, inputs, data, options.max_runs, cr, options.threads));
+  return CaptureLinearInputs(runnable, inputs, data, options.max_runs, cr, options.threads);
+}
+
+absl::StatusOr<AwqFoldResult> ApplyAwqScalesFrom(ir::Model& checkpoint,
+                                                 const std::set<std::string>& awq_weights,
+                                                 const std::map<std::string, WeightScheme>& schemes,
+                                                 const AwqInputs& inputs,
+                                                 const AwqFoldOptions& options) {
+  RETURN_IF_ERROR(CheckArchitecture(checkpoint));
+  Folder folder(checkpoint, options);
   AwqFoldResult result;
-  for (const Group& g : groups) {
+  for (const Group& g : GroupFinder(checkpoint).Groups(awq_weights)) {
+    auto x = inputs.find(g.input_of);
+    if (x == inputs.end()) {
+      return absl::NotFoundError("AWQ group " + g.label + ": no captured input of '" +
+                                 g.input_of + "'");
+    }
     // The search quantizes with the scheme of the first AWQ member.
     std::optional<WeightScheme> scheme;
     for (const std::string& m : g.members) {
@@ -203,11 +240,21 @@ absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint, const ir::Mo
     if (!scheme && options.round_trips.empty()) {
       return absl::InternalError("AWQ group " + g.label + ": no member has a scheme");
     }
-    ASSIGN_OR_RETURN(std::string line, folder.Apply(g, captured.at(g.input_of), scheme));
+    ASSIGN_OR_RETURN(std::string line, folder.Apply(g, x->second, scheme));
     result.log.push_back(std::move(line));
     ++result.groups;
   }
   return result;
+}
+
+absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint, const ir::Model& runnable,
+                                             const std::set<std::string>& awq_weights,
+                                             const std::map<std::string, WeightScheme>& schemes,
+                                             calibration::Dataset& data,
+                                             const AwqFoldOptions& options) {
+  ASSIGN_OR_RETURN(const AwqInputs inputs,
+                   CaptureAwqInputs(checkpoint, runnable, awq_weights, data, options));
+  return ApplyAwqScalesFrom(checkpoint, awq_weights, schemes, inputs, options);
 }
 
 }  // namespace slimpack::quantize

@@ -24,6 +24,7 @@
 #include "absl/status/statusor.h"
 #include "calibration/dataset.h"
 #include "ir/graph.h"
+#include "quantize/linear_capture.h"
 #include "quantize/numerics/awq.h"
 #include "quantize/quant_rules.h"
 #include "support/progress.h"
@@ -60,6 +61,37 @@ absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint, const ir::Mo
                                              const std::map<std::string, WeightScheme>& schemes,
                                              calibration::Dataset& data,
                                              const AwqFoldOptions& options);
+
+// What the search reads of a group's shared input, keyed by the member whose
+// input it is: mean |x| per column and up to options.keep_rows rows of x
+// (CapturedInput's mean_abs, samples, kept). The inputs are the float
+// model's (the fold keeps the function, so scaling one group does not
+// change what another sees), so they can be captured once and stored
+// (`slimpack calibrate --awq-inputs`, converter/awq_input_stats.h).
+using AwqInputs = std::map<std::string, CapturedInput>;
+
+// The weights whose inputs the groups of `awq_weights` read (every group of
+// the checkpoint when `awq_weights` holds every linear weight).
+// FailedPrecondition as ApplyAwqScales.
+absl::StatusOr<std::vector<std::string>> AwqInputWeights(
+    const ir::Model& checkpoint, const std::set<std::string>& awq_weights);
+
+// Runs `runnable` on `data` and captures those inputs (ApplyAwqScales'
+// first half).
+absl::StatusOr<AwqInputs> CaptureAwqInputs(const ir::Model& checkpoint, const ir::Model& runnable,
+                                           const std::set<std::string>& awq_weights,
+                                           calibration::Dataset& data,
+                                           const AwqFoldOptions& options);
+
+// ApplyAwqScales from inputs captured before: the same scales and weights
+// as ApplyAwqScales on the data they were captured from. NotFound naming
+// the weight when `inputs` lacks a group's input; InvalidArgument when an
+// input's width differs from the group's weights.
+absl::StatusOr<AwqFoldResult> ApplyAwqScalesFrom(ir::Model& checkpoint,
+                                                 const std::set<std::string>& awq_weights,
+                                                 const std::map<std::string, WeightScheme>& schemes,
+                                                 const AwqInputs& inputs,
+                                                 const AwqFoldOptions& options);
 
 }  // namespace slimpack::quantize
 

@@ -233,6 +233,11 @@ class Quantizer {
       RETURN_IF_ERROR(CheckHessians(gptq));
       gptq.clear();
     }
+    if (req_.awq_inputs && !awq.empty()) {
+      // Searched and folded from the file: no calibration run.
+      RETURN_IF_ERROR(RunAwqFrom(awq));
+      awq.clear();
+    }
     std::vector<size_t> need_importance;
     for (size_t i : imatrix) {
       if (!importance_.count(plans_[i].use.tensor)) need_importance.push_back(i);
@@ -331,6 +336,25 @@ class Quantizer {
     ASSIGN_OR_RETURN(AwqFoldResult folded, ApplyAwqScales(model_, runnable, names, schemes,
                                                           data, opts));
     for (const std::string& line : folded.log) Log("quantize: awq: " + line);
+    return absl::OkStatus();
+  }
+
+  absl::Status RunAwqFrom(const std::vector<size_t>& idx) {
+    std::set<std::string> names;
+    std::map<std::string, WeightScheme> schemes;
+    for (size_t i : idx) {
+      names.insert(plans_[i].use.tensor);
+      schemes[plans_[i].use.tensor] = plans_[i].scheme;
+    }
+    AwqFoldOptions opts;
+    opts.grid = req_.config.awq_grid;
+    opts.threads = req_.threads;
+    auto folded = ApplyAwqScalesFrom(model_, names, schemes, *req_.awq_inputs, opts);
+    if (!folded.ok()) {
+      return absl::Status(folded.status().code(),
+                          req_.awq_inputs_file + ": " + std::string(folded.status().message()));
+    }
+    for (const std::string& line : folded->log) Log("quantize: awq: " + line);
     return absl::OkStatus();
   }
 

@@ -39,6 +39,7 @@
 #include "support/progress.h"
 #include "ir/graph.h"
 #include "nlohmann/json.hpp"
+#include "quantize/awq_fold.h"
 #include "quantize/hessian_source.h"
 #include "quantize/quant_rules.h"
 #include "quantize/size_planner.h"
@@ -82,6 +83,12 @@ struct QuantizeRequest {
   // without an entry, or with an entry of another size, is refused naming
   // the file.
   std::shared_ptr<const HessianSource> hessians;
+  // Precomputed AWQ inputs (`convert --awq-inputs`, converter/
+  // awq_input_stats.h): --algo awq searches and folds its scales from them
+  // instead of calibration runs, with the same result. A group whose input
+  // has no entry, or one of another width, is refused naming `awq_inputs_file`.
+  std::shared_ptr<const AwqInputs> awq_inputs;
+  std::string awq_inputs_file;
 };
 
 // What happened to one tensor; recorded in the manifest and printed by -v.
