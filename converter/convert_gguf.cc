@@ -8,6 +8,7 @@
 #include "converter/gguf_awq.h"
 #include "converter/gguf_gptq.h"
 #include "converter/gguf_recipe.h"
+#include "converter/awq_input_stats.h"
 #include "converter/hessian_stats.h"
 #include "converter/recipe_from_artifact.h"
 #include "converter/requantize.h"
@@ -62,7 +63,6 @@ std::vector<std::pair<std::string, bool>> UnusedFlags(const ConvertFlags& f) {
       {"--onnx-kv-cache", f.onnx_kv_cache},
       {"--onnx-gqa", f.onnx_gqa},
       {"--activation-type", !f.activation_type.empty()},
-      {"--awq-inputs", !f.awq_inputs.empty()},
   };
 }
 
@@ -124,7 +124,7 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
     if (given) {
       return UsageError(flag, "not supported with --format gguf or a llama-quantize --quant type "
                               "yet (they take --quant with a llama-quantize type, --dtype, --algo "
-                              "rtn/imatrix/gptq/awq, --calib, --calib-samples, --imatrix, --hessians, "
+                              "rtn/imatrix/gptq/awq, --calib, --calib-samples, --imatrix, --hessians, --awq-inputs, "
                               "--tensor-type, --recipe, --threads, --force, -v)");
     }
   }
@@ -165,11 +165,23 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
                                       "DATA, not both (nor with --imatrix)");
     }
   }
+  if (!f.awq_inputs.empty()) {
+    // AWQ from `slimpack calibrate --awq-inputs`: --calib's scales without
+    // running the model, for every type the model is exported to.
+    if (f.algo.empty()) f.algo = "awq";
+    if (f.algo != "awq") {
+      return UsageError("--awq-inputs", "feeds --algo awq, not --algo " + f.algo);
+    }
+    if (!f.calib.empty() || !f.imatrix.empty() || !f.hessians.empty()) {
+      return UsageError("--awq-inputs", "give AWQ's inputs as --awq-inputs FILE or as --calib "
+                                        "DATA, not both (nor with --imatrix or --hessians)");
+    }
+  }
   if (f.algo == "gptq" && f.calib.empty() && f.hessians.empty()) {
     return UsageError("--algo", "gptq needs --calib FILES (token windows) or --hessians FILE");
   }
-  if (f.algo == "awq" && f.calib.empty()) {
-    return UsageError("--algo", "awq needs --calib FILES (token windows)");
+  if (f.algo == "awq" && f.calib.empty() && f.awq_inputs.empty()) {
+    return UsageError("--algo", "awq needs --calib FILES (token windows) or --awq-inputs FILE");
   }
   if (f.algo == "gptq" && !f.imatrix.empty()) {
     return UsageError("--imatrix", "--algo gptq computes its importance from --calib; drop "
@@ -207,6 +219,7 @@ absl::StatusOr<GgufConvertRequest> BuildGgufConvertRequest(const ConvertFlags& f
   r.imatrix_path = f.imatrix;
   r.calib = f.calib;
   r.hessians_path = f.hessians;
+  r.awq_inputs_path = f.awq_inputs;
   r.gptq = f.algo == "gptq";
   r.awq = f.algo == "awq";
   r.calib_samples = f.calib_samples > 0 ? f.calib_samples : quantize::QuantConfig{}.calib_samples;
@@ -343,6 +356,12 @@ absl::StatusOr<PreparedExport> Prepare(const GgufConvertRequest& request, bool r
   } else if (request.awq) {
     GgufAwqRequest w;
     static_cast<GgufCalibration&>(w) = CalibrationOf(request);
+    if (!request.awq_inputs_path.empty()) {
+      ASSIGN_OR_RETURN(quantize::AwqInputs inputs,
+                       ReadAwqInputStats(model, request.awq_inputs_path));
+      w.inputs = std::make_shared<const quantize::AwqInputs>(std::move(inputs));
+      w.inputs_file = request.awq_inputs_path;
+    }
     RETURN_IF_ERROR(ApplyAwqOnGgmlGrids(model, w, options));
   } else if (!request.calib.empty()) {
     ASSIGN_OR_RETURN(options.importance, ImportanceFromCalibration(model, request));
@@ -385,6 +404,7 @@ absl::StatusOr<std::vector<shard_writer::NamedDigest>> CalibrationDigests(
   }
   if (!request.imatrix_path.empty()) files.push_back(request.imatrix_path);
   if (!request.hessians_path.empty()) files.push_back(request.hessians_path);
+  if (!request.awq_inputs_path.empty()) files.push_back(request.awq_inputs_path);
   if (!files.empty()) {
     ASSIGN_OR_RETURN(std::vector<calibration::DataFileDigest> digests,
                      calibration::DigestDataFiles(files));

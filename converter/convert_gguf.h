@@ -50,6 +50,9 @@ struct GgufConvertRequest {
   // --hessians: GPTQ's statistics from `slimpack calibrate --hessians`
   // (converter/hessian_stats.h) instead of `calib`.
   std::string hessians_path;
+  // --awq-inputs: AWQ's inputs from `slimpack calibrate --awq-inputs`
+  // (converter/awq_input_stats.h) instead of `calib`.
+  std::string awq_inputs_path;
   // --algo awq: AWQ scales searched on ggml's grids from `calib`, folded
   // into the model before the export encodes it (converter/gguf_awq.h).
   bool awq = false;

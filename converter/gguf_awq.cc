@@ -48,9 +48,17 @@ absl::Status ApplyAwqOnGgmlGrids(ir::Model& model, const GgufAwqRequest& request
     weights.insert(t.tensor);
     fold.round_trips[t.tensor] = GgmlRoundTrip(t.type);
   }
-  ASSIGN_OR_RETURN(calibration::Dataset data, quantize::OpenCalibrationData(decoder, request.calib));
-  ASSIGN_OR_RETURN(const quantize::AwqFoldResult folded,
-                   quantize::ApplyAwqScales(model, decoder, weights, {}, data, fold));
+  absl::StatusOr<quantize::AwqFoldResult> done;
+  if (request.inputs) {
+    done = quantize::ApplyAwqScalesFrom(model, weights, {}, *request.inputs, fold);
+    if (!done.ok()) return Annotate(done.status(), request.inputs_file);
+  } else {
+    ASSIGN_OR_RETURN(calibration::Dataset data,
+                     quantize::OpenCalibrationData(decoder, request.calib));
+    done = quantize::ApplyAwqScales(model, decoder, weights, {}, data, fold);
+    RETURN_IF_ERROR(done.status());
+  }
+  const quantize::AwqFoldResult& folded = *done;
   if (request.log) {
     for (const std::string& line : folded.log) request.log("awq: " + line);
   }

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,12 +21,17 @@
 #include "converter/gguf_calibration.h"
 #include "export/gguf_llama.h"
 #include "ir/graph.h"
+#include "quantize/awq_fold.h"
 #include "support/progress.h"
 
 namespace slimpack::converter {
 
 struct GgufAwqRequest : GgufCalibration {
   int grid = 20;
+  // `--awq-inputs FILE` instead of `calib` (converter/awq_input_stats.h):
+  // the groups' inputs read, not captured; the same scales.
+  std::shared_ptr<const quantize::AwqInputs> inputs;
+  std::string inputs_file;
 };
 
 // Rewrites `model` (an HF llama-family checkpoint with float weights) in

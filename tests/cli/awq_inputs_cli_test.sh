@@ -7,8 +7,9 @@
 # so the shards are `--calib`'s byte for byte, and the parts of a split
 # conversion read one file and merge into one run's bytes. The stored means
 # are checked against the stored rows, and a foreign or damaged file and
-# conflicting flags are refused. A coarse grid (4 exponents) and AWQ on the
-# attention only keep the searches short under the sanitizers.
+# conflicting flags are refused. The GGUF export's AWQ reads the file too.
+# A coarse grid (4 exponents) and AWQ on the attention only keep the
+# searches short under the sanitizers.
 #   awq_inputs_cli_test.sh SLIMPACK ROOT
 set -u
 SLIMPACK="$1"
@@ -85,14 +86,22 @@ expect 0 "merge" -- merge "$TMP/p1" "$TMP/p2" "$TMP/p3" -o "$TMP/merged"
 if diff -r "$TMP/file" "$TMP/merged" >/dev/null; then echo "ok: 3 parts with --awq-inputs = one run"
 else bad "merged parts differ from one run"; fi
 
+# The GGUF export's AWQ (scales searched on ggml's grids) reads the same
+# file: --calib's GGUF byte for byte (the MLPs in f16 keep it short).
+G=(--format gguf --quant q4_0 --tensor-type ffn=f16 --threads 2)
+expect 0 "GGUF AWQ calibrated here" -- convert "$LLAMA" -o "$TMP/calib.gguf" "${G[@]}" --algo awq --calib "$CALIB" --calib-samples 1
+expect 0 "GGUF AWQ from the file" -- convert "$LLAMA" -o "$TMP/file.gguf" "${G[@]}" --awq-inputs "$TMP/a.safetensors"
+cmp -s "$TMP/calib.gguf" "$TMP/file.gguf" && echo "ok: the GGUF from the file is --calib's byte for byte" \
+  || bad "the GGUF from the file differs from --calib's"
+
 # Refusals: nothing written.
 expect 2 "--awq-inputs with --algo gptq" -- convert "$LLAMA" -o "$TMP/x1" --quant int4 --algo gptq --awq-inputs "$TMP/a.safetensors"
 says "feeds --algo awq, not --algo gptq" "--algo gptq"
 expect 2 "--awq-inputs and --calib" -- convert "$LLAMA" -o "$TMP/x2" --quant int4 --awq-inputs "$TMP/a.safetensors" --calib "$CALIB"
 says "not both" "--awq-inputs and --calib"
 expect 2 "--awq-inputs without --quant" -- convert "$LLAMA" -o "$TMP/x3" --awq-inputs "$TMP/a.safetensors"
-expect 2 "--awq-inputs with --format gguf" -- convert "$LLAMA" -o "$TMP/x4.gguf" --format gguf --quant q4_0 --awq-inputs "$TMP/a.safetensors"
-says "--awq-inputs" "the GGUF export names the flag"
+expect 2 "--awq-inputs with --format gguf --algo gptq" -- convert "$LLAMA" -o "$TMP/x4.gguf" --format gguf --quant q4_0 --algo gptq --awq-inputs "$TMP/a.safetensors"
+says "feeds --algo awq, not --algo gptq" "the GGUF export names the flag"
 expect 1 "a checkpoint given as AWQ inputs" -- convert "$LLAMA" -o "$TMP/x5" --quant int4 --awq-inputs "$LLAMA/model.safetensors"
 says "not an AWQ input file" "a foreign safetensors file"
 head -c 100000 "$TMP/a.safetensors" > "$TMP/cut.safetensors"
