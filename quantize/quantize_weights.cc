@@ -7,18 +7,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "calibration/dataset.h"
-#include "calibration/token_ids.h"
-#include "runtime/interpreter.h"
 #include "ir/float_convert.h"
 #include "quantize/awq_fold.h"
 #include "quantize/gptq_layers.h"
 #include "quantize/importance_matrix.h"
-#include "runtime/kernels/fused_kernels.h"
 #include "quantize/linear_capture.h"
 #include "quantize/numerics/error_stats.h"
 #include "quantize/numerics/gptq.h"
 #include "quantize/numerics/pack.h"
 #include "quantize/numerics/rtn.h"
+#include "quantize/output_sensitivity.h"
 #include "quantize/deferred_weights.h"
 #include "quantize/rtn_tensor.h"
 #include "quantize/size_planner.h"
@@ -103,9 +101,11 @@ class Quantizer {
       ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
       ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibration(runnable, req_));
       RETURN_IF_ERROR(CaptureImportance(runnable, data, linears));
-      RETURN_IF_ERROR(PrepareSensitivity(std::move(runnable), data));
+      ASSIGN_OR_RETURN(OutputSensitivity measured,
+                       OutputSensitivity::Measure(std::move(runnable), data, req_.threads));
+      sensitivity_.emplace(std::move(measured));
       target.output_error = [this](const WeightUse& use, const std::vector<float>& values) {
-        return OutputError(use, values);
+        return sensitivity_->OutputError(use, values);
       };
     }
     target.progress = req_.progress;
@@ -131,62 +131,6 @@ class Quantizer {
     Log("plan: " + plan_summary_);
     result_.plan = *plan;
     return absl::OkStatus();
-  }
-
-  // FP32 outputs of the first kSensitivityRuns calibration runs, the
-  // baseline the planner's per-tensor sensitivity is measured against.
-  static constexpr int kSensitivityRuns = 2;
-  absl::Status PrepareSensitivity(ir::Model runnable, calibration::Dataset& data) {
-    sens_model_ = std::move(runnable);
-    ASSIGN_OR_RETURN(runtime::Interpreter interp, MakeInterpreter(sens_model_));
-    data.Rewind();
-    for (int i = 0; i < kSensitivityRuns; ++i) {
-      ASSIGN_OR_RETURN(std::optional<calibration::Sample> s, data.Next());
-      if (!s) break;
-      ASSIGN_OR_RETURN(std::vector<runtime::RtTensor> outs, interp.Run(s->inputs));
-      sens_inputs_.push_back(std::move(s->inputs));
-      sens_reference_.push_back(FloatOutputs(outs));
-    }
-    return absl::OkStatus();
-  }
-
-  absl::StatusOr<runtime::Interpreter> MakeInterpreter(const ir::Model& m) const {
-    runtime::InterpreterOptions io;
-    io.num_threads = req_.threads;
-    return runtime::Interpreter::Create(m, io);
-  }
-
-  static std::vector<float> FloatOutputs(const std::vector<runtime::RtTensor>& outs) {
-    std::vector<float> v;
-    for (const auto& t : outs) {
-      if (t.dtype() != ir::DType::kF32) continue;
-      const float* p = reinterpret_cast<const float*>(t.raw());
-      v.insert(v.end(), p, p + t.num_elements());
-    }
-    return v;
-  }
-
-  // Mean squared difference of the model's float outputs from FP32's with
-  // only `use`'s tensor replaced by `values`.
-  absl::StatusOr<double> OutputError(const WeightUse& use, const std::vector<float>& values) {
-    ir::Model m = sens_model_;
-    const ir::Tensor* t = m.graph.FindInitializer(use.tensor);
-    if (t == nullptr) return absl::NotFoundError("no tensor '" + use.tensor + "' in the run graph");
-    RETURN_IF_ERROR(ReplaceInitializer(m.graph, F32Like(*t, values)));
-    ASSIGN_OR_RETURN(runtime::Interpreter interp, MakeInterpreter(m));
-    double se = 0;
-    uint64_t n = 0;
-    for (size_t i = 0; i < sens_inputs_.size(); ++i) {
-      ASSIGN_OR_RETURN(std::vector<runtime::RtTensor> outs, interp.Run(sens_inputs_[i]));
-      const std::vector<float> got = FloatOutputs(outs);
-      const std::vector<float>& want = sens_reference_[i];
-      for (size_t k = 0; k < got.size() && k < want.size(); ++k) {
-        const double d = static_cast<double>(got[k]) - want[k];
-        se += d * d;
-      }
-      n += got.size();
-    }
-    return n == 0 ? 0.0 : se / static_cast<double>(n);
   }
 
   // QuantizeRequest::importance, checked against the planned weights.
@@ -544,9 +488,7 @@ class Quantizer {
   std::map<std::string, QuantizedWeight> gptq_;  // GPTQ results until stored
   QuantizeResult result_;
   std::string plan_summary_;
-  ir::Model sens_model_;
-  std::vector<std::map<std::string, runtime::RtTensor>> sens_inputs_;
-  std::vector<std::vector<float>> sens_reference_;
+  std::optional<OutputSensitivity> sensitivity_;  // --target-size with --calib
 };
 
 }  // namespace
