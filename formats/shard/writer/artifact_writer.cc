@@ -1,16 +1,14 @@
 #include "formats/shard/writer/artifact_writer.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <climits>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "formats/shard/format.h"
+#include "formats/shard/writer/artifact_files.h"
 #include "formats/shard/writer/artifact_tensors.h"
 #include "formats/shard/writer/checked_io.h"
 #include "formats/shard/writer/file_digest.h"
@@ -47,58 +45,6 @@ struct PlannedTensor {
 constexpr char kUnknownDigest[] =
     "0000000000000000000000000000000000000000000000000000000000000000";
 
-struct CarriedFile {
-  std::string path;
-  std::string name;
-  uint64_t size = 0;
-  // ir::Model::carried_overrides: written instead of copying `path`.
-  const std::string* bytes = nullptr;
-};
-
-struct InputFile {
-  std::string path;
-  std::string name;  // relative to the model directory
-  uint64_t size = 0;
-};
-
-std::string Resolve(const std::string& path) {
-  char buf[PATH_MAX];
-  return ::realpath(path.c_str(), buf) ? std::string(buf) : path;
-}
-
-// The model's directory: the input itself if it is a directory (HF
-// checkpoints), else the directory of the input file.
-std::string ModelDirectory(const ir::Model& model) {
-  struct stat st;
-  if (::stat(model.source_path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
-    return Resolve(model.source_path);
-  }
-  const std::string resolved = Resolve(model.source_path);
-  const size_t slash = resolved.rfind('/');
-  return slash == std::string::npos ? "." : resolved.substr(0, slash);
-}
-
-// spec.md section 3: input files are named relative to the model directory
-// ('/'-separated), never by absolute path; files outside it by base name.
-std::string InputName(const std::string& model_dir, const std::string& path) {
-  const std::string resolved = Resolve(path);
-  if (resolved.size() > model_dir.size() + 1 &&
-      resolved.compare(0, model_dir.size(), model_dir) == 0 &&
-      resolved[model_dir.size()] == '/') {
-    return resolved.substr(model_dir.size() + 1);
-  }
-  return resolved.substr(resolved.rfind('/') + 1);
-}
-
-absl::StatusOr<uint64_t> RegularFileSize(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(errno, path);
-  if (!S_ISREG(st.st_mode)) {
-    return absl::InvalidArgumentError(path + ": not a regular file");
-  }
-  return static_cast<uint64_t>(st.st_size);
-}
-
 absl::StatusOr<std::vector<PlannedTensor>> StoredTensors(
     const ir::Model& model, const TensorEncoder& encoder, bool pack_sparse,
     SparseStorage* sparse) {
@@ -132,46 +78,6 @@ absl::StatusOr<std::vector<PlannedTensor>> StoredTensors(
   return out;
 }
 
-absl::StatusOr<std::vector<CarriedFile>> CarriedFiles(const ir::Model& model) {
-  std::vector<CarriedFile> out;
-  std::set<std::string> names;
-  for (const std::string& path : model.carried_files) {
-    CarriedFile c;
-    c.path = path;
-    c.name = path.substr(path.rfind('/') + 1);
-    if (!IsSafeArtifactFileName(c.name) ||
-        c.name.rfind(shard::kShardFilePrefix, 0) == 0) {
-      return absl::InvalidArgumentError(
-          path + ": cannot be carried into the artifact under the name '" +
-          c.name + "' (must match [A-Za-z0-9._-]{1,255}, not start with " +
-          std::string(shard::kShardFilePrefix) + ", not be manifest.json)");
-    }
-    if (!names.insert(c.name).second) {
-      return absl::InvalidArgumentError(
-          path + ": another carried file is also named '" + c.name + "'");
-    }
-    auto over = model.carried_overrides.find(c.name);
-    if (over != model.carried_overrides.end()) {
-      c.bytes = &over->second;
-      c.size = over->second.size();
-    } else {
-      ASSIGN_OR_RETURN(c.size, RegularFileSize(path));
-    }
-    out.push_back(std::move(c));
-  }
-  // Overrides naming no carried file are carried as new files.
-  for (const auto& [name, bytes] : model.carried_overrides) {
-    if (names.count(name) > 0) continue;
-    if (!IsSafeArtifactFileName(name) || name.rfind(shard::kShardFilePrefix, 0) == 0) {
-      return absl::InvalidArgumentError("in-memory carried file '" + name +
-                                        "': not a valid artifact file name");
-    }
-    names.insert(name);
-    out.push_back({name, name, bytes.size(), &bytes});
-  }
-  return out;
-}
-
 // Writes an in-memory carried file into the staging directory, fsynced.
 absl::StatusOr<FileDigest> WriteBytesHashed(const std::string& bytes, int dir_fd,
                                             const std::string& name,
@@ -183,21 +89,6 @@ absl::StatusOr<FileDigest> WriteBytesHashed(const std::string& bytes, int dir_fd
   RETURN_IF_ERROR(status);
   RETURN_IF_ERROR(closed);
   return FileDigest{bytes.size(), Sha256Stream::HashHex(bytes.data(), bytes.size())};
-}
-
-absl::StatusOr<std::vector<InputFile>> InputFiles(const ir::Model& model) {
-  const std::string dir = ModelDirectory(model);
-  std::map<std::string, InputFile> by_name;
-  for (const std::string& path : model.input_files) {
-    InputFile f;
-    f.path = path;
-    f.name = InputName(dir, path);
-    ASSIGN_OR_RETURN(f.size, RegularFileSize(path));
-    by_name.emplace(f.name, std::move(f));
-  }
-  std::vector<InputFile> out;
-  for (auto& [name, f] : by_name) out.push_back(std::move(f));
-  return out;
 }
 
 // Serialises progress reports from the worker threads.
