@@ -187,8 +187,6 @@ class Folder {
   const AwqFoldOptions& opts_;
 };
 
-}  // namespace
-
 absl::Status CheckArchitecture(const ir::Model& checkpoint) {
   if (!checkpoint.architecture || !checkpoint.architecture->known) {
     return absl::FailedPreconditionError(
@@ -196,6 +194,8 @@ absl::Status CheckArchitecture(const ir::Model& checkpoint) {
   }
   return absl::OkStatus();
 }
+
+}  // namespace
 
 absl::StatusOr<std::vector<std::string>> AwqInputWeights(
     const ir::Model& checkpoint, const std::set<std::string>& awq_weights) {

@@ -130,6 +130,17 @@ for name, t in h.items():
         body += data[b:e]
     out[name] = t
 write(sys.argv[2] + "/norows.safetensors", out, body)
+# Neither of layer 3 down_proj's entries: a file for a model with fewer groups.
+out, body = {}, b""
+for name, t in h.items():
+    if name.startswith("model.layers.3.mlp.down_proj."):
+        continue
+    if name != "__metadata__":
+        b, e = t["data_offsets"]
+        t = dict(t, data_offsets=[len(body), len(body) + e - b])
+        body += data[b:e]
+    out[name] = t
+write(sys.argv[2] + "/nodown.safetensors", out, body)
 b, _ = h["model.layers.1.self_attn.q_proj.weight.mean_abs"]["data_offsets"]
 nan = bytearray(data)
 nan[b + 8:b + 12] = struct.pack("<f", float("nan"))
@@ -137,9 +148,11 @@ write(sys.argv[2] + "/nan.safetensors", h, bytes(nan))
 PY
 expect 1 "an input without its rows" -- convert "$LLAMA" -o "$TMP/x7" --quant int4 --awq-inputs "$TMP/norows.safetensors"
 says "the input of 'model.layers.3.mlp.down_proj.weight' has 344 mean |x| columns and no rows" "missing rows"
+expect 1 "a file without a group's input" -- convert "$LLAMA" -o "$TMP/x9" --quant int4 --awq-inputs "$TMP/nodown.safetensors"
+says "nodown.safetensors: AWQ group layer 3 down: no captured input of 'model.layers.3.mlp.down_proj.weight'" "a missing group"
 expect 1 "a NaN mean" -- convert "$LLAMA" -o "$TMP/x8" --quant int4 --awq-inputs "$TMP/nan.safetensors"
 says "'model.layers.1.self_attn.q_proj.weight.mean_abs' column 2 is nan, not a mean |x|" "NaN mean"
-for x in x1 x2 x3 x4.gguf x5 x6 x7 x8; do [ ! -e "$TMP/$x" ] || bad "$x written"; done
+for x in x1 x2 x3 x4.gguf x5 x6 x7 x8 x9; do [ ! -e "$TMP/$x" ] || bad "$x written"; done
 echo "not AWQ inputs" > "$TMP/notes.txt"
 expect 1 "calibrate --awq-inputs over another file" -- calibrate "$LLAMA" --data "$CALIB" --awq-inputs -o "$TMP/notes.txt"
 grep -q "not AWQ inputs" "$TMP/notes.txt" && echo "ok: the other file is untouched" || bad "overwritten"
