@@ -144,6 +144,14 @@ support::OutputKind ImatrixKind() {
           [](const std::string& path) { return gguf::ReadImatrixFile(path).ok(); }};
 }
 
+// The data files' base names, comma-separated: the "dataset" a statistics
+// file records.
+std::string DatasetName(const std::vector<std::string>& data) {
+  std::string out;
+  for (const std::string& d : data) out += (out.empty() ? "" : ",") + d.substr(d.rfind('/') + 1);
+  return out;
+}
+
 // --imatrix: the mean x^2 of every linear layer's input columns over the
 // calibration windows, as `convert --algo imatrix --calib` computes it, in
 // a file `convert --imatrix` (and llama-quantize) reads.
@@ -167,10 +175,7 @@ absl::Status RunImatrix(const CalibrateOptions& o) {
   ASSIGN_OR_RETURN(quantize::ImportanceMatrix m,
                    quantize::ComputeImportanceMatrix(model, o.data, o.calib_samples, o.threads,
                                                      progress));
-  std::string dataset;
-  for (const std::string& d : o.data) {
-    dataset += (dataset.empty() ? "" : ",") + d.substr(d.rfind('/') + 1);
-  }
+  const std::string dataset = DatasetName(o.data);
   ASSIGN_OR_RETURN(gguf::ImatrixFile file, converter::ImatrixOf(model, m, dataset));
   const std::string bytes = gguf::SerializeImatrix(file);
   RETURN_IF_ERROR(support::PreflightOutputFile(o.output, o.force, ImatrixKind()).status());
@@ -209,10 +214,7 @@ absl::Status RunHessians(const CalibrateOptions& o) {
     };
     ho.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   }
-  std::string dataset;
-  for (const std::string& d : o.data) {
-    dataset += (dataset.empty() ? "" : ",") + d.substr(d.rfind('/') + 1);
-  }
+  const std::string dataset = DatasetName(o.data);
   ASSIGN_OR_RETURN(converter::HessianStatsSummary done,
                    converter::WriteHessianStats(model, o.data, ho, dataset, o.output));
   std::printf("Hessians of %zu linear layers over %lld samples (%s) -> %s\n", done.entries,
@@ -242,10 +244,7 @@ absl::Status RunAwqInputs(const CalibrateOptions& o) {
   quantize::AwqFoldOptions ao;
   ao.max_runs = o.calib_samples;
   ao.threads = o.threads;
-  std::string dataset;
-  for (const std::string& d : o.data) {
-    dataset += (dataset.empty() ? "" : ",") + d.substr(d.rfind('/') + 1);
-  }
+  const std::string dataset = DatasetName(o.data);
   ASSIGN_OR_RETURN(converter::AwqInputStatsSummary done,
                    converter::WriteAwqInputStats(model, o.data, ao, dataset, o.output));
   std::printf("AWQ inputs of %zu layer groups over %lld samples (%s) -> %s\n", done.inputs,

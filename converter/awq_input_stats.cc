@@ -6,6 +6,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "converter/stats_file.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "formats/safetensors/safetensors_writer.h"
 #include "ir/shape.h"
@@ -38,21 +39,7 @@ ir::Tensor F32Tensor(const std::string& name, std::vector<int64_t> dims, const f
 }
 
 absl::StatusOr<safetensors::SafetensorsFile> ReadChecked(const std::string& path) {
-  ASSIGN_OR_RETURN(safetensors::SafetensorsFile file, safetensors::ReadSafetensorsFile(path));
-  auto format = file.metadata.find("format");
-  if (format == file.metadata.end() || format->second != kAwqInputsFormat) {
-    return absl::InvalidArgumentError(
-        path + ": not an AWQ input file (its safetensors metadata has no \"format\": \"" +
-        kAwqInputsFormat + "\"; write one with `slimpack calibrate --awq-inputs`)");
-  }
-  auto version = file.metadata.find("version");
-  if (version == file.metadata.end() || version->second != kVersion) {
-    return absl::UnimplementedError(
-        path + ": AWQ input file version '" +
-        (version == file.metadata.end() ? std::string("(none)") : version->second) +
-        "' is not supported (supported: " + kVersion + ")");
-  }
-  return file;
+  return ReadStatsFile(path, {kAwqInputsFormat, kVersion, "an AWQ input file", "--awq-inputs"});
 }
 
 }  // namespace

@@ -159,11 +159,7 @@ absl::Status EncodeFromHessians(
           std::string(gguf::TypeName(by_tensor.at(name)->type)),
           " (statistics made for another model or with fewer layers?)"));
     }
-    if (*k != t.dims[1]) {
-      return absl::InvalidArgumentError(absl::StrCat(h.file(), ": the Hessian of '", name,
-                                                      "' is ", *k, " x ", *k, "; the weight has ",
-                                                      t.dims[1], " input columns"));
-    }
+    RETURN_IF_ERROR(quantize::CheckHessianWidth(h, name, *k, t.dims[1]));
     ASSIGN_OR_RETURN(quantize::LinearHessian lh, h.Read(name));
     std::vector<float> mean_sq(static_cast<size_t>(*k));
     const double n = static_cast<double>(lh.rows);

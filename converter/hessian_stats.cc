@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "converter/stats_file.h"
 #include "formats/safetensors/safetensors_reader.h"
 #include "formats/safetensors/safetensors_writer.h"
 #include "ir/shape.h"
@@ -17,21 +18,7 @@ namespace {
 constexpr char kVersion[] = "1";
 
 absl::StatusOr<safetensors::SafetensorsFile> ReadChecked(const std::string& path) {
-  ASSIGN_OR_RETURN(safetensors::SafetensorsFile file, safetensors::ReadSafetensorsFile(path));
-  auto format = file.metadata.find("format");
-  if (format == file.metadata.end() || format->second != kHessianFormat) {
-    return absl::InvalidArgumentError(
-        path + ": not a Hessian file (its safetensors metadata has no \"format\": \"" +
-        kHessianFormat + "\"; write one with `slimpack calibrate --hessians`)");
-  }
-  auto version = file.metadata.find("version");
-  if (version == file.metadata.end() || version->second != kVersion) {
-    return absl::UnimplementedError(
-        path + ": Hessian file version '" +
-        (version == file.metadata.end() ? std::string("(none)") : version->second) +
-        "' is not supported (supported: " + kVersion + ")");
-  }
-  return file;
+  return ReadStatsFile(path, {kHessianFormat, kVersion, "a Hessian file", "--hessians"});
 }
 
 class FileHessians : public quantize::HessianSource {

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 
 namespace slimpack::quantize {
 
@@ -41,6 +42,17 @@ class HessianSource {
   // The Hessian of `weight`. Thread-safe. NotFound without an entry.
   virtual absl::StatusOr<LinearHessian> Read(const std::string& weight) const = 0;
 };
+
+// InvalidArgument "FILE: the Hessian of 'W' is K x K; the weight has C input
+// columns" when `weight`'s entry (K = Columns(weight)) does not fit a weight
+// of `cols` input columns.
+inline absl::Status CheckHessianWidth(const HessianSource& h, const std::string& weight,
+                                      int64_t k, int64_t cols) {
+  if (k == cols) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(h.file(), ": the Hessian of '", weight, "' is ",
+                                                 k, " x ", k, "; the weight has ", cols,
+                                                 " input columns"));
+}
 
 }  // namespace slimpack::quantize
 

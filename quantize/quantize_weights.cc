@@ -220,11 +220,7 @@ class Quantizer {
             req_.hessians->file() + ": no Hessian for '" + p.use.tensor +
             "', which gptq quantizes (statistics made for another model?)");
       }
-      if (*k != shape.second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            req_.hessians->file(), ": the Hessian of '", p.use.tensor, "' is ", *k, " x ", *k,
-            "; the weight has ", shape.second, " input columns"));
-      }
+      RETURN_IF_ERROR(CheckHessianWidth(*req_.hessians, p.use.tensor, *k, shape.second));
     }
     return absl::OkStatus();
   }

@@ -118,29 +118,22 @@ def write(path, header, body):
     js = json.dumps(header).encode()
     js += b" " * (-len(js) % 8)
     open(path, "wb").write(struct.pack("<Q", len(js)) + js + body)
-drop = "model.layers.3.mlp.down_proj.weight.rows"
-b0, e0 = h[drop]["data_offsets"]
-out, body = {}, b""
-for name, t in h.items():
-    if name == drop:
-        continue
-    if name != "__metadata__":
-        b, e = t["data_offsets"]
-        t = dict(t, data_offsets=[len(body), len(body) + e - b])
-        body += data[b:e]
-    out[name] = t
-write(sys.argv[2] + "/norows.safetensors", out, body)
+def without(path, drop):
+    out, body = {}, b""
+    for name, t in h.items():
+        if drop(name):
+            continue
+        if name != "__metadata__":
+            b, e = t["data_offsets"]
+            t = dict(t, data_offsets=[len(body), len(body) + e - b])
+            body += data[b:e]
+        out[name] = t
+    write(path, out, body)
+without(sys.argv[2] + "/norows.safetensors",
+        lambda name: name == "model.layers.3.mlp.down_proj.weight.rows")
 # Neither of layer 3 down_proj's entries: a file for a model with fewer groups.
-out, body = {}, b""
-for name, t in h.items():
-    if name.startswith("model.layers.3.mlp.down_proj."):
-        continue
-    if name != "__metadata__":
-        b, e = t["data_offsets"]
-        t = dict(t, data_offsets=[len(body), len(body) + e - b])
-        body += data[b:e]
-    out[name] = t
-write(sys.argv[2] + "/nodown.safetensors", out, body)
+without(sys.argv[2] + "/nodown.safetensors",
+        lambda name: name.startswith("model.layers.3.mlp.down_proj."))
 b, _ = h["model.layers.1.self_attn.q_proj.weight.mean_abs"]["data_offsets"]
 nan = bytearray(data)
 nan[b + 8:b + 12] = struct.pack("<f", float("nan"))
