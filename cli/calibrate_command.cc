@@ -3,13 +3,16 @@
 #include "cli/calibrate_command.h"
 
 #include <cstdio>
+#include <functional>
 #include <optional>
+#include <unistd.h>
 
 #include "calibration/dataset.h"
 #include "calibration/token_ids.h"
 #include "eval/runnable_model.h"
 #include "calibration/calibrator.h"
 #include "cli/exit_codes.h"
+#include "cli/progress_printer.h"
 #include "converter/awq_input_stats.h"
 #include "converter/hessian_stats.h"
 #include "converter/imatrix_stats.h"
@@ -70,7 +73,15 @@ std::vector<std::string> CalibrateInputs(const CalibrateOptions& o, const ir::Mo
   return inputs;
 }
 
-absl::Status Run(const CalibrateOptions& o) {
+// Where a run reports: progress events (null when nothing draws them) and
+// the -v lines, which first clear a live progress line.
+struct Output {
+  support::ProgressSink progress;
+  std::function<void(const std::string&)> log;  // null without -v
+  std::function<void()> clear;                  // before the summary on stdout
+};
+
+absl::Status Run(const CalibrateOptions& o, const Output& out) {
   ASSIGN_OR_RETURN(calibration::ObserverOptions obs, ObserverOptionsFrom(o));
   ASSIGN_OR_RETURN(calibration::DatasetOptions dopts, DatasetOptionsFrom(o));
   // Output rules (support/output_path.h) before any work: a writable
@@ -107,17 +118,23 @@ absl::Status Run(const CalibrateOptions& o) {
   copts.observer = obs;
   copts.collect_xtx = o.xtx;
   copts.num_threads = o.threads;
-  if (o.verbose) {
-    copts.progress = [](int64_t runs) { std::fprintf(stderr, "run %lld\n", static_cast<long long>(runs)); };
-    copts.note = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  }
+  // The runs go to the end of the data: their number is not known ahead.
+  if (out.progress) out.progress({"calibration", 0, 0, "runs", "ranges"});
+  copts.progress = [&out](int64_t runs) {
+    if (out.log) out.log("run " + std::to_string(runs));
+    if (out.progress) out.progress({"calibration", runs, 0, "runs", "ranges"});
+  };
+  copts.note = out.log;
   ASSIGN_OR_RETURN(calibration::CalibrationTable table,
                    calibration::Calibrate(model, *data, copts));
+  // Now the total is known: the stage's end.
+  if (out.progress) out.progress({"calibration", table.runs, table.runs, "runs", "ranges"});
   ASSIGN_OR_RETURN(table.model_sha256, calibration::ModelDigest(model));
   // Again before writing (atomically): the path may have changed meanwhile.
   RETURN_IF_ERROR(support::PreflightOutputFile(o.output, o.force, CalibrationTableKind()).status());
   RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(files_read, o.output, "-o"));
   RETURN_IF_ERROR(calibration::WriteCalibrationTable(table, o.output));
+  out.clear();
   std::printf("calibrated %zu tensors, %zu linear layers with %s%s over %lld samples "
               "(%lld runs) -> %s\n",
               table.tensors.size(), table.linears.size(), o.method.c_str(),
@@ -155,7 +172,7 @@ std::string DatasetName(const std::vector<std::string>& data) {
 // --imatrix: the mean x^2 of every linear layer's input columns over the
 // calibration windows, as `convert --algo imatrix --calib` computes it, in
 // a file `convert --imatrix` (and llama-quantize) reads.
-absl::Status RunImatrix(const CalibrateOptions& o) {
+absl::Status RunImatrix(const CalibrateOptions& o, const Output& out) {
   if (o.random_samples > 0 || !o.check_data.empty()) {
     return absl::InvalidArgumentError(
         "--imatrix: statistics of real calibration data only (no --calib-random, "
@@ -165,22 +182,16 @@ absl::Status RunImatrix(const CalibrateOptions& o) {
   ASSIGN_OR_RETURN(ir::Model model, formats::ImportModel(o.model));
   const std::vector<std::string> files_read = CalibrateInputs(o, model);
   RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(files_read, o.output, "-o"));
-  support::ProgressSink progress;
-  if (o.verbose) {
-    progress = [](const support::ProgressEvent& e) {
-      std::fprintf(stderr, "%s %lld/%lld\n", e.context.c_str(), static_cast<long long>(e.done),
-                   static_cast<long long>(e.total));
-    };
-  }
   ASSIGN_OR_RETURN(quantize::ImportanceMatrix m,
                    quantize::ComputeImportanceMatrix(model, o.data, o.calib_samples, o.threads,
-                                                     progress));
+                                                     out.progress));
   const std::string dataset = DatasetName(o.data);
   ASSIGN_OR_RETURN(gguf::ImatrixFile file, converter::ImatrixOf(model, m, dataset));
   const std::string bytes = gguf::SerializeImatrix(file);
   RETURN_IF_ERROR(support::PreflightOutputFile(o.output, o.force, ImatrixKind()).status());
   RETURN_IF_ERROR(support::CheckOutputIsNotAnInput(files_read, o.output, "-o"));
   RETURN_IF_ERROR(WriteFileAtomically(o.output, {bytes}));
+  out.clear();
   std::printf("imatrix of %zu linear layers over %lld samples -> %s\n", file.entries.size(),
               static_cast<long long>(m.samples), o.output.c_str());
   return absl::OkStatus();
@@ -194,7 +205,7 @@ support::OutputKind HessianKind() {
 
 // --hessians: X^T X / rows of every linear layer's input in the float model,
 // for `convert --algo gptq --hessians` (converter/hessian_stats.h).
-absl::Status RunHessians(const CalibrateOptions& o) {
+absl::Status RunHessians(const CalibrateOptions& o, const Output& out) {
   if (o.random_samples > 0 || !o.check_data.empty() || o.imatrix || o.awq_inputs) {
     return absl::InvalidArgumentError(
         "--hessians: statistics of real calibration data only, in a file of their own (no "
@@ -207,16 +218,12 @@ absl::Status RunHessians(const CalibrateOptions& o) {
   quantize::FloatHessianOptions ho;
   ho.max_runs = o.calib_samples;
   ho.threads = o.threads;
-  if (o.verbose) {
-    ho.progress = [](const support::ProgressEvent& e) {
-      std::fprintf(stderr, "%s %lld/%lld\n", e.context.c_str(), static_cast<long long>(e.done),
-                   static_cast<long long>(e.total));
-    };
-    ho.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  }
+  ho.progress = out.progress;
+  ho.log = out.log;
   const std::string dataset = DatasetName(o.data);
   ASSIGN_OR_RETURN(converter::HessianStatsSummary done,
                    converter::WriteHessianStats(model, o.data, ho, dataset, o.output));
+  out.clear();
   std::printf("Hessians of %zu linear layers over %lld samples (%s) -> %s\n", done.entries,
               static_cast<long long>(done.samples), support::FormatBytes(done.bytes).c_str(),
               o.output.c_str());
@@ -231,7 +238,7 @@ support::OutputKind AwqInputsKind() {
 
 // --awq-inputs: every AWQ group's input in the float model, for `convert
 // --algo awq --awq-inputs` (converter/awq_input_stats.h).
-absl::Status RunAwqInputs(const CalibrateOptions& o) {
+absl::Status RunAwqInputs(const CalibrateOptions& o, const Output& out) {
   if (o.random_samples > 0 || !o.check_data.empty() || o.imatrix) {
     return absl::InvalidArgumentError(
         "--awq-inputs: inputs of real calibration data only, in a file of their own (no "
@@ -244,9 +251,11 @@ absl::Status RunAwqInputs(const CalibrateOptions& o) {
   quantize::AwqFoldOptions ao;
   ao.max_runs = o.calib_samples;
   ao.threads = o.threads;
+  ao.progress = out.progress;
   const std::string dataset = DatasetName(o.data);
   ASSIGN_OR_RETURN(converter::AwqInputStatsSummary done,
                    converter::WriteAwqInputStats(model, o.data, ao, dataset, o.output));
+  out.clear();
   std::printf("AWQ inputs of %zu layer groups over %lld samples (%s) -> %s\n", done.inputs,
               static_cast<long long>(done.samples), support::FormatBytes(done.bytes).c_str(),
               o.output.c_str());
@@ -261,10 +270,21 @@ int RunCalibrate(const CalibrateOptions& options) {
                          "and --calib-random\n");
     return kExitUsage;
   }
-  absl::Status s = options.hessians     ? RunHessians(options)
-                   : options.awq_inputs ? RunAwqInputs(options)
-                   : options.imatrix ? RunImatrix(options)
-                                     : Run(options);
+  ProgressPrinter printer(ParseProgressMode(options.progress), ::isatty(STDERR_FILENO) == 1);
+  Output out;
+  out.progress = printer.Sink();
+  out.clear = [&printer] { printer.ClearLine(); };
+  if (options.verbose) {
+    out.log = [&printer](const std::string& line) {
+      printer.ClearLine();
+      std::fprintf(stderr, "%s\n", line.c_str());
+    };
+  }
+  absl::Status s = options.hessians     ? RunHessians(options, out)
+                   : options.awq_inputs ? RunAwqInputs(options, out)
+                   : options.imatrix ? RunImatrix(options, out)
+                                     : Run(options, out);
+  printer.ClearLine();
   if (!s.ok()) {
     std::fprintf(stderr, "slimpack calibrate: %s\n", s.ToString().c_str());
     return kExitInputError;

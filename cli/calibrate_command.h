@@ -40,6 +40,9 @@ struct CalibrateOptions {
   // `convert --algo awq --awq-inputs`, over `calib_samples` runs.
   bool awq_inputs = false;
   int64_t calib_samples = 64;
+  // --progress auto|json|none (cli/progress_printer.h): calibration runs,
+  // layer by layer where the statistics are (--hessians).
+  std::string progress = "auto";
 };
 
 // Returns a process exit code (see exit_codes.h); errors go to stderr.

@@ -345,6 +345,11 @@ CLI::App* AddCalibrateCommand(CLI::App& app, slimpack::cli::CalibrateOptions& o)
       ->check(CLI::Range(1, 1024));
   calibrate_cmd->add_option("--check-data", o.check_data,
                             "After calibrating, report tensors whose range on this data exceeds the table");
+  calibrate_cmd->add_option("--progress", o.progress,
+                            "Calibration runs (and --hessians' layers): auto (a live line on a "
+                            "terminal, none otherwise), json (one JSON line per step on stderr, for "
+                            "CI logs), none")
+      ->check(CLI::IsMember({"auto", "json", "none"}));
   calibrate_cmd->add_flag("-v,--verbose", o.verbose, "Print a line per run");
   calibrate_cmd->footer(
       "Example:\n"

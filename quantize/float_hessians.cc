@@ -45,6 +45,7 @@ absl::StatusOr<int64_t> ComputeFloatHessians(
   lo.cache_bytes = options.cache_bytes;
   lo.progress = options.progress;
   lo.log = options.log;
+  lo.stage = "hessians";
   // GPTQ's walk with every weight handed back unchanged: each group's inputs
   // are the float model's.
   RETURN_IF_ERROR(RunLayerwiseGptq(

@@ -45,7 +45,7 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
   bool caching = true;
   // Dequantized stand-ins for already-quantized weights, by name.
   std::map<std::string, ir::Tensor> stand_ins;
-  support::ProgressEvent layers{"gptq", 0, static_cast<int64_t>(groups.size()), "layers", ""};
+  support::ProgressEvent layers{options.stage, 0, static_cast<int64_t>(groups.size()), "layers", ""};
   if (options.progress) options.progress(layers);
   size_t g = 0;
   for (const auto& [layer, members] : groups) {
@@ -62,7 +62,7 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
       caching = next.has_value();
       cache = caching ? *std::move(next) : RunValues(runs);
       if (!caching) {
-        log(absl::StrCat("quantize: gptq: values between layers exceed ", options.cache_bytes,
+        log(absl::StrCat("quantize: ", options.stage, ": values between layers exceed ", options.cache_bytes,
                          " bytes; each later layer runs from the model inputs"));
       }
     }
@@ -71,7 +71,7 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
                      ir::SliceGraph(runnable.graph,
                                     OutputsOfNodesReading(runnable.graph, weight_groups[g]),
                                     std::set<std::string>(fed_names.begin(), fed_names.end())));
-    log(absl::StrCat("quantize: gptq: capturing X^T X for ", members.size(), " linear layers",
+    log(absl::StrCat("quantize: ", options.stage, ": capturing X^T X for ", members.size(), " linear layers",
                      layer == INT_MAX ? "" : absl::StrCat(" of layer ", layer), " (",
                      runnable.graph.nodes.size(), " nodes from ",
                      fed_names.empty() ? std::string("the model inputs")
@@ -80,7 +80,7 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
     CaptureRequest cr;
     cr.hessian = true;
     cr.progress = options.progress;
-    cr.context = layer == INT_MAX ? "gptq" : absl::StrCat("gptq layer ", layer);
+    cr.context = layer == INT_MAX ? options.stage : absl::StrCat(options.stage, " layer ", layer);
     cr.fed = &cache;
     ASSIGN_OR_RETURN(auto captured, CaptureLinearInputs(runnable, weight_groups[g], data,
                                                         options.max_runs, cr, options.threads));

@@ -32,8 +32,12 @@ struct LayerwiseGptqOptions {
   // Values cached between groups above this many bytes: later groups run
   // from the model inputs instead (same statistics, more compute).
   uint64_t cache_bytes = uint64_t{1} << 30;
-  support::ProgressSink progress;  // stage "gptq" per group, "calibration" per run
+  support::ProgressSink progress;  // stage `stage` per group, "calibration" per run
   std::function<void(const std::string&)> log;
+  // What the walk is reported as: the progress stage, the calibration
+  // passes' context ("gptq layer 3") and the log lines' prefix. The float
+  // Hessians (float_hessians.h) walk the same way without quantizing.
+  std::string stage = "gptq";
 };
 
 // Quantizes the linear whose weight is `weight` from its captured input

@@ -2,8 +2,8 @@
 # --progress: json lines that a CI log parser can read, each stage counting
 # up to its total, for a GPTQ conversion (calibration passes, GPTQ layer by
 # layer, files written), the size planner and `report` (compared runs,
-# sensitivity layers); nothing from auto off a terminal or from none; an
-# unknown mode refused.
+# sensitivity layers) and `calibrate` (runs, Hessian layers); nothing from
+# auto off a terminal or from none; an unknown mode refused.
 #   progress_json_cli_test.sh SLIMPACK ROOT
 set -u
 SLIMPACK="$1"
@@ -67,6 +67,51 @@ assert report["report"] == [(0, 2, "runs"), (1, 2, "runs"), (2, 2, "runs")], rep
 assert report["sensitivity"] == [(0, 1, "layers"), (1, 1, "layers")], report.get("sensitivity")
 print("progress json: planner, report and sensitivity stages counted")
 PY
+
+# calibrate: the range table's runs (their number known at the end), the
+# imatrix's and AWQ inputs' runs, the Hessians layer by layer; -v lines
+# still printed beside the events.
+for kind in ranges imatrix hessians awq-inputs; do
+  flag=(); [ "$kind" = ranges ] || flag=(--"$kind")
+  "$SLIMPACK" calibrate "$LLAMA" --data "$LLAMA/calib_tokens.npy" "${flag[@]}" --calib-samples 2 \
+    --max-batch 8 -o "$TMP/calib-$kind" --progress json -v 2>"$TMP/calib-$kind.err" >/dev/null ||
+    { echo "FAIL: calibrate $kind --progress json exited $?"; cat "$TMP/calib-$kind.err"; fail=1; }
+done
+/usr/bin/python3 - "$TMP" <<'PY' || fail=1
+import json, sys
+def events(kind):
+    lines = open(f"{sys.argv[1]}/calib-{kind}.err").read().splitlines()
+    ev = [json.loads(l) for l in lines if l.startswith("{")]
+    return ev, [l for l in lines if not l.startswith("{")]
+def steps(ev, stage):
+    return [(e["done"], e["total"], e.get("context", "")) for e in ev if e["stage"] == stage]
+ev, text = events("ranges")
+# The bundled calibration file holds 64 windows: --max-batch 8 makes 8 runs.
+assert steps(ev, "calibration") == [(0, 0, "ranges")] + [(i, 0, "ranges") for i in range(1, 9)] + [(8, 8, "ranges")], steps(ev, "calibration")
+assert "run 8" in text, text
+ev, _ = events("imatrix")
+assert steps(ev, "calibration") == [(0, 2, "imatrix"), (1, 2, "imatrix"), (2, 2, "imatrix")], steps(ev, "calibration")
+ev, text = events("hessians")
+assert {e["stage"] for e in ev} == {"hessians", "calibration"}, ev
+contexts = ["hessians layer 0", "hessians layer 1", "hessians layer 2", "hessians layer 3", "hessians"]
+assert steps(ev, "hessians") == [(0, 5, "")] + [(i + 1, 5, c) for i, c in enumerate(contexts)], steps(ev, "hessians")
+assert [c for _, _, c in steps(ev, "calibration")] == [c for c in contexts for _ in range(3)]
+assert any("hessians: capturing X^T X" in l for l in text), text
+ev, _ = events("awq-inputs")
+assert steps(ev, "calibration") == [(0, 2, "awq"), (1, 2, "awq"), (2, 2, "awq")], steps(ev, "calibration")
+print("progress json: calibrate's ranges, imatrix, Hessians and AWQ inputs counted")
+PY
+"$SLIMPACK" calibrate "$LLAMA" --data "$LLAMA/calib_tokens.npy" --hessians --calib-samples 1 \
+  -o "$TMP/calib-auto" 2>"$TMP/calib-auto.err" >/dev/null || { echo "FAIL: calibrate auto exited $?"; fail=1; }
+if [ -s "$TMP/calib-auto.err" ]; then
+  echo "FAIL: calibrate --progress auto off a terminal printed:"; cat "$TMP/calib-auto.err"; fail=1
+fi
+"$SLIMPACK" calibrate "$LLAMA" --data "$LLAMA/calib_tokens.npy" -o "$TMP/calib-bad" --progress loud \
+  >"$TMP/calib-bad.out" 2>&1
+rc=$?
+if [ $rc -ne 2 ] || ! grep -q -- '--progress' "$TMP/calib-bad.out" || [ -e "$TMP/calib-bad" ]; then
+  echo "FAIL: calibrate --progress loud exited $rc with:"; cat "$TMP/calib-bad.out"; fail=1
+fi
 
 for mode in auto none; do
   "$SLIMPACK" "${args[@]}" -o "$TMP/$mode" --progress "$mode" 2>"$TMP/$mode.err" >/dev/null ||
