@@ -1,9 +1,11 @@
 #include "converter/convert.h"
 
+#include <optional>
 #include <set>
 
 #include "calibration/dataset.h"
 #include "formats/import.h"
+#include "formats/shard/writer/artifact_writer.h"
 #include "formats/shard/writer/output_preflight.h"
 #include "formats/shard/writer/tensor_encoder.h"
 #include "hf/weight_roles.h"
@@ -30,6 +32,47 @@ shard_writer::TensorEncoder Encoder(const ir::Model& model, const Recipe& recipe
     return aux.count(t.name) ? t.dtype : inner(t);
   };
   return encoder;
+}
+
+bool UsesAlgorithm(const quantize::QuantConfig& config, quantize::Algorithm a) {
+  if (config.algorithm == a) return true;
+  for (const quantize::QuantRule& r : config.rules) {
+    if (r.algorithm == a) return true;
+  }
+  return false;
+}
+
+// One part of a split AWQ conversion searches only the layer groups whose
+// tensors it writes. Which tensors those are follows from the shard plan,
+// i.e. from the stored sizes, which AWQ's values do not change (a group it
+// does not search keeps a searched one's dtypes: AwqFoldOptions::written).
+// So the plan is made on a copy of the model (the data is shared, not
+// copied) run through the stages with no group searched. Only for AWQ
+// without GPTQ, pruning or sparsity, whose calibration runs the copy would
+// repeat; those parts search every group, as before.
+absl::StatusOr<std::optional<std::set<std::string>>> AwqPartTensors(const ir::Model& model,
+                                                                   const ConvertRequest& request) {
+  const StageOptions& stages = request.stages;
+  if (!request.part || !UsesAlgorithm(stages.quant, quantize::Algorithm::kAwq) ||
+      UsesAlgorithm(stages.quant, quantize::Algorithm::kGptq) || stages.prune.active() ||
+      stages.sparsify) {
+    return std::optional<std::set<std::string>>();
+  }
+  ir::Model probe = model;
+  StageOptions quiet = stages;
+  quiet.part_tensors = std::set<std::string>();
+  quiet.log = nullptr;
+  quiet.progress = nullptr;
+  quiet.ir_out = nullptr;
+  quiet.print_ir_after_all = false;
+  quiet.print_ir_after.clear();
+  RETURN_IF_ERROR(RunConvertStages(probe, quiet).status());
+  shard_writer::ArtifactOptions plan;
+  plan.shard_size = *request.recipe.shard_size;
+  plan.encoder = Encoder(probe, request.recipe);
+  plan.part = request.part;
+  ASSIGN_OR_RETURN(std::set<std::string> written, shard_writer::TensorsOfPart(probe, plan));
+  return std::optional<std::set<std::string>>(std::move(written));
 }
 
 }  // namespace
@@ -76,6 +119,7 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
   // quantized as their shards are written, so no quantized tensor waits in
   // memory for the others (quantize/deferred_weights.h).
   request.stages.defer_weight_quant = request.quantize_while_writing;
+  ASSIGN_OR_RETURN(request.stages.part_tensors, AwqPartTensors(model, request));
   ASSIGN_OR_RETURN(StageResult staged, RunConvertStages(model, request.stages));
   request.recipe.passes = staged.passes_run;
 

@@ -245,6 +245,7 @@ absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, con
   if (log.verbose()) q.log = log.sink();
   q.progress = options.progress;
   q.defer_rtn = options.defer_weight_quant;
+  q.part_tensors = options.part_tensors;
   if (!options.imatrix.empty()) {
     auto stats = ReadImatrixStats(model, options.imatrix);
     if (!stats.ok()) return Annotate(stats.status(), "quantize");

@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,9 @@ struct StageOptions {
   // --awq-inputs: AWQ's captured inputs (converter/awq_input_stats.h) for
   // --algo awq instead of calibration runs.
   std::string awq_inputs;
+  // One part of a split conversion: the tensors it writes (convert.cc
+  // plans them); AWQ searches only the groups touching them. Unset: all.
+  std::optional<std::set<std::string>> part_tensors;
   int threads = 1;
   bool verbose = false;
   // One line per call (no newline): stage summaries always, per-node and

@@ -27,6 +27,16 @@ struct Group {
   std::string fold_into;               // 1-D gain, or a weight whose rows take 1/s
   std::string fold_bias;               // bias scaled with fold_into's rows, or ""
   bool fold_rows = false;              // fold_into is a [out, in] weight
+
+  // Whether options.written asks for this group's scales.
+  bool Searched(const AwqFoldOptions& o) const {
+    if (!o.written) return true;
+    for (const std::string& m : members) {
+      if (!m.empty() && o.written->count(m)) return true;
+    }
+    return o.written->count(fold_into) > 0 ||
+           (!fold_bias.empty() && o.written->count(fold_bias) > 0);
+  }
 };
 
 // The AWQ groups of a checkpoint (reads only).
@@ -88,8 +98,9 @@ class Folder {
  public:
   Folder(ir::Model& ckpt, const AwqFoldOptions& o) : ckpt_(ckpt), opts_(o) {}
 
-  // `scheme` is read only without round trips.
-  absl::StatusOr<std::string> Apply(const Group& g, const CapturedInput& x,
+  // `scheme` is read only without round trips. Null `x`: unit scales, no
+  // search (a group another part writes: AwqFoldOptions::written).
+  absl::StatusOr<std::string> Apply(const Group& g, const CapturedInput* x,
                                     const std::optional<WeightScheme>& scheme) {
     std::vector<Matrix> ws;
     for (const std::string& name : g.members) {
@@ -106,42 +117,13 @@ class Folder {
       }
       views.push_back({m.w.data(), m.rows});
     }
-    if (static_cast<int64_t>(x.mean_abs.size()) != cols ||
-        static_cast<int64_t>(x.samples.size()) != x.kept * cols) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "AWQ group ", g.label, ": the input of '", g.input_of, "' has ", x.mean_abs.size(),
-          " columns and ", x.samples.size(), " values over ", x.kept, " rows; the weights have ",
-          cols, " input columns"));
-    }
-    std::vector<float> mean_abs(x.mean_abs.begin(), x.mean_abs.end());
-    quant::AwqOptions ao;
-    ao.grid = opts_.grid;
-    ao.threads = opts_.threads;
-    std::vector<float> s;
-    float alpha = 0;
-    double before = 0, after = 0;
-    if (!opts_.round_trips.empty()) {
-      std::vector<quant::AwqRoundTrip> trips;
-      for (const std::string& name : g.members) {
-        auto it = opts_.round_trips.find(name);
-        trips.push_back(it != opts_.round_trips.end() ? it->second : Unrounded);
-      }
-      auto found = quant::SearchAwqScalesOnGrids(views, cols, x.samples.data(), x.kept, mean_abs,
-                                                 trips, ao);
-      if (!found.ok()) return Annotate(found.status(), "AWQ group " + g.label);
-      s = found->scales;
-      alpha = found->alpha;
-      before = found->error_before;
-      after = found->error_after;
+    Scales found;
+    if (x == nullptr) {
+      found.scales.assign(cols, 1.0f);  // x * 1 and x / 1 are exact: only the dtype changes
     } else {
-      const quant::Scheme qs = scheme->Numerics();
-      auto found = quant::SearchAwqScales(views, cols, x.samples.data(), x.kept, mean_abs, qs, ao);
-      if (!found.ok()) return Annotate(found.status(), "AWQ group " + g.label);
-      s = found->scales;
-      alpha = found->alpha;
-      before = found->error_before;
-      after = found->error_after;
+      ASSIGN_OR_RETURN(found, Search(g, *x, views, cols, scheme));
     }
+    const std::vector<float>& s = found.scales;
     // Members: W[:, c] *= s[c].
     for (size_t i = 0; i < ws.size(); ++i) {
       Matrix& m = ws[i];
@@ -178,11 +160,53 @@ class Folder {
       for (int64_t r = 0; r < cols && r < static_cast<int64_t>(bv.size()); ++r) bv[r] /= s[r];
       RETURN_IF_ERROR(ReplaceInitializer(ckpt_.graph, F32Like(*b, bv)));
     }
-    return absl::StrCat(g.label, ": alpha ", alpha, ", output error ", before, " -> ", after,
-                        " on ", x.kept, " rows");
+    if (x == nullptr) return absl::StrCat(g.label, ": not searched (another part writes it)");
+    return absl::StrCat(g.label, ": alpha ", found.alpha, ", output error ", found.before,
+                        " -> ", found.after, " on ", x->kept, " rows");
   }
 
  private:
+  // What a search chose: the scales, its alpha and its output errors at
+  // alpha 0 and at the chosen one.
+  struct Scales {
+    std::vector<float> scales;
+    float alpha = 0;
+    double before = 0, after = 0;
+  };
+
+  absl::StatusOr<Scales> Search(const Group& g, const CapturedInput& x,
+                                const std::vector<quant::AwqLinear>& views, int64_t cols,
+                                const std::optional<WeightScheme>& scheme) const {
+    if (static_cast<int64_t>(x.mean_abs.size()) != cols ||
+        static_cast<int64_t>(x.samples.size()) != x.kept * cols) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "AWQ group ", g.label, ": the input of '", g.input_of, "' has ", x.mean_abs.size(),
+          " columns and ", x.samples.size(), " values over ", x.kept, " rows; the weights have ",
+          cols, " input columns"));
+    }
+    std::vector<float> mean_abs(x.mean_abs.begin(), x.mean_abs.end());
+    quant::AwqOptions ao;
+    ao.grid = opts_.grid;
+    ao.threads = opts_.threads;
+    if (!opts_.round_trips.empty()) {
+      std::vector<quant::AwqRoundTrip> trips;
+      for (const std::string& name : g.members) {
+        auto it = opts_.round_trips.find(name);
+        trips.push_back(it != opts_.round_trips.end() ? it->second : Unrounded);
+      }
+      auto found = quant::SearchAwqScalesOnGrids(views, cols, x.samples.data(), x.kept, mean_abs,
+                                                 trips, ao);
+      if (!found.ok()) return Annotate(found.status(), "AWQ group " + g.label);
+      return Scales{std::move(found->scales), found->alpha, found->error_before,
+                    found->error_after};
+    }
+    auto found = quant::SearchAwqScales(views, cols, x.samples.data(), x.kept, mean_abs,
+                                        scheme->Numerics(), ao);
+    if (!found.ok()) return Annotate(found.status(), "AWQ group " + g.label);
+    return Scales{std::move(found->scales), found->alpha, found->error_before,
+                  found->error_after};
+  }
+
   ir::Model& ckpt_;
   const AwqFoldOptions& opts_;
 };
@@ -209,7 +233,13 @@ absl::StatusOr<AwqInputs> CaptureAwqInputs(const ir::Model& checkpoint, const ir
                                            const std::set<std::string>& awq_weights,
                                            calibration::Dataset& data,
                                            const AwqFoldOptions& options) {
-  ASSIGN_OR_RETURN(const std::vector<std::string> inputs, AwqInputWeights(checkpoint, awq_weights));
+  RETURN_IF_ERROR(CheckArchitecture(checkpoint));
+  std::vector<std::string> inputs;
+  for (const Group& g : GroupFinder(checkpoint).Groups(awq_weights)) {
+    if (g.Searched(options)) inputs.push_back(g.input_of);
+  }
+  // A part that writes no AWQ group's tensor runs nothing.
+  if (inputs.empty()) return AwqInputs();
   CaptureRequest cr;
   cr.keep_rows = options.keep_rows;
   cr.progress = options.progress;
@@ -226,8 +256,9 @@ absl::StatusOr<AwqFoldResult> ApplyAwqScalesFrom(ir::Model& checkpoint,
   Folder folder(checkpoint, options);
   AwqFoldResult result;
   for (const Group& g : GroupFinder(checkpoint).Groups(awq_weights)) {
+    const bool searched = g.Searched(options);
     auto x = inputs.find(g.input_of);
-    if (x == inputs.end()) {
+    if (searched && x == inputs.end()) {
       return absl::NotFoundError("AWQ group " + g.label + ": no captured input of '" +
                                  g.input_of + "'");
     }
@@ -240,9 +271,10 @@ absl::StatusOr<AwqFoldResult> ApplyAwqScalesFrom(ir::Model& checkpoint,
     if (!scheme && options.round_trips.empty()) {
       return absl::InternalError("AWQ group " + g.label + ": no member has a scheme");
     }
-    ASSIGN_OR_RETURN(std::string line, folder.Apply(g, x->second, scheme));
+    ASSIGN_OR_RETURN(std::string line, folder.Apply(g, searched ? &x->second : nullptr, scheme));
     result.log.push_back(std::move(line));
     ++result.groups;
+    result.searched += searched ? 1 : 0;
   }
   return result;
 }

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -42,11 +43,20 @@ struct AwqFoldOptions {
   // round trip (a member without one is stored unrounded, e.g. f16) and
   // `schemes` is not read.
   std::map<std::string, quant::AwqRoundTrip> round_trips;
+  // One part of a split conversion (`convert --part I/N`): the tensors it
+  // writes. A group none of whose tensors (members, the op its 1/s folds
+  // into, that op's bias) is among them is neither captured nor searched:
+  // its tensors are rewritten with unit scales, so they take the dtypes a
+  // searched group's take (the part's shard plan is the whole run's) with
+  // their values unchanged, and no byte this part writes reads them.
+  // Unset: every group is searched.
+  std::optional<std::set<std::string>> written;
 };
 
 struct AwqFoldResult {
   std::vector<std::string> log;  // one line per group: alpha, errors
-  int groups = 0;
+  int groups = 0;                // rewritten
+  int searched = 0;              // of them, searched (all unless options.written)
 };
 
 // `checkpoint` is the HF model (no nodes; tensors with roles and layers),
@@ -77,7 +87,7 @@ absl::StatusOr<std::vector<std::string>> AwqInputWeights(
     const ir::Model& checkpoint, const std::set<std::string>& awq_weights);
 
 // Runs `runnable` on `data` and captures those inputs (ApplyAwqScales'
-// first half).
+// first half), only the searched groups' under options.written.
 absl::StatusOr<AwqInputs> CaptureAwqInputs(const ir::Model& checkpoint, const ir::Model& runnable,
                                            const std::set<std::string>& awq_weights,
                                            calibration::Dataset& data,
@@ -85,8 +95,8 @@ absl::StatusOr<AwqInputs> CaptureAwqInputs(const ir::Model& checkpoint, const ir
 
 // ApplyAwqScales from inputs captured before: the same scales and weights
 // as ApplyAwqScales on the data they were captured from. NotFound naming
-// the weight when `inputs` lacks a group's input; InvalidArgument when an
-// input's width differs from the group's weights.
+// the weight when `inputs` lacks a searched group's input; InvalidArgument
+// when an input's width differs from the group's weights.
 absl::StatusOr<AwqFoldResult> ApplyAwqScalesFrom(ir::Model& checkpoint,
                                                  const std::set<std::string>& awq_weights,
                                                  const std::map<std::string, WeightScheme>& schemes,

@@ -273,6 +273,7 @@ class Quantizer {
     opts.max_runs = req_.config.calib_samples;
     opts.threads = req_.threads;
     opts.progress = req_.progress;
+    opts.written = req_.part_tensors;
     ASSIGN_OR_RETURN(AwqFoldResult folded, ApplyAwqScales(model_, runnable, names, schemes,
                                                           data, opts));
     for (const std::string& line : folded.log) Log("quantize: awq: " + line);
@@ -289,6 +290,7 @@ class Quantizer {
     AwqFoldOptions opts;
     opts.grid = req_.config.awq_grid;
     opts.threads = req_.threads;
+    opts.written = req_.part_tensors;
     auto folded = ApplyAwqScalesFrom(model_, names, schemes, *req_.awq_inputs, opts);
     if (!folded.ok()) {
       return absl::Status(folded.status().code(),

@@ -32,6 +32,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -89,6 +90,9 @@ struct QuantizeRequest {
   // has no entry, or one of another width, is refused naming `awq_inputs_file`.
   std::shared_ptr<const AwqInputs> awq_inputs;
   std::string awq_inputs_file;
+  // One part of a split conversion: the tensors it writes. AWQ searches only
+  // the groups touching one of them (AwqFoldOptions::written). Unset: all.
+  std::optional<std::set<std::string>> part_tensors;
 };
 
 // What happened to one tensor; recorded in the manifest and printed by -v.

@@ -5,7 +5,8 @@
 # --algo awq --awq-inputs FILE` searches and folds the scales from it
 # without running the model. AWQ reads the float model's inputs either way,
 # so the shards are `--calib`'s byte for byte, and the parts of a split
-# conversion read one file and merge into one run's bytes. The stored means
+# conversion read one file, each searches only the groups it writes, and
+# they merge into one run's bytes. The stored means
 # are checked against the stored rows, and a foreign or damaged file and
 # conflicting flags are refused. The GGUF export's AWQ reads the file too.
 # A coarse grid (4 exponents) and AWQ on the attention only keep the
@@ -78,13 +79,24 @@ assert [c["file"] for c in p["calibration"]] == ["a.safetensors"], p.get("calibr
 assert p["recipe"]["quant"]["algorithm"] == "awq", p["recipe"]["quant"]
 print("ok: the manifest records the AWQ input file as the calibration data")
 PY
-# Every part reads the same inputs; the merge is one run's artifact.
-for i in 1 2 3; do
-  expect 0 "part $i/3 with --awq-inputs" -- convert "$LLAMA" -o "$TMP/p$i" "${R[@]}" --awq-inputs "$TMP/a.safetensors" --part $i/3
+# Every part reads the same inputs and searches only the groups whose
+# tensors it writes (the 1 MiB shards put layers 0-1, 2 and 3 in parts 1, 2
+# and 3: each group searched by exactly one part); the merge is one run's
+# artifact. The same with each part calibrating its own groups (--calib).
+for src in file calib; do
+  if [ "$src" = file ]; then S=(--awq-inputs "$TMP/a.safetensors"); else S=(--calib "$CALIB" --calib-samples 1); fi
+  for i in 1 2 3; do
+    expect 0 "part $i/3 with --$src" -- convert "$LLAMA" -o "$TMP/$src-p$i" "${R[@]}" "${S[@]}" --part $i/3 -v
+    grep -o 'layer [0-9] q/k/v: alpha' "$OUT" | cut -c1-7 | tr '\n' ' ' > "$TMP/$src-searched$i"
+  done
+  searched="$(cat "$TMP/$src-searched1"; echo -n "| "; cat "$TMP/$src-searched2"; echo -n "| "; cat "$TMP/$src-searched3")"
+  [ "$searched" = "layer 0 layer 1 | layer 2 | layer 3 " ] && echo "ok: --$src parts searched $searched" \
+    || bad "--$src parts searched '$searched', not layers 0-1 | 2 | 3"
+  says "layer 0 q/k/v: not searched (another part writes it)" "part 3/3 skips layer 0"
+  expect 0 "merge --$src parts" -- merge "$TMP/$src-p1" "$TMP/$src-p2" "$TMP/$src-p3" -o "$TMP/$src-merged"
+  if diff -r "$TMP/$src" "$TMP/$src-merged" >/dev/null; then echo "ok: 3 parts with --$src = one run"
+  else bad "merged --$src parts differ from one run"; fi
 done
-expect 0 "merge" -- merge "$TMP/p1" "$TMP/p2" "$TMP/p3" -o "$TMP/merged"
-if diff -r "$TMP/file" "$TMP/merged" >/dev/null; then echo "ok: 3 parts with --awq-inputs = one run"
-else bad "merged parts differ from one run"; fi
 
 # The GGUF export's AWQ (scales searched on ggml's grids) reads the same
 # file: --calib's GGUF byte for byte (the MLPs in f16 keep it short).

@@ -22,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "quantize/awq_fold.h"
 #include "quantize/quantize_weights.h"
+#include "quantize/weight_matrix.h"
 #include "tests/testing/status_matchers.h"
 #include "tests/testing/tiny_llama_eval.h"
 
@@ -164,6 +165,67 @@ TEST(AwqFoldTest, ScalingIsAnExactRewrite) {
     max_diff = std::max(max_diff, std::abs(static_cast<double>(x[i]) - y[i]));
   }
   EXPECT_LT(max_diff, 1e-4 * max_abs) << "max |logit| " << max_abs;
+}
+
+// One part of a split conversion (AwqFoldOptions::written) searches the
+// groups touching a tensor it writes, exactly as the whole run does, and
+// rewrites the others with unit scales: same dtypes, values unchanged.
+TEST(AwqFoldTest, APartSearchesOnlyTheGroupsItWrites) {
+  const ir::Model original = Checkpoint();
+  ir::Model whole = Checkpoint();
+  ir::Model part = Checkpoint();
+  auto runnable = hf::BuildDecoderGraph(whole);
+  ASSERT_THAT(runnable, IsOk());
+  std::set<std::string> awq;
+  std::map<std::string, WeightScheme> schemes;
+  for (const ir::Tensor& t : whole.graph.initializers()) {
+    if (t.layer >= 0 && t.dims.size() == 2) {
+      awq.insert(t.name);
+      schemes[t.name] = *ParseWeightScheme("int4-g128");
+    }
+  }
+  auto data = calibration::Dataset::Open({kDir + "/calib_tokens.npy"},
+                                         calibration::FeedInputs(runnable->graph), {});
+  ASSERT_THAT(data, IsOk());
+  AwqFoldOptions opts;
+  opts.max_runs = 2;
+  opts.keep_rows = 128;
+  opts.grid = 4;
+  auto inputs = CaptureAwqInputs(whole, *runnable, awq, *data, opts);
+  ASSERT_THAT(inputs, IsOk());
+  auto all = ApplyAwqScalesFrom(whole, awq, schemes, *inputs, opts);
+  ASSERT_THAT(all, IsOk());
+  EXPECT_EQ(all->searched, 12);
+  // up_proj is a member of layer 2's gate/up group and takes the down
+  // group's 1/s on its rows: both are searched, nothing else.
+  const std::string up = "model.layers.2.mlp.up_proj.weight";
+  opts.written = std::set<std::string>{up};
+  auto some = ApplyAwqScalesFrom(part, awq, schemes, *inputs, opts);
+  ASSERT_THAT(some, IsOk());
+  EXPECT_EQ(some->groups, 12);
+  EXPECT_EQ(some->searched, 2);
+  const std::set<std::string> searched = {
+      up, "model.layers.2.mlp.gate_proj.weight", "model.layers.2.mlp.down_proj.weight",
+      "model.layers.2.post_attention_layernorm.weight"};
+  int unchanged = 0;
+  for (const ir::Tensor& t : whole.graph.initializers()) {
+    const ir::Tensor* p = part.graph.FindInitializer(t.name);
+    ASSERT_NE(p, nullptr) << t.name;
+    EXPECT_EQ(p->dtype, t.dtype) << t.name;  // the part's shard plan is the whole run's
+    EXPECT_EQ(p->dims, t.dims) << t.name;
+    if (searched.count(t.name)) {
+      ASSERT_EQ(p->data.size(), t.data.size()) << t.name;
+      EXPECT_EQ(std::memcmp(p->data.data(), t.data.data(), t.data.size()), 0) << t.name;
+    } else {
+      auto a = ToF32(*original.graph.FindInitializer(t.name));
+      auto b = ToF32(*p);
+      ASSERT_THAT(a, IsOk());
+      ASSERT_THAT(b, IsOk());
+      EXPECT_EQ(*a, *b) << t.name << " changed although no part-2 group wrote it";
+      ++unchanged;
+    }
+  }
+  EXPECT_GT(unchanged, 20);
 }
 
 TEST(QuantizeDeterminismTest, SameBytesForAnyThreadCount) {

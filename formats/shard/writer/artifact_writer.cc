@@ -40,6 +40,20 @@ struct PlannedTensor {
   uint64_t nbytes = 0;                      // as stored
 };
 
+// The tensors as stored and their shard plan (WriteArtifact and
+// TensorsOfPart plan alike).
+absl::StatusOr<ShardPlan> PlanStoredTensors(const ir::Model& model, const ArtifactOptions& options,
+                                            SparseStorage* sparse,
+                                            std::vector<PlannedTensor>* tensors);
+
+absl::Status CheckPart(const PartSpec& part) {
+  if (part.count == 0 || part.index >= part.count) {
+    return absl::InvalidArgumentError("part " + std::to_string(part.index + 1) + "/" +
+                                      std::to_string(part.count) + " does not exist");
+  }
+  return absl::OkStatus();
+}
+
 // The digest of a file another part writes (PartSpec): 64 zeros, filled in
 // by MergeParts from the part that wrote it.
 constexpr char kUnknownDigest[] =
@@ -76,6 +90,19 @@ absl::StatusOr<std::vector<PlannedTensor>> StoredTensors(
     out.push_back(std::move(p));
   }
   return out;
+}
+
+absl::StatusOr<ShardPlan> PlanStoredTensors(const ir::Model& model, const ArtifactOptions& options,
+                                            SparseStorage* sparse,
+                                            std::vector<PlannedTensor>* tensors) {
+  ASSIGN_OR_RETURN(*tensors,
+                   StoredTensors(model, options.encoder, options.pack_sparse_2_4, sparse));
+  std::vector<PlanItem> items;
+  items.reserve(tensors->size());
+  for (const PlannedTensor& t : *tensors) {
+    items.push_back({t.source.name, t.source.tensor->layer, t.nbytes});
+  }
+  return PlanShards(items, options.shard_size);
 }
 
 // Writes an in-memory carried file into the staging directory, fsynced.
@@ -160,21 +187,11 @@ class ArtifactJob {
     // counts): refused here, before a byte is written, not at the manifest.
     ASSIGN_OR_RETURN(model_json_, ModelJson(model_));
 
-    ASSIGN_OR_RETURN(tensors_, StoredTensors(model_, options_.encoder,
-                                             options_.pack_sparse_2_4, &sparse_));
-    std::vector<PlanItem> items;
-    items.reserve(tensors_.size());
-    for (const PlannedTensor& t : tensors_) {
-      items.push_back({t.source.name, t.source.tensor->layer, t.nbytes});
-    }
-    ASSIGN_OR_RETURN(plan_, PlanShards(items, options_.shard_size));
+    ASSIGN_OR_RETURN(plan_, PlanStoredTensors(model_, options_, &sparse_, &tensors_));
     ASSIGN_OR_RETURN(carried_, CarriedFiles(model_));
     ASSIGN_OR_RETURN(inputs_, InputFiles(model_));
 
-    if (options_.part && (options_.part->count == 0 || options_.part->index >= options_.part->count)) {
-      return absl::InvalidArgumentError("part " + std::to_string(options_.part->index + 1) + "/" +
-                                        std::to_string(options_.part->count) + " does not exist");
-    }
+    if (options_.part) RETURN_IF_ERROR(CheckPart(*options_.part));
     owner_ = AssignShardsToParts(plan_, options_.part ? options_.part->count : 1);
 
     summary_.output = NormalizeOutputPath(output_);
@@ -412,6 +429,22 @@ absl::StatusOr<ArtifactSummary> WriteArtifact(const ir::Model& model,
   RETURN_IF_ERROR(staging->Commit(hook));
   hook("committed");
   return job.summary();
+}
+
+absl::StatusOr<std::set<std::string>> TensorsOfPart(const ir::Model& model,
+                                                  const ArtifactOptions& options) {
+  if (!options.part) return absl::InvalidArgumentError("TensorsOfPart: no part given");
+  RETURN_IF_ERROR(CheckPart(*options.part));
+  SparseStorage sparse;
+  std::vector<PlannedTensor> tensors;
+  ASSIGN_OR_RETURN(const ShardPlan plan, PlanStoredTensors(model, options, &sparse, &tensors));
+  const std::vector<uint32_t> owner = AssignShardsToParts(plan, options.part->count);
+  std::set<std::string> names;
+  for (size_t i = 0; i < plan.shards.size(); ++i) {
+    if (owner[i] != options.part->index) continue;
+    for (size_t item : plan.shards[i].items) names.insert(tensors[item].source.name);
+  }
+  return names;
 }
 
 }  // namespace slimpack::shard_writer

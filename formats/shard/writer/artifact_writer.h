@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -94,6 +95,13 @@ struct ArtifactSummary {
 absl::StatusOr<ArtifactSummary> WriteArtifact(const ir::Model& model,
                                               const std::string& output,
                                               const ArtifactOptions& options);
+
+// The names of the tensors part options.part of `model`'s artifact writes,
+// planned as WriteArtifact plans them (no file is touched): what one part of
+// a split conversion has to compute. InvalidArgument without a part or for
+// one that does not exist; StoredTensors' and PlanShards' errors.
+absl::StatusOr<std::set<std::string>> TensorsOfPart(const ir::Model& model,
+                                                  const ArtifactOptions& options);
 
 }  // namespace slimpack::shard_writer
 

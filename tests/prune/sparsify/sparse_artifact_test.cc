@@ -175,9 +175,13 @@ TEST(SparseArtifactTest, WriterRefusesARecordTheDataBreaks) {
   TempDir dir;
   ir::Model model = SparseModel(dir.path());
   ir::Tensor* w = model.graph.FindMutableInitializer("w24");
-  std::vector<uint8_t> bytes(w->data.data(), w->data.data() + w->data.size());
-  const float one = 1.0f;
-  for (int k = 0; k < 4; ++k) std::memcpy(bytes.data() + 4 * (16 * 5 + 4 + k), &one, 4);
+  // Row 5's group at columns 4..7: all four nonzero. (Floats edited as
+  // floats: GCC 12 warned of an overflow on byte offsets into the copy.)
+  std::vector<float> values(w->data.size() / sizeof(float));
+  std::memcpy(values.data(), w->data.data(), w->data.size());
+  for (int k = 0; k < 4; ++k) values.at(16 * 5 + 4 + k) = 1.0f;
+  std::vector<uint8_t> bytes(w->data.size());
+  std::memcpy(bytes.data(), values.data(), bytes.size());
   w->data = ir::TensorData::Owned(bytes);
   EXPECT_THAT(shard_writer::WriteArtifact(model, dir.File("out"), {}),
               StatusIs(absl::StatusCode::kInvalidArgument,
