@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "runtime/kernels/conv_layout.h"
@@ -117,15 +118,23 @@ void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
   const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
   const int64_t planes = s.batch * s.channels;
   ParallelFor(pool, CeilDiv(planes, kChannelsPerTask), [&](int64_t t) {
+    // Each thread's buffer, and the shape whose padding it holds: the
+    // kernels only read it, so after the first channel of a shape every
+    // later one (of this call or the next of that shape) only copies its
+    // values in. Zeroing the padding was most of a MobileNet's packing.
     thread_local std::vector<float> buf;
+    thread_local std::optional<Conv2DShape> padded_for;
     if (static_cast<int64_t>(buf.size()) < l.channel_stride + kSlack) {
-      buf.resize(l.channel_stride + kSlack);
+      buf.assign(l.channel_stride + kSlack, 0.0f);
+      padded_for.reset();
     }
     std::fill(buf.begin() + l.channel_stride, buf.begin() + l.channel_stride + kSlack, 0.0f);
     for (int64_t nc = t * kChannelsPerTask; nc < std::min(planes, (t + 1) * kChannelsPerTask);
          ++nc) {
       const int64_t c = nc % s.channels;
-      conv_layout::PackChannel(s, l, x + nc * in_plane, buf.data());
+      const bool zeroed = padded_for && conv_layout::SamePadding(*padded_for, s);
+      conv_layout::PackChannel(s, l, x + nc * in_plane, buf.data(), !zeroed);
+      padded_for = s;
       const float* wc = w + c * terms;
       const float b = bias != nullptr ? bias[c] : 0.0f;
       float* yc = y + nc * out_plane;

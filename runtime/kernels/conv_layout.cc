@@ -49,7 +49,8 @@ bool InPlace(const Conv2DShape& s, const Layout& l) {
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("no-tree-loop-distribute-patterns")))
 #endif
-void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst) {
+void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
+                 bool zero_padding) {
   for (int64_t p = 0; p < s.stride_h; ++p) {
     for (int64_t q = 0; q < s.stride_w; ++q) {
       float* plane = dst + (p * s.stride_w + q) * l.phase_plane;
@@ -62,11 +63,15 @@ void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* 
         float* row = plane + r * l.wq;
         const int64_t src_row = r * s.stride_h + p - s.pad_top;
         if (src_row < 0 || src_row >= s.height) {
-          for (int64_t t = 0; t < l.wq; ++t) row[t] = 0.0f;
+          if (zero_padding) {
+            for (int64_t t = 0; t < l.wq; ++t) row[t] = 0.0f;
+          }
           continue;
         }
         const float* src = xc + src_row * s.width + off;
-        for (int64_t t = 0; t < lo; ++t) row[t] = 0.0f;
+        if (zero_padding) {
+          for (int64_t t = 0; t < lo; ++t) row[t] = 0.0f;
+        }
         if (sw == 1) {
           for (int64_t t = lo; t < hi; ++t) row[t] = src[t];
         } else if (sw == 2) {
@@ -77,10 +82,22 @@ void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* 
         } else {
           for (int64_t t = lo; t < hi; ++t) row[t] = src[t * sw];
         }
-        for (int64_t t = hi; t < l.wq; ++t) row[t] = 0.0f;
+        if (zero_padding) {
+          for (int64_t t = hi; t < l.wq; ++t) row[t] = 0.0f;
+        }
       }
     }
   }
+}
+
+bool SamePadding(const Conv2DShape& a, const Conv2DShape& b) {
+  // The padding PackChannel writes depends on these alone (MakeLayout's
+  // sizes follow from them too).
+  return a.height == b.height && a.width == b.width && a.kernel_h == b.kernel_h &&
+         a.kernel_w == b.kernel_w && a.stride_h == b.stride_h && a.stride_w == b.stride_w &&
+         a.dilation_h == b.dilation_h && a.dilation_w == b.dilation_w &&
+         a.pad_top == b.pad_top && a.pad_left == b.pad_left && a.out_h == b.out_h &&
+         a.out_w == b.out_w;
 }
 
 }  // namespace slimpack::runtime::kernels::conv_layout

@@ -45,8 +45,17 @@ int64_t BufferFloats(const Conv2DShape& s, const Layout& l);
 bool InPlace(const Conv2DShape& s, const Layout& l);
 
 // Copies channel c of image x (xc: its height x width plane) into its
-// stride-phase planes with padding (dst: channel_stride floats).
-void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst);
+// stride-phase planes with padding (dst: channel_stride floats). With
+// `zero_padding` false the padding is not written: for a buffer whose
+// padding a pack of the same shape (same Layout) already zeroed and nothing
+// wrote since, which gives the same buffer for less work.
+void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
+                 bool zero_padding = true);
+
+// True when every value PackChannel writes as padding for `a` is padding,
+// at the same offset, for `b`: a buffer packed for `a` then needs no
+// zeroing for `b`.
+bool SamePadding(const Conv2DShape& a, const Conv2DShape& b);
 
 }  // namespace slimpack::runtime::kernels::conv_layout
 

@@ -233,9 +233,9 @@ TEST_P(ConvShapesTest, MatchesNaiveConvolution) {
 // from +0, then + bias. Bit for bit, whichever path the op takes here
 // (direct AVX-512 or im2col + GEMM), so a convolution gives the same bytes
 // on every machine. Padded taps read zero: fma(w, 0, acc) == acc.
-TEST_P(ConvShapesTest, MatchesTheFixedOrderBitForBit) {
-  const Case& c = GetParam();
-  const Data d = MakeData(c);
+// The fixed summation order every kernel keeps: per output, one fused
+// multiply-add per (c, kh, kw) in that order from +0, then + bias.
+std::vector<float> FixedOrder(const Case& c, const Data& d) {
   const kernels::Conv2DShape s = ShapeOf(c);
   const int64_t n_img = s.batch, ch = s.channels, h = s.height, w = s.width;
   const int64_t kh = s.kernel_h, kw = s.kernel_w, sh = s.stride_h, sw = s.stride_w;
@@ -264,6 +264,13 @@ TEST_P(ConvShapesTest, MatchesTheFixedOrderBitForBit) {
       }
     }
   }
+  return want;
+}
+
+TEST_P(ConvShapesTest, MatchesTheFixedOrderBitForBit) {
+  const Case& c = GetParam();
+  const Data d = MakeData(c);
+  const std::vector<float> want = FixedOrder(c, d);
   for (int threads : {1, 3}) {
     auto got = MakeOp(c, d, threads).Run();
     ASSERT_TRUE(got.ok()) << got.status();
@@ -314,6 +321,27 @@ TEST_P(ConvShapesTest, ConvOpUsesDirectKernelWhenSupported) {
   EXPECT_EQ(std::memcmp((*op)[0].data<float>(), direct.data(), direct.size() * sizeof(float)),
             0)
       << c.name;
+}
+
+// The depthwise kernel keeps each thread's packed buffer and zeroes its
+// padding only when the shape's padding changes: shapes whose padding
+// differs, in one buffer, one after another on one thread, then the first
+// again with other values, each bit for bit the fixed order.
+TEST(ConvDepthwiseBufferTest, AShapeAfterAnotherSeesItsOwnPadding) {
+  const Case wide = {"pad2", {1, 24, 7, 7}, 24, 24, {5, 5}, {1, 1}, {1, 1}, {2, 2, 2, 2}, true};
+  const Case narrow = {"pad1", {1, 24, 7, 7}, 24, 24, {3, 3}, {1, 1}, {1, 1}, {1, 1, 1, 1}, true};
+  const Case corner = {"pad_tl", {1, 8, 7, 7}, 8, 8, {3, 3}, {1, 1}, {1, 1}, {2, 2, 0, 0}, false};
+  int round = 0;
+  for (const Case* c : {&wide, &narrow, &corner, &wide}) {
+    Data d = MakeData(*c);
+    d.x = Random(Count(c->x), 100 + round++);  // the repeat packs other values
+    const std::vector<float> want = FixedOrder(*c, d);
+    auto got = MakeOp(*c, d, 1).Run();
+    ASSERT_TRUE(got.ok()) << got.status();
+    ASSERT_EQ((*got)[0].num_elements(), static_cast<int64_t>(want.size()));
+    EXPECT_EQ(std::memcmp((*got)[0].data<float>(), want.data(), want.size() * sizeof(float)), 0)
+        << c->name << " (round " << round << ")";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ConvShapesTest, ::testing::ValuesIn(Cases()),
