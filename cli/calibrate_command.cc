@@ -275,10 +275,16 @@ int RunCalibrate(const CalibrateOptions& options) {
   out.progress = printer.Sink();
   out.clear = [&printer] { printer.ClearLine(); };
   if (options.verbose) {
-    out.log = [&printer](const std::string& line) {
-      printer.ClearLine();
-      std::fprintf(stderr, "%s\n", line.c_str());
-    };
+    out.log = printer.LineSink();
+    // -v with nothing drawn (no terminal, or --progress none): a line per
+    // step, as convert prints one per file written. The range table's runs
+    // have their own "run N" lines.
+    if (!out.progress) {
+      out.progress = [](const support::ProgressEvent& e) {
+        if (e.context == "ranges") return;
+        std::fprintf(stderr, "%s\n", ProgressText(e, 0).c_str());
+      };
+    }
   }
   absl::Status s = options.hessians     ? RunHessians(options, out)
                    : options.awq_inputs ? RunAwqInputs(options, out)

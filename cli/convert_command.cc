@@ -83,14 +83,6 @@ class WriteProgressPrinter {
   Clock::time_point last_{};
 };
 
-// Stage lines on stderr, after clearing a live progress line.
-std::function<void(const std::string&)> StderrLog(ProgressPrinter& progress) {
-  return [&progress](const std::string& line) {
-    progress.ClearLine();
-    std::fprintf(stderr, "%s\n", line.c_str());
-  };
-}
-
 // Test-only fault injection for the CLI crash tests:
 // SLIMPACK_FAULT_INJECT=<phase> kills the process with SIGKILL when the
 // writer reaches that phase; "bytes:<N>" once N bytes are written.
@@ -131,7 +123,7 @@ int RunConvertGguf(const ConvertOptions& options, bool to_artifact = false) {
   auto request = converter::BuildGgufConvertRequest(options);
   if (!request.ok()) return Refuse(request.status());
   ProgressPrinter progress(ParseProgressMode(options.progress), ::isatty(STDERR_FILENO) == 1);
-  request->log = StderrLog(progress);
+  request->log = progress.LineSink();
   request->progress = progress.Sink();
   auto done = to_artifact ? converter::ConvertToGgmlArtifact(*request)
                           : converter::ConvertToGguf(*request);
@@ -157,7 +149,7 @@ int RunConvertOnnx(const ConvertOptions& options) {
   auto request = converter::BuildOnnxConvertRequest(options);
   if (!request.ok()) return Refuse(request.status());
   ProgressPrinter progress(ParseProgressMode(options.progress), ::isatty(STDERR_FILENO) == 1);
-  request->convert.stages.log = StderrLog(progress);
+  request->convert.stages.log = progress.LineSink();
   request->convert.stages.progress = progress.Sink();
   request->convert.stages.ir_out = &std::cerr;
   auto done = converter::ConvertToOnnx(*request);
@@ -247,7 +239,7 @@ int RunConvert(const ConvertOptions& options) {
   if (!request.ok()) return Refuse(request.status());
   const ProgressMode mode = ParseProgressMode(options.progress);
   ProgressPrinter progress(mode, ::isatty(STDERR_FILENO) == 1);
-  request->stages.log = StderrLog(progress);
+  request->stages.log = progress.LineSink();
   request->stages.progress = progress.Sink();
   request->stages.ir_out = &std::cerr;
   const std::optional<ir::DType> dtype = request->recipe.dtype;

@@ -76,6 +76,13 @@ void ProgressPrinter::ClearLine() {
   drawn_ = false;
 }
 
+std::function<void(const std::string&)> ProgressPrinter::LineSink() {
+  return [this](const std::string& line) {
+    ClearLine();
+    std::fprintf(stderr, "%s\n", line.c_str());
+  };
+}
+
 void ProgressPrinter::Print(const support::ProgressEvent& e) {
   std::lock_guard<std::mutex> lock(mu_);
   const auto now = Clock::now();

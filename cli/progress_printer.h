@@ -6,6 +6,7 @@
 #define SLIMPACK_CLI_PROGRESS_PRINTER_H_
 
 #include <chrono>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -38,6 +39,8 @@ class ProgressPrinter {
   support::ProgressSink Sink();
   // Clears a live line before other output goes to stderr.
   void ClearLine();
+  // Stage and -v lines for stderr: each clears a live line first.
+  std::function<void(const std::string&)> LineSink();
 
  private:
   void Print(const support::ProgressEvent& e);

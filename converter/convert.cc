@@ -47,15 +47,19 @@ bool UsesAlgorithm(const quantize::QuantConfig& config, quantize::Algorithm a) {
 // i.e. from the stored sizes, which AWQ's values do not change (a group it
 // does not search keeps a searched one's dtypes: AwqFoldOptions::written).
 // So the plan is made on a copy of the model (the data is shared, not
-// copied) run through the stages with no group searched. Only for AWQ
-// without GPTQ, pruning or sparsity, whose calibration runs the copy would
+// copied) run through the stages with no group searched. Only for AWQ on a
+// checkpoint (a graph's AWQ is rtn-mse) without GPTQ, calibrated imatrix,
+// a size target, pruning or sparsity, whose calibration runs the copy would
 // repeat; those parts search every group, as before.
 absl::StatusOr<std::optional<std::set<std::string>>> AwqPartTensors(const ir::Model& model,
                                                                    const ConvertRequest& request) {
   const StageOptions& stages = request.stages;
-  if (!request.part || !UsesAlgorithm(stages.quant, quantize::Algorithm::kAwq) ||
-      UsesAlgorithm(stages.quant, quantize::Algorithm::kGptq) || stages.prune.active() ||
-      stages.sparsify) {
+  const bool calibrated_imatrix =
+      UsesAlgorithm(stages.quant, quantize::Algorithm::kImatrix) && stages.imatrix.empty();
+  if (!request.part || !model.graph.nodes.empty() ||
+      !UsesAlgorithm(stages.quant, quantize::Algorithm::kAwq) ||
+      UsesAlgorithm(stages.quant, quantize::Algorithm::kGptq) || calibrated_imatrix ||
+      stages.quant.has_target() || stages.prune.active() || stages.sparsify) {
     return std::optional<std::set<std::string>>();
   }
   ir::Model probe = model;
@@ -66,13 +70,16 @@ absl::StatusOr<std::optional<std::set<std::string>>> AwqPartTensors(const ir::Mo
   quiet.ir_out = nullptr;
   quiet.print_ir_after_all = false;
   quiet.print_ir_after.clear();
-  RETURN_IF_ERROR(RunConvertStages(probe, quiet).status());
+  const std::string what = "planning part " + std::to_string(request.part->index + 1) + "/" +
+                           std::to_string(request.part->count);
+  RETURN_IF_ERROR(Annotate(RunConvertStages(probe, quiet).status(), what));
   shard_writer::ArtifactOptions plan;
   plan.shard_size = *request.recipe.shard_size;
   plan.encoder = Encoder(probe, request.recipe);
   plan.part = request.part;
-  ASSIGN_OR_RETURN(std::set<std::string> written, shard_writer::TensorsOfPart(probe, plan));
-  return std::optional<std::set<std::string>>(std::move(written));
+  auto written = shard_writer::TensorsOfPart(probe, plan);
+  if (!written.ok()) return Annotate(written.status(), what);
+  return std::optional<std::set<std::string>>(*std::move(written));
 }
 
 }  // namespace

@@ -219,25 +219,31 @@ absl::Status CheckArchitecture(const ir::Model& checkpoint) {
   return absl::OkStatus();
 }
 
+// The inputs of the groups `options` searches.
+absl::StatusOr<std::vector<std::string>> SearchedInputs(const ir::Model& checkpoint,
+                                                        const std::set<std::string>& awq_weights,
+                                                        const AwqFoldOptions& options) {
+  RETURN_IF_ERROR(CheckArchitecture(checkpoint));
+  std::vector<std::string> inputs;
+  for (const Group& g : GroupFinder(checkpoint).Groups(awq_weights)) {
+    if (g.Searched(options)) inputs.push_back(g.input_of);
+  }
+  return inputs;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::string>> AwqInputWeights(
     const ir::Model& checkpoint, const std::set<std::string>& awq_weights) {
-  RETURN_IF_ERROR(CheckArchitecture(checkpoint));
-  std::vector<std::string> inputs;
-  for (const Group& g : GroupFinder(checkpoint).Groups(awq_weights)) inputs.push_back(g.input_of);
-  return inputs;
+  return SearchedInputs(checkpoint, awq_weights, AwqFoldOptions());
 }
 
 absl::StatusOr<AwqInputs> CaptureAwqInputs(const ir::Model& checkpoint, const ir::Model& runnable,
                                            const std::set<std::string>& awq_weights,
                                            calibration::Dataset& data,
                                            const AwqFoldOptions& options) {
-  RETURN_IF_ERROR(CheckArchitecture(checkpoint));
-  std::vector<std::string> inputs;
-  for (const Group& g : GroupFinder(checkpoint).Groups(awq_weights)) {
-    if (g.Searched(options)) inputs.push_back(g.input_of);
-  }
+  ASSIGN_OR_RETURN(const std::vector<std::string> inputs,
+                   SearchedInputs(checkpoint, awq_weights, options));
   // A part that writes no AWQ group's tensor runs nothing.
   if (inputs.empty()) return AwqInputs();
   CaptureRequest cr;

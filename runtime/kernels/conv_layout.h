@@ -47,8 +47,9 @@ bool InPlace(const Conv2DShape& s, const Layout& l);
 // Copies channel c of image x (xc: its height x width plane) into its
 // stride-phase planes with padding (dst: channel_stride floats). With
 // `zero_padding` false the padding is not written: for a buffer whose
-// padding a pack of the same shape (same Layout) already zeroed and nothing
-// wrote since, which gives the same buffer for less work.
+// padding a pack of a shape SamePadding accepts already zeroed and nothing
+// wrote since (the same Layout is not enough: pads differ within one), which
+// gives the same buffer for less work.
 void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
                  bool zero_padding = true);
 

@@ -106,6 +106,11 @@ PY
 if [ -s "$TMP/calib-auto.err" ]; then
   echo "FAIL: calibrate --progress auto off a terminal printed:"; cat "$TMP/calib-auto.err"; fail=1
 fi
+# -v off a terminal: a text line per step instead.
+"$SLIMPACK" calibrate "$LLAMA" --data "$LLAMA/calib_tokens.npy" --imatrix --calib-samples 2 \
+  -o "$TMP/calib-v" -v 2>"$TMP/calib-v.err" >/dev/null || { echo "FAIL: calibrate -v exited $?"; fail=1; }
+grep -qx 'calibration (imatrix): 2/2 runs' "$TMP/calib-v.err" ||
+  { echo "FAIL: calibrate --imatrix -v printed no step lines:"; cat "$TMP/calib-v.err"; fail=1; }
 "$SLIMPACK" calibrate "$LLAMA" --data "$LLAMA/calib_tokens.npy" -o "$TMP/calib-bad" --progress loud \
   >"$TMP/calib-bad.out" 2>&1
 rc=$?

@@ -444,6 +444,16 @@ absl::StatusOr<std::set<std::string>> TensorsOfPart(const ir::Model& model,
     if (owner[i] != options.part->index) continue;
     for (size_t item : plan.shards[i].items) names.insert(tensors[item].source.name);
   }
+  // A shard boundary may fall between a quantized weight and its scale or
+  // zero point (a layer larger than the cap is placed tensor by tensor):
+  // writing either makes the part quantize the weight.
+  for (const ir::Tensor& t : model.graph.initializers()) {
+    if (!t.quant.quantized()) continue;
+    if (names.count(t.quant.scale) ||
+        (!t.quant.zero_point.empty() && names.count(t.quant.zero_point))) {
+      names.insert(t.name);
+    }
+  }
   return names;
 }
 

@@ -97,8 +97,9 @@ absl::StatusOr<ArtifactSummary> WriteArtifact(const ir::Model& model,
                                               const ArtifactOptions& options);
 
 // The names of the tensors part options.part of `model`'s artifact writes,
-// planned as WriteArtifact plans them (no file is touched): what one part of
-// a split conversion has to compute. InvalidArgument without a part or for
+// planned as WriteArtifact plans them (no file is touched), and of the
+// quantized weights whose scale or zero point it writes: what one part of a
+// split conversion has to compute. InvalidArgument without a part or for
 // one that does not exist; StoredTensors' and PlanShards' errors.
 absl::StatusOr<std::set<std::string>> TensorsOfPart(const ir::Model& model,
                                                   const ArtifactOptions& options);

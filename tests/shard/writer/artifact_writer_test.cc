@@ -290,6 +290,42 @@ TEST(ConvertShardingTest, TensorLargerThanCapGetsItsOwnShard) {
   EXPECT_EQ((*a)->manifest().shards.size(), 3u);
 }
 
+// A quantized weight one shard over the 1 MiB cap from its scale: the part
+// writing only the scale still has to quantize the weight, so
+// TensorsOfPart names it there too (an AWQ part searches by these names).
+TEST(TensorsOfPartTest, ThePartWritingAScaleComputesItsWeight) {
+  ir::Model model;
+  ir::Tensor w;
+  w.name = "a.weight";
+  w.dtype = ir::DType::kI8;
+  w.dims = {1000, 1000};
+  w.data = ir::TensorData::Owned(std::vector<uint8_t>(1000 * 1000, 1));
+  w.quant.kind = ir::QuantKind::kInt8GroupWise;
+  w.quant.axis = 1;
+  w.quant.group_size = 2;
+  w.quant.scale = "a.weight.scale";
+  ir::Tensor scale;
+  scale.name = "a.weight.scale";
+  scale.dtype = ir::DType::kF16;
+  scale.dims = {1000, 500};
+  scale.data = ir::TensorData::Owned(std::vector<uint8_t>(1000 * 500 * 2, 0));
+  ASSERT_THAT(model.graph.AddInitializer(w), IsOk());
+  ASSERT_THAT(model.graph.AddInitializer(scale), IsOk());
+  shard_writer::ArtifactOptions o;
+  o.shard_size = 1 << 20;  // 1e6 + 1e6 bytes: one shard each, one part each
+  o.part = shard_writer::PartSpec{0, 2};
+  auto first = shard_writer::TensorsOfPart(model, o);
+  ASSERT_THAT(first, IsOk());
+  EXPECT_EQ(*first, (std::set<std::string>{"a.weight"}));
+  o.part = shard_writer::PartSpec{1, 2};
+  auto second = shard_writer::TensorsOfPart(model, o);
+  ASSERT_THAT(second, IsOk());
+  EXPECT_EQ(*second, (std::set<std::string>{"a.weight", "a.weight.scale"}));
+  o.part = shard_writer::PartSpec{2, 2};
+  EXPECT_THAT(shard_writer::TensorsOfPart(model, o),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("part 3/2 does not exist")));
+}
+
 TEST(ConvertDeterminismTest, SameBytesAtOneAndFourThreads) {
   TempDir in, out;
   TinyLlama spec;
