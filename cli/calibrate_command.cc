@@ -73,6 +73,10 @@ std::vector<std::string> CalibrateInputs(const CalibrateOptions& o, const ir::Mo
   return inputs;
 }
 
+// The context of the range table's calibration events, whose runs -v
+// prints as "run N" lines of their own.
+constexpr char kRangesContext[] = "ranges";
+
 // Where a run reports: progress events (null when nothing draws them) and
 // the -v lines, which first clear a live progress line.
 struct Output {
@@ -119,16 +123,16 @@ absl::Status Run(const CalibrateOptions& o, const Output& out) {
   copts.collect_xtx = o.xtx;
   copts.num_threads = o.threads;
   // The runs go to the end of the data: their number is not known ahead.
-  if (out.progress) out.progress({"calibration", 0, 0, "runs", "ranges"});
+  if (out.progress) out.progress({"calibration", 0, 0, "runs", kRangesContext});
   copts.progress = [&out](int64_t runs) {
     if (out.log) out.log("run " + std::to_string(runs));
-    if (out.progress) out.progress({"calibration", runs, 0, "runs", "ranges"});
+    if (out.progress) out.progress({"calibration", runs, 0, "runs", kRangesContext});
   };
   copts.note = out.log;
   ASSIGN_OR_RETURN(calibration::CalibrationTable table,
                    calibration::Calibrate(model, *data, copts));
   // Now the total is known: the stage's end.
-  if (out.progress) out.progress({"calibration", table.runs, table.runs, "runs", "ranges"});
+  if (out.progress) out.progress({"calibration", table.runs, table.runs, "runs", kRangesContext});
   ASSIGN_OR_RETURN(table.model_sha256, calibration::ModelDigest(model));
   // Again before writing (atomically): the path may have changed meanwhile.
   RETURN_IF_ERROR(support::PreflightOutputFile(o.output, o.force, CalibrationTableKind()).status());
@@ -281,7 +285,7 @@ int RunCalibrate(const CalibrateOptions& options) {
     // have their own "run N" lines.
     if (!out.progress) {
       out.progress = [](const support::ProgressEvent& e) {
-        if (e.context == "ranges") return;
+        if (e.context == kRangesContext) return;
         std::fprintf(stderr, "%s\n", ProgressText(e, 0).c_str());
       };
     }

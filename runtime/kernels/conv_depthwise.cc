@@ -129,12 +129,13 @@ void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
       padded_for.reset();
     }
     std::fill(buf.begin() + l.channel_stride, buf.begin() + l.channel_stride + kSlack, 0.0f);
+    bool zeroed = padded_for && conv_layout::SamePadding(*padded_for, s);
+    padded_for = s;
     for (int64_t nc = t * kChannelsPerTask; nc < std::min(planes, (t + 1) * kChannelsPerTask);
          ++nc) {
       const int64_t c = nc % s.channels;
-      const bool zeroed = padded_for && conv_layout::SamePadding(*padded_for, s);
       conv_layout::PackChannel(s, l, x + nc * in_plane, buf.data(), !zeroed);
-      padded_for = s;
+      zeroed = true;
       const float* wc = w + c * terms;
       const float b = bias != nullptr ? bias[c] : 0.0f;
       float* yc = y + nc * out_plane;

@@ -111,27 +111,43 @@ TEST(TinyLlamaQuantTest, PlannerBeatsUniformAtEqualSize) {
   EXPECT_LT(ppl_planned, ppl_uniform);
 }
 
+// AWQ on every layer's 2-D weight at int4-g128, as both AWQ fold tests
+// run it: the weights, their schemes and the bundled calibration windows.
+struct AwqCase {
+  std::set<std::string> weights;
+  std::map<std::string, WeightScheme> schemes;
+};
+
+AwqCase EveryLayerWeight(const ir::Model& checkpoint) {
+  AwqCase c;
+  for (const ir::Tensor& t : checkpoint.graph.initializers()) {
+    if (t.layer >= 0 && t.dims.size() == 2) {
+      c.weights.insert(t.name);
+      c.schemes[t.name] = *ParseWeightScheme("int4-g128");
+    }
+  }
+  return c;
+}
+
+absl::StatusOr<calibration::Dataset> CalibWindows(const ir::Model& runnable) {
+  return calibration::Dataset::Open({kDir + "/calib_tokens.npy"},
+                                    calibration::FeedInputs(runnable.graph), {});
+}
+
 // Folding the AWQ scales (without quantizing) computes the same function.
 TEST(AwqFoldTest, ScalingIsAnExactRewrite) {
   ir::Model original = Checkpoint();
   ir::Model folded = Checkpoint();
   auto runnable = hf::BuildDecoderGraph(folded);
   ASSERT_THAT(runnable, IsOk());
-  std::set<std::string> awq;
-  std::map<std::string, WeightScheme> schemes;
-  for (const ir::Tensor& t : folded.graph.initializers()) {
-    if (t.layer >= 0 && t.dims.size() == 2) {
-      awq.insert(t.name);
-      schemes[t.name] = *ParseWeightScheme("int4-g128");
-    }
-  }
-  auto data = calibration::Dataset::Open({kDir + "/calib_tokens.npy"},
-                                         calibration::FeedInputs(runnable->graph), {});
+  const AwqCase c = EveryLayerWeight(folded);
+  const std::set<std::string>& awq = c.weights;
+  auto data = CalibWindows(*runnable);
   ASSERT_THAT(data, IsOk());
   AwqFoldOptions opts;
   opts.max_runs = 2;
   opts.keep_rows = 128;
-  auto r = ApplyAwqScales(folded, *runnable, awq, schemes, *data, opts);
+  auto r = ApplyAwqScales(folded, *runnable, awq, c.schemes, *data, opts);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->groups, 4 * 3);  // q/k/v, gate/up, down per layer; o skipped (GQA)
   // Weights did change (the search may keep some groups unscaled, so count
@@ -176,16 +192,10 @@ TEST(AwqFoldTest, APartSearchesOnlyTheGroupsItWrites) {
   ir::Model part = Checkpoint();
   auto runnable = hf::BuildDecoderGraph(whole);
   ASSERT_THAT(runnable, IsOk());
-  std::set<std::string> awq;
-  std::map<std::string, WeightScheme> schemes;
-  for (const ir::Tensor& t : whole.graph.initializers()) {
-    if (t.layer >= 0 && t.dims.size() == 2) {
-      awq.insert(t.name);
-      schemes[t.name] = *ParseWeightScheme("int4-g128");
-    }
-  }
-  auto data = calibration::Dataset::Open({kDir + "/calib_tokens.npy"},
-                                         calibration::FeedInputs(runnable->graph), {});
+  const AwqCase c = EveryLayerWeight(whole);
+  const std::set<std::string>& awq = c.weights;
+  const std::map<std::string, WeightScheme>& schemes = c.schemes;
+  auto data = CalibWindows(*runnable);
   ASSERT_THAT(data, IsOk());
   AwqFoldOptions opts;
   opts.max_runs = 2;
