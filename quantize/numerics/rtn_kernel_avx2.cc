@@ -1,5 +1,5 @@
-// AVX2 RTN kernel (this file alone is compiled with -mavx2 -mfma
-// -ffp-contract=off; called only after __builtin_cpu_supports("avx2")).
+// AVX2 RTN kernel (this file alone is compiled with -mavx2 -mfma -mf16c
+// -ffp-contract=off; called only after RtnHasAvx2(): AVX2, FMA and F16C).
 // Element operations mirror rtn_kernel_scalar.cc exactly: division (not a
 // reciprocal multiply), round-half-even, clamp, one multiply to dequantize,
 // and the same 8-lane error summation order; tails use the scalar code.
@@ -27,7 +27,92 @@ inline __m256 QuantizeLanes(__m256 v, __m256 s, __m256 z, __m256 lo,
   return _mm256_min_ps(t, hi);
 }
 
+// StoredScale of eight scales: vcvtps2ph rounds to nearest even as
+// ir::F32ToF16 does (ir's F16C path relies on the same), then the same
+// clamps of 0 and infinity; a non-finite scale is kept.
+inline __m256 StoredScales(__m256 s, ScaleDType dtype) {
+  if (dtype == ScaleDType::kF32) return s;
+  const __m256 zero = _mm256_setzero_ps();
+  const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+  const __m256 inf = _mm256_set1_ps(std::numeric_limits<float>::infinity());
+  const __m256 sign = _mm256_and_ps(s, sign_bit);
+  const __m256 r = _mm256_cvtph_ps(_mm256_cvtps_ph(s, _MM_FROUND_TO_NEAREST_INT));
+  const __m256 underflow = _mm256_andnot_ps(_mm256_cmp_ps(s, zero, _CMP_EQ_OQ),
+                                            _mm256_cmp_ps(r, zero, _CMP_EQ_OQ));
+  __m256 out = _mm256_blendv_ps(r, _mm256_or_ps(_mm256_set1_ps(0x1p-24f), sign), underflow);
+  const __m256 overflow = _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, r), inf, _CMP_EQ_OQ);
+  out = _mm256_blendv_ps(out, _mm256_or_ps(_mm256_set1_ps(65504.0f), sign), overflow);
+  const __m256 finite = _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, s), inf, _CMP_LT_OQ);
+  return _mm256_blendv_ps(s, out, finite);
+}
+
 struct Avx2Ops {
+  static constexpr bool kGrids8 = true;
+
+  // MakeGrid(mn[k], mx[k], 1, ...) for eight groups, lane k the same
+  // operations on the same values (each std::min/max below picks the
+  // operand the scalar one does, NaN and ties included).
+  static void Grids8(const float* mn_in, const float* mx_in, const RowJob& j, GroupGrid* out) {
+    const __m256 mn = _mm256_loadu_ps(mn_in);
+    const __m256 mx = _mm256_loadu_ps(mx_in);
+    const __m256 zero = _mm256_setzero_ps();
+    const __m256 one = _mm256_set1_ps(1.0f);
+    const __m256 ratio = one;
+    const __m256 sign_bit = _mm256_set1_ps(-0.0f);
+    const __m256 abs_mn = _mm256_andnot_ps(sign_bit, mn);
+    const __m256 abs_mx = _mm256_andnot_ps(sign_bit, mx);
+    const int32_t half = 1 << (j.bits - 1);
+    int32_t qmin = -half;
+    const int32_t qmax = half - 1;
+    __m256 scale;
+    __m256i zeros = _mm256_setzero_si256();
+    if (j.symmetric && j.restricted) {
+      qmin = -(half - 1);
+      const __m256 amax = _mm256_mul_ps(_mm256_max_ps(abs_mn, abs_mx), ratio);
+      scale = StoredScales(_mm256_div_ps(amax, _mm256_set1_ps(static_cast<float>(half - 1))),
+                           j.scale_dtype);
+      scale = _mm256_blendv_ps(one, scale, _mm256_cmp_ps(scale, zero, _CMP_GT_OQ));
+    } else if (j.symmetric) {
+      const __m256 m =
+          _mm256_mul_ps(_mm256_blendv_ps(mx, mn, _mm256_cmp_ps(abs_mn, abs_mx, _CMP_GE_OQ)), ratio);
+      scale = StoredScales(_mm256_div_ps(m, _mm256_set1_ps(static_cast<float>(-half))),
+                           j.scale_dtype);
+      const __m256 nonzero =
+          _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, scale), zero, _CMP_GT_OQ);
+      scale = _mm256_blendv_ps(one, scale, nonzero);
+    } else {
+      const __m256 lo = _mm256_mul_ps(_mm256_min_ps(zero, mn), ratio);
+      const __m256 hi = _mm256_mul_ps(_mm256_max_ps(zero, mx), ratio);
+      const __m256 maxq = _mm256_set1_ps(static_cast<float>(2 * half - 1));
+      scale = _mm256_div_ps(_mm256_sub_ps(hi, lo), maxq);
+      const __m256 wide = _mm256_cmp_ps(_mm256_andnot_ps(sign_bit, scale),
+                                        _mm256_set1_ps(std::numeric_limits<float>::infinity()),
+                                        _CMP_EQ_OQ);
+      scale = _mm256_blendv_ps(
+          scale, _mm256_sub_ps(_mm256_div_ps(hi, maxq), _mm256_div_ps(lo, maxq)), wide);
+      scale = StoredScales(scale, j.scale_dtype);
+      const __m256 ok = _mm256_cmp_ps(scale, zero, _CMP_GT_OQ);
+      // Lanes that are not ok divide by a non-positive scale; their result
+      // is replaced below.
+      __m256 zu = _mm256_round_ps(_mm256_div_ps(_mm256_xor_ps(lo, sign_bit), scale),
+                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      zu = _mm256_min_ps(maxq, _mm256_max_ps(zero, zu));
+      zu = _mm256_blendv_ps(zero, zu, ok);
+      zeros = _mm256_sub_epi32(_mm256_cvttps_epi32(zu), _mm256_set1_epi32(half));
+      scale = _mm256_blendv_ps(one, scale, ok);
+    }
+    alignas(32) float s[8];
+    alignas(32) int32_t z[8];
+    _mm256_store_ps(s, scale);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(z), zeros);
+    for (int k = 0; k < 8; ++k) {
+      out[k].scale = s[k];
+      out[k].zero = z[k];
+      out[k].qmin = qmin;
+      out[k].qmax = qmax;
+    }
+  }
+
   static bool MinMax(const float* x, int64_t n, float* mn, float* mx) {
     const int64_t n8 = n - n % 8;
     float lo = x[0], hi = x[0], poison = 0.0f;

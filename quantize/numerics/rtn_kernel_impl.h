@@ -6,6 +6,9 @@
 //                      const GroupGrid& g);
 //   static void Quantize(const float* x, int64_t n, const GroupGrid& g,
 //                        int8_t* q);
+//   static constexpr bool kGrids8;  and, when true,
+//   static void Grids8(const float mn[8], const float mx[8], const RowJob& j,
+//                      GroupGrid out[8]);  (MakeGrid of each, ratio 1)
 // Included only by rtn_kernel_scalar.cc and rtn_kernel_avx2.cc.
 #ifndef SLIMPACK_QUANTIZE_NUMERICS_RTN_KERNEL_IMPL_H_
 #define SLIMPACK_QUANTIZE_NUMERICS_RTN_KERNEL_IMPL_H_
@@ -25,7 +28,32 @@ bool QuantizeRowImpl(const RowJob& j) {
       ? static_cast<int>(std::ceil(static_cast<double>(j.clip_grid) *
                                    j.clip_max_shrink))
       : 0;
-  for (int64_t g = 0; g < ngroups; ++g) {
+  int64_t g = 0;
+  if constexpr (Ops::kGrids8) {
+    // Without a clip search, eight groups' grids at a time (the same
+    // arithmetic as MakeGrid's, lane by lane): one grid per group at a time
+    // cost as much as quantizing a 32-weight group.
+    if (steps <= 1) {
+      for (; g + 8 <= ngroups; g += 8) {
+        float mn[8], mx[8];
+        for (int k = 0; k < 8; ++k) {
+          const int64_t c0 = (g + k) * j.group;
+          if (!Ops::MinMax(j.w + c0, std::min(j.group, j.cols - c0), &mn[k], &mx[k])) {
+            return false;
+          }
+        }
+        GroupGrid grids[8];
+        Ops::Grids8(mn, mx, j, grids);
+        for (int k = 0; k < 8; ++k) {
+          const int64_t c0 = (g + k) * j.group;
+          Ops::Quantize(j.w + c0, std::min(j.group, j.cols - c0), grids[k], j.q + c0);
+          j.scale[g + k] = grids[k].scale;
+          if (j.zero) j.zero[g + k] = static_cast<int8_t>(grids[k].zero);
+        }
+      }
+    }
+  }
+  for (; g < ngroups; ++g) {
     const int64_t c0 = g * j.group;
     const int64_t n = std::min(j.group, j.cols - c0);
     const float* x = j.w + c0;

@@ -14,6 +14,7 @@ inline float ElementError(float x, const GroupGrid& g) {
 }
 
 struct ScalarOps {
+  static constexpr bool kGrids8 = false;
   static bool MinMax(const float* x, int64_t n, float* mn, float* mx) {
     float lo = x[0], hi = x[0];
     float poison = 0.0f;  // x * 0 is NaN exactly for inf/NaN

@@ -278,6 +278,64 @@ TEST(QuantRtnTest, Avx2MatchesScalarBitForBit) {
   }
 }
 
+// The AVX2 kernel computes eight groups' grids at once when it does not
+// search clip ratios: every edge of MakeGrid and StoredScale (zero groups,
+// signed zeros, ties of |min| and |max|, scales below f16's subnormals or
+// above its largest value, ranges whose width overflows, subnormal weights)
+// in one row, against the scalar kernel, for every grid kind.
+TEST(QuantRtnTest, Avx2GridsOfEightGroupsMatchScalarOnEdgeRanges) {
+  if (!RtnHasAvx2()) GTEST_SKIP() << "no AVX2/F16C: Avx2MatchesScalarBitForBit checks the refusal";
+  const float big = 3e38f;
+  const std::vector<std::pair<float, float>> ranges = {
+      {0.0f, 0.0f},      {-0.0f, -0.0f},    {-0.0f, 0.0f},    {-3.0f, 3.0f},  {3.0f, -3.0f},
+      {-1e-9f, 1e-10f},  {1e-10f, 2e-9f},   {-1e-40f, 1e-40f}, {-6e-6f, 2e-6f}, {0.25f, 0.5f},
+      {-0.5f, -0.25f},   {-7e5f, 1.0f},     {1.0f, 5.3e5f},   {-big, big},    {-big, -1.0f},
+      {1.0f, big},       {-65504.0f, 1.0f}, {-2.0f, 1e-3f},   {3e-5f, 3e-5f}, {-1.5f, 1.4999f},
+      {-0.1f, 0.7f},     {-1e-30f, 1e30f},  {5e-8f, 6e-8f},   {-8.0f, 7.0f}};
+  const int64_t group = 16;
+  const int64_t cols = group * static_cast<int64_t>(ranges.size());
+  std::vector<float> w(static_cast<size_t>(cols));
+  for (size_t k = 0; k < ranges.size(); ++k) {
+    const auto [a, b] = ranges[k];
+    for (int64_t i = 0; i < group; ++i) {
+      // Both extremes, then values between them.
+      const float t = static_cast<float>(i % 5) / 4.0f;
+      w[k * group + i] = i == 0 ? a : i == 1 ? b : a * (1.0f - t) + b * t;
+    }
+  }
+  for (int bits : {2, 3, 4, 8}) {
+    for (bool symmetric : {true, false}) {
+      for (bool restricted : {false, true}) {
+        if (restricted && !symmetric) continue;
+        for (ScaleDType dt : {ScaleDType::kF32, ScaleDType::kF16}) {
+          const Scheme scheme{bits, bits > 4 && bits < 8 ? 0 : group, symmetric, dt};
+          if (scheme.group_size == 0) continue;
+          RtnOptions o;
+          o.restricted_range = restricted;
+          o.kernel = RtnOptions::Kernel::kScalar;
+          auto a = QuantizeRtn(w.data(), 1, cols, scheme, o);
+          o.kernel = RtnOptions::Kernel::kAvx2;
+          auto b = QuantizeRtn(w.data(), 1, cols, scheme, o);
+          ASSERT_THAT(a, IsOk());
+          ASSERT_THAT(b, IsOk());
+          const std::string what = scheme.ToString() + (restricted ? " restricted" : "");
+          EXPECT_EQ(a->q, b->q) << what;
+          EXPECT_EQ(a->zero, b->zero) << what;
+          ASSERT_EQ(a->scale.size(), ranges.size());
+          for (size_t k = 0; k < ranges.size(); ++k) {
+            uint32_t sa, sb;
+            std::memcpy(&sa, &a->scale[k], 4);
+            std::memcpy(&sb, &b->scale[k], 4);
+            EXPECT_EQ(sa, sb) << what << ", group " << k << " [" << ranges[k].first << ", "
+                              << ranges[k].second << "]: " << a->scale[k] << " vs "
+                              << b->scale[k];
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(QuantRtnTest, ResultIndependentOfThreadCount) {
   const int64_t rows = 37, cols = 96;
   const std::vector<float> w = HeavyTailed(rows * cols, 3);
