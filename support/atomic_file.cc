@@ -11,9 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <random>
-#include <thread>
 
-#include "support/threads.h"
 
 namespace slimpack {
 namespace {
@@ -95,7 +93,8 @@ absl::Status WriteFully(int fd, const void* data, uint64_t size,
 AtomicFile::AtomicFile(std::string final_path, std::string temp_path, int fd)
     : final_path_(std::move(final_path)),
       temp_path_(std::move(temp_path)),
-      fd_(fd) {}
+      fd_(fd),
+      write_back_(std::make_unique<support::WriteBack>(fd)) {}
 
 absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(
     const std::string& final_path) {
@@ -109,7 +108,7 @@ absl::StatusOr<std::unique_ptr<AtomicFile>> AtomicFile::Create(
 }
 
 AtomicFile::~AtomicFile() {
-  JoinFlush();
+  write_back_.reset();  // joins a running flush before the close
   if (fd_ >= 0) ::close(fd_);
   if (!committed_) ::unlink(temp_path_.c_str());
 }
@@ -118,55 +117,8 @@ absl::Status AtomicFile::Write(const void* data, uint64_t size) {
   absl::Status status = WriteFully(fd_, data, size, final_path_, size_);
   if (!status.ok()) return status;
   size_ += size;
-  StartWriteback();
+  write_back_->Appended(size_);
   return status;
-}
-
-void StartWriteback(int fd, uint64_t offset, uint64_t size) {
-#if defined(__linux__)
-  ::sync_file_range(fd, static_cast<off64_t>(offset), static_cast<off64_t>(size),
-                    SYNC_FILE_RANGE_WRITE);
-#endif
-}
-
-// What was appended goes back to disk every few MiB (StartWriteback's
-// why). Written back is not yet durable: the device (or, in a VM, the
-// host) may hold it in a volatile cache until a flush, which Commit's fsync
-// would then wait for as a whole (0.1-0.3 s for a 425 MB GGUF on our CI
-// type's VM, 8-12 % of the conversion). Every 64 MiB one fdatasync runs on
-// a thread of its own, so the flushing overlaps the producing and Commit
-// finds at most the last stretch to flush. A thread that cannot start
-// costs nothing but that overlap.
-void AtomicFile::StartWriteback() {
-  constexpr uint64_t kWritebackBytes = uint64_t{8} << 20;
-  constexpr uint64_t kFlushBytes = uint64_t{64} << 20;
-  if (size_ - written_back_ < kWritebackBytes) return;
-  slimpack::StartWriteback(fd_, written_back_, size_ - written_back_);
-  written_back_ = size_;
-#if defined(__linux__)
-  if (size_ - flushed_ < kFlushBytes || flushing_.load(std::memory_order_acquire)) return;
-  JoinFlush();  // the previous flush is done (flushing_ is false)
-  flushed_ = size_;
-  flushing_.store(true, std::memory_order_release);
-  const int fd = fd_;
-  std::atomic<bool>* flushing = &flushing_;
-  int* failure = &flush_errno_;
-  if (!support::TryStartThread(flusher_, [fd, flushing, failure] {
-        int rc;
-        do {
-          rc = ::fdatasync(fd);
-        } while (rc != 0 && errno == EINTR);
-        if (rc != 0 && *failure == 0) *failure = errno;
-        flushing->store(false, std::memory_order_release);
-      })) {
-    flushing_.store(false, std::memory_order_release);
-  }
-#endif
-}
-
-void AtomicFile::JoinFlush() {
-  for (std::thread& t : flusher_) t.join();
-  flusher_.clear();
 }
 
 absl::Status AtomicFile::WriteAt(uint64_t offset, const void* data, uint64_t size) {
@@ -212,8 +164,9 @@ absl::Status AtomicFile::Commit() {
   // A background flush's failure may have been consumed by it (Linux
   // reports a writeback error once per open file), so it is reported here
   // even when the fsync below succeeds.
-  JoinFlush();
-  if (flush_errno_ != 0) return ErrnoToStatus(flush_errno_, final_path_ + ": fdatasync");
+  if (const int err = write_back_->Finish(); err != 0) {
+    return ErrnoToStatus(err, final_path_ + ": fdatasync");
+  }
   int rc;
   do {
     rc = ::fsync(fd_);

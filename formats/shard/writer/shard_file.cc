@@ -10,8 +10,8 @@
 #include "formats/shard/format.h"
 #include "formats/shard/writer/checked_io.h"
 #include "formats/shard/writer/file_digest.h"
-#include "support/atomic_file.h"
 #include "support/status_macros.h"
+#include "support/write_back.h"
 
 namespace slimpack::shard_writer {
 namespace {
@@ -36,12 +36,13 @@ void EncodeHeader(uint32_t index, uint64_t file_size, uint8_t* out) {
   PutLe(out + offsetof(shard::ShardHeader, file_size), file_size, 8);
 }
 
-// Sequential writer that hashes every byte it writes. Small pieces
-// (header, padding) are gathered in a 1 MiB buffer; chunks go straight out.
+// Sequential writer that hashes every byte it writes and sends it back to
+// disk as it goes (support/write_back.h). Small pieces (header, padding)
+// are gathered in a 1 MiB buffer; chunks go straight out.
 class HashingWriter {
  public:
   HashingWriter(int fd, std::string path, const ShardWriteContext& ctx)
-      : fd_(fd), path_(std::move(path)), ctx_(ctx), buffer_(1 << 20) {}
+      : fd_(fd), path_(std::move(path)), ctx_(ctx), buffer_(1 << 20), write_back_(fd) {}
 
   uint64_t position() const { return position_ + used_; }
 
@@ -50,8 +51,8 @@ class HashingWriter {
     if (size >= buffer_.size()) {
       RETURN_IF_ERROR(Flush());
       RETURN_IF_ERROR(WriteAll(fd_, data, size, path_, position_));
-      StartWriteback(fd_, position_, size);
       position_ += size;
+      write_back_.Appended(position_);
       if (ctx_.on_bytes) ctx_.on_bytes(size);
       return absl::OkStatus();
     }
@@ -74,14 +75,20 @@ class HashingWriter {
   absl::Status Flush() {
     if (used_ == 0) return absl::OkStatus();
     RETURN_IF_ERROR(WriteAll(fd_, buffer_.data(), used_, path_, position_));
-    StartWriteback(fd_, position_, used_);
     position_ += used_;
+    write_back_.Appended(position_);
     if (ctx_.on_bytes) ctx_.on_bytes(used_);
     used_ = 0;
     return absl::OkStatus();
   }
 
   std::string FinishHex() { return sha_.FinishHex(); }
+  // Waits for a background flush; its failure, which the final fsync may
+  // no longer see.
+  absl::Status FinishWriteBack() {
+    const int err = write_back_.Finish();
+    return err == 0 ? absl::OkStatus() : ErrnoStatus(err, path_ + ": fdatasync");
+  }
 
  private:
   int fd_;
@@ -91,6 +98,7 @@ class HashingWriter {
   uint64_t used_ = 0;
   uint64_t position_ = 0;
   Sha256Stream sha_;
+  support::WriteBack write_back_;
 };
 
 // Copies a tensor's bytes unchanged, chunk by chunk, releasing the input
@@ -268,6 +276,7 @@ absl::StatusOr<WrittenFile> WriteShardFile(
   }
   if (status.ok()) status = out.AppendZeros(file_size - out.position());
   if (status.ok()) status = out.Flush();
+  if (absl::Status flushed = out.FinishWriteBack(); status.ok()) status = flushed;
   if (status.ok()) status = Fsync(fd, path);
   absl::Status closed = Close(fd, path);
   RETURN_IF_ERROR(status);
