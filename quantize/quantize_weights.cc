@@ -388,6 +388,13 @@ class Quantizer {
   // when the writer asks.
   absl::Status Defer(const TensorPlan& p, const ir::Tensor& original, TensorRecord rec) {
     RtnTensorOptions o = RtnOptionsFor(p, rec.algorithm);
+    // The artifact writer makes deferred weights on its own threads (each
+    // shard's writer, and threads with no file left making the next tensor
+    // ahead), so a weight's rows are quantized on the thread that makes it:
+    // splitting them too started a thread for every 4 MiB block (~640 for
+    // llama.cpp's 1.33 GB peer input, a quarter second of system time)
+    // for cores the writer's threads already used. Same bytes either way.
+    o.rtn.threads = 1;
     ASSIGN_OR_RETURN(auto shape, MatrixShape(original, p.use.transposed));
     ASSIGN_OR_RETURN(quant::PackedTensors packed,
                      quant::PackedShapes(o.scheme, shape.first, shape.second, original,
