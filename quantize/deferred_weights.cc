@@ -46,7 +46,8 @@ absl::Status DeferredWeights::Quantize(Job& job) {
 void DeferredWeights::Keep(Job& job, QuantizedWeight& r) {
   job.ready[r.packed.scale.name] = std::move(r.packed.scale.data);
   if (r.packed.zero_point) job.ready[r.packed.zero_point->name] = std::move(r.packed.zero_point->data);
-  job.error = r.error;
+  job.written = true;
+  if (job.whole || job.options.measure_error) job.error = r.error;
   // The source is read once: give its pages and the mapping's reference back.
   pages_.Release(job.source.data.data(), job.source.data.size());
   job.source.data = ir::TensorData();
@@ -106,6 +107,13 @@ void DeferredWeights::ProduceAhead(const std::string& tensor) {
   if (!lock.owns_lock() || job.done) return;  // being made or made
   job.status = Quantize(job);
   job.done = true;
+}
+
+bool DeferredWeights::Written(const std::string& weight) const {
+  auto it = jobs_.find(weight);
+  if (it == jobs_.end()) return false;
+  std::lock_guard<std::mutex> lock(it->second->mu);
+  return it->second->written;
 }
 
 std::optional<quant::ErrorStats> DeferredWeights::Error(const std::string& weight) const {

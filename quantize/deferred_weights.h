@@ -67,7 +67,10 @@ class DeferredWeights {
   // threads work ahead of a busy one. Errors wait for that request.
   void ProduceAhead(const std::string& tensor);
 
-  // The error of a weight once produced; nullopt before.
+  // Whether a weight was produced.
+  bool Written(const std::string& weight) const;
+  // The error of a weight once produced; nullopt before, or when its
+  // options did not measure it (RtnTensorOptions::measure_error).
   std::optional<quant::ErrorStats> Error(const std::string& weight) const;
 
  private:
@@ -80,6 +83,7 @@ class DeferredWeights {
     bool done = false;
     absl::Status status;
     std::map<std::string, ir::TensorData> ready;  // made, not yet handed out
+    bool written = false;
     std::optional<quant::ErrorStats> error;
   };
   Job& NewJob(ir::Tensor source, std::vector<std::string> companions);

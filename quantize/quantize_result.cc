@@ -42,12 +42,14 @@ absl::Status FinishDeferred(QuantizeResult& result,
   if (!result.deferred) return absl::OkStatus();
   for (TensorRecord& rec : result.tensors) {
     if (!result.deferred->Holds(rec.tensor)) continue;
-    const std::optional<quant::ErrorStats> e = result.deferred->Error(rec.tensor);
-    if (!e && !all_written) continue;
-    if (!e) {
+    if (!result.deferred->Written(rec.tensor)) {
+      if (!all_written) continue;
       return absl::InternalError("quantize: tensor '" + rec.tensor +
                                  "' was deferred to the writer but never written");
     }
+    // Not measured when nothing prints it (QuantizeRequest::log unset).
+    const std::optional<quant::ErrorStats> e = result.deferred->Error(rec.tensor);
+    if (!e) continue;
     rec.relative_l2 = e->relative_l2();
     rec.sqnr_db = e->sqnr_db();
     if (log) log(rec.Line());

@@ -395,6 +395,8 @@ class Quantizer {
     // llama.cpp's 1.33 GB peer input, a quarter second of system time)
     // for cores the writer's threads already used. Same bytes either way.
     o.rtn.threads = 1;
+    // A deferred weight's error is only ever printed (by -v, through log).
+    o.measure_error = static_cast<bool>(req_.log);
     ASSIGN_OR_RETURN(auto shape, MatrixShape(original, p.use.transposed));
     ASSIGN_OR_RETURN(quant::PackedTensors packed,
                      quant::PackedShapes(o.scheme, shape.first, shape.second, original,

@@ -117,7 +117,8 @@ struct QuantizeResult {
   std::optional<SizePlan> plan;  // when a size target was set
   // Set by QuantizeRequest::defer_rtn when any weight was deferred; the
   // records of deferred weights have relative_l2 and sqnr_db 0 until
-  // FinishDeferred.
+  // FinishDeferred, and after it unless the request had a log (the error of
+  // a weight quantized while writing is measured only to be printed).
   std::shared_ptr<class DeferredWeights> deferred;
   // {"tensors": [...], "bytes_before", "bytes_after"}: deterministic.
   nlohmann::json ToJson() const;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "gmock/gmock.h"
+#include "quantize/quantize_weights.h"
 #include "gtest/gtest.h"
 #include "tests/testing/status_matchers.h"
 
@@ -127,6 +128,49 @@ TEST(DeferredWeightsTest, StreamedWeightFirstGoesBlockByBlockWithTheSameBytes) {
                 StatusIs(absl::StatusCode::kDataLoss, HasSubstr("disk full")));
     EXPECT_THAT(d.Produce("w.scale"), StatusIs(absl::StatusCode::kDataLoss, HasSubstr("disk full")));
   }
+}
+
+// Without a log nothing prints a deferred weight's error, so it is not
+// measured: the same bytes, Written but no Error, and FinishDeferred still
+// tells a weight never written from one written unmeasured.
+TEST(DeferredWeightsTest, UnmeasuredWeightsAreWrittenWithTheSameBytesAndNoError) {
+  RtnTensorOptions o;
+  o.scheme.bits = 4;
+  o.scheme.group_size = 32;
+  auto want = QuantizeRtnTensor(Weight(), o);
+  ASSERT_THAT(want, IsOk());
+  EXPECT_GT(want->error.err_sq, 0.0);
+  o.measure_error = false;
+  auto unmeasured = QuantizeRtnTensor(Weight(), o);
+  ASSERT_THAT(unmeasured, IsOk());
+  EXPECT_EQ(Str(unmeasured->packed.weight.data), Str(want->packed.weight.data));
+  EXPECT_EQ(Str(unmeasured->packed.scale.data), Str(want->packed.scale.data));
+  EXPECT_EQ(unmeasured->error.count, 0);
+
+  QuantizeResult result;
+  result.deferred = std::make_shared<DeferredWeights>(std::vector<std::string>{});
+  result.deferred->Add(Weight(), o, {}, {"w.scale"});
+  TensorRecord rec;
+  rec.tensor = "w";
+  result.tensors.push_back(rec);
+  std::vector<std::string> lines;
+  const auto log = [&lines](const std::string& line) { lines.push_back(line); };
+  EXPECT_THAT(FinishDeferred(result, log, /*all_written=*/true),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("'w' was deferred to the writer but never written")));
+  EXPECT_FALSE(result.deferred->Written("w"));
+  std::string w;
+  ASSERT_THAT(result.deferred->ProduceStreamed("w",
+                                               [&w](const uint8_t* data, uint64_t n) {
+                                                 w.append(reinterpret_cast<const char*>(data), n);
+                                                 return absl::OkStatus();
+                                               }),
+              IsOk());
+  EXPECT_EQ(w, Str(want->packed.weight.data));
+  EXPECT_TRUE(result.deferred->Written("w"));
+  EXPECT_FALSE(result.deferred->Error("w").has_value());
+  EXPECT_THAT(FinishDeferred(result, log, /*all_written=*/true), IsOk());
+  EXPECT_TRUE(lines.empty());
+  EXPECT_EQ(result.tensors[0].relative_l2, 0.0);
 }
 
 // Made ahead by an idle writer thread: the weight's bytes are kept and the
