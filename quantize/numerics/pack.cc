@@ -209,23 +209,31 @@ absl::StatusOr<PackedTensors> ToIrTensors(const QuantizedMatrix& m,
       Encode(transposed ? Transpose(m.q, m.rows, m.cols) : m.q, dtype, bits));
   const bool transpose_params =
       transposed && out.weight.quant.kind != ir::QuantKind::kInt8PerChannel;
-  const std::vector<float> scale = transpose_params ? Transpose(m.scale, m.rows, ng) : m.scale;
+  std::vector<float> transposed_scale;
+  if (transpose_params) transposed_scale = Transpose(m.scale, m.rows, ng);
+  const std::vector<float>& scale = transpose_params ? transposed_scale : m.scale;
   const bool f16 = out.scale.dtype == ir::DType::kF16;
+  // Little-endian (the format's byte order; x86/arm hosts).
   std::vector<uint8_t> sbytes(scale.size() * (f16 ? 2 : 4));
-  for (size_t i = 0; i < scale.size(); ++i) {
-    // Little-endian (the format's byte order; x86/arm hosts). An f16 scale
-    // is exact: the quantizer chose it on the f16 grid (MakeGrid).
-    if (f16) {
-      const uint16_t h = ir::F32ToF16(scale[i]);
-      if (ir::F16ToF32(h) != scale[i]) {
+  if (f16) {
+    // An f16 scale is exact: the quantizer chose it on the f16 grid
+    // (MakeGrid). Converted as arrays (F16C where the CPU has it: one at a
+    // time they were 2 % of an int4 conversion), then checked back.
+    const auto* from = reinterpret_cast<const uint8_t*>(scale.data());
+    RETURN_IF_ERROR(ir::ConvertFloats(ir::DType::kF32, from, ir::DType::kF16, sbytes.data(),
+                                      scale.size()));
+    std::vector<float> back(scale.size());
+    RETURN_IF_ERROR(ir::ConvertFloats(ir::DType::kF16, sbytes.data(), ir::DType::kF32,
+                                      reinterpret_cast<uint8_t*>(back.data()), scale.size()));
+    for (size_t i = 0; i < scale.size(); ++i) {
+      if (back[i] != scale[i]) {
         return absl::InternalError(absl::StrCat(
             "pack '", original.name, "': scale ", i, " = ", scale[i],
             " is not on the f16 grid its scheme stores (quantized with another scale dtype?)"));
       }
-      std::memcpy(sbytes.data() + i * 2, &h, 2);
-    } else {
-      std::memcpy(sbytes.data() + i * 4, &scale[i], 4);
     }
+  } else if (!scale.empty()) {
+    std::memcpy(sbytes.data(), scale.data(), sbytes.size());
   }
   out.scale.data = ir::TensorData::Owned(std::move(sbytes));
   if (out.zero_point) {

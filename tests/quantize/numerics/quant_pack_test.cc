@@ -7,6 +7,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "ir/float_convert.h"
 #include "quantize/numerics/rtn.h"
 #include "tests/quantize/numerics/quant_test_util.h"
 #include "tests/testing/status_matchers.h"
@@ -205,6 +206,39 @@ TEST(QuantPackTest, RejectsMismatchedShapesAndSizes) {
   orig.name.clear();
   EXPECT_THAT(ToIrTensors(*m, orig, false, "rtn"),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("no name")));
+}
+
+// An f16-scale layout stores its scales as they are: one off the f16 grid
+// (a matrix quantized with f32 scales, packed as f16) is refused naming it,
+// the grid's own are stored exactly, both orientations.
+TEST(QuantPackTest, F16ScalesOffTheGridAreRefusedAndOnItStoredExactly) {
+  const std::vector<float> w = testing::Gaussian(4 * 64, 2);
+  const Scheme f16{4, 32, true, ScaleDType::kF16};
+  auto m = QuantizeRtn(w.data(), 4, 64, f16, RtnOptions{});
+  ASSERT_THAT(m, IsOk());
+  ir::Tensor orig;
+  orig.name = "w";
+  orig.dims = {4, 64};
+  for (bool transposed : {false, true}) {
+    if (transposed) orig.dims = {64, 4};
+    auto p = ToIrTensors(*m, orig, transposed, "rtn");
+    ASSERT_THAT(p, IsOk());
+    ASSERT_EQ(p->scale.dtype, ir::DType::kF16);
+    for (int64_t r = 0; r < 4; ++r) {
+      for (int64_t g = 0; g < 2; ++g) {
+        const int64_t at = transposed ? g * 4 + r : r * 2 + g;
+        uint16_t h;
+        std::memcpy(&h, p->scale.data.data() + 2 * at, 2);
+        EXPECT_EQ(ir::F16ToF32(h), m->scale[r * 2 + g]) << r << " " << g << " " << transposed;
+      }
+    }
+  }
+  orig.dims = {4, 64};
+  QuantizedMatrix off = *m;
+  off.scale[5] = 0.1f;  // not an f16 value
+  EXPECT_THAT(ToIrTensors(off, orig, false, "rtn"),
+              StatusIs(absl::StatusCode::kInternal,
+                       HasSubstr("'w': scale 5 = 0.1 is not on the f16 grid")));
 }
 
 }  // namespace
