@@ -8,7 +8,9 @@
 # (artifact bytes of the quantized tensors incl. scales / zero points), and
 # the relative RMSE ||w - w_hat|| / ||w|| over all 16 matrices (from the
 # per-tensor rel L2 that `convert -v` prints and the matrix norms the
-# generator wrote).
+# generator wrote). Wall time and RSS are of a run without -v, as a user
+# runs it (a weight's error is measured only for -v to print: that costs
+# a dequantization of every weight); the errors come from a second, -v run.
 #
 # Usage: bench/quant/peer_compare.sh BUILD_RELEASE [THREADS] [WORK_DIR]
 set -eu
@@ -28,8 +30,11 @@ echo "|---|---|---|---|---|---|"
 run() {  # name, then convert flags
   name=$1; shift
   out="$WORK/out-$name"
+  rm -rf "$out"
   /usr/bin/time -f "%e %M" -o "$WORK/time.txt" \
-    "$SP" convert "$SRC" -o "$out" --force --threads "$THREADS" -v "$@" 2> "$WORK/log.txt" > /dev/null
+    "$SP" convert "$SRC" -o "$out" --threads "$THREADS" "$@" 2> /dev/null > /dev/null
+  rm -rf "$out"
+  "$SP" convert "$SRC" -o "$out" --threads "$THREADS" -v "$@" 2> "$WORK/log.txt" > /dev/null
   /usr/bin/python3 - "$WORK/time.txt" "$WORK/log.txt" "$SRC/norms.json" "$out/manifest.json" \
       "$IN_BYTES" "$name" <<'PY'
 import json, re, sys
