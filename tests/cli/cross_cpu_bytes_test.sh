@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Issue 19: the same inputs and recipe give the same bytes on any CPU.
-# Converts the digits CNN to W8A8 (calibration runs every conv and GEMM)
-# and the tiny llama to imatrix INT4 on one 64-token window (calibration
+# Converts the digits CNN to W8A8 (calibration runs every conv and GEMM),
+# the tiny llama to RTN INT4 (sym and asym) and to imatrix INT4 on one
+# 64-token window (calibration
 # runs the decoder: matmuls, softmax, SiLU, RMSNorm, rotary sin/cos; one
 # window because emulated FMA under emulated SSE takes ~45 s) natively and under
 # qemu-x86_64 as a Haswell (AVX2 + FMA, no AVX-512) and a Nehalem (SSE4.2,
@@ -44,6 +45,14 @@ convert_all() {  # convert_all NAME [qemu args...]
   if ! "${run[@]}" convert "$LLAMA" -o "$TMP/$name/imatrix" --quant int4 --algo imatrix \
        --calib "$LLAMA/calib_tokens.npy" --calib-samples 1 --threads 2 >>"$TMP/$name.log" 2>&1; then
     echo "FAIL: $name: imatrix convert"; tail -5 "$TMP/$name.log"; fail=1
+  fi
+  # Plain RTN, symmetric and asymmetric: the AVX2 kernel computes eight
+  # groups' grids at once (F16C scales), the scalar one a group at a time.
+  if ! "${run[@]}" convert "$LLAMA" -o "$TMP/$name/rtn" --quant int4 --group 32 \
+       --threads 2 >>"$TMP/$name.log" 2>&1 ||
+     ! "${run[@]}" convert "$LLAMA" -o "$TMP/$name/rtn-asym" --quant int4 --group 32 --asym \
+       --threads 2 >>"$TMP/$name.log" 2>&1; then
+    echo "FAIL: $name: rtn convert"; tail -5 "$TMP/$name.log"; fail=1
   fi
   echo "ran: $name ($(cat "$TMP/$name.version")) in $((SECONDS - t0))s"
 }
@@ -94,5 +103,7 @@ unit_under_qemu "$SUPPORT_TEST" '*OrderedProducts*:*ExpArray*' "fixed-order prod
 for cpu in haswell nehalem; do
   same_tree "$TMP/native/w8a8" "$TMP/$cpu/w8a8" "digits W8A8, native vs $cpu"
   same_tree "$TMP/native/imatrix" "$TMP/$cpu/imatrix" "tiny-llama imatrix INT4, native vs $cpu"
+  same_tree "$TMP/native/rtn" "$TMP/$cpu/rtn" "tiny-llama RTN INT4 g32, native vs $cpu"
+  same_tree "$TMP/native/rtn-asym" "$TMP/$cpu/rtn-asym" "tiny-llama RTN INT4 g32 asym, native vs $cpu"
 done
 exit $fail
