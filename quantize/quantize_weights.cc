@@ -390,11 +390,14 @@ class Quantizer {
     RtnTensorOptions o = RtnOptionsFor(p, rec.algorithm);
     // The artifact writer makes deferred weights on its own threads (each
     // shard's writer, and threads with no file left making the next tensor
-    // ahead), so a weight's rows are quantized on the thread that makes it:
-    // splitting them too started a thread for every 4 MiB block (~640 for
-    // llama.cpp's 1.33 GB peer input, a quarter second of system time)
-    // for cores the writer's threads already used. Same bytes either way.
-    o.rtn.threads = 1;
+    // ahead), so a weight's blocks of rows are quantized on the thread that
+    // makes it: splitting each block too started a thread per 4 MiB block
+    // (~640 for llama.cpp's 1.33 GB peer input, a quarter second of system
+    // time) for cores the writer's threads mostly used already. The cost:
+    // more --threads than shard writers plus one weight ahead per shard
+    // (a model of one or two shards with --threads 8) leaves the rest idle.
+    // Same bytes either way.
+    o.blocks_on_caller_thread = true;
     // A deferred weight's error is only ever printed (by -v, through log).
     o.measure_error = static_cast<bool>(req_.log);
     ASSIGN_OR_RETURN(auto shape, MatrixShape(original, p.use.transposed));

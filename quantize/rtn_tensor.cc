@@ -20,12 +20,31 @@ void Append(std::vector<uint8_t>& out, const ir::TensorData& d) {
   out.insert(out.end(), d.data(), d.data() + d.size());
 }
 
+// The stored tensors of `q`, in `original`'s dims.
+absl::StatusOr<quant::PackedTensors> PackStored(const quant::QuantizedMatrix& q,
+                                                const ir::Tensor& original, bool transposed,
+                                                const std::string& algorithm) {
+  // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
+  // per-channel layout (scale per output channel) holds for any rank, so
+  // the original dims come back afterwards.
+  ir::Tensor flat = original;
+  if (flat.dims.size() > 2) flat.dims = {q.rows, q.cols};
+  ASSIGN_OR_RETURN(quant::PackedTensors packed, quant::ToIrTensors(q, flat, transposed, algorithm));
+  packed.weight.dims = original.dims;
+  return packed;
+}
+
 // The whole matrix at once: transposed tensors and the inputs the blocked
 // path would not refuse the same way (empty, non-float).
 absl::StatusOr<QuantizedWeight> QuantizeWhole(const ir::Tensor& original, const RtnTensorOptions& o) {
   ASSIGN_OR_RETURN(Matrix m, AsMatrix(original, o.transposed));
   auto q = quant::QuantizeRtn(m.w.data(), m.rows, m.cols, o.scheme, o.rtn);
   if (!q.ok()) return AnnotateTensor(q.status(), original);
+  if (!o.measure_error) {
+    QuantizedWeight out;
+    ASSIGN_OR_RETURN(out.packed, PackStored(*q, original, o.transposed, o.algorithm));
+    return out;
+  }
   std::vector<float> deq(m.w.size());
   quant::Dequantize(*q, deq.data());
   return StoredWeight(*q, m.w, deq, original, o.transposed, o.algorithm);
@@ -56,13 +75,7 @@ absl::StatusOr<QuantizedWeight> StoredWeight(const quant::QuantizedMatrix& q,
                                              const std::string& algorithm) {
   QuantizedWeight out;
   out.error = quant::CompareArrays(w.data(), deq.data(), static_cast<int64_t>(w.size()));
-  // Conv kernels are packed as their [O, I*kh*kw] matrix; the int8
-  // per-channel layout (scale per output channel) holds for any rank, so
-  // the original dims come back afterwards.
-  ir::Tensor flat = original;
-  if (flat.dims.size() > 2) flat.dims = {q.rows, q.cols};
-  ASSIGN_OR_RETURN(out.packed, quant::ToIrTensors(q, flat, transposed, algorithm));
-  out.packed.weight.dims = original.dims;
+  ASSIGN_OR_RETURN(out.packed, PackStored(q, original, transposed, algorithm));
   return out;
 }
 
@@ -100,6 +113,8 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
   sbytes.reserve(shapes.scale.data.size());
   if (shapes.zero_point) zbytes.reserve(shapes.zero_point->data.size());
   QuantizedWeight out;
+  quant::RtnOptions rtn = o.rtn;
+  if (o.blocks_on_caller_thread) rtn.threads = 1;
   std::vector<float> deq;
   std::vector<uint8_t> raw;  // a block's source bytes, read through the file
   // One block's values and codes, their memory kept from block to block
@@ -128,7 +143,7 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
                                                      reinterpret_cast<uint8_t*>(w.data()), n),
                                    original));
     if (o.release) o.release->Release(source, n * element);
-    if (absl::Status s = quant::QuantizeRtnInto(w.data(), r, cols, o.scheme, o.rtn, &q); !s.ok()) {
+    if (absl::Status s = quant::QuantizeRtnInto(w.data(), r, cols, o.scheme, rtn, &q); !s.ok()) {
       return AnnotateTensor(s, original);
     }
     // The error a few rows at a time: their dequantized values stay in

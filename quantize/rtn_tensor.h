@@ -41,6 +41,11 @@ struct RtnTensorOptions {
   // every weight and sums in double, 9 % of an int4 conversion's CPU, for a
   // figure only `-v` prints.
   bool measure_error = true;
+  // True: a block of rows is quantized on the calling thread alone instead
+  // of on rtn.threads (a weight quantized whole, transposed, still uses
+  // them): for callers whose own threads keep the cores busy, where
+  // splitting each 4 MiB block started a thread per block.
+  bool blocks_on_caller_thread = false;
 };
 
 inline constexpr int64_t kBlockWeights = int64_t{1} << 20;  // 4 MiB of f32

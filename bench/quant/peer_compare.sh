@@ -31,8 +31,10 @@ run() {  # name, then convert flags
   name=$1; shift
   out="$WORK/out-$name"
   rm -rf "$out"
-  /usr/bin/time -f "%e %M" -o "$WORK/time.txt" \
-    "$SP" convert "$SRC" -o "$out" --threads "$THREADS" "$@" 2> /dev/null > /dev/null
+  if ! /usr/bin/time -f "%e %M" -o "$WORK/time.txt" \
+      "$SP" convert "$SRC" -o "$out" --threads "$THREADS" "$@" 2> "$WORK/log.txt" > /dev/null; then
+    echo "FAIL: $name: slimpack convert $*" >&2; tail -5 "$WORK/log.txt" >&2; exit 1
+  fi
   rm -rf "$out"
   "$SP" convert "$SRC" -o "$out" --threads "$THREADS" -v "$@" 2> "$WORK/log.txt" > /dev/null
   /usr/bin/python3 - "$WORK/time.txt" "$WORK/log.txt" "$SRC/norms.json" "$out/manifest.json" \

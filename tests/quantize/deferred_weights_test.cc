@@ -146,6 +146,20 @@ TEST(DeferredWeightsTest, UnmeasuredWeightsAreWrittenWithTheSameBytesAndNoError)
   EXPECT_EQ(Str(unmeasured->packed.weight.data), Str(want->packed.weight.data));
   EXPECT_EQ(Str(unmeasured->packed.scale.data), Str(want->packed.scale.data));
   EXPECT_EQ(unmeasured->error.count, 0);
+  // A transposed weight (ONNX MatMul B) is quantized whole: not measured either.
+  RtnTensorOptions t = o;
+  t.transposed = true;
+  t.measure_error = true;
+  auto want_t = QuantizeRtnTensor(Weight(), t);
+  ASSERT_THAT(want_t, IsOk());
+  EXPECT_GT(want_t->error.count, 0);
+  t.measure_error = false;
+  auto unmeasured_t = QuantizeRtnTensor(Weight(), t);
+  ASSERT_THAT(unmeasured_t, IsOk());
+  EXPECT_EQ(Str(unmeasured_t->packed.weight.data), Str(want_t->packed.weight.data));
+  EXPECT_EQ(Str(unmeasured_t->packed.scale.data), Str(want_t->packed.scale.data));
+  EXPECT_EQ(unmeasured_t->packed.weight.dims, want_t->packed.weight.dims);
+  EXPECT_EQ(unmeasured_t->error.count, 0);
 
   QuantizeResult result;
   result.deferred = std::make_shared<DeferredWeights>(std::vector<std::string>{});
