@@ -72,20 +72,26 @@ __attribute__((target("avx,f16c"))) void F16ToF32F16c(const uint8_t* src, uint8_
   Map<uint16_t, float>(src + 2 * i, dst + 4 * i, numel - i, F16ToF32);
 }
 
+#endif
+
+}  // namespace
+
 // F16C from CPUID leaf 1 (ECX bit 29): clang before 15 has no "f16c" for
 // __builtin_cpu_supports, and the libFuzzer build (scripts/fuzz.sh) is
-// clang-14. "avx" also checks that the OS saves the YMM registers.
-bool HasF16c() {
+// clang-14. "avx" also checks that the OS saves the YMM registers. Asked
+// once: CPUID leaves a virtual machine for the hypervisor.
+bool CpuHasF16c() {
+#ifdef SLIMPACK_HAVE_F16C_PATH
   static const bool has = [] {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0 &&
            __builtin_cpu_supports("avx");
   }();
   return has;
-}
+#else
+  return false;
 #endif
-
-}  // namespace
+}
 
 uint16_t F32ToF16(float f) {
   const uint32_t x = Bits(f);
@@ -169,7 +175,7 @@ void F32ToF16Scalar(const uint8_t* src, uint8_t* dst, uint64_t numel) {
 
 void F32ToF16Fast(const uint8_t* src, uint8_t* dst, uint64_t numel) {
 #ifdef SLIMPACK_HAVE_F16C_PATH
-  if (HasF16c()) return F32ToF16F16c(src, dst, numel);
+  if (CpuHasF16c()) return F32ToF16F16c(src, dst, numel);
 #endif
   F32ToF16Scalar(src, dst, numel);
 }
@@ -196,7 +202,7 @@ absl::Status ConvertFloats(ir::DType from, const uint8_t* src, ir::DType to,
   } else if (to == DType::kF32) {
     if (from == DType::kF16) {
 #ifdef SLIMPACK_HAVE_F16C_PATH
-      if (HasF16c()) {
+      if (CpuHasF16c()) {
         F16ToF32F16c(src, dst, numel);
         return absl::OkStatus();
       }

@@ -23,6 +23,10 @@ float Bf16ToF32(uint16_t b);  // exact
 // NaN. Exact.
 float F8E4M3ToF32(uint8_t q);
 
+// The CPU (and OS) can run F16C's conversions on YMM registers; false off
+// x86. ConvertFloats uses them then, as does the RTN kernel for f16 scales.
+bool CpuHasF16c();
+
 // True for the dtypes these functions convert between.
 bool IsConvertibleFloat(ir::DType t);
 

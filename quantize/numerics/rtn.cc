@@ -5,11 +5,8 @@
 #include <cmath>
 #include <vector>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#endif
-
 #include "absl/strings/str_cat.h"
+#include "ir/float_convert.h"
 #include "quantize/numerics/rtn_kernel.h"
 #include "support/status_macros.h"
 #include "support/threads.h"
@@ -18,16 +15,9 @@ namespace slimpack::quant {
 
 bool RtnHasAvx2() {
 #if defined(__x86_64__) || defined(__i386__)
-  // F16C (CPUID leaf 1, ECX bit 29) for the f16 scales: every AVX2 CPU has
-  // it, but clang 14's __builtin_cpu_supports cannot ask. Asked once: CPUID
-  // leaves a virtual machine for the hypervisor.
-  static const bool has = [] {
-    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-    const bool f16c = __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0;
-    __builtin_cpu_init();
-    return f16c && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  }();
-  return has;
+  // F16C for the f16 scales (every AVX2 CPU has it).
+  __builtin_cpu_init();
+  return ir::CpuHasF16c() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 #else
   return false;
 #endif
