@@ -46,7 +46,6 @@ absl::Status DeferredWeights::Quantize(Job& job) {
 void DeferredWeights::Keep(Job& job, QuantizedWeight& r) {
   job.ready[r.packed.scale.name] = std::move(r.packed.scale.data);
   if (r.packed.zero_point) job.ready[r.packed.zero_point->name] = std::move(r.packed.zero_point->data);
-  job.written = true;
   if (job.whole || job.options.measure_error) job.error = r.error;
   // The source is read once: give its pages and the mapping's reference back.
   pages_.Release(job.source.data.data(), job.source.data.size());
@@ -113,7 +112,9 @@ bool DeferredWeights::Written(const std::string& weight) const {
   auto it = jobs_.find(weight);
   if (it == jobs_.end()) return false;
   std::lock_guard<std::mutex> lock(it->second->mu);
-  return it->second->written;
+  // Made means quantized (done) without an error; the lock is held while
+  // a weight is made, so done is not seen before its status.
+  return it->second->done && it->second->status.ok();
 }
 
 std::optional<quant::ErrorStats> DeferredWeights::Error(const std::string& weight) const {

@@ -67,7 +67,7 @@ class DeferredWeights {
   // threads work ahead of a busy one. Errors wait for that request.
   void ProduceAhead(const std::string& tensor);
 
-  // Whether a weight was produced.
+  // Whether a weight was produced (quantized without an error).
   bool Written(const std::string& weight) const;
   // The error of a weight once produced; nullopt before, or when its
   // options did not measure it (RtnTensorOptions::measure_error).
@@ -83,7 +83,6 @@ class DeferredWeights {
     bool done = false;
     absl::Status status;
     std::map<std::string, ir::TensorData> ready;  // made, not yet handed out
-    bool written = false;
     std::optional<quant::ErrorStats> error;
   };
   Job& NewJob(ir::Tensor source, std::vector<std::string> companions);

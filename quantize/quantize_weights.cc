@@ -389,14 +389,8 @@ class Quantizer {
   absl::Status Defer(const TensorPlan& p, const ir::Tensor& original, TensorRecord rec) {
     RtnTensorOptions o = RtnOptionsFor(p, rec.algorithm);
     // The artifact writer makes deferred weights on its own threads (each
-    // shard's writer, and threads with no file left making the next tensor
-    // ahead), so a weight's blocks of rows are quantized on the thread that
-    // makes it: splitting each block too started a thread per 4 MiB block
-    // (~640 for llama.cpp's 1.33 GB peer input, a quarter second of system
-    // time) for cores the writer's threads mostly used already. The cost:
-    // more --threads than shard writers plus one weight ahead per shard
-    // (a model of one or two shards with --threads 8) leaves the rest idle.
-    // Same bytes either way.
+    // shard's writer, and threads with no file left working one weight
+    // ahead): rtn_tensor.h's blocks_on_caller_thread says what that costs.
     o.blocks_on_caller_thread = true;
     // A deferred weight's error is only ever printed (by -v, through log).
     o.measure_error = static_cast<bool>(req_.log);

@@ -148,12 +148,14 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
     }
     // The error a few rows at a time: their dequantized values stay in
     // cache (the sums run in the same order as over the whole block).
-    const int64_t step = std::max<int64_t>(1, kErrorTileWeights / cols);
-    if (o.measure_error) deq.resize(static_cast<uint64_t>(std::min(step, r) * cols));
-    for (int64_t i = 0; o.measure_error && i < r; i += step) {
-      const int64_t end = std::min(r, i + step);
-      quant::DequantizeRows(q, i, end, deq.data());
-      quant::AccumulateErrors(out.error, w.data() + i * cols, deq.data(), (end - i) * cols);
+    if (o.measure_error) {
+      const int64_t step = std::max<int64_t>(1, kErrorTileWeights / cols);
+      deq.resize(static_cast<uint64_t>(std::min(step, r) * cols));
+      for (int64_t i = 0; i < r; i += step) {
+        const int64_t end = std::min(r, i + step);
+        quant::DequantizeRows(q, i, end, deq.data());
+        quant::AccumulateErrors(out.error, w.data() + i * cols, deq.data(), (end - i) * cols);
+      }
     }
     ASSIGN_OR_RETURN(quant::PackedTensors p, quant::ToIrTensors(q, part, false, o.algorithm));
     weight_bytes += p.weight.data.size();
