@@ -1,4 +1,5 @@
 #include "ir/float_convert.h"
+#include "support/cpu_features.h"
 
 #include <cstring>
 #include <string>
@@ -85,7 +86,7 @@ bool CpuHasF16c() {
   static const bool has = [] {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
     return __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 29)) != 0 &&
-           __builtin_cpu_supports("avx");
+           support::CpuAllows(support::CpuFeature::kAvx);
   }();
   return has;
 #else

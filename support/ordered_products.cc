@@ -1,6 +1,7 @@
 // Fixed-order dense products (see ordered_products.h).
 #include "support/ordered_products.h"
 
+#include "support/cpu_features.h"
 #include "support/simd_clones.h"
 
 namespace slimpack::support {
@@ -127,7 +128,7 @@ __attribute__((target("avx512f"))) void SubtractProductsAvx512(
 }
 
 bool HasAvx512() {
-  static const bool has = __builtin_cpu_supports("avx512f");
+  static const bool has = support::CpuAllows(support::CpuFeature::kAvx512f);
   return has;
 }
 #endif

@@ -3,6 +3,7 @@
 // truncation error is far below a double ulp on the reduced interval.
 #include "support/portable_math.h"
 
+#include "support/cpu_features.h"
 #include "support/simd_clones.h"
 
 #include <cmath>
@@ -208,7 +209,7 @@ __attribute__((target("avx512f"))) void ExpArray8(const float* x, float* out, in
 
 void ExpArray(const float* x, float* out, int64_t n) {
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__linux__)
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
+  static const bool avx512 = support::CpuAllows(support::CpuFeature::kAvx512f);
   if (avx512) return ExpArray8(x, out, n);
 #endif
   ExpArray4(x, out, n);

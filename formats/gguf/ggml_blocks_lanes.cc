@@ -17,6 +17,7 @@
 #include "formats/gguf/ggml_blocks_internal.h"
 #include "formats/gguf/ggml_lanes_vector.h"
 #include "support/check.h"
+#include "support/cpu_features.h"
 
 // The batch functions index only their own fixed-size stack arrays
 // (n <= kQK, checked by the entry points) and the caller's buffers within
@@ -373,8 +374,8 @@ LANE_ENTRY_POINTS(16, __attribute__((target("avx512f"))))
 
 int BestLaneWidth() {
 #if SLIMPACK_LANE_X86
-  if (__builtin_cpu_supports("avx512f")) return 16;
-  if (__builtin_cpu_supports("avx2")) return 8;
+  if (support::CpuAllows(support::CpuFeature::kAvx512f)) return 16;
+  if (support::CpuAllows(support::CpuFeature::kAvx2)) return 8;
 #endif
   return 4;
 }

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "ir/float_convert.h"
+#include "support/cpu_features.h"
 
 namespace slimpack::quant {
 
@@ -159,7 +160,7 @@ void DequantizeRows(const QuantizedMatrix& m, int64_t r0, int64_t r1, float* out
   const int64_t gs = m.group_size();
   const bool has_zero = !m.zero.empty();
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const bool avx2 = __builtin_cpu_supports("avx2");
+  static const bool avx2 = support::CpuAllows(support::CpuFeature::kAvx2);
 #endif
   for (int64_t r = r0; r < r1; ++r) {
     const int8_t* q = m.q.data() + r * m.cols;

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "ir/float_convert.h"
 #include "quantize/numerics/rtn_kernel.h"
+#include "support/cpu_features.h"
 #include "support/status_macros.h"
 #include "support/threads.h"
 
@@ -17,7 +18,7 @@ bool RtnHasAvx2() {
 #if defined(__x86_64__) || defined(__i386__)
   // F16C for the f16 scales (every AVX2 CPU has it).
   __builtin_cpu_init();
-  return ir::CpuHasF16c() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return ir::CpuHasF16c() && support::CpuAllows(support::CpuFeature::kAvx2Fma);
 #else
   return false;
 #endif

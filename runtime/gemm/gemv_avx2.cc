@@ -5,6 +5,7 @@
 // order. Compiled with -mavx2 -mfma (runtime/CMakeLists.txt); called only
 // after GemvTransBAvx2Available().
 #include "runtime/gemm/gemv_avx2.h"
+#include "support/cpu_features.h"
 
 #include <cmath>
 
@@ -48,7 +49,7 @@ inline void Transpose8(__m256 m[8]) {
 }  // namespace
 
 bool GemvTransBAvx2Available() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool ok = support::CpuAllows(support::CpuFeature::kAvx2Fma);
   return ok;
 }
 

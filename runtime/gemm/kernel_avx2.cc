@@ -2,6 +2,7 @@
 // Compiled with -mavx2 -mfma (runtime/CMakeLists.txt); intrinsics and plain
 // loops only, for the reason kernel_avx512.cc gives.
 #include "runtime/gemm/micro_kernel.h"
+#include "support/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
@@ -40,7 +41,7 @@ void KernelAvx2(int64_t kc, const float* a, const float* b, float* acc, bool fir
 }  // namespace
 
 bool Avx2Kernel(MicroKernel* k) {
-  if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
+  if (!support::CpuAllows(support::CpuFeature::kAvx2Fma)) return false;
   *k = MicroKernel{"avx2", kMr, kNr, KernelAvx2};
   return true;
 }

@@ -3,6 +3,7 @@
 // be an inline function shared with other objects (the linker could keep
 // this object's AVX-512 copy), hence intrinsics and plain loops only.
 #include "runtime/gemm/micro_kernel.h"
+#include "support/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__)
 #include <immintrin.h>
@@ -41,7 +42,7 @@ void KernelAvx512(int64_t kc, const float* a, const float* b, float* acc, bool f
 }  // namespace
 
 bool Avx512Kernel(MicroKernel* k) {
-  if (!__builtin_cpu_supports("avx512f")) return false;
+  if (!support::CpuAllows(support::CpuFeature::kAvx512f)) return false;
   *k = MicroKernel{"avx512", kMr, kNr, KernelAvx512};
   return true;
 }

@@ -3,6 +3,7 @@
 // __builtin_cpu_supports; nothing here may be an inline function shared with
 // other objects (the linker could keep this object's AVX-512 copy).
 #include "runtime/kernels/byte_lookup.h"
+#include "support/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__AVX512VBMI__) && defined(__AVX512BW__)
 #include <immintrin.h>
@@ -10,9 +11,9 @@
 namespace slimpack::runtime::kernels {
 
 bool LookupBytesVbmi(const uint8_t table[256], const uint8_t* x, int64_t n, uint8_t* y) {
-  static const bool ok = __builtin_cpu_supports("avx512f") &&
-                         __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vbmi");
+  static const bool ok = support::CpuAllows(support::CpuFeature::kAvx512f) &&
+                         support::CpuAllows(support::CpuFeature::kAvx512bw) &&
+                         support::CpuAllows(support::CpuFeature::kAvx512vbmi);
   if (!ok) return false;
   const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
   const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);

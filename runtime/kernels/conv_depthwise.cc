@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/kernels/conv_layout.h"
+#include "support/cpu_features.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -91,7 +92,7 @@ constexpr int64_t kChannelsPerTask = 4;
 
 bool DepthwiseConv2DApplies(const Conv2DShape& s) {
 #if defined(__x86_64__)
-  static const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  static const bool cpu = support::CpuAllows(support::CpuFeature::kAvx2Fma);
   return cpu && s.group == s.channels && s.out_channels == s.channels;
 #else
   (void)s;

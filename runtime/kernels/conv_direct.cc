@@ -14,6 +14,7 @@
 #include "runtime/kernels/conv_depthwise.h"
 #include "runtime/kernels/conv_layout.h"
 #include "support/checked_math.h"
+#include "support/cpu_features.h"
 
 #if defined(__x86_64__)
 #include <immintrin.h>
@@ -173,8 +174,8 @@ constexpr TileFn kTilesAvx2[kMr + 1] = {nullptr, TileAvx2<1>, TileAvx2<2>, TileA
 
 // The tile set this CPU runs, or null.
 const TileFn* CpuTiles() {
-  static const TileFn* tiles = __builtin_cpu_supports("avx512f") ? kTiles
-                               : __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")
+  static const TileFn* tiles = support::CpuAllows(support::CpuFeature::kAvx512f) ? kTiles
+                               : support::CpuAllows(support::CpuFeature::kAvx2Fma)
                                    ? kTilesAvx2
                                    : nullptr;
   return tiles;

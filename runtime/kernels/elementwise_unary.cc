@@ -11,8 +11,9 @@
 #include "runtime/kernels/elementwise_util.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/wrap.h"
-#include "support/status_macros.h"
+#include "support/cpu_features.h"
 #include "support/portable_math.h"
+#include "support/status_macros.h"
 
 
 namespace slimpack::runtime::kernels {
@@ -281,8 +282,8 @@ int64_t HardSigmoidVector(const float* px, float* py, int64_t n, bool swish, flo
                           float beta) {
   int64_t i = 0;
 #if defined(__x86_64__) && defined(__GNUC__)
-  static const int width = __builtin_cpu_supports("avx512f") ? 16
-                           : __builtin_cpu_supports("avx2") ? 8
+  static const int width = support::CpuAllows(support::CpuFeature::kAvx512f) ? 16
+                           : support::CpuAllows(support::CpuFeature::kAvx2) ? 8
                                                             : 0;
   if (width == 16) i = HardSigmoid16(px, py, n, swish, alpha, beta);
   if (width == 8) i = HardSigmoid8(px, py, n, swish, alpha, beta);

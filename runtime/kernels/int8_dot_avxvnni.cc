@@ -6,6 +6,7 @@
 // only after __builtin_cpu_supports; nothing here may be an inline function
 // shared with other objects.
 #include "runtime/kernels/int8_dot.h"
+#include "support/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__AVXVNNI__)
 #include <cpuid.h>
@@ -87,8 +88,8 @@ bool HaveAvxVnni() {
   // does not know "avxvnni"); the AVX2 check covers the OS saving ymm state.
   static const bool ok = [] {
     unsigned a = 0, b = 0, c = 0, d = 0;
-    return __builtin_cpu_supports("avx2") && __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 &&
-           (a & (1u << 4)) != 0;
+    return support::CpuAllows(support::CpuFeature::kAvx2) &&
+           __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
   }();
   return ok;
 }

@@ -4,6 +4,7 @@
 // __builtin_cpu_supports; nothing here may be an inline function shared with
 // other objects (the linker could keep this object's AVX-512 copy).
 #include "runtime/kernels/int8_dot.h"
+#include "support/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__AVX512F__) && defined(__AVX512VNNI__)
 // GCC 12's AVX-512 conversion intrinsics start from _mm*_undefined_*(), which
@@ -79,8 +80,8 @@ constexpr const TileFn* kTiles[kMaxRows] = {kRowTiles<S, 1>, kRowTiles<S, 2>, kR
 }  // namespace
 
 bool HaveVnni512() {
-  static const bool ok = __builtin_cpu_supports("avx512f") &&
-                         __builtin_cpu_supports("avx512vnni");
+  static const bool ok = support::CpuAllows(support::CpuFeature::kAvx512f) &&
+                         support::CpuAllows(support::CpuFeature::kAvx512vnni);
   return ok;
 }
 

@@ -6,7 +6,8 @@
 # runs the decoder: matmuls, softmax, SiLU, RMSNorm, rotary sin/cos; one
 # window because emulated FMA under emulated SSE takes ~45 s) natively and under
 # qemu-x86_64 as a Haswell (AVX2 + FMA, no AVX-512) and a Nehalem (SSE4.2,
-# no AVX, no FMA), and requires identical artifacts. Each emulated run must
+# no AVX, no FMA), and natively with the kernels capped at AVX2 and at SSE2
+# (SLIMPACK_CPU_MAX), and requires identical artifacts. Each emulated run must
 # have picked that CPU's GEMM micro-kernel (slimpack --version says which).
 # Runs against the optimised build: the sanitizer's shadow memory does not
 # fit under qemu-user.
@@ -77,6 +78,13 @@ convert_all haswell qemu-x86_64 -cpu Haswell
 convert_all nehalem qemu-x86_64 -cpu Nehalem
 expect_kernel haswell avx2
 expect_kernel nehalem sse2-exact-fma
+# This host's own AVX2 and SSE2 paths, the kernels capped by SLIMPACK_CPU_MAX
+# (support/cpu_features.h): the same artifacts again.
+caps=(sse2)
+grep -qw avx2 /proc/cpuinfo && grep -qw fma /proc/cpuinfo && caps+=(avx2)
+for cap in "${caps[@]}"; do convert_all "capped-$cap" env SLIMPACK_CPU_MAX="$cap"; done
+expect_kernel capped-sse2 sse2-exact-fma
+[[ " ${caps[*]} " == *" avx2 "* ]] && expect_kernel capped-avx2 avx2
 if [ -n "$CONV_TEST" ]; then
   for cpu in Haswell Nehalem; do
     if qemu-x86_64 -cpu "$cpu" "$CONV_TEST" --gtest_filter='*FixedOrder*' --gtest_brief=1 \
@@ -102,7 +110,7 @@ unit_under_qemu() {  # unit_under_qemu BINARY FILTER DESCRIPTION
 unit_under_qemu "$GGUF_TEST" '*Lanes*:*RoundToGrids*:*AcrossBatch*:*GgmlBlocksGolden*:*Q8_0*' "ggml block encoders"
 unit_under_qemu "$IR_TEST" '*FloatConvert*' "float conversions"
 unit_under_qemu "$SUPPORT_TEST" '*OrderedProducts*:*ExpArray*' "fixed-order products, ExpArray"
-for cpu in haswell nehalem; do
+for cpu in haswell nehalem "${caps[@]/#/capped-}"; do
   same_tree "$TMP/native/w8a8" "$TMP/$cpu/w8a8" "digits W8A8, native vs $cpu"
   same_tree "$TMP/native/imatrix" "$TMP/$cpu/imatrix" "tiny-llama imatrix INT4, native vs $cpu"
   same_tree "$TMP/native/rtn" "$TMP/$cpu/rtn" "tiny-llama RTN INT4 g8, native vs $cpu"

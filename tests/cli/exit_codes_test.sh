@@ -32,6 +32,21 @@ expect 1 "empty onnx" -- inspect "$TMP/empty.onnx"
 expect 0 "inspect onnx example" -- inspect "$ROOT/examples/digits-cnn/model.onnx"
 expect 0 "inspect hf example" -- inspect --json "$ROOT/examples/tiny-llama"
 expect 0 "help" -- --help
+# SLIMPACK_CPU_MAX (support/cpu_features.h) caps the kernels' instruction
+# sets; a value it does not know ends the run, naming it, before any work.
+SLIMPACK_CPU_MAX=avx3 "$SLIMPACK" --version >"$TMP/cap.out" 2>&1
+rc=$?
+if [ "$rc" -eq 2 ] && grep -q "SLIMPACK_CPU_MAX='avx3': expected avx512, avx2 or sse2" "$TMP/cap.out"; then
+  echo "ok: unknown SLIMPACK_CPU_MAX refused (exit 2)"
+else
+  echo "FAIL: SLIMPACK_CPU_MAX=avx3 exited $rc:"; cat "$TMP/cap.out"; fail=1
+fi
+SLIMPACK_CPU_MAX=sse2 "$SLIMPACK" --version >"$TMP/cap.out" 2>&1
+if grep -q "gemm micro-kernel: sse2-exact-fma)" "$TMP/cap.out"; then
+  echo "ok: SLIMPACK_CPU_MAX=sse2 picks the SSE2 GEMM kernel"
+else
+  echo "FAIL: SLIMPACK_CPU_MAX=sse2 --version:"; cat "$TMP/cap.out"; fail=1
+fi
 
 # A FIFO without a known extension is sniffed without waiting for a writer:
 # refused at once, not hung (timeout's 124 would show a hang).
