@@ -90,6 +90,7 @@ class KernelContext {
     constant_inputs_ = constant_inputs;
   }
   NodeCache* node_cache() const { return cache_; }
+  const std::vector<bool>* constant_inputs() const { return constant_inputs_; }
   // True when input `i` holds the same initializer on every run.
   bool input_is_constant(size_t i) const {
     return constant_inputs_ != nullptr && i < constant_inputs_->size() &&

@@ -1,5 +1,7 @@
 // Conv (N-d, groups, dilations, pads/auto_pad, strides): 1-D and 2-D by the
-// direct AVX-512 kernel (conv_direct.h) where the CPU has it, otherwise via
+// direct AVX-512/AVX2 kernels where the CPU has them (conv_direct.h; for
+// constant weights on the shapes where it is faster, the channel-blocked
+// one of conv_blocked.h on weights packed once), otherwise via
 // im2col + GEMM in cache-sized chunks of output rows, with 1x1 stride-1
 // unpadded convolutions done directly as one GEMM; and ConvTranspose via
 // GEMM + col2im.
@@ -9,6 +11,7 @@
 #include <optional>
 
 #include "runtime/gemm.h"
+#include "runtime/kernels/conv_blocked.h"
 #include "runtime/kernels/conv_direct.h"
 #include "runtime/kernels/conv_f32.h"
 #include "runtime/kernels/kernels.h"
@@ -210,6 +213,32 @@ std::optional<Conv2DShape> DirectShape(const std::vector<int64_t>& xd, int64_t m
   return s;
 }
 
+// The node-cache key of a constant W packed for BlockedConv2D (the only
+// value Conv keeps).
+constexpr int kBlockedWeightsKey = 0;
+
+// A constant W packed for the channel-blocked kernel, built on the plan's
+// first run and kept in the node's cache; nullptr (the caller runs
+// DirectConv2D) where that kernel is not the faster one for `s`, W can
+// change between runs, or the cache cannot keep the copy (packing it on
+// every call would cost more than the kernel saves).
+std::shared_ptr<const BlockedConvWeights> ConstantBlockedWeights(KernelContext& ctx,
+                                                                const ConvF32Args& a,
+                                                                const Conv2DShape& s) {
+  if (!a.w_is_constant_input || ctx.node_cache() == nullptr || !BlockedConv2DPreferred(s)) {
+    return nullptr;
+  }
+  if (!ctx.node_cache()->WouldKeep(kBlockedWeightsKey, BlockedConvWeightsBytes(s))) {
+    return nullptr;
+  }
+  absl::StatusOr<std::shared_ptr<const BlockedConvWeights>> packed =
+      ctx.node_cache()->GetOrBuild<BlockedConvWeights>(
+          kBlockedWeightsKey, [&]() -> absl::StatusOr<std::shared_ptr<const BlockedConvWeights>> {
+            return PackBlockedConvWeights(s, a.w);
+          });
+  return packed.ok() ? *packed : nullptr;
+}
+
 absl::Status AddBias(const RtTensor* b, int64_t batch, int64_t channels,
                      int64_t plane, float* y) {
   if (b == nullptr) return absl::OkStatus();
@@ -236,6 +265,13 @@ absl::Status ConvF32(KernelContext& ctx, const ConvF32Args& a, float* py) {
   const int64_t kprod = Product(g.kernel);
   const int64_t in_size = Product(in), out_size = Product(g.out);
   if (std::optional<Conv2DShape> s = DirectShape(xd, m, a.group, g); s.has_value()) {
+    if (std::shared_ptr<const BlockedConvWeights> packed = ConstantBlockedWeights(ctx, a, *s)) {
+      ASSIGN_OR_RETURN(RtTensor scratch, ctx.AllocateUninitialized(
+                                             DType::kF32, {BlockedConv2DScratchFloats(*s)}));
+      BlockedConv2D(*s, a.x, *packed, a.bias, py, scratch.mutable_data<float>(), ctx.pool());
+      ctx.Recycle(std::move(scratch));
+      return absl::OkStatus();
+    }
     ASSIGN_OR_RETURN(RtTensor scratch, ctx.AllocateUninitialized(
                                            DType::kF32, {DirectConv2DScratchFloats(*s)}));
     DirectConv2D(*s, a.x, a.w, a.bias, py, scratch.mutable_data<float>(), ctx.pool());
@@ -345,7 +381,8 @@ absl::Status Conv(KernelContext& ctx) {
   RETURN_IF_ERROR(CheckBias(ci.b, m));
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, out_dims));
   const ConvF32Args a{ci.x->data<float>(), xd, ci.w->data<float>(), m, ci.group,
-                      ci.b != nullptr ? ci.b->data<float>() : nullptr, g};
+                      ci.b != nullptr ? ci.b->data<float>() : nullptr, g,
+                      ctx.input_is_constant(1)};
   RETURN_IF_ERROR(ConvF32(ctx, a, y.mutable_data<float>()));
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();

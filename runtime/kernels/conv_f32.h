@@ -26,10 +26,15 @@ struct ConvF32Args {
   int64_t group;
   const float* bias;
   WindowGeometry g;
+  // True when w is the node's input 1 and a constant of the plan: the
+  // channel-blocked kernel (conv_blocked.h) then keeps its packed copy in
+  // the node's cache.
+  bool w_is_constant_input = false;
 };
 
-// Writes Y [x_dims[0], out_channels, g.out...] to `y`: the direct kernel
-// (conv_direct.h) where the CPU and shape allow, otherwise im2col + GEMM.
+// Writes Y [x_dims[0], out_channels, g.out...] to `y`: the direct kernels
+// (conv_direct.h, conv_blocked.h) where the CPU and shape allow, otherwise
+// im2col + GEMM.
 // Scratch comes from ctx's allocator; results do not depend on the thread
 // count.
 absl::Status ConvF32(KernelContext& ctx, const ConvF32Args& a, float* y);

@@ -23,13 +23,20 @@ using runtime::RtTensor;
 // optional C) regardless of the slimpack domain's version.
 constexpr int64_t kInnerOpset = 17;
 
+// Which of the outer node's caches an inner op may use.
+enum class InnerCache { kNone, kOuters };
+
 // Runs `fn` as `op_type` over `inputs` with `node`'s attributes minus
-// `drop`, and returns output 0.
+// `drop`, and returns output 0. With InnerCache::kOuters the inner op gets
+// the outer node's cache and constant inputs, index for index: only for
+// the one inner op of a fused node whose inputs are the outer's own (a
+// Conv or Gemm keeping its packed constant weights).
 absl::StatusOr<RtTensor> RunInner(const KernelContext& outer,
                                   const std::string& op_type, KernelFn fn,
                                   ir::Node node,
                                   std::vector<const RtTensor*> inputs,
-                                  bool input0_is_scratch = false) {
+                                  bool input0_is_scratch = false,
+                                  InnerCache cache = InnerCache::kNone) {
   node.domain.clear();
   node.op_type = op_type;
   node.outputs = {node.outputs.empty() ? std::string("y") : node.outputs[0]};
@@ -43,6 +50,7 @@ absl::StatusOr<RtTensor> RunInner(const KernelContext& outer,
   // result over it.
   static const std::vector<bool> kInput0 = {true};
   if (input0_is_scratch) ctx.SetLastReaders(&kInput0);
+  if (cache == InnerCache::kOuters) ctx.SetNodeCache(outer.node_cache(), outer.constant_inputs());
   RETURN_IF_ERROR(fn(ctx));
   if (!ctx.outputs()[0].defined()) {
     return absl::InternalError(op_type + " kernel produced no output for node '" +
@@ -95,8 +103,8 @@ absl::Status FusedWithActivation(KernelContext& ctx, const std::string& base_op,
   base.attributes.erase("activation_params");
   std::vector<const RtTensor*> inputs;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.input(i));
-  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, base_op, base_fn,
-                                        std::move(base), std::move(inputs)));
+  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, base_op, base_fn, std::move(base),
+                                        std::move(inputs), false, InnerCache::kOuters));
   // The activation may run in place over the convolution's or Gemm's
   // result while it is in cache (a fresh output buffer made it a stream of
   // cold stores); Recycle keeps a buffer z still holds.

@@ -4,6 +4,8 @@
 // fixed summation order bit for bit.
 #include "runtime/kernels/conv_direct.h"
 
+#include "runtime/kernels/conv_blocked.h"
+
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -75,6 +77,16 @@ const std::vector<Case>& Cases() {
       {"depthwise_41_wide_dilated_asym", {1, 3, 20, 41}, 3, 3, {3, 3}, {1, 1}, {2, 2},
        {1, 2, 3, 2}, true},
       {"depthwise_one_d", {1, 6, 33}, 6, 6, {5}, {1}, {1}, {2, 2}, true},
+      // The channel-blocked kernel (conv_blocked.h): 360 terms split into
+      // slices kept in partial sums, five or ten blocks in uneven chunks,
+      // 7-wide rows in one tile or two; groups whose last block is partial
+      // (24 channels in blocks of 16), strided wide rows in several tiles;
+      // a long 1-D row.
+      {"blocked_sliced_terms_7x7", {1, 40, 7, 7}, 80, 1, {3, 3}, {1, 1}, {1, 1},
+       {1, 1, 1, 1}, true},
+      {"blocked_group2_stride2_wide", {2, 8, 21, 40}, 48, 2, {3, 3}, {2, 2}, {1, 1},
+       {1, 1, 1, 1}, false},
+      {"blocked_one_d_long", {1, 24, 70}, 32, 1, {3}, {1}, {1}, {1, 1}, true},
   };
   return cases;
 }
@@ -321,6 +333,36 @@ TEST_P(ConvShapesTest, ConvOpUsesDirectKernelWhenSupported) {
   EXPECT_EQ(std::memcmp((*op)[0].data<float>(), direct.data(), direct.size() * sizeof(float)),
             0)
       << c.name;
+}
+
+// The channel-blocked kernel, called with weights packed as a plan keeps
+// them: the fixed order bit for bit at one and three threads, on every
+// shape it supports. The shapes it refuses are named: depthwise ones and
+// groups of fewer output channels than a vector has lanes.
+TEST_P(ConvShapesTest, BlockedKernelMatchesTheFixedOrderBitForBit) {
+  const Case& c = GetParam();
+  const kernels::Conv2DShape s = ShapeOf(c);
+  if (!kernels::DirectConv2DSupported(s)) {
+    EXPECT_FALSE(kernels::BlockedConv2DSupported(s));
+    GTEST_SKIP() << "the blocked kernel needs AVX-512F or AVX2 + FMA; this CPU lacks both";
+  }
+  const int64_t lanes = __builtin_cpu_supports("avx512f") ? 16 : 8;
+  const bool depthwise = s.group == s.channels && s.group == s.out_channels;
+  const bool expected = !depthwise && s.out_channels / s.group >= lanes;
+  ASSERT_EQ(kernels::BlockedConv2DSupported(s), expected) << c.name;
+  if (!expected) return;  // the refusal is what this case checks
+  const Data d = MakeData(c);
+  const std::vector<float> want = FixedOrder(c, d);
+  const auto packed = kernels::PackBlockedConvWeights(s, d.w.data());
+  for (int threads : {1, 3}) {
+    std::vector<float> scratch(kernels::BlockedConv2DScratchFloats(s), -7.0f);
+    std::vector<float> y(want.size(), -1.0f);
+    ThreadPool pool(threads);
+    kernels::BlockedConv2D(s, d.x.data(), *packed, c.bias ? d.b.data() : nullptr, y.data(),
+                           scratch.data(), &pool);
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), want.size() * sizeof(float)), 0)
+        << c.name << " at " << threads << " threads";
+  }
 }
 
 // The depthwise kernel keeps each thread's packed buffer and zeroes its

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "runtime/interpreter.h"
 #include "runtime/kernel_registry.h"
+#include "runtime/kernels/conv_blocked.h"
 #include "runtime/kernels/fused_kernels.h"
 #include "runtime/kernels/packed_kernels.h"
 #include "tests/runtime/op_test_util.h"
@@ -98,6 +99,68 @@ TEST(DefaultRegistryTest, FusedConvWithReluMatchesUnfusedBits) {
   bool any_positive = false;
   for (float v : a) any_positive |= v > 0.0f;
   EXPECT_TRUE(any_positive);  // the Relu did not zero everything
+}
+
+// A Conv whose W is a constant of the plan runs the channel-blocked kernel
+// on weights packed on the first run and kept in the node's cache, also as
+// a FusedConv's inner Conv: every run gives the bytes of the same graph
+// with W fed as an input (never packed: DirectConv2D), and with W both an
+// initializer and a graph input the fed value is what runs.
+TEST(DefaultRegistryTest, ConstantConvWeightsRunPackedWithTheFedWeightsBits) {
+  const std::vector<int64_t> xd = {1, 24, 9, 9}, wd = {32, 24, 3, 3};
+  const std::vector<float> w0 = testing::Random(32 * 24 * 9, 21);
+  const std::vector<float> w1 = testing::Random(32 * 24 * 9, 22);
+  const std::vector<float> bias = testing::Random(32, 23);
+  const RtTensor x = testing::F32(xd, testing::Random(24 * 81, 24));
+  kernels::Conv2DShape s;
+  s.channels = 24;
+  s.height = s.width = s.out_h = s.out_w = 9;
+  s.out_channels = 32;
+  s.kernel_h = s.kernel_w = 3;
+  s.pad_top = s.pad_left = 1;
+  // The blocked kernel is the one this shape takes where there is a direct
+  // kernel at all, so the runs below exercise it.
+  EXPECT_EQ(kernels::BlockedConv2DPreferred(s), kernels::DirectConv2DSupported(s));
+  for (bool fused : {false, true}) {
+    auto graph = [&](bool w_initializer, bool w_input) {
+      ir::Node n = fused ? MakeNode("FusedConv", kSlimpackDomain, {"x", "w", "b"}, {"y"})
+                         : MakeNode("Conv", "", {"x", "w", "b"}, {"y"});
+      n.attributes["pads"] = ir::Attribute::Ints({1, 1, 1, 1});
+      if (fused) n.attributes["activation"] = ir::Attribute::String("Relu");
+      ir::Graph g = OneInputGraph({n}, xd);
+      if (w_input) g.inputs.push_back({"w", ir::DType::kF32, ir::Shape::FromDims(wd)});
+      if (w_initializer) {
+        EXPECT_TRUE(g.AddInitializer(testing::IrTensor<float>("w", wd, w0)).ok());
+      }
+      EXPECT_TRUE(g.AddInitializer(testing::IrTensor<float>("b", {32}, bias)).ok());
+      return g;
+    };
+    auto fed = [&](const std::vector<float>& w) {
+      auto interp = Interpreter::Create(graph(false, true), InterpreterOptions());
+      EXPECT_TRUE(interp.ok()) << interp.status();
+      auto out = interp->Run({{"x", x}, {"w", testing::F32(wd, w)}});
+      EXPECT_TRUE(out.ok()) << out.status();
+      return out.ok() ? (*out)[0].ToVector<float>() : std::vector<float>();
+    };
+    const std::vector<float> want0 = fed(w0), want1 = fed(w1);
+    ASSERT_EQ(want0.size(), 32u * 81);
+    for (bool overridable : {false, true}) {
+      SCOPED_TRACE(std::string(fused ? "FusedConv" : "Conv") +
+                   (overridable ? ", w also a graph input" : ", w an initializer only"));
+      auto interp = Interpreter::Create(graph(true, overridable), InterpreterOptions());
+      ASSERT_TRUE(interp.ok()) << interp.status();
+      for (int run = 0; run < 3; ++run) {  // later runs read the packed weights
+        auto out = interp->Run({{"x", x}});
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_EQ((*out)[0].ToVector<float>(), want0) << "run " << run;
+      }
+      if (overridable) {
+        auto out = interp->Run({{"x", x}, {"w", testing::F32(wd, w1)}});
+        ASSERT_TRUE(out.ok()) << out.status();
+        EXPECT_EQ((*out)[0].ToVector<float>(), want1);
+      }
+    }
+  }
 }
 
 }  // namespace
