@@ -18,6 +18,7 @@
 #include "cli/merge_command.h"
 #include "cli/verify_command.h"
 #include "runtime/gemm/micro_kernel.h"
+#include "support/cpu_features.h"
 
 
 namespace {
@@ -412,6 +413,9 @@ CLI::App* AddReportCommand(CLI::App& app, slimpack::cli::ReportCommandOptions& o
 }  // namespace
 
 int main(int argc, char** argv) {
+  // SLIMPACK_CPU_MAX is read here, before any thread starts: a value it
+  // refuses ends the run now, with its message, not from a worker mid-run.
+  slimpack::support::CpuCapInForce();
 #if defined(__GLIBC__)
   // A conversion allocates and frees blocks of a few MiB per weight block on
   // every writer thread. glibc's defaults give a thread arena's freed top

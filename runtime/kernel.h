@@ -83,8 +83,9 @@ class KernelContext {
   TensorAllocator& allocator() const { return *allocator_; }
   ThreadPool* pool() const { return pool_; }
   // The node's cache (node_cache.h) and which inputs are constants, when
-  // the interpreter runs it from a plan; kernels run elsewhere (tests,
-  // fused kernels' inner ops) have none.
+  // the interpreter runs it from a plan; a fused kernel's base op (the Conv
+  // or Gemm of a FusedConv/FusedGemm) shares its node's; kernels run
+  // elsewhere (tests, other inner ops) have none.
   void SetNodeCache(NodeCache* cache, const std::vector<bool>* constant_inputs) {
     cache_ = cache;
     constant_inputs_ = constant_inputs;

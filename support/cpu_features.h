@@ -38,7 +38,8 @@ bool ParseCpuCap(const char* text, CpuCap* cap);
 // The cap in force: kAvx512 (no cap) unless SLIMPACK_CPU_MAX lowers it. A
 // value ParseCpuCap refuses ends the process with a message quoting it and
 // exit status 2: kernels choosing a path cannot return an error, and timing
-// a path other than the one asked for would mislead.
+// a path other than the one asked for would mislead. Programs call it first
+// thing in main (cli/main.cc), so that exit happens before any thread runs.
 CpuCap CpuCapInForce();
 
 // True when this CPU has `f` and the cap allows its level.

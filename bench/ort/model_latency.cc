@@ -37,6 +37,7 @@
 #include "formats/numpy/numpy_io.h"
 #ifdef SLIMPACK_HAVE_PASSES
 #include "runtime/kernels/fused_kernels.h"
+#include "support/cpu_features.h"
 #include "passes/pipeline.h"
 #endif
 
@@ -230,4 +231,7 @@ int Main(int argc, char** argv) {
 }  // namespace
 }  // namespace slimpack
 
-int main(int argc, char** argv) { return slimpack::Main(argc, argv); }
+int main(int argc, char** argv) {
+  slimpack::support::CpuCapInForce();  // SLIMPACK_CPU_MAX, before any thread
+  return slimpack::Main(argc, argv);
+}

@@ -1,6 +1,6 @@
 // LookupBytes with AVX-512 VBMI. Compiled with -mavx512f -mavx512bw
 // -mavx512vbmi (runtime/CMakeLists.txt) and entered only after
-// __builtin_cpu_supports; nothing here may be an inline function shared with
+// support::CpuAllows; nothing here may be an inline function shared with
 // other objects (the linker could keep this object's AVX-512 copy).
 #include "runtime/kernels/byte_lookup.h"
 #include "support/cpu_features.h"

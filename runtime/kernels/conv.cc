@@ -214,8 +214,12 @@ std::optional<Conv2DShape> DirectShape(const std::vector<int64_t>& xd, int64_t m
 }
 
 // The node-cache key of a constant W packed for BlockedConv2D (the only
-// value Conv keeps).
-constexpr int kBlockedWeightsKey = 0;
+// value Conv keeps). Keys are per node, but GetOrBuild casts without a type
+// check, so it differs from every other kernel's key (quantize_util.h's
+// centred weights 0, int8_dot_ops.h's 1 and 2, Gemm's panels 0 in
+// matmul.cc): a QLinearConv passing its constant W on would not be handed
+// another kernel's value.
+constexpr int kBlockedWeightsKey = 3;
 
 // A constant W packed for the channel-blocked kernel, built on the plan's
 // first run and kept in the node's cache; nullptr (the caller runs

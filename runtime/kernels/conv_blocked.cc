@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -298,8 +299,15 @@ int64_t BlockedConvWeightsBytes(const Conv2DShape& s) {
 #endif
 }
 
+namespace {
+std::atomic<int64_t> pack_count{0};
+}  // namespace
+
+int64_t BlockedConvWeightsPackCount() { return pack_count.load(); }
+
 std::shared_ptr<const BlockedConvWeights> PackBlockedConvWeights(const Conv2DShape& s,
                                                                  const float* w) {
+  pack_count.fetch_add(1);
   auto p = std::make_shared<BlockedConvWeights>();
 #if defined(__x86_64__)
   const int64_t lanes = CpuIsa().lanes;

@@ -63,6 +63,11 @@ int64_t BlockedConvWeightsBytes(const Conv2DShape& s);
 std::shared_ptr<const BlockedConvWeights> PackBlockedConvWeights(const Conv2DShape& s,
                                                                  const float* w);
 
+// How many times this process has called PackBlockedConvWeights: tests
+// check a plan packs a constant W once and then runs on the kept copy (the
+// outputs alone cannot tell, being DirectConv2D's bits).
+int64_t BlockedConvWeightsPackCount();
+
 // Floats of scratch BlockedConv2D needs (the padded input layout of
 // conv_layout.h; 0 when the kernel reads the input in place).
 int64_t BlockedConv2DScratchFloats(const Conv2DShape& s);

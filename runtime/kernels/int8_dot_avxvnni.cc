@@ -3,7 +3,7 @@
 // 4 rows x 32 columns, sixteen ymm accumulators, one VPDPBUSD per (row,
 // 8 columns, 4 k). The same sums as the AVX-512 kernel and the portable
 // loop. Compiled with -mavx2 -mavxvnni (runtime/CMakeLists.txt) and called
-// only after __builtin_cpu_supports; nothing here may be an inline function
+// only after support::CpuAllows; nothing here may be an inline function
 // shared with other objects.
 #include "runtime/kernels/int8_dot.h"
 #include "support/cpu_features.h"

@@ -1,7 +1,7 @@
 // int8dot's AVX512-VNNI kernel: tiles of up to 4 rows x 64 columns, sixteen
 // zmm accumulators, one VPDPBUSD per (row, 16 columns, 4 k). Compiled with
 // -mavx512f -mavx512vnni (runtime/CMakeLists.txt) and called only after
-// __builtin_cpu_supports; nothing here may be an inline function shared with
+// support::CpuAllows; nothing here may be an inline function shared with
 // other objects (the linker could keep this object's AVX-512 copy).
 #include "runtime/kernels/int8_dot.h"
 #include "support/cpu_features.h"

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "support/cpu_features.h"
 #include "tests/runtime/op_test_util.h"
 
 namespace slimpack::runtime {
@@ -77,15 +78,20 @@ const std::vector<Case>& Cases() {
       {"depthwise_41_wide_dilated_asym", {1, 3, 20, 41}, 3, 3, {3, 3}, {1, 1}, {2, 2},
        {1, 2, 3, 2}, true},
       {"depthwise_one_d", {1, 6, 33}, 6, 6, {5}, {1}, {1}, {2, 2}, true},
-      // The channel-blocked kernel (conv_blocked.h): 360 terms split into
-      // slices kept in partial sums, five or ten blocks in uneven chunks,
-      // 7-wide rows in one tile or two; groups whose last block is partial
-      // (24 channels in blocks of 16), strided wide rows in several tiles;
-      // a long 1-D row.
+      // The channel-blocked kernel (conv_blocked.h), with AVX-512's blocks
+      // of 16 and AVX2's of 8: 360 terms, in slices kept as partial sums
+      // with AVX-512 (five blocks in chunks of 3 and 2; AVX2: ten in five
+      // chunks of 2, unsliced), 7-wide rows in one tile; 1,008 terms in
+      // slices with either width (24 channels: blocks of 16 + 8, or chunks
+      // of 2 and 1 blocks of 8); two groups of 20 channels whose last block
+      // is partial either way, with bias, strided wide rows in several
+      // tiles; a long 1-D row.
       {"blocked_sliced_terms_7x7", {1, 40, 7, 7}, 80, 1, {3, 3}, {1, 1}, {1, 1},
        {1, 1, 1, 1}, true},
-      {"blocked_group2_stride2_wide", {2, 8, 21, 40}, 48, 2, {3, 3}, {2, 2}, {1, 1},
-       {1, 1, 1, 1}, false},
+      {"blocked_long_terms_partial_block", {1, 112, 6, 9}, 24, 1, {3, 3}, {1, 1}, {1, 1},
+       {1, 1, 1, 1}, true},
+      {"blocked_group2_stride2_wide", {2, 8, 21, 40}, 40, 2, {3, 3}, {2, 2}, {1, 1},
+       {1, 1, 1, 1}, true},
       {"blocked_one_d_long", {1, 24, 70}, 32, 1, {3}, {1}, {1}, {1, 1}, true},
   };
   return cases;
@@ -314,8 +320,8 @@ TEST_P(ConvShapesTest, ByteIdenticalAtOneAndThreeThreads) {
 TEST_P(ConvShapesTest, ConvOpUsesDirectKernelWhenSupported) {
   const Case& c = GetParam();
   const kernels::Conv2DShape s = ShapeOf(c);
-  const bool simd = __builtin_cpu_supports("avx512f") ||
-                    (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"));
+  const bool simd = support::CpuAllows(support::CpuFeature::kAvx512f) ||
+                    support::CpuAllows(support::CpuFeature::kAvx2Fma);
   EXPECT_EQ(kernels::DirectConv2DSupported(s), simd);
   if (!kernels::DirectConv2DSupported(s)) {
     GTEST_SKIP() << "the direct convolution kernel needs AVX-512F or AVX2 + FMA; this CPU "
@@ -346,7 +352,7 @@ TEST_P(ConvShapesTest, BlockedKernelMatchesTheFixedOrderBitForBit) {
     EXPECT_FALSE(kernels::BlockedConv2DSupported(s));
     GTEST_SKIP() << "the blocked kernel needs AVX-512F or AVX2 + FMA; this CPU lacks both";
   }
-  const int64_t lanes = __builtin_cpu_supports("avx512f") ? 16 : 8;
+  const int64_t lanes = support::CpuAllows(support::CpuFeature::kAvx512f) ? 16 : 8;
   const bool depthwise = s.group == s.channels && s.group == s.out_channels;
   const bool expected = !depthwise && s.out_channels / s.group >= lanes;
   ASSERT_EQ(kernels::BlockedConv2DSupported(s), expected) << c.name;

@@ -103,9 +103,10 @@ TEST(DefaultRegistryTest, FusedConvWithReluMatchesUnfusedBits) {
 
 // A Conv whose W is a constant of the plan runs the channel-blocked kernel
 // on weights packed on the first run and kept in the node's cache, also as
-// a FusedConv's inner Conv: every run gives the bytes of the same graph
-// with W fed as an input (never packed: DirectConv2D), and with W both an
-// initializer and a graph input the fed value is what runs.
+// a FusedConv's inner Conv: packed once per interpreter, every run gives the
+// bytes of the same graph with W fed as an input (never packed:
+// DirectConv2D), and with W both an initializer and a graph input nothing
+// is packed and the fed value is what runs.
 TEST(DefaultRegistryTest, ConstantConvWeightsRunPackedWithTheFedWeightsBits) {
   const std::vector<int64_t> xd = {1, 24, 9, 9}, wd = {32, 24, 3, 3};
   const std::vector<float> w0 = testing::Random(32 * 24 * 9, 21);
@@ -135,6 +136,7 @@ TEST(DefaultRegistryTest, ConstantConvWeightsRunPackedWithTheFedWeightsBits) {
       EXPECT_TRUE(g.AddInitializer(testing::IrTensor<float>("b", {32}, bias)).ok());
       return g;
     };
+    const int64_t packs_before_fed = kernels::BlockedConvWeightsPackCount();
     auto fed = [&](const std::vector<float>& w) {
       auto interp = Interpreter::Create(graph(false, true), InterpreterOptions());
       EXPECT_TRUE(interp.ok()) << interp.status();
@@ -144,20 +146,29 @@ TEST(DefaultRegistryTest, ConstantConvWeightsRunPackedWithTheFedWeightsBits) {
     };
     const std::vector<float> want0 = fed(w0), want1 = fed(w1);
     ASSERT_EQ(want0.size(), 32u * 81);
+    EXPECT_EQ(kernels::BlockedConvWeightsPackCount(), packs_before_fed)
+        << "a fed W is never packed";
+    auto same_bytes = [](const RtTensor& got, const std::vector<float>& want) {
+      return got.num_elements() == static_cast<int64_t>(want.size()) &&
+             std::memcmp(got.data<float>(), want.data(), want.size() * sizeof(float)) == 0;
+    };
     for (bool overridable : {false, true}) {
       SCOPED_TRACE(std::string(fused ? "FusedConv" : "Conv") +
                    (overridable ? ", w also a graph input" : ", w an initializer only"));
+      const int64_t packs_before = kernels::BlockedConvWeightsPackCount();
       auto interp = Interpreter::Create(graph(true, overridable), InterpreterOptions());
       ASSERT_TRUE(interp.ok()) << interp.status();
       for (int run = 0; run < 3; ++run) {  // later runs read the packed weights
         auto out = interp->Run({{"x", x}});
         ASSERT_TRUE(out.ok()) << out.status();
-        EXPECT_EQ((*out)[0].ToVector<float>(), want0) << "run " << run;
+        EXPECT_TRUE(same_bytes((*out)[0], want0)) << "run " << run;
       }
+      const bool packs = !overridable && kernels::BlockedConv2DPreferred(s);
+      EXPECT_EQ(kernels::BlockedConvWeightsPackCount() - packs_before, packs ? 1 : 0);
       if (overridable) {
         auto out = interp->Run({{"x", x}, {"w", testing::F32(wd, w1)}});
         ASSERT_TRUE(out.ok()) << out.status();
-        EXPECT_EQ((*out)[0].ToVector<float>(), want1);
+        EXPECT_TRUE(same_bytes((*out)[0], want1));
       }
     }
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "support/cpu_features.h"
 
 namespace slimpack::runtime {
 namespace {
@@ -134,7 +135,7 @@ TEST(GemmTest, ListsTheKernelsThisCpuHas) {
 #if defined(__x86_64__)
   ASSERT_GE(ks.size(), 2u);  // SSE2 exists on every x86-64 CPU
   EXPECT_STREQ(gemm::BestMicroKernel().name, ks.front().name);
-  EXPECT_EQ(std::string(ks.front().name) == "avx512", __builtin_cpu_supports("avx512f") != 0);
+  EXPECT_EQ(std::string(ks.front().name) == "avx512", support::CpuAllows(support::CpuFeature::kAvx512f));
 #endif
 }
 

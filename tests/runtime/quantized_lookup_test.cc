@@ -18,6 +18,7 @@
 #include "runtime/interpreter.h"
 #include "runtime/kernels/byte_lookup.h"
 #include "runtime/kernels/fused_kernels.h"
+#include "support/cpu_features.h"
 #include "tests/runtime/op_test_util.h"
 #include "tests/testing/status_matchers.h"
 
@@ -248,7 +249,9 @@ TEST(ByteLookupTest, EveryCodeAndEveryTailLengthMatchesTheTable) {
 #if defined(__x86_64__)
   uint8_t y[1];
   EXPECT_EQ(kernels::LookupBytesVbmi(table, x.data(), 1, y),
-            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vbmi"));
+            support::CpuAllows(support::CpuFeature::kAvx512f) &&
+                support::CpuAllows(support::CpuFeature::kAvx512bw) &&
+                support::CpuAllows(support::CpuFeature::kAvx512vbmi));
 #endif
 }
 
