@@ -26,7 +26,7 @@ using conv_layout::InPlace;
 using conv_layout::Layout;
 using conv_layout::MakeLayout;
 using conv_layout::PackChannel;
-using conv_layout::TermOffset;
+using conv_layout::TermOffsets;
 
 // Blocks per tile at most, and positions per tile at most for each block
 // count: the accumulators (blocks x positions), the blocks' weight vectors
@@ -358,15 +358,7 @@ void BlockedConv2D(const Conv2DShape& s, const float* x, const BlockedConvWeight
   // Term k's offset from an output position's flattened index (conv_layout.h).
   // Only valid outputs are computed, and each reads inside its channels'
   // planes, so unlike DirectConv2D no tile reads past the buffer.
-  std::vector<int32_t> off(k_count);
-  for (int64_t c = 0; c < cg; ++c) {
-    for (int64_t i = 0; i < s.kernel_h; ++i) {
-      for (int64_t j = 0; j < s.kernel_w; ++j) {
-        off[(c * s.kernel_h + i) * s.kernel_w + j] =
-            static_cast<int32_t>(c * l.channel_stride + TermOffset(s, l, i, j));
-      }
-    }
-  }
+  const std::vector<int32_t> off = TermOffsets(s, l);
   const bool in_place = InPlace(s, l);
   const int64_t lanes = pw.lanes(), blocks = pw.blocks_per_group();
   const int64_t chunks = CeilDiv(blocks, isa.max_blocks);

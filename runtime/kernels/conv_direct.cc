@@ -30,7 +30,7 @@ using conv_layout::kNr;
 using conv_layout::Layout;
 using conv_layout::MakeLayout;
 using conv_layout::PackChannel;
-using conv_layout::TermOffset;
+using conv_layout::TermOffsets;
 
 // A register tile is kMr output channels x kNr flattened output positions:
 // 2 x kMr accumulators of 16 floats, two input loads and kMr weight
@@ -272,15 +272,7 @@ void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
   const int64_t cg = s.channels / s.group, mg = s.out_channels / s.group;
   const int64_t kk = s.kernel_h * s.kernel_w, k_count = cg * kk;
   const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
-  std::vector<int32_t> off(k_count);
-  for (int64_t c = 0; c < cg; ++c) {
-    for (int64_t i = 0; i < s.kernel_h; ++i) {
-      for (int64_t j = 0; j < s.kernel_w; ++j) {
-        off[(c * s.kernel_h + i) * s.kernel_w + j] =
-            static_cast<int32_t>(c * l.channel_stride + TermOffset(s, l, i, j));
-      }
-    }
-  }
+  const std::vector<int32_t> off = TermOffsets(s, l);
   const int64_t max_off = *std::max_element(off.begin(), off.end());
   // Term k of a tile's local copy (below) sits at k * kNr.
   std::vector<int32_t> local_off(k_count);

@@ -15,6 +15,20 @@ int64_t TermOffset(const Conv2DShape& s, const Layout& l, int64_t i, int64_t j) 
   return phase * l.phase_plane + (di / s.stride_h) * l.wq + dj / s.stride_w;
 }
 
+std::vector<int32_t> TermOffsets(const Conv2DShape& s, const Layout& l) {
+  const int64_t cg = s.channels / s.group;
+  std::vector<int32_t> off(cg * s.kernel_h * s.kernel_w);
+  for (int64_t c = 0; c < cg; ++c) {
+    for (int64_t i = 0; i < s.kernel_h; ++i) {
+      for (int64_t j = 0; j < s.kernel_w; ++j) {
+        off[(c * s.kernel_h + i) * s.kernel_w + j] =
+            static_cast<int32_t>(c * l.channel_stride + TermOffset(s, l, i, j));
+      }
+    }
+  }
+  return off;
+}
+
 Layout MakeLayout(const Conv2DShape& s) {
   Layout l;
   // Only rows/columns some output reads are kept (SAME padding may leave

@@ -6,6 +6,7 @@
 #define SLIMPACK_RUNTIME_KERNELS_CONV_LAYOUT_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "runtime/kernels/conv_direct.h"
 
@@ -32,6 +33,11 @@ inline int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Offset of term (i, j) of a channel plane set in the buffer.
 int64_t TermOffset(const Conv2DShape& s, const Layout& l, int64_t i, int64_t j);
+
+// Offset of every term k = (c, kh, kw) of one group, in that order, from an
+// output position's flattened index: c * channel_stride + TermOffset. The
+// caller has checked they fit 32 bits (DirectConv2DSupported).
+std::vector<int32_t> TermOffsets(const Conv2DShape& s, const Layout& l);
 
 Layout MakeLayout(const Conv2DShape& s);
 
