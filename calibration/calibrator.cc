@@ -17,8 +17,9 @@ std::string BaseName(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// Calls `visit(name, tensor, node)` for each graph input of a sample, then
-// for every node output, over the whole dataset.
+// Calls `visit(name, tensor, node, pool)` for each graph input of a sample,
+// then for every node output, over the whole dataset; `pool` is the
+// interpreter's, idle while visit runs.
 template <typename Visit>
 absl::Status RunAll(const ir::Model& model, Dataset& data, int num_threads,
                     int64_t* runs, int64_t* rows, Visit visit,
@@ -36,7 +37,7 @@ absl::Status RunAll(const ir::Model& model, Dataset& data, int num_threads,
   interp.SetObserver([&](const ir::Node& node, const std::vector<runtime::RtTensor>& outs) {
     for (size_t i = 0; i < outs.size() && i < node.outputs.size(); ++i) {
       if (node.outputs[i].empty() || !outs[i].defined()) continue;
-      RETURN_IF_ERROR(visit(node.outputs[i], outs[i], &node));
+      RETURN_IF_ERROR(visit(node.outputs[i], outs[i], &node, interp.thread_pool()));
     }
     return absl::OkStatus();
   });
@@ -46,7 +47,7 @@ absl::Status RunAll(const ir::Model& model, Dataset& data, int num_threads,
     ASSIGN_OR_RETURN(std::optional<Sample> sample, data.Next());
     if (!sample.has_value()) break;
     for (const auto& [name, t] : sample->inputs) {
-      RETURN_IF_ERROR(Annotate(visit(name, t, nullptr), sample->source));
+      RETURN_IF_ERROR(Annotate(visit(name, t, nullptr, interp.thread_pool()), sample->source));
     }
     auto out = interp.Run(sample->inputs);
     if (!out.ok()) return Annotate(out.status(), "sample " + sample->source);
@@ -83,7 +84,7 @@ absl::StatusOr<CalibrationTable> Calibrate(const ir::Model& model, Dataset& data
     linears.emplace_back(std::move(l), options.collect_xtx);
   }
   auto visit = [&](const std::string& name, const runtime::RtTensor& t,
-                   const ir::Node* node) -> absl::Status {
+                   const ir::Node* node, runtime::ThreadPool* pool) -> absl::Status {
     if (t.dtype() != ir::DType::kF32) return absl::OkStatus();
     auto it = observers.find(name);
     if (it == observers.end()) {
@@ -93,7 +94,7 @@ absl::StatusOr<CalibrationTable> Calibrate(const ir::Model& model, Dataset& data
     }
     RETURN_IF_ERROR(it->second.Observe(name, t));
     auto [lo, hi] = linear_by_input.equal_range(name);
-    for (auto l = lo; l != hi; ++l) RETURN_IF_ERROR(linears[l->second].Add(t));
+    for (auto l = lo; l != hi; ++l) RETURN_IF_ERROR(linears[l->second].Add(t, pool));
     return absl::OkStatus();
   };
   CalibrationTable table;
@@ -143,7 +144,7 @@ absl::StatusOr<std::vector<CoverageIssue>> CheckCoverage(const ir::Model& model,
                                                          Dataset& data, int num_threads) {
   std::map<std::string, CoverageIssue> seen;
   auto visit = [&](const std::string& name, const runtime::RtTensor& t,
-                   const ir::Node*) -> absl::Status {
+                   const ir::Node*, runtime::ThreadPool*) -> absl::Status {
     if (t.dtype() != ir::DType::kF32) return absl::OkStatus();
     auto cal = table.tensors.find(name);
     if (cal == table.tensors.end()) return absl::OkStatus();

@@ -11,8 +11,9 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "runtime/rt_tensor.h"
 #include "ir/graph.h"
+#include "runtime/rt_tensor.h"
+#include "runtime/thread_pool.h"
 
 namespace slimpack::calibration {
 
@@ -34,8 +35,10 @@ class LinearStatsAccumulator {
   // `hessian` allocates K*K doubles for X^T X.
   LinearStatsAccumulator(LinearLayer layer, bool hessian);
   // Adds every row of `x` (f32; [..., K], or [K, M] when trans_a).
-  // InvalidArgument naming the node when the feature dim is not K.
-  absl::Status Add(const runtime::RtTensor& x);
+  // InvalidArgument naming the node when the feature dim is not K. With a
+  // pool, features (means) and 8-row bands of X^T X are split across its
+  // threads; every sum keeps its row order, so the bits do not change.
+  absl::Status Add(const runtime::RtTensor& x, runtime::ThreadPool* pool = nullptr);
 
   const LinearLayer& layer() const { return layer_; }
   uint64_t rows() const { return rows_; }
@@ -46,16 +49,19 @@ class LinearStatsAccumulator {
   std::vector<double> XtX() const;
 
  private:
-  // Row `slot` of the pending batch; FlushBatch adds `count` pending rows
-  // to X^T X.
-  void AddRow(const float* x, int64_t stride, int64_t slot);
-  void FlushBatch(int64_t count);
+  // Adds `rows` rows to the means and the batch buffers, features
+  // [f0, f1) only: row r, feature i is x[r * row_step + i * feature_step].
+  void GatherFeatures(const float* x, int64_t rows, int64_t row_step,
+                      int64_t feature_step, int64_t f0, int64_t f1);
+  // Adds the gathered rows (batch after batch) to bands [b0, b1) of X^T X.
+  void FlushBands(int64_t rows, int64_t b0, int64_t b1);
   LinearLayer layer_;
   bool hessian_;
   uint64_t rows_ = 0;
   std::vector<double> sum_abs_, sum_sq_, xtx_;
-  // The pending rows twice (scratch): negated and transposed, K x kBatch,
-  // and strip-major (support/ordered_products.h).
+  // Up to kChunkRows pending rows twice (scratch), per batch of kBatch:
+  // negated and transposed, K x kBatch, and strip-major
+  // (support/ordered_products.h).
   std::vector<double> batch_neg_t_, batch_strips_;
 };
 

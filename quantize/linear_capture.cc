@@ -83,7 +83,7 @@ absl::StatusOr<std::map<std::string, CapturedInput>> CaptureLinearInputs(
     auto it = by_input.find(value);
     if (it == by_input.end()) return absl::OkStatus();
     for (Collector* c : it->second) {
-      RETURN_IF_ERROR(c->stats.Add(t));
+      RETURN_IF_ERROR(c->stats.Add(t, interp.thread_pool()));
       KeepRows(t, *c);
     }
     return absl::OkStatus();

@@ -281,6 +281,8 @@ const F16Widening& Interpreter::f16_widening() const { return impl_->f16; }
 
 int64_t Interpreter::quantized_lookups() const { return impl_->quantized_lookups; }
 
+ThreadPool* Interpreter::thread_pool() const { return impl_->pool.get(); }
+
 const std::vector<std::string>& Interpreter::input_names() const {
   return impl_->input_names;
 }

@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "runtime/kernel_registry.h"
 #include "runtime/rt_tensor.h"
+#include "runtime/thread_pool.h"
 #include "runtime/widen_f16.h"
 #include "ir/graph.h"
 
@@ -92,6 +93,10 @@ class Interpreter {
   const F16Widening& f16_widening() const;
   // Chains the quantized-lookup rewrite fused (0 unless asked for).
   int64_t quantized_lookups() const;
+  // The pool Run's kernels use: an observer may split its own work on it
+  // (between nodes it is idle; a ParallelFor made while it is busy runs
+  // inline).
+  ThreadPool* thread_pool() const;
 
   // Graph inputs the caller must provide, and the outputs Run returns.
   const std::vector<std::string>& input_names() const;

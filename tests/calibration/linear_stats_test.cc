@@ -4,6 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -84,6 +87,86 @@ TEST(LinearStatsTest, BatchedXtXHasTheBitsOfTheRowOrderSum) {
     }
   }
   EXPECT_EQ(differ, 0);
+}
+
+// With a thread pool, features and bands of X^T X are split across threads
+// and rows go in chunks of 512: every statistic must keep the bits of the
+// row-order sums for any pool size, ragged K (a partial last strip),
+// transA's column reads, and rows crossing batch and chunk boundaries.
+TEST(LinearStatsTest, PooledAddHasTheBitsOfTheRowOrderSums) {
+  constexpr int64_t kRows = 1100;
+  for (const int64_t k : {int64_t{37}, int64_t{64}, int64_t{203}}) {
+    const std::vector<float> x = test_data::Gaussian(kRows * k, static_cast<uint64_t>(k));
+    std::vector<double> xtx_direct(static_cast<size_t>(k * k)), abs_direct(k), sq_direct(k);
+    for (int64_t i = 0; i < k; ++i) {
+      for (int64_t r = 0; r < kRows; ++r) {
+        const double v = x[r * k + i];
+        abs_direct[i] += std::fabs(v);
+        sq_direct[i] += v * v;
+      }
+      for (int64_t j = 0; j < k; ++j) {
+        const int64_t a = std::min(i, j), b = std::max(i, j);
+        double sum = 0;
+        for (int64_t r = 0; r < kRows; ++r) sum += double{x[r * k + a]} * double{x[r * k + b]};
+        xtx_direct[i * k + j] = sum;
+      }
+    }
+    for (double& v : abs_direct) v /= kRows;
+    for (double& v : sq_direct) v /= kRows;
+    for (const bool trans_a : {false, true}) {
+      std::vector<float> stored = x;
+      if (trans_a) {  // [K, M]
+        for (int64_t r = 0; r < kRows; ++r) {
+          for (int64_t i = 0; i < k; ++i) stored[i * kRows + r] = x[r * k + i];
+        }
+      }
+      for (const int threads : {0, 1, 2, 3}) {
+        SCOPED_TRACE("K " + std::to_string(k) + (trans_a ? " transA" : "") + ", " +
+                     std::to_string(threads) + " threads");
+        std::unique_ptr<runtime::ThreadPool> pool;
+        if (threads > 0) pool = std::make_unique<runtime::ThreadPool>(threads);
+        LinearStatsAccumulator acc(Layer(k, trans_a), /*hessian=*/true);
+        // Two calls, the first ending inside a batch.
+        const int64_t first = 600;
+        if (trans_a) {
+          ASSERT_THAT(acc.Add(runtime::RtTensor::FromVector<float>({k, kRows}, stored),
+                              pool.get()),
+                      IsOk());
+        } else {
+          ASSERT_THAT(acc.Add(runtime::RtTensor::FromVector<float>(
+                                  {first, k}, {stored.begin(), stored.begin() + first * k}),
+                              pool.get()),
+                      IsOk());
+          ASSERT_THAT(acc.Add(runtime::RtTensor::FromVector<float>(
+                                  {kRows - first, k}, {stored.begin() + first * k, stored.end()}),
+                              pool.get()),
+                      IsOk());
+        }
+        EXPECT_EQ(acc.rows(), static_cast<uint64_t>(kRows));
+        EXPECT_EQ(acc.MeanAbs(), abs_direct);
+        EXPECT_EQ(acc.MeanSquare(), sq_direct);
+        const std::vector<double> xtx = acc.XtX();
+        int64_t differ = 0;
+        for (size_t e = 0; e < xtx.size(); ++e) differ += xtx[e] != xtx_direct[e];
+        EXPECT_EQ(differ, 0);
+      }
+    }
+  }
+}
+
+// A non-finite input is refused whole: no statistic moves.
+TEST(LinearStatsTest, NonFiniteInputWithAPoolAddsNothing) {
+  runtime::ThreadPool pool(2);
+  LinearStatsAccumulator acc(Layer(16), /*hessian=*/true);
+  std::vector<float> x = test_data::Gaussian(100 * 16, 5);
+  ASSERT_THAT(acc.Add(runtime::RtTensor::FromVector<float>({100, 16}, x), &pool), IsOk());
+  const std::vector<double> before = acc.XtX(), abs_before = acc.MeanAbs();
+  x[77 * 16 + 3] = std::numeric_limits<float>::infinity();
+  EXPECT_THAT(acc.Add(runtime::RtTensor::FromVector<float>({100, 16}, x), &pool),
+              StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("1 NaN/Inf values")));
+  EXPECT_EQ(acc.rows(), 100u);
+  EXPECT_EQ(acc.XtX(), before);
+  EXPECT_EQ(acc.MeanAbs(), abs_before);
 }
 
 TEST(LinearStatsTest, TransAReadsColumns) {
