@@ -67,6 +67,7 @@ struct TileArgs {
   int64_t rows;
   float* y;
   int64_t y_plane;
+  bool relu;  // Relu at the store: keep lanes > 0 or NaN (not <= 0), else +0
 };
 
 // Runs terms [k0, k1) of a tile. A tile whose terms are split (so that a
@@ -123,7 +124,11 @@ SLP_AVX512 void Tile512(const TileArgs& a, int64_t k0, int64_t k1, float* partia
                                         : _mm512_setzero_ps();
     #pragma GCC unroll 16
     for (int p = 0; p < NP; ++p) {
-      _mm512_store_ps(tile[p], a.bias != nullptr ? _mm512_add_ps(acc[b][p], bv) : acc[b][p]);
+      __m512 v = a.bias != nullptr ? _mm512_add_ps(acc[b][p], bv) : acc[b][p];
+      if (a.relu) {
+        v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+      }
+      _mm512_store_ps(tile[p], v);
     }
     for (int64_t i = 0; i < valid; ++i) {
       float* yi = a.y + (b * 16 + i) * a.y_plane;
@@ -181,7 +186,9 @@ SLP_AVX2 void TileAvx2(const TileArgs& a, int64_t k0, int64_t k1, float* partial
     }
     #pragma GCC unroll 16
     for (int p = 0; p < NP; ++p) {
-      _mm256_store_ps(tile[p], a.bias != nullptr ? _mm256_add_ps(acc[b][p], bv) : acc[b][p]);
+      __m256 v = a.bias != nullptr ? _mm256_add_ps(acc[b][p], bv) : acc[b][p];
+      if (a.relu) v = _mm256_and_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NLE_UQ), v);
+      _mm256_store_ps(tile[p], v);
     }
     for (int64_t i = 0; i < valid; ++i) {
       float* yi = a.y + (b * 8 + i) * a.y_plane;
@@ -348,7 +355,8 @@ int64_t BlockedConv2DScratchFloats(const Conv2DShape& s) {
 }
 
 void BlockedConv2D(const Conv2DShape& s, const float* x, const BlockedConvWeights& pw,
-                   const float* bias, float* y, float* scratch, ThreadPool* pool) {
+                   const float* bias, float* y, float* scratch, ThreadPool* pool,
+                   bool relu) {
 #if defined(__x86_64__)
   const Isa& isa = CpuIsa();
   const Layout l = MakeLayout(s);
@@ -387,6 +395,7 @@ void BlockedConv2D(const Conv2DShape& s, const float* x, const BlockedConvWeight
       a.bias = bias != nullptr ? bias + m0 : nullptr;
       a.rows = std::min(mg - b0 * lanes, nb * lanes);
       a.y_plane = out_plane;
+      a.relu = relu;
       const float* xg = buffer + gi * cg * l.channel_stride;
       const TileRow& tiles = isa.tiles[nb];
       const int64_t max_np = isa.max_positions[nb];
@@ -428,7 +437,7 @@ void BlockedConv2D(const Conv2DShape& s, const float* x, const BlockedConvWeight
     });
   }
 #else
-  (void)s, (void)x, (void)pw, (void)bias, (void)y, (void)scratch, (void)pool;
+  (void)s, (void)x, (void)pw, (void)bias, (void)y, (void)scratch, (void)pool, (void)relu;
 #endif
 }
 

@@ -73,9 +73,11 @@ int64_t BlockedConvWeightsPackCount();
 int64_t BlockedConv2DScratchFloats(const Conv2DShape& s);
 
 // y = conv(x, w) + bias, bit for bit DirectConv2D's result, whatever
-// `pool`'s thread count.
+// `pool`'s thread count; with `relu`, Relu of it (x > 0 or NaN ? x : +0,
+// the Relu kernel's bits) as each tile is stored.
 void BlockedConv2D(const Conv2DShape& s, const float* x, const BlockedConvWeights& w,
-                   const float* bias, float* y, float* scratch, ThreadPool* pool);
+                   const float* bias, float* y, float* scratch, ThreadPool* pool,
+                   bool relu = false);
 
 }  // namespace slimpack::runtime::kernels
 

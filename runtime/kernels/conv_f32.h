@@ -30,6 +30,10 @@ struct ConvF32Args {
   // channel-blocked kernel (conv_blocked.h) then keeps its packed copy in
   // the node's cache.
   bool w_is_constant_input = false;
+  // Relu on every output (x > 0 or NaN ? x : +0, as the Relu kernel): in
+  // the channel-blocked kernel's store, where that kernel runs, else over
+  // y once the convolution is done. FusedConv's Relu saves its own pass.
+  bool relu = false;
 };
 
 // Writes Y [x_dims[0], out_channels, g.out...] to `y`: the direct kernels
@@ -38,6 +42,9 @@ struct ConvF32Args {
 // Scratch comes from ctx's allocator; results do not depend on the thread
 // count.
 absl::Status ConvF32(KernelContext& ctx, const ConvF32Args& a, float* y);
+
+// Conv followed by Relu, one kernel (FusedConv with activation Relu).
+absl::Status ConvRelu(KernelContext& ctx);
 
 }  // namespace slimpack::runtime::kernels
 

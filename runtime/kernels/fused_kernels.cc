@@ -8,6 +8,7 @@
 #include "runtime/allocator.h"
 #include "runtime/kernel.h"
 #include "runtime/kernels/byte_lookup.h"
+#include "runtime/kernels/conv_f32.h"
 #include "runtime/kernels/kernels.h"
 #include "runtime/kernels/packed_kernels.h"
 #include "support/status_macros.h"
@@ -94,8 +95,11 @@ absl::StatusOr<ir::Node> ActivationNode(const KernelContext& ctx) {
   return node;
 }
 
+// `base_with_relu`, when given, is base_fn with Relu applied by the base
+// kernel itself (as it stores its output): for activation Relu it runs
+// alone, saving a pass over the output.
 absl::Status FusedWithActivation(KernelContext& ctx, const std::string& base_op,
-                                 KernelFn base_fn) {
+                                 KernelFn base_fn, KernelFn base_with_relu = nullptr) {
   ASSIGN_OR_RETURN(ir::Node act_node, ActivationNode(ctx));
   ASSIGN_OR_RETURN(KernelFn act_fn, ActivationKernel(act_node.op_type));
   ir::Node base = ctx.node();
@@ -103,8 +107,14 @@ absl::Status FusedWithActivation(KernelContext& ctx, const std::string& base_op,
   base.attributes.erase("activation_params");
   std::vector<const RtTensor*> inputs;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.input(i));
-  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, base_op, base_fn, std::move(base),
-                                        std::move(inputs), false, InnerCache::kOuters));
+  const bool relu_inside = base_with_relu != nullptr && act_node.op_type == "Relu";
+  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, base_op, relu_inside ? base_with_relu : base_fn,
+                                        std::move(base), std::move(inputs), false,
+                                        InnerCache::kOuters));
+  if (relu_inside) {
+    ctx.SetOutput(0, std::move(y));
+    return absl::OkStatus();
+  }
   // The activation may run in place over the convolution's or Gemm's
   // result while it is in cache (a fresh output buffer made it a stream of
   // cold stores); Recycle keeps a buffer z still holds.
@@ -116,7 +126,7 @@ absl::Status FusedWithActivation(KernelContext& ctx, const std::string& base_op,
 }
 
 absl::Status FusedConv(KernelContext& ctx) {
-  return FusedWithActivation(ctx, "Conv", runtime::kernels::Conv);
+  return FusedWithActivation(ctx, "Conv", runtime::kernels::Conv, runtime::kernels::ConvRelu);
 }
 
 absl::Status FusedGemm(KernelContext& ctx) {

@@ -2,7 +2,9 @@
 // (fused and packed-weight ops), so an artifact holding them runs in every
 // command without the caller registering anything. Each fused op is checked
 // against the unfused ONNX graph it replaces: same bits.
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -99,6 +101,73 @@ TEST(DefaultRegistryTest, FusedConvWithReluMatchesUnfusedBits) {
   bool any_positive = false;
   for (float v : a) any_positive |= v > 0.0f;
   EXPECT_TRUE(any_positive);  // the Relu did not zero everything
+}
+
+// FusedConv with Relu where the channel-blocked kernel runs (a constant W
+// of a shape it takes): Relu is applied in the tile's store, and must give
+// the Relu kernel's bits after a plain Conv — negative sums +0, NaN kept
+// (an input NaN reaches the outputs whose windows hold it), at one and
+// three threads.
+TEST(DefaultRegistryTest, FusedConvReluInTheBlockedStoreMatchesConvThenRelu) {
+  const std::vector<int64_t> xd = {1, 24, 9, 9}, wd = {32, 24, 3, 3};
+  std::vector<float> x_values = testing::Random(24 * 81, 31);
+  x_values[5 * 81 + 4 * 9 + 4] = std::numeric_limits<float>::quiet_NaN();
+  const RtTensor x = testing::F32(xd, x_values);
+  kernels::Conv2DShape s;
+  s.channels = 24;
+  s.height = s.width = s.out_h = s.out_w = 9;
+  s.out_channels = 32;
+  s.kernel_h = s.kernel_w = 3;
+  s.pad_top = s.pad_left = 1;
+  auto graph = [&](bool fused) {
+    std::vector<ir::Node> nodes;
+    if (fused) {
+      ir::Node n = MakeNode("FusedConv", kSlimpackDomain, {"x", "w", "b"}, {"y"});
+      n.attributes["activation"] = ir::Attribute::String("Relu");
+      n.attributes["pads"] = ir::Attribute::Ints({1, 1, 1, 1});
+      nodes.push_back(std::move(n));
+    } else {
+      ir::Node n = MakeNode("Conv", "", {"x", "w", "b"}, {"c"});
+      n.attributes["pads"] = ir::Attribute::Ints({1, 1, 1, 1});
+      nodes.push_back(std::move(n));
+      nodes.push_back(MakeNode("Relu", "", {"c"}, {"y"}));
+    }
+    ir::Graph g = OneInputGraph(std::move(nodes), xd);
+    EXPECT_TRUE(g.AddInitializer(testing::IrTensor<float>("w", wd, testing::Random(32 * 216, 32)))
+                    .ok());
+    EXPECT_TRUE(g.AddInitializer(testing::IrTensor<float>("b", {32}, testing::Random(32, 33))).ok());
+    return g;
+  };
+  for (int threads : {1, 3}) {
+    InterpreterOptions options;
+    options.num_threads = threads;
+    std::vector<std::vector<float>> outs;
+    for (bool fused : {true, false}) {
+      const int64_t packs_before = kernels::BlockedConvWeightsPackCount();
+      auto interp = Interpreter::Create(graph(fused), options);
+      ASSERT_TRUE(interp.ok()) << interp.status();
+      auto out = interp->Run({{"x", x}});
+      ASSERT_TRUE(out.ok()) << out.status();
+      outs.push_back((*out)[0].ToVector<float>());
+      // Both graphs run the blocked kernel wherever the CPU has one.
+      EXPECT_EQ(kernels::BlockedConvWeightsPackCount() - packs_before,
+                kernels::BlockedConv2DPreferred(s) ? 1 : 0);
+    }
+    ASSERT_EQ(outs[0].size(), 32u * 81);
+    ASSERT_EQ(outs[1].size(), outs[0].size());
+    EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)), 0)
+        << threads << " threads";
+    int64_t nans = 0, zeros = 0, positive = 0;
+    for (float v : outs[0]) {
+      nans += std::isnan(v);
+      zeros += v == 0.0f && !std::signbit(v);
+      positive += v > 0.0f;
+    }
+    EXPECT_EQ(nans, 32 * 9) << "every channel's 3 x 3 outputs around the NaN input";
+    EXPECT_GT(zeros, 0);
+    EXPECT_GT(positive, 0);
+    EXPECT_EQ(nans + zeros + positive, 32 * 81) << "no negative value and no -0";
+  }
 }
 
 // A Conv whose W is a constant of the plan runs the channel-blocked kernel
