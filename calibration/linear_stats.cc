@@ -18,9 +18,14 @@ namespace {
 // sums have the bits of the row-by-row update; the batch turns K^2 memory
 // traffic per row into a register-blocked pass per batch.
 constexpr int64_t kBatch = 64;
-// Rows gathered before the bands take them: the ParallelFor calls per
-// chunk are amortised over 8 batches, the scratch stays 16 * K * 512 bytes.
-constexpr int64_t kChunkRows = 8 * kBatch;
+// Rows gathered before the bands take them: up to 8 batches, so that the
+// two ParallelFor calls per chunk are amortised where a batch is little
+// work (small K), while the scratch (16 * K bytes per row) stays within
+// 4 MiB or one batch, whichever is larger, per accumulator.
+int64_t ChunkRows(int64_t k) {
+  const int64_t fit = (int64_t{4} << 20) / (16 * std::max<int64_t>(k, 1)) / kBatch * kBatch;
+  return std::clamp<int64_t>(fit, kBatch, 8 * kBatch);
+}
 
 // One full strip of a batch, features contiguous in each row: the vector
 // form of GatherFeatures' loop (the same conversions, |v|, products and
@@ -196,8 +201,9 @@ absl::Status LinearStatsAccumulator::Add(const runtime::RtTensor& x,
   const int64_t rows = n / k;
   const int64_t row_step = layer_.trans_a ? 1 : k;
   const int64_t feature_step = layer_.trans_a ? rows : 1;
-  // Feature ranges of whole 8-column strips (tasks never share a strip's
-  // cache lines) and band ranges of about equal work (band s costs K - 8s).
+  // Feature ranges of whole 8-column strips (each task writes its own
+  // elements; neighbours may share a cache line at the edges) and band
+  // ranges of about equal work (band s costs K - 8s).
   const int64_t bands = support::StripCount(k);
   const int64_t tasks = std::min<int64_t>(bands, int64_t{threads} * 3);
   std::vector<int64_t> band_split(static_cast<size_t>(tasks) + 1, bands);
@@ -210,16 +216,16 @@ absl::Status LinearStatsAccumulator::Add(const runtime::RtTensor& x,
       if (done * tasks >= total * t) band_split[static_cast<size_t>(t++)] = s + 1;
     }
   }
-  for (int64_t r0 = 0; r0 < rows; r0 += kChunkRows) {
-    const int64_t count = std::min(kChunkRows, rows - r0);
+  const int64_t chunk_rows = ChunkRows(k);
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk_rows) {
+    const int64_t count = std::min(chunk_rows, rows - r0);
     if (hessian_) {
       const int64_t batches = (count + kBatch - 1) / kBatch;
       const size_t neg_size = static_cast<size_t>(batches * k * kBatch);
       const size_t strip_size = static_cast<size_t>(
           batches * bands * kBatch * support::kStripWidth);
       if (batch_neg_t_.size() < neg_size) batch_neg_t_.resize(neg_size);
-      // Padding columns of a ragged last strip must read as zero.
-      if (batch_strips_.size() < strip_size) batch_strips_.resize(strip_size, 0);
+      if (batch_strips_.size() < strip_size) batch_strips_.resize(strip_size);
     }
     const float* chunk = data + r0 * row_step;
     runtime::ParallelFor(pool, tasks, [&](int64_t t) {

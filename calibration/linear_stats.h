@@ -59,7 +59,7 @@ class LinearStatsAccumulator {
   bool hessian_;
   uint64_t rows_ = 0;
   std::vector<double> sum_abs_, sum_sq_, xtx_;
-  // Up to kChunkRows pending rows twice (scratch), per batch of kBatch:
+  // Up to ChunkRows(K) pending rows twice (scratch), per batch of kBatch:
   // negated and transposed, K x kBatch, and strip-major
   // (support/ordered_products.h).
   std::vector<double> batch_neg_t_, batch_strips_;

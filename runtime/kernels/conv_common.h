@@ -36,7 +36,7 @@ absl::StatusOr<ConvInputs> ReadConvInputs(KernelContext& ctx);
 absl::Status CheckConvBias(const RtTensor* b, int64_t channels);
 
 // y[n, c, ...] += b[c] over `plane` values per channel (nothing when b is
-// null; CheckConvBias first).
+// null); CheckConvBias's error when b has the wrong size.
 absl::Status AddConvBias(const RtTensor* b, int64_t batch, int64_t channels, int64_t plane,
                          float* y);
 

@@ -90,12 +90,13 @@ TEST(LinearStatsTest, BatchedXtXHasTheBitsOfTheRowOrderSum) {
 }
 
 // With a thread pool, features and bands of X^T X are split across threads
-// and rows go in chunks of 512: every statistic must keep the bits of the
-// row-order sums for any pool size, ragged K (a partial last strip),
-// transA's column reads, and rows crossing batch and chunk boundaries.
+// and rows go in chunks of up to 512 (448 for K = 520, whose scratch would
+// pass 4 MiB): every statistic must keep the bits of the row-order sums for
+// any pool size, ragged K (a partial last strip), transA's column reads,
+// and rows crossing batch and chunk boundaries.
 TEST(LinearStatsTest, PooledAddHasTheBitsOfTheRowOrderSums) {
   constexpr int64_t kRows = 1100;
-  for (const int64_t k : {int64_t{37}, int64_t{64}, int64_t{203}}) {
+  for (const int64_t k : {int64_t{37}, int64_t{64}, int64_t{203}, int64_t{520}}) {
     const std::vector<float> x = test_data::Gaussian(kRows * k, static_cast<uint64_t>(k));
     std::vector<double> xtx_direct(static_cast<size_t>(k * k)), abs_direct(k), sq_direct(k);
     for (int64_t i = 0; i < k; ++i) {
@@ -151,6 +152,31 @@ TEST(LinearStatsTest, PooledAddHasTheBitsOfTheRowOrderSums) {
         EXPECT_EQ(differ, 0);
       }
     }
+  }
+}
+
+// Without a Hessian only the per-column sums are gathered (no batch
+// buffers): the same means at any pool size.
+TEST(LinearStatsTest, PooledMeansWithoutHessian) {
+  constexpr int64_t kRows = 700, kK = 45;
+  const std::vector<float> x = test_data::Gaussian(kRows * kK, 9);
+  std::vector<double> abs_direct(kK), sq_direct(kK);
+  for (int64_t i = 0; i < kK; ++i) {
+    for (int64_t r = 0; r < kRows; ++r) {
+      const double v = x[r * kK + i];
+      abs_direct[i] += std::fabs(v);
+      sq_direct[i] += v * v;
+    }
+    abs_direct[i] /= kRows;
+    sq_direct[i] /= kRows;
+  }
+  for (const int threads : {1, 2}) {
+    runtime::ThreadPool pool(threads);
+    LinearStatsAccumulator acc(Layer(kK), /*hessian=*/false);
+    ASSERT_THAT(acc.Add(runtime::RtTensor::FromVector<float>({kRows, kK}, x), &pool), IsOk());
+    EXPECT_EQ(acc.MeanAbs(), abs_direct) << threads << " threads";
+    EXPECT_EQ(acc.MeanSquare(), sq_direct) << threads << " threads";
+    EXPECT_TRUE(acc.XtX().empty());
   }
 }
 

@@ -119,6 +119,8 @@ TEST(DefaultRegistryTest, FusedConvReluInTheBlockedStoreMatchesConvThenRelu) {
   s.out_channels = 32;
   s.kernel_h = s.kernel_w = 3;
   s.pad_top = s.pad_left = 1;
+  // The case is the blocked kernel's wherever the CPU has a direct kernel.
+  EXPECT_EQ(kernels::BlockedConv2DPreferred(s), kernels::DirectConv2DSupported(s));
   auto graph = [&](bool fused) {
     std::vector<ir::Node> nodes;
     if (fused) {
@@ -167,6 +169,39 @@ TEST(DefaultRegistryTest, FusedConvReluInTheBlockedStoreMatchesConvThenRelu) {
     EXPECT_GT(zeros, 0);
     EXPECT_GT(positive, 0);
     EXPECT_EQ(nans + zeros + positive, 32 * 81) << "no negative value and no -0";
+  }
+}
+
+// A sum of products that underflow to -0 is -0 (each fused multiply-add
+// rounds a tiny negative exact value to -0, and -0 + -0 = -0); Relu makes
+// it +0. The blocked store must too (an unordered not-less-than compare
+// would keep -0).
+TEST(DefaultRegistryTest, FusedConvReluInTheBlockedStoreTurnsMinusZeroToPlusZero) {
+  const std::vector<int64_t> xd = {1, 16, 5, 5}, wd = {16, 16, 3, 3};
+  auto graph = [&](bool fused) {
+    ir::Node n = fused ? MakeNode("FusedConv", kSlimpackDomain, {"x", "w"}, {"y"})
+                       : MakeNode("Conv", "", {"x", "w"}, {"y"});
+    if (fused) n.attributes["activation"] = ir::Attribute::String("Relu");
+    ir::Graph g = OneInputGraph({n}, xd);
+    EXPECT_TRUE(g.AddInitializer(testing::IrTensor<float>(
+                                     "w", wd, std::vector<float>(16 * 16 * 9, -1e-30f)))
+                    .ok());
+    return g;
+  };
+  const RtTensor x = testing::F32(xd, std::vector<float>(16 * 25, 1e-30f));
+  for (bool fused : {false, true}) {
+    auto interp = Interpreter::Create(graph(fused), InterpreterOptions());
+    ASSERT_TRUE(interp.ok()) << interp.status();
+    auto out = interp->Run({{"x", x}});
+    ASSERT_TRUE(out.ok()) << out.status();
+    const std::vector<float> y = (*out)[0].ToVector<float>();
+    ASSERT_EQ(y.size(), 16u * 9);
+    int64_t minus_zero = 0, plus_zero = 0;
+    for (float v : y) {
+      minus_zero += v == 0.0f && std::signbit(v);
+      plus_zero += v == 0.0f && !std::signbit(v);
+    }
+    EXPECT_EQ(fused ? plus_zero : minus_zero, 16 * 9) << (fused ? "FusedConv Relu" : "Conv");
   }
 }
 
