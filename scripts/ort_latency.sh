@@ -17,8 +17,7 @@
 # With BASELINE=/path/to/another/model_latency (e.g. built from an older
 # commit) that binary is timed too, interleaved, for before/after figures.
 # PASSES=default runs slimpack's default passes on the graph first (ORT's
-# side always optimises at level 'all'); the default, none, times the graph
-# as imported.
+# side always optimises at level 'all'); unset, the graph runs as imported.
 #
 # usage: scripts/ort_latency.sh BUILD_DIR [REPEATS] [THREADS...]
 #   e.g. nice -n 19 scripts/ort_latency.sh /work/build-ort-rel 5 1 2
@@ -35,9 +34,12 @@ py=/usr/bin/python3
 work=$root/bench/ort/work
 warmup=${WARMUP:-3}
 iters=${ITERS:-20}
-# slimpack's passes on the imported graph (model_latency --passes): none, or
-# default, the counterpart of ORT's level 'all' (Conv + Relu fused, ...).
-passes=${PASSES:-none}
+# slimpack's passes on the imported graph (model_latency --passes SPEC):
+# unset times the graph as imported; default is the counterpart of ORT's
+# level 'all' (Conv + Relu fused, ...).
+passes=${PASSES:-}
+passes_args=()
+[[ -z $passes ]] || passes_args=(--passes "$passes")
 [[ -x $bin ]] || { echo "missing $bin: make -C $build model_latency" >&2; exit 1; }
 build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
 [[ $build_type == Release ]] || echo "warning: $build is a '$build_type' build; latency figures need Release" >&2
@@ -73,7 +75,7 @@ done
 
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
-echo "== latency: median of $repeats repeats x $iters runs (after $warmup warm-up runs), onnxruntime-node $ort_version, slimpack --passes $passes"
+echo "== latency: median of $repeats repeats x $iters runs (after $warmup warm-up runs), onnxruntime-node $ort_version, slimpack passes: ${passes:-none}"
 echo "$(nproc) cores, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 baseline=${BASELINE:-}
 printf '%-15s %7s %10s %13s %7s' model threads ORT_ms slimpack_ms ratio
@@ -86,9 +88,9 @@ for m in "${models[@]}"; do
       ort_ms+=("$(node "$root/bench/ort/ort_bench.mjs" "$work/$m.onnx" --inputs "$work/$m.inputs.npz" \
         --threads "$t" --warmup "$warmup" --iters "$iters" | field median_ms)")
       sp_ms+=("$("$bin" "$work/$m.onnx" --inputs "$work/$m.inputs.npz" --threads "$t" \
-        --warmup "$warmup" --iters "$iters" --passes "$passes" | field median_ms)")
+        --warmup "$warmup" --iters "$iters" "${passes_args[@]}" | field median_ms)")
       [[ -z $baseline ]] || base_ms+=("$("$baseline" "$work/$m.onnx" --inputs "$work/$m.inputs.npz" \
-        --threads "$t" --warmup "$warmup" --iters "$iters" --passes "$passes" | field median_ms)")
+        --threads "$t" --warmup "$warmup" --iters "$iters" "${passes_args[@]}" | field median_ms)")
     done
     o=$(printf '%s\n' "${ort_ms[@]}" | median)
     s=$(printf '%s\n' "${sp_ms[@]}" | median)
