@@ -103,6 +103,18 @@ TEST(DefaultRegistryTest, FusedConvWithReluMatchesUnfusedBits) {
   EXPECT_TRUE(any_positive);  // the Relu did not zero everything
 }
 
+// The 24 -> 32 channel 3 x 3 convolution of a 9 x 9 map (pads 1) that the
+// blocked-kernel tests below run: a shape the channel-blocked kernel takes.
+kernels::Conv2DShape BlockedCase() {
+  kernels::Conv2DShape s;
+  s.channels = 24;
+  s.height = s.width = s.out_h = s.out_w = 9;
+  s.out_channels = 32;
+  s.kernel_h = s.kernel_w = 3;
+  s.pad_top = s.pad_left = 1;
+  return s;
+}
+
 // FusedConv with Relu where the channel-blocked kernel runs (a constant W
 // of a shape it takes): Relu is applied in the tile's store, and must give
 // the Relu kernel's bits after a plain Conv — negative sums +0, NaN kept
@@ -113,12 +125,7 @@ TEST(DefaultRegistryTest, FusedConvReluInTheBlockedStoreMatchesConvThenRelu) {
   std::vector<float> x_values = testing::Random(24 * 81, 31);
   x_values[5 * 81 + 4 * 9 + 4] = std::numeric_limits<float>::quiet_NaN();
   const RtTensor x = testing::F32(xd, x_values);
-  kernels::Conv2DShape s;
-  s.channels = 24;
-  s.height = s.width = s.out_h = s.out_w = 9;
-  s.out_channels = 32;
-  s.kernel_h = s.kernel_w = 3;
-  s.pad_top = s.pad_left = 1;
+  const kernels::Conv2DShape s = BlockedCase();
   // The case is the blocked kernel's wherever the CPU has a direct kernel.
   EXPECT_EQ(kernels::BlockedConv2DPreferred(s), kernels::DirectConv2DSupported(s));
   auto graph = [&](bool fused) {
@@ -217,12 +224,7 @@ TEST(DefaultRegistryTest, ConstantConvWeightsRunPackedWithTheFedWeightsBits) {
   const std::vector<float> w1 = testing::Random(32 * 24 * 9, 22);
   const std::vector<float> bias = testing::Random(32, 23);
   const RtTensor x = testing::F32(xd, testing::Random(24 * 81, 24));
-  kernels::Conv2DShape s;
-  s.channels = 24;
-  s.height = s.width = s.out_h = s.out_w = 9;
-  s.out_channels = 32;
-  s.kernel_h = s.kernel_w = 3;
-  s.pad_top = s.pad_left = 1;
+  const kernels::Conv2DShape s = BlockedCase();
   // The blocked kernel is the one this shape takes where there is a direct
   // kernel at all, so the runs below exercise it.
   EXPECT_EQ(kernels::BlockedConv2DPreferred(s), kernels::DirectConv2DSupported(s));
