@@ -59,6 +59,17 @@ bool InPlace(const Conv2DShape& s, const Layout& l);
 void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
                  bool zero_padding = true);
 
+// The row copiers PackChannel can use; all write the same buffer. Tests
+// run each one the CPU has against the portable loops.
+enum class PackIsa { kPortable, kAvx2, kAvx512 };
+
+// What PackChannel uses here (the best this CPU and SLIMPACK_CPU_MAX allow).
+PackIsa BestPackIsa();
+
+// PackChannel with the given copiers (the CPU must have them).
+void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
+                 bool zero_padding, PackIsa isa);
+
 // True when every value PackChannel writes as padding for `a` is padding,
 // at the same offset, for `b`: a buffer packed for `a` then needs no
 // zeroing for `b`.
