@@ -37,9 +37,11 @@ void Run(benchmark::State& state, bool (*kernel)(const Operands&)) {
 
 void BM_Vnni512(benchmark::State& s) { Run(s, slimpack::runtime::kernels::int8dot::DotVnni512); }
 void BM_AvxVnni(benchmark::State& s) { Run(s, slimpack::runtime::kernels::int8dot::DotAvxVnni); }
+void BM_Avx2Madd(benchmark::State& s) { Run(s, slimpack::runtime::kernels::int8dot::DotAvx2Madd); }
 void BM_Portable(benchmark::State& s) { Run(s, nullptr); }
 BENCHMARK(BM_Vnni512);
 BENCHMARK(BM_AvxVnni);
+BENCHMARK(BM_Avx2Madd);
 BENCHMARK(BM_Portable);
 
 }  // namespace

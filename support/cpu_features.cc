@@ -1,6 +1,10 @@
 // See cpu_features.h.
 #include "support/cpu_features.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -55,6 +59,14 @@ bool CpuAllows(CpuFeature f) {
       return cap >= CpuCap::kAvx512 && __builtin_cpu_supports("avx512vbmi");
     case CpuFeature::kAvx512vnni:
       return cap >= CpuCap::kAvx512 && __builtin_cpu_supports("avx512vnni");
+    case CpuFeature::kAvxVnni: {
+      // CPUID leaf 7, subleaf 1, EAX bit 4 (GCC 12's and clang 14's
+      // __builtin_cpu_supports do not know "avxvnni"); AVX2 covers the OS
+      // saving ymm state.
+      unsigned a = 0, b = 0, c = 0, d = 0;
+      return cap >= CpuCap::kAvx512 && __builtin_cpu_supports("avx2") &&
+             __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
+    }
   }
   return false;
 #else

@@ -19,7 +19,9 @@ enum class CpuCap { kSse2, kAvx2, kAvx512 };
 
 // The features kernels ask about: AVX, AVX2 and FMA count as kAvx2, the
 // AVX-512 ones as kAvx512. kAvx2Fma is AVX2 and FMA both, what most AVX2
-// kernels need.
+// kernels need. kAvxVnni (the 256-bit byte dot product of Alder Lake and
+// Zen 5) also counts as kAvx512: the avx2 cap stands for the CPUs from
+// Haswell to Zen 3, which lack it.
 enum class CpuFeature {
   kAvx,
   kAvx2,
@@ -28,7 +30,8 @@ enum class CpuFeature {
   kAvx512f,
   kAvx512bw,
   kAvx512vbmi,
-  kAvx512vnni
+  kAvx512vnni,
+  kAvxVnni
 };
 
 // The cap SLIMPACK_CPU_MAX's value names: true and *cap set for "avx512",

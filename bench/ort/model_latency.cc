@@ -52,7 +52,7 @@ struct Options {
   int threads = 1, warmup = 3, iters = 20;
   bool profile = false;
   bool profile_nodes = false;
-  bool byte_dot = true;
+  int byte_dot = -1;  // -1: the default for this CPU; 0 off, 1 on
 };
 
 constexpr char kUsage[] =
@@ -75,7 +75,9 @@ bool Parse(int argc, char** argv, Options* o) {
     if (a == "--profile") {
       o->profile = true;
     } else if (a == "--no-byte-dot") {
-      o->byte_dot = false;
+      o->byte_dot = 0;
+    } else if (a == "--byte-dot") {
+      o->byte_dot = 1;
     } else if (a == "--profile-nodes") {
       o->profile_nodes = true;
     } else if (a == "--inputs" && has_value) {
@@ -136,7 +138,7 @@ int Main(int argc, char** argv) {
   if (!tensors.ok()) return Fail(o.inputs, tensors.status());
   auto inputs = eval::MatchGraphInputs(model->graph, *tensors, o.inputs);
   if (!inputs.ok()) return Fail(o.inputs, inputs.status());
-  if (!o.byte_dot) runtime::kernels::int8dot::SetFast(false);
+  if (o.byte_dot >= 0) runtime::kernels::int8dot::SetFast(o.byte_dot == 1);
   runtime::InterpreterOptions iopts;
   iopts.num_threads = o.threads;
   // As `slimpack run`: W8A8 activation chains as byte lookups.

@@ -7,7 +7,7 @@ void LookupBytesPortable(const uint8_t table[256], const uint8_t* x, int64_t n, 
 }
 
 void LookupBytes(const uint8_t table[256], const uint8_t* x, int64_t n, uint8_t* y) {
-  if (n > 0 && LookupBytesVbmi(table, x, n, y)) return;
+  if (n > 0 && (LookupBytesVbmi(table, x, n, y) || LookupBytesAvx2(table, x, n, y))) return;
   LookupBytesPortable(table, x, n, y);
 }
 

@@ -6,7 +6,7 @@ namespace slimpack::runtime::kernels::int8dot {
 namespace {
 
 std::atomic<bool>& FastFlag() {
-  static std::atomic<bool> fast{HaveByteDot()};
+  static std::atomic<bool> fast{HaveByteDot() || HaveAvx2Madd()};
   return fast;
 }
 
@@ -32,7 +32,9 @@ void DotPortable(const Operands& o) {
 
 void Dot(const Operands& o) {
   if (o.rows <= 0 || o.cols <= 0) return;
-  if (FastFlag().load(std::memory_order_relaxed) && (DotVnni512(o) || DotAvxVnni(o))) return;
+  if (FastFlag().load(std::memory_order_relaxed) && (DotVnni512(o) || DotAvxVnni(o) || DotAvx2Madd(o))) {
+    return;
+  }
   DotPortable(o);
 }
 

@@ -34,16 +34,18 @@ struct Operands {
 };
 
 // The product with this CPU's fastest kernel (AVX512-VNNI, else AVX-VNNI,
-// else a portable loop: the same sums).
+// else AVX2, else a portable loop: the same sums).
 void Dot(const Operands& o);
 
 // The portable loop, for tests and CPUs without a byte dot instruction.
 void DotPortable(const Operands& o);
 
 // Whether the W8A8 kernels take the byte path (int8_dot_ops.h): by default
-// when Dot has a byte dot instruction here; without one their float-exact
-// and pmaddwd paths are faster. Tests turn it on and off to run both paths
-// on one machine (on, without the instruction, Dot runs DotPortable).
+// when Dot has a vector kernel here (a byte dot instruction, or AVX2's
+// 16-bit multiply-adds); on SSE2-only CPUs their float-exact and pmaddwd
+// paths are faster than the portable loop. Tests turn it on and off to run
+// both paths on one machine (on, without a vector kernel, Dot runs
+// DotPortable).
 bool Fast();
 void SetFast(bool enabled);
 
@@ -57,6 +59,11 @@ bool HaveVnni512();
 bool DotAvxVnni(const Operands& o);
 bool HaveAvxVnni();
 
+// The AVX2 kernel (int8_dot_avx2.cc): the same sums from 16-bit multiply-
+// adds, for AVX2 CPUs without either instruction.
+bool DotAvx2Madd(const Operands& o);
+bool HaveAvx2Madd();
+
 // Whether this CPU has either byte dot instruction.
 bool HaveByteDot();
 
@@ -68,6 +75,12 @@ bool HaveByteDot();
 // lacks AVX512-VNNI (the caller then runs the scalar definition).
 bool RequantizeVnni512(const int32_t* acc, int64_t n, int32_t bias, float mult, int32_t lo,
                        int32_t hi, int32_t zp, uint8_t* out);
+
+// The same eight lanes at a time with AVX2 (int8_dot_avx2.cc), for the
+// CPUs the AVX2 kernel serves: false without AVX2. [lo, hi] is [0, 255]
+// or [-128, 127].
+bool RequantizeAvx2(const int32_t* acc, int64_t n, int32_t bias, float mult, int32_t lo,
+                    int32_t hi, int32_t zp, uint8_t* out);
 
 }  // namespace slimpack::runtime::kernels::int8dot
 

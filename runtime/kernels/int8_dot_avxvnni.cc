@@ -9,7 +9,6 @@
 #include "support/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__AVXVNNI__)
-#include <cpuid.h>
 #include <immintrin.h>
 
 #include <algorithm>
@@ -84,13 +83,7 @@ constexpr const TileFn* kTiles[kMaxRows] = {kRowTiles<S, 1>, kRowTiles<S, 2>, kR
 }  // namespace
 
 bool HaveAvxVnni() {
-  // CPUID leaf 7, subleaf 1, EAX bit 4 (clang 14's __builtin_cpu_supports
-  // does not know "avxvnni"); the AVX2 check covers the OS saving ymm state.
-  static const bool ok = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    return support::CpuAllows(support::CpuFeature::kAvx2) &&
-           __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
-  }();
+  static const bool ok = support::CpuAllows(support::CpuFeature::kAvxVnni);
   return ok;
 }
 

@@ -357,42 +357,36 @@ absl::Status QLinearConv(KernelContext& ctx) {
   // One multiplier per output channel, computed as before per element.
   std::vector<float> mult(p.m);
   for (int64_t mi = 0; mi < p.m; ++mi) mult[mi] = qx.s(0) * qw.s(mi) / qy.s(0);
-  // Each plane shares its multiplier and bias: scale in floats
-  // (vectorised), then round and saturate four at a time (y is u8 or i8:
+  // Each plane shares its multiplier and bias: requantised by the vector
+  // kernels where the CPU has them, else scaled in floats (vectorised),
+  // then rounded and saturated sixteen at a time (y is u8 or i8:
   // ExpectQuantInput above).
   std::vector<float> scaled(plane);
+  std::vector<int32_t> ints(yf.defined() ? plane : 0);
   uint8_t* out = y.mutable_data<uint8_t>();
+  const auto lo = static_cast<int32_t>(quantize_internal::QMin(out_type));
+  const auto hi = static_cast<int32_t>(quantize_internal::QMax(out_type));
   for (int64_t nm = 0; nm < p.batch * p.m; ++nm) {
     const int64_t mi = nm % p.m;
     const float mm = mult[mi];
     const auto b = static_cast<uint32_t>(bias[mi]);
+    const int32_t* a = nullptr;
     if (yf.defined()) {
-      const float* a = yf.data<float>() + nm * plane;
-      int64_t i = 0;
-#if defined(__SSE2__)
-      // The sums are exact integers below 2^24: truncation is exact.
-      const __m128i vb = _mm_set1_epi32(static_cast<int32_t>(b));
-      const __m128 vm = _mm_set1_ps(mm);
-      for (; i + 4 <= plane; i += 4) {
-        const __m128i v = _mm_add_epi32(_mm_cvttps_epi32(_mm_loadu_ps(a + i)), vb);
-        _mm_storeu_ps(scaled.data() + i, _mm_mul_ps(_mm_cvtepi32_ps(v), vm));
-      }
-#endif
-      for (; i < plane; ++i) {
-        const auto v = static_cast<uint32_t>(static_cast<int32_t>(a[i]));
-        scaled[i] = static_cast<float>(static_cast<int32_t>(v + b)) * mm;
-      }
+      // The float sums are exact integers below 2^24: truncation is exact.
+      const float* f = yf.data<float>() + nm * plane;
+      for (int64_t i = 0; i < plane; ++i) ints[i] = static_cast<int32_t>(f[i]);
+      a = ints.data();
     } else {
-      const int32_t* a = sums.acc.data<int32_t>() + nm * plane;
-      if (int8dot::RequantizeVnni512(a, plane, static_cast<int32_t>(b), mm,
-                                     static_cast<int32_t>(quantize_internal::QMin(out_type)),
-                                     static_cast<int32_t>(quantize_internal::QMax(out_type)),
-                                     qy.z(0), out + nm * plane)) {
-        continue;
-      }
-      for (int64_t i = 0; i < plane; ++i) {
-        scaled[i] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[i]) + b)) * mm;
-      }
+      a = sums.acc.data<int32_t>() + nm * plane;
+    }
+    if (int8dot::RequantizeVnni512(a, plane, static_cast<int32_t>(b), mm, lo, hi, qy.z(0),
+                                   out + nm * plane) ||
+        int8dot::RequantizeAvx2(a, plane, static_cast<int32_t>(b), mm, lo, hi, qy.z(0),
+                                out + nm * plane)) {
+      continue;
+    }
+    for (int64_t i = 0; i < plane; ++i) {
+      scaled[i] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[i]) + b)) * mm;
     }
     quantize_internal::SaturateRoundBytes(scaled.data(), plane, qy.z(0), out_type,
                                           out + nm * plane);

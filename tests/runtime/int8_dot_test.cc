@@ -1,7 +1,8 @@
 // The byte dot product kernels (runtime/kernels/int8_dot.h) against a naive
 // int64 sum taken mod 2^32, on every tile shape the AVX512-VNNI and
 // AVX-VNNI kernels have (1-4 rows, 1-4 vectors of 16 or 8 columns, a masked
-// last vector; each kernel where the CPU has it), both operand signs, k from 0 to past the point where int32 wraps; and the W8A8 ops
+// last vector; each kernel where the CPU has it) and the AVX2 one's (1-4
+// rows, 1-2 vectors of 8), both operand signs, k from 0 to past the point where int32 wraps; and the W8A8 ops
 // through the byte path (int8_dot_ops.h) for every pairing of u8 / i8
 // operands, whose +-128 remapping and zero-point terms are where a sign
 // slip would hide. On a CPU without the instruction Dot runs the portable
@@ -76,6 +77,10 @@ TEST(Int8DotTest, EveryTileShapeEqualsTheNaiveSum) {
         if (kernels::int8dot::DotAvxVnni(o)) {
           EXPECT_THAT(out, ElementsAreArray(want)) << "AVX-VNNI";
         }
+        std::fill(out.begin(), out.end(), -1);
+        if (kernels::int8dot::DotAvx2Madd(o)) {
+          EXPECT_THAT(out, ElementsAreArray(want)) << "AVX2 madd";
+        }
         ++checked;
       }
     }
@@ -97,6 +102,11 @@ TEST(Int8DotTest, SumsWrapModTwoToTheThirtyTwo) {
   EXPECT_EQ(want, 2010167296);
   EXPECT_THAT(out, ::testing::Each(want));
   EXPECT_THAT(portable, ::testing::Each(want));
+  std::vector<int32_t> madd(cols, -1);
+  o.out = madd.data();
+  if (kernels::int8dot::DotAvx2Madd(o)) {
+    EXPECT_THAT(madd, ::testing::Each(want));
+  }
 }
 
 // The kernels' CPU checks against the kernel's own report of the CPU.
@@ -117,19 +127,23 @@ TEST(Int8DotTest, TheByteInstructionIsUsedWhereTheCpuHasIt) {
   const bool avx2_level = cap != support::CpuCap::kSse2;
   EXPECT_EQ(kernels::int8dot::HaveVnni512(),
             avx512_level && has("avx512f") && has("avx512_vnni"));
-  EXPECT_EQ(kernels::int8dot::HaveAvxVnni(), avx2_level && has("avx2") && has("avx_vnni"));
+  // AVX-VNNI is newer than the avx2 cap's CPUs (Haswell to Zen 3).
+  EXPECT_EQ(kernels::int8dot::HaveAvxVnni(), avx512_level && has("avx2") && has("avx_vnni"));
+  EXPECT_EQ(kernels::int8dot::HaveAvx2Madd(), avx2_level && has("avx2"));
   EXPECT_EQ(kernels::int8dot::HaveByteDot(),
             kernels::int8dot::HaveVnni512() || kernels::int8dot::HaveAvxVnni());
-  EXPECT_EQ(kernels::int8dot::Fast(), kernels::int8dot::HaveByteDot());
+  // The byte path is the default wherever it has a vector kernel.
+  EXPECT_EQ(kernels::int8dot::Fast(),
+            kernels::int8dot::HaveByteDot() || kernels::int8dot::HaveAvx2Madd());
 }
 
-// The AVX-512 requantisation against quantize_internal::SaturateRoundBytes
+// The AVX-512 and AVX2 requantisations against quantize_internal::SaturateRoundBytes
 // on what QLinearConv feeds it (f32(acc + bias) * mult): sums at int32's
 // ends (the bias add wraps), ties that round to even, multipliers that
 // saturate, zero, NaN and infinite ones, both byte types, every tail length.
 TEST(Int8DotTest, RequantizeGivesTheScalarBytes) {
   std::mt19937 rng(8);
-  std::vector<int32_t> acc(53);
+  std::vector<int32_t> acc(71);
   for (int32_t& v : acc) v = static_cast<int32_t>(rng()) >> (rng() % 31);
   acc[0] = INT32_MAX;
   acc[1] = INT32_MIN;
@@ -141,7 +155,7 @@ TEST(Int8DotTest, RequantizeGivesTheScalarBytes) {
     for (const bool u8 : {true, false}) {
       const ir::DType type = u8 ? ir::DType::kU8 : ir::DType::kI8;
       const int32_t zp = u8 ? 131 : -9, bias = u8 ? 1000 : 1;
-      for (int64_t n : {0, 1, 15, 16, 17, 53}) {
+      for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 32, 33, 53, 71}) {
         std::vector<float> scaled(n);
         for (int64_t i = 0; i < n; ++i) {
           scaled[i] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(acc[i]) +
@@ -155,11 +169,19 @@ TEST(Int8DotTest, RequantizeGivesTheScalarBytes) {
         if (ran) {
           EXPECT_EQ(got, want) << "mult " << mult << (u8 ? " u8 " : " i8 ") << n;
         }
+        std::vector<uint8_t> got2(n + 1, 0xA5);
+        const bool ran2 = kernels::int8dot::RequantizeAvx2(acc.data(), n, bias, mult,
+                                                           u8 ? 0 : -128, u8 ? 255 : 127, zp,
+                                                           got2.data());
+        ASSERT_EQ(ran2, kernels::int8dot::HaveAvx2Madd());
+        if (ran2) {
+          EXPECT_EQ(got2, want) << "AVX2, mult " << mult << (u8 ? " u8 " : " i8 ") << n;
+        }
         ++checked;
       }
     }
   }
-  EXPECT_EQ(checked, 84);
+  EXPECT_EQ(checked, 182);
 }
 
 template <typename T>

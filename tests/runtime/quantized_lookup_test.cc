@@ -228,8 +228,9 @@ TEST(QuantizedLookupTest, ConsecutiveChainsFuse) {
   EXPECT_EQ(fused, 2);
 }
 
-// The lookup kernel (VPERMI2B where the CPU has VBMI) against the byte
-// loop, for every code in vector bodies and in masked tails of each length.
+// The lookup kernels (VPERMI2B where the CPU has VBMI, VPSHUFB and blends
+// with AVX2) against the byte loop, for every code in vector bodies and in
+// tails of each length.
 TEST(ByteLookupTest, EveryCodeAndEveryTailLengthMatchesTheTable) {
   std::mt19937 rng(9);
   uint8_t table[256];
@@ -237,21 +238,26 @@ TEST(ByteLookupTest, EveryCodeAndEveryTailLengthMatchesTheTable) {
   std::vector<uint8_t> x(256 * 3 + 63);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<uint8_t>(i < 768 ? i % 256 : rng());
   int checked = 0;
-  for (int64_t n : {0, 1, 63, 64, 65, 127, 256, 830, 831}) {
-    std::vector<uint8_t> want(n + 1, 0xA5), got(n + 1, 0xA5);
+  for (int64_t n : {0, 1, 31, 32, 33, 63, 64, 65, 127, 256, 830, 831}) {
+    std::vector<uint8_t> want(n + 1, 0xA5), got(n + 1, 0xA5), avx2(n + 1, 0xA5);
     kernels::LookupBytesPortable(table, x.data(), n, want.data());
     kernels::LookupBytes(table, x.data(), n, got.data());
     EXPECT_EQ(got, want) << n << " bytes";  // the guard byte past n stays 0xA5
+    if (kernels::LookupBytesAvx2(table, x.data(), n, avx2.data())) {
+      EXPECT_EQ(avx2, want) << n << " bytes, AVX2";
+    }
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(want[i], table[x[i]]);
     ++checked;
   }
-  EXPECT_EQ(checked, 9);
+  EXPECT_EQ(checked, 12);
 #if defined(__x86_64__)
   uint8_t y[1];
   EXPECT_EQ(kernels::LookupBytesVbmi(table, x.data(), 1, y),
             support::CpuAllows(support::CpuFeature::kAvx512f) &&
                 support::CpuAllows(support::CpuFeature::kAvx512bw) &&
                 support::CpuAllows(support::CpuFeature::kAvx512vbmi));
+  EXPECT_EQ(kernels::LookupBytesAvx2(table, x.data(), 1, y),
+            support::CpuAllows(support::CpuFeature::kAvx2));
 #endif
 }
 

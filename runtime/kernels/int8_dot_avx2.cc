@@ -1,0 +1,185 @@
+// int8dot's kernel for AVX2 CPUs without a byte dot product (the Haswell to
+// Zen 3 generations): VPDPBUSD's exact sums from VPMADDWD, which multiplies
+// signed 16-bit pairs into int32. Each 32-bit lane's four bytes are split
+// into its even and odd bytes, widened in place to 16 bits (unsigned:
+// masked / shifted; signed: shifted left then arithmetically right), so
+// one VPMADDWD adds u0*s0 + u2*s2 and another u1*s1 + u3*s3: at most
+// 2 * 255 * 128 in magnitude, exact, and the int32 additions wrap as the
+// instruction's do. VPMADDUBSW, the usual AVX2 route, saturates its 16-bit
+// pair sums and so cannot give ONNX's integer result. Tiles of up to
+// 4 rows x 16 columns: eight accumulators, the panel's widened halves and
+// a row's leave the rest of the sixteen ymm registers. Compiled with
+// -mavx2 (runtime/CMakeLists.txt) and called only after support::CpuAllows;
+// nothing here may be an inline function shared with other objects.
+#include "runtime/kernels/int8_dot.h"
+#include "support/cpu_features.h"
+
+#if defined(__x86_64__) && defined(__AVX2__)
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace slimpack::runtime::kernels::int8dot {
+namespace {
+
+constexpr int kMaxRows = 4;
+constexpr int kMaxVectors = 2;  // of 8 int32 columns
+
+using TileFn = void (*)(const Operands& o, int64_t r0, int64_t c0);
+
+// A vector of bytes split into 16-bit lanes: `even` holds bytes 0, 2, ...
+// and `odd` bytes 1, 3, ..., each zero- or sign-extended.
+struct Halves {
+  __m256i even, odd;
+};
+
+inline Halves Unsigned(__m256i v) {
+  return {_mm256_and_si256(v, _mm256_set1_epi16(0x00FF)), _mm256_srli_epi16(v, 8)};
+}
+
+inline Halves Signed(__m256i v) {
+  return {_mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8), _mm256_srai_epi16(v, 8)};
+}
+
+inline __m256i AddProducts(__m256i acc, const Halves& a, const Halves& b) {
+  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(a.even, b.even));
+  return _mm256_add_epi32(acc, _mm256_madd_epi16(a.odd, b.odd));
+}
+
+// Rows r0..r0+R-1 times columns c0..c0+8V-1, the last vector stored up to
+// o.cols. The panel is padded to 16 columns, so its loads need no mask.
+template <bool kSignedRows, int R, int V>
+void Tile(const Operands& o, int64_t r0, int64_t c0) {
+  __m256i acc[R][V];
+  #pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    #pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_si256();
+  }
+  const uint8_t* row = o.row + r0 * o.ldr;
+  const uint8_t* panel = o.panel + c0 * 4;
+  for (int64_t q = 0; q < o.kq; ++q) {
+    Halves p[V];
+    #pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      const __m256i bytes = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(panel + (q * o.pcols + 8 * v) * 4));
+      p[v] = kSignedRows ? Unsigned(bytes) : Signed(bytes);
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      int32_t four;
+      std::memcpy(&four, row + r * o.ldr + 4 * q, 4);
+      const __m256i bytes = _mm256_set1_epi32(four);
+      const Halves b = kSignedRows ? Signed(bytes) : Unsigned(bytes);
+      #pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[r][v] = AddProducts(acc[r][v], b, p[v]);
+    }
+  }
+  #pragma GCC unroll 4
+  for (int v = 0; v < V; ++v) {
+    const int64_t left = o.cols - c0 - 8 * v;
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      int32_t* dst = o.out + (r0 + r) * o.ldo + c0 + 8 * v;
+      if (left >= 8) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), acc[r][v]);
+      } else if (left > 0) {
+        alignas(32) int32_t lanes[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[r][v]);
+        std::memcpy(dst, lanes, left * sizeof(int32_t));
+      }
+    }
+  }
+}
+
+template <bool S, int R>
+constexpr TileFn kRowTiles[kMaxVectors] = {Tile<S, R, 1>, Tile<S, R, 2>};
+
+template <bool S>
+constexpr const TileFn* kTiles[kMaxRows] = {kRowTiles<S, 1>, kRowTiles<S, 2>, kRowTiles<S, 3>,
+                                            kRowTiles<S, 4>};
+
+}  // namespace
+
+bool HaveAvx2Madd() {
+  static const bool ok = support::CpuAllows(support::CpuFeature::kAvx2);
+  return ok;
+}
+
+bool DotAvx2Madd(const Operands& o) {
+  if (!HaveAvx2Madd()) return false;
+  constexpr int64_t kBlock = 8 * kMaxVectors;
+  const TileFn* const* tiles = o.signed_rows ? kTiles<true> : kTiles<false>;
+  for (int64_t c0 = 0; c0 < o.cols; c0 += kBlock) {
+    const int64_t vectors = std::min<int64_t>(kMaxVectors, (o.cols - c0 + 7) / 8);
+    for (int64_t r0 = 0; r0 < o.rows; r0 += kMaxRows) {
+      const int64_t rows = std::min<int64_t>(kMaxRows, o.rows - r0);
+      tiles[rows - 1][vectors - 1](o, r0, c0);
+    }
+  }
+  return true;
+}
+
+bool RequantizeAvx2(const int32_t* acc, int64_t n, int32_t bias, float mult, int32_t lo,
+                    int32_t hi, int32_t zp, uint8_t* out) {
+  if (!HaveAvx2Madd()) return false;
+  const __m256i vb = _mm256_set1_epi32(bias), vz = _mm256_set1_epi32(zp);
+  const __m256 vm = _mm256_set1_ps(mult);
+  const __m256 flo = _mm256_set1_ps(static_cast<float>(lo - zp));
+  const __m256 fhi = _mm256_set1_ps(static_cast<float>(hi - zp));
+  const bool u8 = lo == 0;
+  // As RequantizeVnni512 and quantize_internal::SaturateRoundBytes: NaN
+  // lanes become zp, values are clamped to the integer bounds before
+  // rounding half to even (VCVTPS2DQ in the default rounding mode), so after
+  // adding zp every lane is in the byte type's range and the saturating
+  // packs change nothing.
+  const auto one = [&](__m256i a) {
+    __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a, vb)), vm);
+    x = _mm256_and_ps(x, _mm256_cmp_ps(x, x, _CMP_ORD_Q));
+    x = _mm256_min_ps(_mm256_max_ps(x, flo), fhi);
+    return _mm256_add_epi32(_mm256_cvtps_epi32(x), vz);
+  };
+  const auto load = [](const int32_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  };
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    // The packs work within 128-bit halves: bytes come out as quarters of
+    // the four inputs in the order 0a 1a 2a 3a 0b 1b 2b 3b, put back by
+    // a permute of 32-bit lanes.
+    const __m256i w01 = _mm256_packs_epi32(one(load(acc + i)), one(load(acc + i + 8)));
+    const __m256i w23 = _mm256_packs_epi32(one(load(acc + i + 16)), one(load(acc + i + 24)));
+    const __m256i b = u8 ? _mm256_packus_epi16(w01, w23) : _mm256_packs_epi16(w01, w23);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
+                        _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
+  }
+  for (; i < n; i += 8) {
+    const int64_t m = std::min<int64_t>(8, n - i);
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(m)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i r = one(_mm256_maskload_epi32(acc + i, mask));
+    const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
+    const __m128i b = u8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
+    alignas(16) uint8_t bytes[16];
+    _mm_store_si128(reinterpret_cast<__m128i*>(bytes), b);
+    std::memcpy(out + i, bytes, m);
+  }
+  return true;
+}
+
+}  // namespace slimpack::runtime::kernels::int8dot
+
+#else
+
+namespace slimpack::runtime::kernels::int8dot {
+bool HaveAvx2Madd() { return false; }
+bool DotAvx2Madd(const Operands&) { return false; }
+bool RequantizeAvx2(const int32_t*, int64_t, int32_t, float, int32_t, int32_t, int32_t,
+                    uint8_t*) {
+  return false;
+}
+}  // namespace slimpack::runtime::kernels::int8dot
+
+#endif
