@@ -62,10 +62,13 @@ bool CpuAllows(CpuFeature f) {
     case CpuFeature::kAvxVnni: {
       // CPUID leaf 7, subleaf 1, EAX bit 4 (GCC 12's and clang 14's
       // __builtin_cpu_supports do not know "avxvnni"); AVX2 covers the OS
-      // saving ymm state.
-      unsigned a = 0, b = 0, c = 0, d = 0;
-      return cap >= CpuCap::kAvx512 && __builtin_cpu_supports("avx2") &&
-             __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 && (a & (1u << 4)) != 0;
+      // saving ymm state. Asked once.
+      static const bool cpu = [] {
+        unsigned a = 0, b = 0, c = 0, d = 0;
+        return __builtin_cpu_supports("avx2") && __get_cpuid_count(7, 1, &a, &b, &c, &d) != 0 &&
+               (a & (1u << 4)) != 0;
+      }();
+      return cap >= CpuCap::kAvx512 && cpu;
     }
   }
   return false;

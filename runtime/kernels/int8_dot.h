@@ -37,7 +37,7 @@ struct Operands {
 // else AVX2, else a portable loop: the same sums).
 void Dot(const Operands& o);
 
-// The portable loop, for tests and CPUs without a byte dot instruction.
+// The portable loop, for tests and CPUs without AVX2.
 void DotPortable(const Operands& o);
 
 // Whether the W8A8 kernels take the byte path (int8_dot_ops.h): by default

@@ -10,14 +10,14 @@
 // 4 rows x 16 columns: eight accumulators, the panel's widened halves and
 // a row's leave the rest of the sixteen ymm registers. Compiled with
 // -mavx2 (runtime/CMakeLists.txt) and called only after support::CpuAllows;
-// nothing here may be an inline function shared with other objects.
+// nothing here may be an inline function shared with other objects (hence
+// no std::min: its instantiation could be the copy the linker keeps).
 #include "runtime/kernels/int8_dot.h"
 #include "support/cpu_features.h"
 
 #if defined(__x86_64__) && defined(__AVX2__)
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
 namespace slimpack::runtime::kernels::int8dot {
@@ -113,9 +113,9 @@ bool DotAvx2Madd(const Operands& o) {
   constexpr int64_t kBlock = 8 * kMaxVectors;
   const TileFn* const* tiles = o.signed_rows ? kTiles<true> : kTiles<false>;
   for (int64_t c0 = 0; c0 < o.cols; c0 += kBlock) {
-    const int64_t vectors = std::min<int64_t>(kMaxVectors, (o.cols - c0 + 7) / 8);
+    const int64_t vectors = o.cols - c0 > 8 ? 2 : 1;  // kMaxVectors
     for (int64_t r0 = 0; r0 < o.rows; r0 += kMaxRows) {
-      const int64_t rows = std::min<int64_t>(kMaxRows, o.rows - r0);
+      const int64_t rows = o.rows - r0 < kMaxRows ? o.rows - r0 : kMaxRows;
       tiles[rows - 1][vectors - 1](o, r0, c0);
     }
   }
@@ -156,7 +156,7 @@ bool RequantizeAvx2(const int32_t* acc, int64_t n, int32_t bias, float mult, int
                         _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
   }
   for (; i < n; i += 8) {
-    const int64_t m = std::min<int64_t>(8, n - i);
+    const int64_t m = n - i < 8 ? n - i : 8;
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(m)),
                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
     const __m256i r = one(_mm256_maskload_epi32(acc + i, mask));

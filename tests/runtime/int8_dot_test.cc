@@ -5,8 +5,8 @@
 // rows, 1-2 vectors of 8), both operand signs, k from 0 to past the point where int32 wraps; and the W8A8 ops
 // through the byte path (int8_dot_ops.h) for every pairing of u8 / i8
 // operands, whose +-128 remapping and zero-point terms are where a sign
-// slip would hide. On a CPU without the instruction Dot runs the portable
-// loop, so the remapping is still checked there.
+// slip would hide. On a CPU without AVX2 Dot runs the portable loop, so the
+// remapping is still checked there.
 #include <cstdint>
 #include <fstream>
 #include <limits>
@@ -147,8 +147,13 @@ TEST(Int8DotTest, RequantizeGivesTheScalarBytes) {
   for (int32_t& v : acc) v = static_cast<int32_t>(rng()) >> (rng() % 31);
   acc[0] = INT32_MAX;
   acc[1] = INT32_MIN;
-  acc[2] = 5;  // 5 * 0.5 = 2.5: a tie
-  acc[3] = -7;
+  // Ties at mult 0.5 inside the clamp range: u8 (bias 1000) (-995 + 1000)
+  // * 0.5 = 2.5 and (-1003 + 1000) * 0.5 = -1.5; i8 (bias 1) (4 + 1) * 0.5
+  // = 2.5 and (-4 + 1) * 0.5 = -1.5. Half to even: 2 and -2.
+  acc[2] = -995;
+  acc[3] = -1003;
+  acc[4] = 4;
+  acc[5] = -4;
   int checked = 0;
   for (const float mult : {0.5f, 1.3e-3f, -2.7e-2f, 40.0f, 0.0f, std::numeric_limits<float>::quiet_NaN(),
                            std::numeric_limits<float>::infinity()}) {
@@ -162,7 +167,12 @@ TEST(Int8DotTest, RequantizeGivesTheScalarBytes) {
                                                               static_cast<uint32_t>(bias))) * mult;
         }
         std::vector<uint8_t> want(n + 1, 0xA5), got(n + 1, 0xA5);
-        kernels::quantize_internal::SaturateRoundBytes(scaled.data(), n, zp, type, want.data());
+        // The scalar definition (SaturateRoundBytes' vector loop rounds
+        // with cvtps2dq itself).
+        for (int64_t i = 0; i < n; ++i) {
+          want[i] = static_cast<uint8_t>(
+              kernels::quantize_internal::SaturateRound(scaled[i], zp, type));
+        }
         const bool ran = kernels::int8dot::RequantizeVnni512(acc.data(), n, bias, mult, u8 ? 0 : -128,
                                                             u8 ? 255 : 127, zp, got.data());
         ASSERT_EQ(ran, kernels::int8dot::HaveVnni512());
