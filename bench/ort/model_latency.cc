@@ -15,13 +15,15 @@
 // the imported graph runs as is. The pass time is not part of the latency.
 //
 // --no-byte-dot keeps the W8A8 kernels off their byte dot product path
-// (runtime/kernels/int8_dot.h) on a CPU that has one, to time the float-exact
-// / pmaddwd paths other CPUs take (the sums are the same). The AVX-512
-// requantisation of integer sums and the VBMI lookups stay on.
+// (runtime/kernels/int8_dot.h), to time the float-exact / pmaddwd paths
+// SSE2-only CPUs take (the sums are the same); --byte-dot puts them on it
+// (the portable loop where the CPU has no vector kernel). The vector
+// requantisation of integer sums and the lookups stay on.
 //
 // Usage: model_latency MODEL --inputs IN.npz [--threads N] [--warmup W]
 //                      [--iters I] [--profile] [--profile-nodes]
-//                      [--passes default|SPEC] [--out OUT.npz] [--no-byte-dot]
+//                      [--passes default|SPEC] [--out OUT.npz]
+//                      [--no-byte-dot | --byte-dot]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -58,7 +60,7 @@ struct Options {
 constexpr char kUsage[] =
     "usage: model_latency MODEL --inputs IN.npz [--threads N] [--warmup W] "
     "[--iters I] [--profile] [--profile-nodes] [--passes default|SPEC] "
-    "[--out OUT.npz] [--no-byte-dot]\n";
+    "[--out OUT.npz] [--no-byte-dot | --byte-dot]\n";
 
 bool ParseInt(const char* s, int min, int* v) {
   char* end = nullptr;
