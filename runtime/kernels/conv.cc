@@ -87,40 +87,6 @@ void Im2Col(const float* x, int64_t channels, const std::vector<int64_t>& in,
   }
 }
 
-// The direct kernel's description of a 1-D or 2-D convolution (1-D as
-// height 1), or nullopt when it cannot run it here (other ranks, empty
-// tensors, no AVX-512): those go through im2col + GEMM.
-std::optional<Conv2DShape> DirectShape(const std::vector<int64_t>& xd, int64_t m,
-                                       int64_t group, const WindowGeometry& g) {
-  const size_t r = xd.size() - 2;
-  if (r > 2 || xd[0] == 0 || xd[1] == 0 || m == 0) return std::nullopt;
-  for (size_t i = 0; i < r; ++i) {
-    if (xd[2 + i] <= 0 || g.out[i] <= 0 || g.kernel[i] <= 0) return std::nullopt;
-  }
-  Conv2DShape s;
-  s.batch = xd[0];
-  s.channels = xd[1];
-  s.out_channels = m;
-  s.group = group;
-  const size_t h = r - 1;  // index of the last spatial axis
-  if (r == 2) {
-    s.height = xd[2];
-    s.kernel_h = g.kernel[0];
-    s.stride_h = g.strides[0];
-    s.dilation_h = g.dilations[0];
-    s.pad_top = g.pads_begin[0];
-    s.out_h = g.out[0];
-  }
-  s.width = xd[2 + h];
-  s.kernel_w = g.kernel[h];
-  s.stride_w = g.strides[h];
-  s.dilation_w = g.dilations[h];
-  s.pad_left = g.pads_begin[h];
-  s.out_w = g.out[h];
-  if (!DirectConv2DSupported(s)) return std::nullopt;
-  return s;
-}
-
 // The node-cache key of a constant W packed for BlockedConv2D (the only
 // value Conv keeps). Keys are per node, but GetOrBuild casts without a type
 // check, so it differs from every other kernel's key (quantize_util.h's
@@ -162,7 +128,7 @@ absl::Status ConvProducts(KernelContext& ctx, const ConvF32Args& a, float* py,
   const int64_t cg = channels / a.group, mg = m / a.group;
   const int64_t kprod = DimsProduct(g.kernel);
   const int64_t in_size = DimsProduct(in), out_size = DimsProduct(g.out);
-  if (std::optional<Conv2DShape> s = DirectShape(xd, m, a.group, g); s.has_value()) {
+  if (std::optional<Conv2DShape> s = DirectConvShape(xd, m, a.group, g); s.has_value()) {
     if (std::shared_ptr<const BlockedConvWeights> packed = ConstantBlockedWeights(ctx, a, *s)) {
       ASSIGN_OR_RETURN(RtTensor scratch, ctx.AllocateUninitialized(
                                              DType::kF32, {BlockedConv2DScratchFloats(*s)}));
@@ -263,6 +229,37 @@ absl::Status ConvProducts(KernelContext& ctx, const ConvF32Args& a, float* py,
 }
 
 }  // namespace
+
+std::optional<Conv2DShape> DirectConvShape(const std::vector<int64_t>& xd, int64_t m,
+                                           int64_t group, const WindowGeometry& g) {
+  const size_t r = xd.size() - 2;
+  if (r > 2 || xd[0] == 0 || xd[1] == 0 || m == 0) return std::nullopt;
+  for (size_t i = 0; i < r; ++i) {
+    if (xd[2 + i] <= 0 || g.out[i] <= 0 || g.kernel[i] <= 0) return std::nullopt;
+  }
+  Conv2DShape s;
+  s.batch = xd[0];
+  s.channels = xd[1];
+  s.out_channels = m;
+  s.group = group;
+  const size_t h = r - 1;  // index of the last spatial axis
+  if (r == 2) {
+    s.height = xd[2];
+    s.kernel_h = g.kernel[0];
+    s.stride_h = g.strides[0];
+    s.dilation_h = g.dilations[0];
+    s.pad_top = g.pads_begin[0];
+    s.out_h = g.out[0];
+  }
+  s.width = xd[2 + h];
+  s.kernel_w = g.kernel[h];
+  s.stride_w = g.strides[h];
+  s.dilation_w = g.dilations[h];
+  s.pad_left = g.pads_begin[h];
+  s.out_w = g.out[h];
+  if (!DirectConv2DSupported(s)) return std::nullopt;
+  return s;
+}
 
 absl::Status ConvF32(KernelContext& ctx, const ConvF32Args& a, float* py) {
   bool relu_done = false;

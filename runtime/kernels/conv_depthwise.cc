@@ -100,9 +100,15 @@ bool DepthwiseConv2DApplies(const Conv2DShape& s) {
 #endif
 }
 
-void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
-                     const float* bias, float* y, ThreadPool* pool) {
 #if defined(__x86_64__)
+namespace {
+
+// The kernel, each channel's input packed by pack(nc, buf, zero_padding)
+// and its sums written to out(nc) (out_h x out_w floats), then handed to
+// done(nc, sums).
+template <typename Pack, typename Out, typename Done>
+void RunDepthwise(const Conv2DShape& s, const float* w, const float* bias, ThreadPool* pool,
+                  const Pack& pack, const Out& out, const Done& done) {
   const Layout l = conv_layout::MakeLayout(s);
   const int64_t terms = s.kernel_h * s.kernel_w;
   std::vector<int32_t> off(terms);
@@ -116,7 +122,6 @@ void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
   const int64_t vectors = std::min<int64_t>(4, CeilDiv(s.out_w, 8));
   const int64_t rows = 8 / vectors;
   const int64_t block_cols = 8 * vectors;
-  const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
   const int64_t planes = s.batch * s.channels;
   ParallelFor(pool, CeilDiv(planes, kChannelsPerTask), [&](int64_t t) {
     // Each thread's buffer, and the shape whose padding it holds: the
@@ -135,11 +140,11 @@ void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
     for (int64_t nc = t * kChannelsPerTask; nc < std::min(planes, (t + 1) * kChannelsPerTask);
          ++nc) {
       const int64_t c = nc % s.channels;
-      conv_layout::PackChannel(s, l, x + nc * in_plane, buf.data(), !zeroed);
+      pack(nc, l, buf.data(), !zeroed);
       zeroed = true;
       const float* wc = w + c * terms;
       const float b = bias != nullptr ? bias[c] : 0.0f;
-      float* yc = y + nc * out_plane;
+      float* yc = out(nc);
       for (int64_t oh = 0; oh < s.out_h; oh += rows) {
         const int64_t r = std::min(rows, s.out_h - oh);
         for (int64_t ow = 0; ow < s.out_w; ow += block_cols) {
@@ -149,10 +154,46 @@ void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
                                 bias != nullptr, yc + oh * s.out_w + ow, s.out_w, cols);
         }
       }
+      done(nc, yc);
     }
   });
+}
+
+}  // namespace
+#endif
+
+void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
+                     const float* bias, float* y, ThreadPool* pool) {
+#if defined(__x86_64__)
+  const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
+  RunDepthwise(
+      s, w, bias, pool,
+      [&](int64_t nc, const Layout& l, float* buf, bool zero_padding) {
+        conv_layout::PackChannel(s, l, x + nc * in_plane, buf, zero_padding);
+      },
+      [&](int64_t nc) { return y + nc * out_plane; }, [](int64_t, const float*) {});
 #else
   (void)s, (void)x, (void)w, (void)bias, (void)y, (void)pool;
+#endif
+}
+
+void DepthwiseConv2DChannels(const Conv2DShape& s, const float* w, const DepthwisePackFn& pack,
+                             const DepthwiseDoneFn& done, ThreadPool* pool) {
+#if defined(__x86_64__)
+  const int64_t out_plane = s.out_h * s.out_w;
+  RunDepthwise(
+      s, w, nullptr, pool,
+      [&](int64_t nc, const Layout& l, float* buf, bool zero_padding) {
+        pack(nc, l, buf, zero_padding);
+      },
+      [&](int64_t) {
+        thread_local std::vector<float> sums;
+        if (static_cast<int64_t>(sums.size()) < out_plane) sums.resize(out_plane);
+        return sums.data();
+      },
+      done);
+#else
+  (void)s, (void)w, (void)pack, (void)done, (void)pool;
 #endif
 }
 

@@ -9,7 +9,11 @@
 #ifndef SLIMPACK_RUNTIME_KERNELS_CONV_DEPTHWISE_H_
 #define SLIMPACK_RUNTIME_KERNELS_CONV_DEPTHWISE_H_
 
+#include <cstdint>
+#include <functional>
+
 #include "runtime/kernels/conv_direct.h"
+#include "runtime/kernels/conv_layout.h"
 #include "runtime/thread_pool.h"
 
 namespace slimpack::runtime::kernels {
@@ -24,6 +28,19 @@ bool DepthwiseConv2DApplies(const Conv2DShape& s);
 // its own).
 void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
                      const float* bias, float* y, ThreadPool* pool);
+
+// The same kernel with each channel's input and output left to the caller
+// (QLinearConv's depthwise layers, quantized_depthwise.h): pack(nc, l, buf,
+// zero_padding) writes plane nc = n * channels + c of the input into buf in
+// layout l (conv_layout::PackChannel, padding only when zero_padding), and
+// done(nc, sums) receives its out_h x out_w sums, no bias, in a buffer of
+// the calling thread's that the next channel overwrites. Both run on the
+// pool's threads, several channels at once.
+using DepthwisePackFn =
+    std::function<void(int64_t nc, const conv_layout::Layout& l, float* buf, bool zero_padding)>;
+using DepthwiseDoneFn = std::function<void(int64_t nc, const float* sums)>;
+void DepthwiseConv2DChannels(const Conv2DShape& s, const float* w, const DepthwisePackFn& pack,
+                             const DepthwiseDoneFn& done, ThreadPool* pool);
 
 }  // namespace slimpack::runtime::kernels
 

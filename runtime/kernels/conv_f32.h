@@ -6,10 +6,12 @@
 #define SLIMPACK_RUNTIME_KERNELS_CONV_F32_H_
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "runtime/kernel.h"
+#include "runtime/kernels/conv_direct.h"
 #include "runtime/kernels/window.h"
 
 namespace slimpack::runtime::kernels {
@@ -26,7 +28,8 @@ struct ConvF32Args {
   int64_t group;
   const float* bias;
   WindowGeometry g;
-  // True when w is the node's input 1 and a constant of the plan: the
+  // True when w is the same on every run of this node (Conv's input 1 a
+  // constant of the plan; QLinearConv's centred constant W): the
   // channel-blocked kernel (conv_blocked.h) then keeps its packed copy in
   // the node's cache.
   bool w_is_constant_input = false;
@@ -35,6 +38,13 @@ struct ConvF32Args {
   // y once the convolution is done. FusedConv's Relu saves its own pass.
   bool relu = false;
 };
+
+// The direct kernels' description of a 1-D or 2-D convolution of X
+// [x_dims] into m channels (1-D as height 1), or nullopt when they cannot
+// run it here (other ranks, empty tensors, no AVX2 + FMA or AVX-512, offsets
+// past 32 bits): those go through im2col + GEMM.
+std::optional<Conv2DShape> DirectConvShape(const std::vector<int64_t>& x_dims, int64_t m,
+                                           int64_t group, const WindowGeometry& g);
 
 // Writes Y [x_dims[0], out_channels, g.out...] to `y`: the direct kernels
 // (conv_direct.h, conv_blocked.h) where the CPU and shape allow, otherwise

@@ -70,6 +70,17 @@ PackIsa BestPackIsa();
 void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
                  bool zero_padding, PackIsa isa);
 
+// Channel c of an integer convolution's input (bytes, zero point zp) as
+// the floats float(x) - zp, exact, in the same planes: padding is then
+// zero, as ONNX pads with the zero point. `readable` bytes from xc may be
+// read (at least the plane's height * width; the rest of the tensor lets
+// the vector copiers load whole vectors at row ends). The AVX2 and AVX-512
+// choices both use AVX2 copiers.
+void PackChannel(const Conv2DShape& s, const Layout& l, const uint8_t* xc, int64_t readable,
+                 int32_t zp, float* dst, bool zero_padding, PackIsa isa);
+void PackChannel(const Conv2DShape& s, const Layout& l, const int8_t* xc, int64_t readable,
+                 int32_t zp, float* dst, bool zero_padding, PackIsa isa);
+
 // True when every value PackChannel writes as padding for `a` is padding,
 // at the same offset, for `b`: a buffer packed for `a` then needs no
 // zeroing for `b`.

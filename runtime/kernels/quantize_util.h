@@ -107,6 +107,19 @@ inline void CenteredFloats(const RtTensor& t, int64_t from, int64_t n, int32_t z
   }
 }
 
+// out[i] = int32(f[i]) for sums that are exact integers of magnitude below
+// 2^24 (the float-exact convolutions' results), so truncation is exact;
+// four at a time on x86-64 (GCC does not vectorise the scalar conversion).
+inline void ExactSumsToInts(const float* f, int64_t n, int32_t* out) {
+  int64_t i = 0;
+#if defined(__SSE2__)
+  for (; i + 4 <= n; i += 4) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), _mm_cvttps_epi32(_mm_loadu_ps(f + i)));
+  }
+#endif
+  for (; i < n; ++i) out[i] = static_cast<int32_t>(f[i]);
+}
+
 // Round half to even, then add zp and clamp to the type's range. NaN maps
 // to zp (ONNX leaves it undefined; this keeps the result deterministic).
 inline int64_t SaturateRound(float v, int64_t zp, DType t) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "runtime/kernels/int8_dot.h"
 #include "runtime/kernels/int8_dot_ops.h"
 #include "runtime/kernels/quantize_util.h"
+#include "runtime/kernels/quantized_depthwise.h"
 #include "runtime/kernels/window.h"
 #include "runtime/thread_pool.h"
 #include "support/status_macros.h"
@@ -217,22 +219,38 @@ std::shared_ptr<const quantize_internal::CentredWeights> CentreConvWeights(const
 // bound, and their products then run at the float kernels' speed instead of
 // the im2col + pmaddwd loop above. `constant_w`: W and its zero point are
 // initializers, so the centred weights are kept in the node's cache.
+// CentreConvWeights' result (kept in the node's cache when `constant_w`), or
+// nullptr when a float convolution of x by it would not be exact: every
+// channel's partial sums are bounded by sum_k |w_k - wzp| times the largest
+// |x - xzp| x's type allows.
+std::shared_ptr<const quantize_internal::CentredWeights> ExactCentredWeights(
+    KernelContext& ctx, const RtTensor& x, const RtTensor& w, const ConvPlan& p, int32_t xzp,
+    const QParams& wzp, bool constant_w) {
+  const int64_t xmax = std::max(xzp - quantize_internal::QMin(x.dtype()),
+                                quantize_internal::QMax(x.dtype()) - xzp);
+  std::shared_ptr<const quantize_internal::CentredWeights> cw = quantize_internal::Prepared(
+      ctx, constant_w, [&] { return CentreConvWeights(w, p.m, wzp); });
+  if (static_cast<double>(cw->worst_abs_sum) * static_cast<double>(xmax) >=
+      static_cast<double>(quantize_internal::kFloatExactBound)) {
+    return nullptr;
+  }
+  return cw;
+}
+
 absl::StatusOr<RtTensor> FloatExactConv(KernelContext& ctx, const RtTensor& x,
                                         const RtTensor& w, const ConvPlan& p, int32_t xzp,
                                         const QParams& wzp, bool constant_w) {
   if (!quantize_internal::FloatProductsAreFast()) return RtTensor();
-  const int64_t xmax = std::max(xzp - quantize_internal::QMin(x.dtype()),
-                                quantize_internal::QMax(x.dtype()) - xzp);
-  const std::shared_ptr<const quantize_internal::CentredWeights> cw = quantize_internal::Prepared(
-      ctx, constant_w, [&] { return CentreConvWeights(w, p.m, wzp); });
-  if (static_cast<double>(cw->worst_abs_sum) * static_cast<double>(xmax) >=
-      static_cast<double>(quantize_internal::kFloatExactBound)) {
-    return RtTensor();
-  }
+  const std::shared_ptr<const quantize_internal::CentredWeights> cw =
+      ExactCentredWeights(ctx, x, w, p, xzp, wzp, constant_w);
+  if (cw == nullptr) return RtTensor();
   ASSIGN_OR_RETURN(RtTensor xf, ctx.AllocateUninitialized(DType::kF32, x.dims()));
   quantize_internal::CenteredFloats(x, 0, x.num_elements(), xzp, xf.mutable_data<float>());
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, p.out_dims));
-  const ConvF32Args a{xf.data<float>(), x.dims(), cw->values.data(), p.m, p.group, nullptr, p.g};
+  ConvF32Args a{xf.data<float>(), x.dims(), cw->values.data(), p.m, p.group, nullptr, p.g};
+  // Centred constant weights are constant too: the channel-blocked kernel
+  // may keep its packing of them (a W8A8 CNN's 3-channel stem).
+  a.w_is_constant_input = constant_w;
   RETURN_IF_ERROR(ConvF32(ctx, a, y.mutable_data<float>()));
   ctx.Recycle(std::move(xf));
   return y;
@@ -345,52 +363,54 @@ absl::Status QLinearConv(KernelContext& ctx) {
     }
     bias = b->ToVector<int32_t>();
   }
-  // The sums, as exact floats (yf) or int32 (acc): ConvProducts picks the path.
-  ASSIGN_OR_RETURN(ConvSums sums,
-                   ConvProducts(ctx, *x, *w, p, qx.z(0), qw,
-                                ctx.input_is_constant(3) && ConstantOrAbsent(ctx, 5)));
-  RtTensor& yf = sums.yf;
   const DType out_type = yz->dtype();
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(out_type, p.out_dims));
-  int64_t plane = 1;
-  for (int64_t d : p.g.out) plane *= d;
   // One multiplier per output channel, computed as before per element.
   std::vector<float> mult(p.m);
   for (int64_t mi = 0; mi < p.m; ++mi) mult[mi] = qx.s(0) * qw.s(mi) / qy.s(0);
-  // Each plane shares its multiplier and bias: requantised by the vector
-  // kernels where the CPU has them, else scaled in floats (vectorised),
-  // then rounded and saturated sixteen at a time (y is u8 or i8:
-  // ExpectQuantInput above).
-  std::vector<float> scaled(plane);
-  std::vector<int32_t> ints(yf.defined() ? plane : 0);
-  uint8_t* out = y.mutable_data<uint8_t>();
-  const auto lo = static_cast<int32_t>(quantize_internal::QMin(out_type));
-  const auto hi = static_cast<int32_t>(quantize_internal::QMax(out_type));
-  for (int64_t nm = 0; nm < p.batch * p.m; ++nm) {
-    const int64_t mi = nm % p.m;
-    const float mm = mult[mi];
-    const auto b = static_cast<uint32_t>(bias[mi]);
-    const int32_t* a = nullptr;
-    if (yf.defined()) {
-      // The float sums are exact integers below 2^24: truncation is exact.
-      const float* f = yf.data<float>() + nm * plane;
-      for (int64_t i = 0; i < plane; ++i) ints[i] = static_cast<int32_t>(f[i]);
-      a = ints.data();
-    } else {
-      a = sums.acc.data<int32_t>() + nm * plane;
+  const bool constant_w = ctx.input_is_constant(3) && ConstantOrAbsent(ctx, 5);
+  // Depthwise layers: packed, convolved and requantised a channel at a time.
+  if (p.group == p.channels && p.m == p.channels) {
+    const std::optional<Conv2DShape> s = DirectConvShape(x->dims(), p.m, p.group, p.g);
+    if (s.has_value() && QuantizedDepthwiseApplies(*s)) {
+      if (const auto cw = ExactCentredWeights(ctx, *x, *w, p, qx.z(0), qw, constant_w)) {
+        const QuantizedDepthwiseArgs a{x->raw(), x->dtype(), qx.z(0),   cw->values.data(),
+                                       bias.data(),   mult.data(), qy.z(0),  out_type,
+                                       y.mutable_data<uint8_t>()};
+        QuantizedDepthwiseConv2D(*s, a, ctx.pool());
+        ctx.SetOutput(0, std::move(y));
+        return absl::OkStatus();
+      }
     }
-    if (int8dot::RequantizeVnni512(a, plane, static_cast<int32_t>(b), mm, lo, hi, qy.z(0),
-                                   out + nm * plane) ||
-        int8dot::RequantizeAvx2(a, plane, static_cast<int32_t>(b), mm, lo, hi, qy.z(0),
-                                out + nm * plane)) {
-      continue;
-    }
-    for (int64_t i = 0; i < plane; ++i) {
-      scaled[i] = static_cast<float>(static_cast<int32_t>(static_cast<uint32_t>(a[i]) + b)) * mm;
-    }
-    quantize_internal::SaturateRoundBytes(scaled.data(), plane, qy.z(0), out_type,
-                                          out + nm * plane);
   }
+  int64_t plane = 1;
+  for (int64_t d : p.g.out) plane *= d;
+  uint8_t* out = y.mutable_data<uint8_t>();
+  // The sums, as exact floats (yf) or int32 (acc): ConvProducts picks the path.
+  ASSIGN_OR_RETURN(ConvSums sums, ConvProducts(ctx, *x, *w, p, qx.z(0), qw, constant_w));
+  RtTensor& yf = sums.yf;
+  // Each plane shares its multiplier and bias (y is u8 or i8:
+  // ExpectQuantInput above). Planes are requantised on the pool's threads,
+  // at least kRequantizeTask values per task (a plane is 49 values late in
+  // a MobileNet): each byte depends on its own sum alone.
+  constexpr int64_t kRequantizeTask = 8192;
+  const int64_t planes = p.batch * p.m;
+  const int64_t per_task = std::max<int64_t>(1, kRequantizeTask / std::max<int64_t>(1, plane));
+  ParallelFor(ctx.pool(), (planes + per_task - 1) / per_task, [&](int64_t t) {
+    thread_local std::vector<int32_t> ints;
+    if (yf.defined() && static_cast<int64_t>(ints.size()) < plane) ints.resize(plane);
+    for (int64_t nm = t * per_task; nm < std::min(planes, (t + 1) * per_task); ++nm) {
+      const int64_t mi = nm % p.m;
+      const int32_t* a = nullptr;
+      if (yf.defined()) {
+        quantize_internal::ExactSumsToInts(yf.data<float>() + nm * plane, plane, ints.data());
+        a = ints.data();
+      } else {
+        a = sums.acc.data<int32_t>() + nm * plane;
+      }
+      RequantizeSums(a, plane, bias[mi], mult[mi], qy.z(0), out_type, out + nm * plane);
+    }
+  });
   if (yf.defined()) ctx.Recycle(std::move(yf));
   if (sums.acc.defined()) ctx.Recycle(std::move(sums.acc));
   ctx.SetOutput(0, std::move(y));

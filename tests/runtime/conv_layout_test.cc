@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -46,31 +47,34 @@ std::vector<PackIsa> IsasHere() {
   return isas;
 }
 
-// An input plane whose last float is the last one before a page the process
-// may not read: a copier reading past the plane ends the test with SIGSEGV.
-// (Not under qemu-x86_64: its TCG faults on the masked-off lanes of
-// VMASKMOVPS, which CPUs do not; cross_cpu_bytes_test.sh runs only the
-// FixedOrder tests there.)
+// An input plane followed by `readable_after` more values, the last of them
+// the last before a page the process may not read: a copier reading past
+// them ends the test with SIGSEGV. (Not under qemu-x86_64: its TCG faults
+// on the masked-off lanes of VMASKMOVPS, which CPUs do not;
+// cross_cpu_bytes_test.sh runs only the FixedOrder tests there.)
+template <typename T>
 class GuardedPlane {
  public:
-  explicit GuardedPlane(const std::vector<float>& values) {
+  explicit GuardedPlane(const std::vector<T>& values, int64_t readable_after = 0) {
     const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t bytes = values.size() * sizeof(float);
+    const size_t bytes = (values.size() + readable_after) * sizeof(T);
     size_ = (bytes + page - 1) / page * page + page;
     void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     EXPECT_NE(p, MAP_FAILED);
     base_ = static_cast<char*>(p);
     EXPECT_EQ(mprotect(base_ + size_ - page, page, PROT_NONE), 0);
-    data_ = reinterpret_cast<float*>(base_ + size_ - page - bytes);
-    std::memcpy(data_, values.data(), bytes);
+    data_ = reinterpret_cast<T*>(base_ + size_ - page - bytes);
+    std::memcpy(data_, values.data(), values.size() * sizeof(T));
+    // What follows the plane: values no copy may store (its next rows).
+    std::memset(data_ + values.size(), 0x5a, readable_after * sizeof(T));
   }
   ~GuardedPlane() { munmap(base_, size_); }
-  const float* data() const { return data_; }
+  const T* data() const { return data_; }
 
  private:
   char* base_ = nullptr;
   size_t size_ = 0;
-  float* data_ = nullptr;
+  T* data_ = nullptr;
 };
 
 std::string Name(const Conv2DShape& s) {
@@ -89,19 +93,19 @@ std::vector<float> Pack(const Conv2DShape& s, const Layout& l, const float* x,
   return buf;
 }
 
-TEST(ConvLayoutTest, EveryCopierPacksThePortableBuffer) {
-  const std::vector<PackIsa> isas = IsasHere();
-  const float guard = Sentinel();
-  int shapes = 0, packed = 0;
+// Shapes around every vector and tail length (widths), strides 1-3,
+// kernels 1-5, dilations and asymmetric pads; the rows' stride, kernel,
+// dilation, pads and height vary apart from the columns'. *tried counts
+// every combination, including those whose window does not fit.
+std::vector<Conv2DShape> Shapes(int* tried) {
+  std::vector<Conv2DShape> out;
+  int shapes = 0;
   for (int64_t width : {1, 2, 7, 8, 9, 14, 15, 16, 17, 23, 31, 32, 33, 47, 57, 112}) {
     for (int64_t stride : {1, 2, 3}) {
       for (int64_t kernel : {1, 3, 5}) {
         for (int64_t dilation : {1, 2}) {
           for (int64_t pad : {0, 1, 2}) {
             ++shapes;
-            // Vary what the square cases hold equal: the rows' stride,
-            // kernel, dilation, pads and height follow the columns'
-            // through other values.
             Conv2DShape s;
             s.height = 3 + shapes % 5, s.width = width;
             s.kernel_w = kernel, s.kernel_h = 1 + (kernel + shapes) % 4;
@@ -116,46 +120,114 @@ TEST(ConvLayoutTest, EveryCopierPacksThePortableBuffer) {
             }
             s.out_w = (width + pad + pad_right - span_w) / stride + 1;
             s.out_h = (s.height + s.pad_top + pad_bottom - span_h) / s.stride_h + 1;
-            ++packed;
-            const Layout l = kernels::conv_layout::MakeLayout(s);
-            const GuardedPlane x(testing::Random(s.height * width, 7 + shapes));
-            const GuardedPlane other(testing::Random(s.height * width, 9000 + shapes));
-            const GuardedPlane ones(std::vector<float>(s.height * width, 1.0f));
-            const std::vector<float> fresh(l.channel_stride + 2 * kGuard, guard);
-            const std::vector<float> want =
-                Pack(s, l, x.data(), true, PackIsa::kPortable, fresh);
-            for (int64_t i = 0; i < kGuard; ++i) {
-              const int64_t after = kGuard + l.channel_stride + i;
-              ASSERT_TRUE(std::memcmp(&want[i], &guard, sizeof guard) == 0 &&
-                          std::memcmp(&want[after], &guard, sizeof guard) == 0)
-                  << Name(s) << ": the portable copy wrote outside its planes";
-            }
-            // The padding: where a pack of all-ones holds zeros. A buffer
-            // packed from other values, its padding then marked: packing
-            // without zeroing must keep the marks and copy x's values.
-            const std::vector<float> ones_packed =
-                Pack(s, l, ones.data(), true, PackIsa::kPortable, fresh);
-            std::vector<float> stale = Pack(s, l, other.data(), true, PackIsa::kPortable, fresh);
-            std::vector<float> want_kept = want;
-            for (size_t i = 0; i < stale.size(); ++i) {
-              if (ones_packed[i] == 0.0f) stale[i] = want_kept[i] = 7.0f;
-            }
-            ASSERT_TRUE(SameBits(Pack(s, l, x.data(), false, PackIsa::kPortable, stale),
-                                 want_kept))
-                << Name(s);
-            for (PackIsa isa : isas) {
-              EXPECT_TRUE(SameBits(Pack(s, l, x.data(), true, isa, fresh), want))
-                  << Name(s) << " with copier " << static_cast<int>(isa);
-              EXPECT_TRUE(SameBits(Pack(s, l, x.data(), false, isa, stale), want_kept))
-                  << Name(s) << " without zeroing, copier " << static_cast<int>(isa);
-            }
+            out.push_back(s);
           }
         }
       }
     }
   }
-  EXPECT_EQ(shapes, 864);
-  EXPECT_GT(packed, 700);
+  *tried = shapes;
+  return out;
+}
+
+TEST(ConvLayoutTest, EveryCopierPacksThePortableBuffer) {
+  const std::vector<PackIsa> isas = IsasHere();
+  const float guard = Sentinel();
+  int tried = 0, shapes = 0;
+  for (const Conv2DShape& s : Shapes(&tried)) {
+    ++shapes;
+    const int64_t width = s.width;
+    const Layout l = kernels::conv_layout::MakeLayout(s);
+    const GuardedPlane<float> x(testing::Random(s.height * width, 7 + shapes));
+    const GuardedPlane<float> other(testing::Random(s.height * width, 9000 + shapes));
+    const GuardedPlane<float> ones(std::vector<float>(s.height * width, 1.0f));
+    const std::vector<float> fresh(l.channel_stride + 2 * kGuard, guard);
+    const std::vector<float> want = Pack(s, l, x.data(), true, PackIsa::kPortable, fresh);
+    for (int64_t i = 0; i < kGuard; ++i) {
+      const int64_t after = kGuard + l.channel_stride + i;
+      ASSERT_TRUE(std::memcmp(&want[i], &guard, sizeof guard) == 0 &&
+                  std::memcmp(&want[after], &guard, sizeof guard) == 0)
+          << Name(s) << ": the portable copy wrote outside its planes";
+    }
+    // The padding: where a pack of all-ones holds zeros. A buffer packed
+    // from other values, its padding then marked: packing without zeroing
+    // must keep the marks and copy x's values.
+    const std::vector<float> ones_packed = Pack(s, l, ones.data(), true, PackIsa::kPortable, fresh);
+    std::vector<float> stale = Pack(s, l, other.data(), true, PackIsa::kPortable, fresh);
+    std::vector<float> want_kept = want;
+    for (size_t i = 0; i < stale.size(); ++i) {
+      if (ones_packed[i] == 0.0f) stale[i] = want_kept[i] = 7.0f;
+    }
+    ASSERT_TRUE(SameBits(Pack(s, l, x.data(), false, PackIsa::kPortable, stale), want_kept))
+        << Name(s);
+    for (PackIsa isa : isas) {
+      EXPECT_TRUE(SameBits(Pack(s, l, x.data(), true, isa, fresh), want))
+          << Name(s) << " with copier " << static_cast<int>(isa);
+      EXPECT_TRUE(SameBits(Pack(s, l, x.data(), false, isa, stale), want_kept))
+          << Name(s) << " without zeroing, copier " << static_cast<int>(isa);
+    }
+  }
+  EXPECT_EQ(tried, 864);
+  EXPECT_GT(shapes, 700);
+}
+
+// Bytes of type T with zero point zp pack as the floats float(x) - zp do,
+// with every copier, whether the plane ends the readable memory or is
+// followed by bytes a vector load may read (and must not store), and
+// without zeroing, the marked padding kept.
+template <typename T>
+void CheckBytePacking(uint32_t seed) {
+  const std::vector<PackIsa> isas = IsasHere();
+  const float guard = Sentinel();
+  std::mt19937 rng(seed);
+  int tried = 0, shapes = 0;
+  for (const Conv2DShape& s : Shapes(&tried)) {
+    ++shapes;
+    const int64_t n = s.height * s.width;
+    const Layout l = kernels::conv_layout::MakeLayout(s);
+    std::vector<T> bytes(n);
+    for (T& b : bytes) b = static_cast<T>(rng());
+    const auto zp = static_cast<int32_t>(static_cast<T>(rng()));
+    std::vector<float> centred(n);
+    for (int64_t i = 0; i < n; ++i) centred[i] = static_cast<float>(bytes[i]) - zp;
+    const std::vector<float> fresh(l.channel_stride + 2 * kGuard, guard);
+    const std::vector<float> want = Pack(s, l, centred.data(), true, PackIsa::kPortable, fresh);
+    // Padding is where a pack of all-ones holds zeros; a stale buffer has
+    // it marked and other values elsewhere.
+    const std::vector<float> ones(n, 1.0f);
+    const std::vector<float> ones_packed = Pack(s, l, ones.data(), true, PackIsa::kPortable, fresh);
+    std::vector<float> stale = fresh;
+    std::vector<float> want_kept = want;
+    for (int64_t i = kGuard; i < kGuard + l.channel_stride; ++i) {
+      stale[i] = ones_packed[i] == 0.0f ? 7.0f : -3.0f;
+      if (ones_packed[i] == 0.0f) want_kept[i] = 7.0f;
+    }
+    std::vector<PackIsa> all = isas;
+    all.insert(all.begin(), PackIsa::kPortable);
+    for (PackIsa isa : all) {
+      for (int64_t after : {0, 16}) {
+        const GuardedPlane<T> x(bytes, after);
+        std::vector<float> got = fresh;
+        kernels::conv_layout::PackChannel(s, l, x.data(), n + after, zp, got.data() + kGuard,
+                                          true, isa);
+        EXPECT_TRUE(SameBits(got, want))
+            << Name(s) << " copier " << static_cast<int>(isa) << ", " << after
+            << " readable bytes after the plane";
+        got = stale;
+        kernels::conv_layout::PackChannel(s, l, x.data(), n + after, zp, got.data() + kGuard,
+                                          false, isa);
+        EXPECT_TRUE(SameBits(got, want_kept))
+            << Name(s) << " without zeroing, copier " << static_cast<int>(isa) << ", " << after
+            << " readable bytes after the plane";
+      }
+    }
+  }
+  EXPECT_EQ(tried, 864);
+}
+
+TEST(ConvLayoutTest, BytesPackAsTheirCentredFloats) {
+  CheckBytePacking<uint8_t>(3);
+  CheckBytePacking<int8_t>(4);
 }
 
 }  // namespace

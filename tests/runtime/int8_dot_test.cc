@@ -27,9 +27,11 @@ namespace {
 
 using kernels::int8dot::Operands;
 using ::testing::ElementsAreArray;
+using testing::Bytes;
 using testing::BytePath;
 using testing::OpTest;
 using testing::RunOne;
+using testing::Value;
 
 // out[r][c] by definition, in int64, then wrapped as the kernels wrap.
 std::vector<int32_t> Naive(const Operands& o) {
@@ -192,20 +194,6 @@ TEST(Int8DotTest, RequantizeGivesTheScalarBytes) {
     }
   }
   EXPECT_EQ(checked, 182);
-}
-
-template <typename T>
-RtTensor Bytes(std::vector<int64_t> dims, std::mt19937& rng) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(rng());
-  return RtTensor::FromVector<T>(dims, v);
-}
-
-int64_t Value(const RtTensor& t, int64_t i) {
-  return t.dtype() == ir::DType::kU8 ? int64_t{t.data<uint8_t>()[i]}
-                                     : int64_t{t.data<int8_t>()[i]};
 }
 
 template <typename A, typename B>

@@ -119,7 +119,22 @@ struct OpTest {
   }
 };
 
-// Runs `t` and returns its first output; fails the test on error.
+// A tensor of uniformly random bytes of type T (uint8_t or int8_t).
+template <typename T>
+RtTensor Bytes(std::vector<int64_t> dims, std::mt19937& rng) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<T> v(n);
+  for (T& x : v) x = static_cast<T>(rng());
+  return RtTensor::FromVector<T>(dims, v);
+}
+
+// Element i of a u8 or i8 tensor.
+inline int64_t Value(const RtTensor& t, int64_t i) {
+  return t.dtype() == ir::DType::kU8 ? int64_t{t.data<uint8_t>()[i]}
+                                     : int64_t{t.data<int8_t>()[i]};
+}
+
 // Within its scope the W8A8 kernels take the byte dot product path (on)
 // or their float-exact / pmaddwd paths (off), whatever this CPU has; the
 // choice before it comes back at the end of the scope.
@@ -134,6 +149,7 @@ class BytePath {
   const bool before_;
 };
 
+// Runs `t` and returns its first output; fails the test on error.
 inline RtTensor RunOne(const OpTest& t) {
   auto out = t.Run();
   EXPECT_TRUE(out.ok()) << out.status();
