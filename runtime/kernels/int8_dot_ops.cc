@@ -27,31 +27,64 @@ inline uint32_t U(int64_t v) { return static_cast<uint32_t>(v); }
 
 constexpr int64_t RoundUp(int64_t v, int64_t to) { return (v + to - 1) / to * to; }
 
-// dst[4 i + l] = src[l][i] ^ flip for i below n rounded down to sixteen,
-// with SSE2 unpacks (sixteen positions of four sources into 64 bytes; none
-// without SSE2); returns how many positions it laid out. The byte loops
-// after it finish the rest.
-int64_t InterleaveFour(const uint8_t* const src[4], int64_t n, uint8_t flip, uint8_t* dst) {
+// dst[4 i + l] = src[l][i * stride] ^ flip for i below n, stride 1 or 2,
+// with SSE2 (sixteen positions of four sources into 64 bytes; a stride-2
+// block keeps the even bytes of 32 by masking and packing), as long as a
+// block's loads stay before `end` (the input tensor's end: they may read
+// past a row into the next one, whose bytes go to positions that are not
+// stored). Returns how many positions it laid out; the byte loops after it
+// finish the rest (none without SSE2). Rows of 7 to 28 positions, stride-2
+// rows and row tails had all gone a byte at a time (a third of a W8A8
+// ResNet's run).
+int64_t InterleaveFour(const uint8_t* const src[4], int64_t n, int64_t stride, uint8_t flip,
+                       const uint8_t* end, uint8_t* dst) {
   int64_t i = 0;
 #if defined(__SSE2__)
+  if (stride != 1 && stride != 2) return 0;
+  int64_t avail = INT64_MAX;  // bytes every source may read from its start
+  for (int l = 0; l < 4; ++l) avail = std::min<int64_t>(avail, end - src[l]);
   const __m128i f = _mm_set1_epi8(static_cast<char>(flip));
+  const __m128i low = _mm_set1_epi16(0x00FF);
   const auto load = [&](int l) {
-    return _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[l] + i)), f);
+    const uint8_t* p = src[l] + i * stride;
+    __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if (stride == 2) {
+      const __m128i w = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16));
+      v = _mm_packus_epi16(_mm_and_si128(v, low), _mm_and_si128(w, low));
+    }
+    return _mm_xor_si128(v, f);
   };
-  for (; i + 16 <= n; i += 16) {
+  for (; i < n && (i + 16) * stride <= avail; i += 16) {
     const __m128i a = load(0), b = load(1), c = load(2), d = load(3);
     const __m128i ab_lo = _mm_unpacklo_epi8(a, b), ab_hi = _mm_unpackhi_epi8(a, b);
     const __m128i cd_lo = _mm_unpacklo_epi8(c, d), cd_hi = _mm_unpackhi_epi8(c, d);
-    auto* out = reinterpret_cast<__m128i*>(dst + 4 * i);
+    alignas(16) uint8_t tail[64];
+    auto* out = reinterpret_cast<__m128i*>(i + 16 <= n ? dst + 4 * i : tail);
     _mm_storeu_si128(out, _mm_unpacklo_epi16(ab_lo, cd_lo));
     _mm_storeu_si128(out + 1, _mm_unpackhi_epi16(ab_lo, cd_lo));
     _mm_storeu_si128(out + 2, _mm_unpacklo_epi16(ab_hi, cd_hi));
     _mm_storeu_si128(out + 3, _mm_unpackhi_epi16(ab_hi, cd_hi));
+    if (i + 16 > n) {
+      // 4 to 60 bytes in constant-size pieces (inlined moves, not a call).
+      const int64_t bytes = 4 * (n - i);
+      uint8_t* to = dst + 4 * i;
+      const uint8_t* from = tail;
+      for (int64_t piece : {32, 16, 8, 4}) {
+        if (bytes & piece) {
+          if (piece == 32) std::memcpy(to, from, 32);
+          if (piece == 16) std::memcpy(to, from, 16);
+          if (piece == 8) std::memcpy(to, from, 8);
+          if (piece == 4) std::memcpy(to, from, 4);
+          to += piece;
+          from += piece;
+        }
+      }
+    }
   }
 #else
-  (void)src, (void)flip, (void)dst, (void)n;
+  (void)src, (void)flip, (void)dst, (void)n, (void)stride, (void)end;
 #endif
-  return i;
+  return std::min(i, n);
 }
 
 }  // namespace
@@ -72,6 +105,10 @@ Im2colTable BuildIm2colTable(const std::vector<int64_t>& in, const WindowGeometr
   bool runs = t.kprod == 1;
   for (size_t d = 0; d < r; ++d) {
     runs = runs && g.strides[d] == 1 && g.pads_begin[d] == 0 && g.pads_end[d] == 0;
+  }
+  if (planar_ok && runs) {
+    t.pointwise = true;  // an offset table would be the identity, per call
+    return t;
   }
   if (planar_ok && r == 2 && !runs) {
     t.planar = true;
@@ -167,7 +204,8 @@ namespace {
 // lambda every byte store could alias the captured variables, and GCC
 // reloaded them per element (the loop took half a MobileNet's run).
 void LayOutColumns(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chunk,
-                   int64_t pcols, uint8_t flip, uint8_t xz, uint8_t* panel) {
+                   int64_t pcols, uint8_t flip, uint8_t xz, const uint8_t* x_end,
+                   uint8_t* panel) {
   const int64_t kprod = t.kprod, out_size = t.out_size, in_size = t.in_size;
   const int64_t chunks = t.chunks, o0 = chunk * t.chunk, kdim = cg * kprod;
   const int64_t len = std::min(t.chunk, out_size - o0);
@@ -176,12 +214,18 @@ void LayOutColumns(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t c
     // Each of the quad's four taps: where it reads, and whether as a run.
     const uint8_t* src[4] = {};
     const int64_t* off[4] = {};
-    bool run[4] = {};
+    bool run[4] = {}, present[4] = {};
     bool runs = true;
     for (int j = 0; j < 4; ++j) {
       const int64_t kk = 4 * q + j, c = kk / kprod, k = kk % kprod;
       if (kk >= kdim) {
         runs = false;
+        continue;
+      }
+      present[j] = true;
+      if (t.pointwise) {
+        run[j] = true;
+        src[j] = x + c * in_size + o0;
         continue;
       }
       off[j] = t.offset.data() + k * out_size + o0;
@@ -190,9 +234,9 @@ void LayOutColumns(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t c
       runs = runs && run[j];
     }
     // Four runs (a 1x1 convolution's channels) are interleaved in bulk.
-    const int64_t o = runs ? InterleaveFour(src, len, flip, quad) : 0;
+    const int64_t o = runs ? InterleaveFour(src, len, 1, flip, x_end, quad) : 0;
     for (int j = 0; j < 4; ++j) {
-      if (off[j] == nullptr) continue;
+      if (!present[j]) continue;
       uint8_t* dst = quad + j;
       if (run[j]) {
         for (int64_t i = o; i < len; ++i) dst[4 * i] = static_cast<uint8_t>(src[j][i] ^ flip);
@@ -216,9 +260,35 @@ void LayOutColumns(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t c
 // loads. A quad that straddles two taps (cg not a multiple of four) is laid
 // out byte by byte.
 void LayOutRows(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chunk,
-                int64_t pcols, uint8_t flip, uint8_t xz, uint8_t* panel) {
+                int64_t pcols, uint8_t flip, uint8_t xz, const uint8_t* x_end, uint8_t* panel) {
   const int64_t o0 = chunk * t.chunk, len = std::min(t.chunk, t.out_size - o0);
   const int64_t ih = t.ih, iw = t.iw, ow = t.ow, sw = t.sw, kdim = cg * t.kprod;
+  // The chunk's stretches of output rows (the same for every quad), and per
+  // kernel column the first and last output column reading inside the
+  // input row, relative to a stretch's first column: a stretch's [lo, hi)
+  // is then a clamp, not four divisions (they had cost more than the
+  // copying, for every quad of every 7-wide row).
+  struct Stretch {
+    int64_t o, n, oy, ox0;
+  };
+  thread_local std::vector<Stretch> stretches;
+  stretches.clear();
+  for (int64_t o = 0; o < len;) {
+    const int64_t pos = o0 + o, ox0 = pos % ow;
+    const int64_t n = std::min(ow - ox0, len - o);
+    stretches.push_back({o, n, pos / ow, ox0});
+    o += n;
+  }
+  thread_local std::vector<int64_t> first_in, last_in;
+  first_in.resize(t.kw);
+  last_in.resize(t.kw);
+  for (int64_t kx = 0; kx < t.kw; ++kx) {
+    // Output column ox reads input column ox * sw + base, inside the row
+    // for ceil(-base / sw) <= ox <= floor((iw - 1 - base) / sw).
+    const int64_t base = kx * t.dw - t.pw, need = -base, room = iw - 1 - base;
+    first_in[kx] = need <= 0 ? 0 : (need + sw - 1) / sw;
+    last_in[kx] = room < 0 ? -1 : room / sw;
+  }
   for (int64_t q = 0; q < (kdim + 3) / 4; ++q) {
     uint8_t* quad = panel + q * pcols * 4;
     const int64_t lanes = std::min<int64_t>(4, kdim - 4 * q);
@@ -228,28 +298,24 @@ void LayOutRows(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chun
       const int64_t kk = 4 * q + j, tp = kk / cg, c = kk % cg;
       const int64_t ky = tp / t.kw, kx = tp % t.kw, base = kx * t.dw - t.pw;
       const uint8_t* planes = x + c * t.in_size;
-      for (int64_t o = 0; o < len;) {
-        const int64_t pos = o0 + o, oy = pos / ow, ox0 = pos % ow;
-        const int64_t n = std::min(ow - ox0, len - o);
-        const int64_t iy = oy * t.sh + ky * t.dh - t.ph;
-        uint8_t* d = quad + 4 * o;
-        o += n;
+      for (const Stretch& st : stretches) {
+        const int64_t n = st.n, ox0 = st.ox0;
+        const int64_t iy = st.oy * t.sh + ky * t.dh - t.ph;
+        uint8_t* d = quad + 4 * st.o;
         // Output columns [lo, hi) of this stretch read inside the row.
         int64_t lo = 0, hi = 0;
         if (iy >= 0 && iy < ih) {
-          const int64_t need = -base - ox0 * sw, room = iw - 1 - base - ox0 * sw;
-          lo = need <= 0 ? 0 : (need + sw - 1) / sw;
-          hi = room < 0 ? 0 : std::min(n, room / sw + 1);
-          lo = std::min(lo, hi);
+          hi = std::clamp<int64_t>(last_in[kx] - ox0 + 1, 0, n);
+          lo = std::clamp<int64_t>(first_in[kx] - ox0, 0, hi);
         }
         const int64_t first = (ox0 + lo) * sw + base;  // input column of output lo
         const int64_t at = hi > lo ? iy * iw + first : 0;  // (an address only when read)
         if (together) {
-          std::memset(d, xz, 4 * lo);
-          std::memset(d + 4 * hi, xz, 4 * (n - hi));
+          if (lo > 0) std::memset(d, xz, 4 * lo);
+          if (hi < n) std::memset(d + 4 * hi, xz, 4 * (n - hi));
           const uint8_t* r[4];
           for (int l = 0; l < 4; ++l) r[l] = planes + l * t.in_size + at;
-          int64_t i = lo + (sw == 1 ? InterleaveFour(r, hi - lo, flip, d + 4 * lo) : 0);
+          int64_t i = lo + InterleaveFour(r, hi - lo, sw, flip, x_end, d + 4 * lo);
           for (; i < hi; ++i) {
             for (int l = 0; l < 4; ++l) {
               d[4 * i + l] = static_cast<uint8_t>(r[l][(i - lo) * sw] ^ flip);
@@ -270,7 +336,7 @@ void LayOutRows(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chun
 }  // namespace
 
 void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t group,
-             const Im2colTable& t, ThreadPool* pool, int32_t* acc) {
+             const Im2colTable& t, ThreadPool* pool, int32_t* acc, const DotConvRowFn* rows) {
   const bool x_signed = x.dtype() == DType::kI8;
   const auto xz = static_cast<uint8_t>(x_signed ? xzp + 128 : xzp);
   const int64_t batch = x.dim(0), channels = x.dim(1);
@@ -283,17 +349,32 @@ void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t gr
     fixed[mi] = U(kdim) * U(xz) * U(w.zp[mi]) - U(xz) * U(w.sum[mi]);
   }
   const auto* xb = x.data<uint8_t>();
+  const uint8_t* x_end = xb + x.num_elements();
   const uint8_t flip = x_signed ? 0x80 : 0;
-  // Tasks also split a group's output channels into blocks of 64, so a
-  // late layer (few positions, many channels: one chunk) still spreads
-  // over the threads; each block lays out its own copy of the columns.
+  // A task lays out one chunk's columns and runs them against its output
+  // channels, 64 at a time (the rows then stay in cache across the
+  // chunk's column blocks). Only where the chunks are too few to keep the
+  // threads busy (a late layer: few positions, many channels, one chunk)
+  // are a group's row blocks split between tasks, each laying out its own
+  // copy of the columns: repeating the layout for every block of 64 had
+  // made it a third of a W8A8 ResNet's run. The sums are exact, so the
+  // split does not change them.
   constexpr int64_t kRowBlock = 64;
   const int64_t rblocks = (mg + kRowBlock - 1) / kRowBlock;
-  ParallelFor(pool, batch * group * t.chunks * rblocks, [&](int64_t task) {
-    const int64_t rb = task % rblocks, chunk = (task / rblocks) % t.chunks;
-    const int64_t grp = (task / (rblocks * t.chunks)) % group;
-    const int64_t n = task / (rblocks * t.chunks * group);
-    const int64_t r0 = rb * kRowBlock, rn = std::min(kRowBlock, mg - r0);
+  const int64_t base_tasks = batch * group * t.chunks;
+  const int64_t threads = pool == nullptr ? 1 : pool->num_threads();
+  const int64_t splits =
+      threads <= 1 || base_tasks == 0
+          ? 1
+          : std::clamp<int64_t>((2 * threads + base_tasks - 1) / base_tasks, 1, rblocks);
+  const int64_t blocks_per_split = (rblocks + splits - 1) / splits;
+  ParallelFor(pool, base_tasks * splits, [&](int64_t task) {
+    const int64_t split = task % splits, chunk = (task / splits) % t.chunks;
+    const int64_t grp = (task / (splits * t.chunks)) % group;
+    const int64_t n = task / (splits * t.chunks * group);
+    const int64_t r_begin = split * blocks_per_split * kRowBlock;
+    const int64_t r_end = std::min(mg, (split + 1) * blocks_per_split * kRowBlock);
+    if (r_begin >= r_end) return;
     const int64_t o0 = chunk * t.chunk, len = std::min(t.chunk, t.out_size - o0);
     const int64_t pcols = RoundUp(len, 16);
     // The chunk's im2col columns as [k / 4][position][k % 4] bytes; padded
@@ -304,27 +385,36 @@ void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t gr
     thread_local std::vector<uint8_t> panel;
     panel.resize(std::max<size_t>(panel.size(), w.kq * pcols * 4));
     (t.planar ? LayOutRows : LayOutColumns)(xb + (n * channels + grp * cg) * t.in_size, cg, t,
-                                            chunk, pcols, flip, xz, panel.data());
-    int32_t* out = acc + (n * w.m + grp * mg + r0) * t.out_size + o0;
-    int8dot::Dot({rn, len, w.kq, w.rows.data() + (grp * mg + r0) * ldr, ldr, panel.data(),
-                  pcols, /*signed_rows=*/true, out, t.out_size});
+                                            chunk, pcols, flip, xz, x_end, panel.data());
     thread_local std::vector<int32_t> xsum;
     if (w.any_zp) {
       xsum.resize(std::max<size_t>(xsum.size(), len));
       int8dot::Dot({1, len, w.kq, w.ones.data(), ldr, panel.data(), pcols, true, xsum.data(),
                     len});
     }
-    for (int64_t r = 0; r < rn; ++r) {
-      const int64_t mi = grp * mg + r0 + r;
-      int32_t* row = out + r * t.out_size;
-      const uint32_t f = fixed[mi];
-      if (w.any_zp) {
-        const uint32_t z = U(w.zp[mi]);
-        for (int64_t o = 0; o < len; ++o) {
-          row[o] = static_cast<int32_t>(U(row[o]) + f - z * U(xsum[o]));
+    // With an epilogue, a row block's sums stay in this buffer ([rn][len]).
+    thread_local std::vector<int32_t> block;
+    if (rows != nullptr) block.resize(std::max<size_t>(block.size(), kRowBlock * len));
+    for (int64_t r0 = r_begin; r0 < r_end; r0 += kRowBlock) {
+      const int64_t rn = std::min(kRowBlock, r_end - r0);
+      const int64_t ldo = rows != nullptr ? len : t.out_size;
+      int32_t* out = rows != nullptr ? block.data()
+                                     : acc + (n * w.m + grp * mg + r0) * t.out_size + o0;
+      int8dot::Dot({rn, len, w.kq, w.rows.data() + (grp * mg + r0) * ldr, ldr, panel.data(),
+                    pcols, /*signed_rows=*/true, out, ldo});
+      for (int64_t r = 0; r < rn; ++r) {
+        const int64_t mi = grp * mg + r0 + r;
+        int32_t* row = out + r * ldo;
+        const uint32_t f = fixed[mi];
+        if (w.any_zp) {
+          const uint32_t z = U(w.zp[mi]);
+          for (int64_t o = 0; o < len; ++o) {
+            row[o] = static_cast<int32_t>(U(row[o]) + f - z * U(xsum[o]));
+          }
+        } else {
+          for (int64_t o = 0; o < len; ++o) row[o] = static_cast<int32_t>(U(row[o]) + f);
         }
-      } else {
-        for (int64_t o = 0; o < len; ++o) row[o] = static_cast<int32_t>(U(row[o]) + f);
+        if (rows != nullptr) (*rows)(n, mi, o0, row, len);
       }
     }
   });

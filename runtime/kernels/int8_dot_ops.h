@@ -13,6 +13,7 @@
 #define SLIMPACK_RUNTIME_KERNELS_INT8_DOT_OPS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -34,6 +35,9 @@ struct Im2colTable {
   // caller allows it (`planar`): no offset table, the geometry instead, for
   // DotConv's row-wise layout.
   bool planar = false;
+  // A 1 x 1, stride-1, unpadded window, when the caller allows planar
+  // tables: position o of every tap reads plane offset o, so no table.
+  bool pointwise = false;
   int64_t ih = 0, iw = 0, ow = 0, kh = 0, kw = 0, sh = 0, sw = 0, dh = 0, dw = 0, ph = 0, pw = 0;
 };
 Im2colTable BuildIm2colTable(const std::vector<int64_t>& in, const WindowGeometry& g,
@@ -57,10 +61,18 @@ struct DotConvWeights {
 std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(
     const RtTensor& w, int64_t m, const quantize_internal::QParams& wzp, int64_t taps);
 
+// Receives the sums of output channel mi of image n at positions
+// [o0, o0 + len) (DotConv's epilogue), on the pool's threads.
+using DotConvRowFn = std::function<void(int64_t n, int64_t mi, int64_t o0, const int32_t* sums,
+                                        int64_t len)>;
+
 // acc[n, m, position] for x [batch, channels, spatial...] (u8 or i8, zero
 // point xzp) and `group` groups: what IntegerConv in quantized_conv.cc sums.
+// With `rows` set, the sums go to it while they are in cache instead of
+// to acc (which may then be null): QLinearConv requantises them there.
 void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t group,
-             const Im2colTable& t, ThreadPool* pool, int32_t* acc);
+             const Im2colTable& t, ThreadPool* pool, int32_t* acc,
+             const DotConvRowFn* rows = nullptr);
 
 // A matmul's B [k, n] (one or more matrices) as unsigned-by-signed panels.
 struct DotMatMulWeights {
