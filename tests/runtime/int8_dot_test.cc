@@ -231,20 +231,21 @@ TEST(Int8DotTest, MatMulIntegerOfEveryOperandTypeEqualsTheNaiveSum) {
 
 template <typename X, typename W>
 void CheckConvInteger(int64_t c, int64_t hw, int64_t m, int64_t group, int64_t kernel,
-                      std::mt19937& rng) {
+                      std::mt19937& rng, int64_t stride = 1) {
   const int64_t cg = c / group, mg = m / group, pad = kernel / 2;
+  const int64_t ohw = (hw + 2 * pad - kernel) / stride + 1;
   const RtTensor x = Bytes<X>({1, c, hw, hw}, rng);
   const RtTensor w = Bytes<W>({m, cg, kernel, kernel}, rng);
   const RtTensor xz = Bytes<X>({}, rng), wz = Bytes<W>({m}, rng);
-  std::vector<int32_t> want(m * hw * hw);
+  std::vector<int32_t> want(m * ohw * ohw);
   for (int64_t mi = 0; mi < m; ++mi) {
-    for (int64_t oy = 0; oy < hw; ++oy) {
-      for (int64_t ox = 0; ox < hw; ++ox) {
+    for (int64_t oy = 0; oy < ohw; ++oy) {
+      for (int64_t ox = 0; ox < ohw; ++ox) {
         int64_t s = 0;
         for (int64_t ci = 0; ci < cg; ++ci) {
           for (int64_t ky = 0; ky < kernel; ++ky) {
             for (int64_t kx = 0; kx < kernel; ++kx) {
-              const int64_t iy = oy - pad + ky, ix = ox - pad + kx;
+              const int64_t iy = oy * stride - pad + ky, ix = ox * stride - pad + kx;
               if (iy < 0 || iy >= hw || ix < 0 || ix >= hw) continue;
               const int64_t xv = Value(x, ((mi / mg * cg + ci) * hw + iy) * hw + ix);
               const int64_t wv = Value(w, ((mi * cg + ci) * kernel + ky) * kernel + kx);
@@ -252,7 +253,7 @@ void CheckConvInteger(int64_t c, int64_t hw, int64_t m, int64_t group, int64_t k
             }
           }
         }
-        want[(mi * hw + oy) * hw + ox] = static_cast<int32_t>(s);
+        want[(mi * ohw + oy) * ohw + ox] = static_cast<int32_t>(s);
       }
     }
   }
@@ -260,10 +261,14 @@ void CheckConvInteger(int64_t c, int64_t hw, int64_t m, int64_t group, int64_t k
     BytePath path(bytes);
     OpTest t("ConvInteger", {{"x", x}, {"w", w}, {"xz", xz}, {"wz", wz}},
              {{"group", ir::Attribute::Int(group)},
-              {"pads", ir::Attribute::Ints({pad, pad, pad, pad})}});
-    t.num_threads = 2;
-    EXPECT_THAT(RunOne(t).ToVector<int32_t>(), ElementsAreArray(want))
-        << c << " channels, group " << group << (bytes ? ", byte path" : ", other paths");
+              {"pads", ir::Attribute::Ints({pad, pad, pad, pad})},
+              {"strides", ir::Attribute::Ints({stride, stride})}});
+    for (int threads : {1, 2}) {
+      t.num_threads = threads;
+      EXPECT_THAT(RunOne(t).ToVector<int32_t>(), ElementsAreArray(want))
+          << c << " channels, " << m << " outputs, group " << group << ", stride " << stride
+          << (bytes ? ", byte path, " : ", other paths, ") << threads << " threads";
+    }
   }
 }
 
@@ -275,12 +280,24 @@ TEST(Int8DotTest, ConvIntegerOfEveryOperandTypeEqualsTheNaiveSum) {
   CheckConvInteger<int8_t, uint8_t>(4, 6, 6, 2, 3, rng);
   CheckConvInteger<uint8_t, int8_t>(3, 4, 130, 1, 1, rng);  // three blocks of channels
   CheckConvInteger<int8_t, uint8_t>(8, 7, 6, 2, 3, rng);    // row-wise layout, i8 x, groups
+  // The row-wise layout's vector paths: stride-2 rows of four channels
+  // together (8-wide outputs, a tail), two blocks of output channels laid
+  // out once on one thread and split between tasks on two.
+  CheckConvInteger<uint8_t, int8_t>(8, 15, 70, 1, 3, rng, 2);
+  // 7- and 20-wide rows at stride 1 (a vector and a tail), three blocks;
+  // the input's last row ends the tensor (no load may pass it).
+  CheckConvInteger<int8_t, int8_t>(4, 7, 130, 1, 3, rng);
+  CheckConvInteger<uint8_t, uint8_t>(12, 20, 9, 1, 3, rng);
+  // A strided 1x1 (row-wise) and a pointwise one (no offset table).
+  CheckConvInteger<uint8_t, int8_t>(8, 33, 8, 1, 1, rng, 2);
+  CheckConvInteger<int8_t, uint8_t>(12, 20, 66, 1, 1, rng);
 }
 
 // The requantising ops and batched matmuls give the same bytes through the
 // byte path as through the others (each checked against the definition
 // elsewhere): QLinearConv with per-channel i8 weights, bias and i8 output,
-// 3x3 with padding and a strided, padded 1x1; QLinearMatMul with per-row
+// 3x3 with padding, a strided, padded 1x1 and a strided 3x3 into 70
+// channels (two blocks), on one and two threads; QLinearMatMul with per-row
 // a/y parameters and per-column b; MatMulInteger with a batched B and a
 // broadcast A.
 TEST(Int8DotTest, RequantisingAndBatchedOpsGiveTheSameBytesOnEveryPath) {
@@ -297,8 +314,9 @@ TEST(Int8DotTest, RequantisingAndBatchedOpsGiveTheSameBytesOnEveryPath) {
     return out;
   };
   int checked = 0;
-  for (const auto& [kernel, stride, pad] : {std::tuple{3, 1, 1}, std::tuple{1, 2, 1}}) {
-    const int64_t c = 8, m = 12;
+  for (const auto& [kernel, stride, pad, m] :
+       {std::tuple{3, 1, 1, 12}, std::tuple{1, 2, 1, 12}, std::tuple{3, 2, 1, 70}}) {
+    const int64_t c = 8;
     std::vector<float> ws(m);
     for (float& v : ws) v = 0.001f + static_cast<float>(rng() % 100) * 1e-4f;
     std::vector<int32_t> bias(m);
@@ -317,6 +335,10 @@ TEST(Int8DotTest, RequantisingAndBatchedOpsGiveTheSameBytesOnEveryPath) {
               {"strides", ir::Attribute::Ints({stride, stride})}});
     const std::vector<RtTensor> y = both(t);
     EXPECT_EQ(y[0].ToVector<int8_t>(), y[1].ToVector<int8_t>()) << "QLinearConv " << kernel;
+    t.num_threads = 2;
+    const std::vector<RtTensor> y2 = both(t);
+    EXPECT_EQ(y2[0].ToVector<int8_t>(), y[0].ToVector<int8_t>()) << "2 threads " << kernel;
+    EXPECT_EQ(y2[1].ToVector<int8_t>(), y[0].ToVector<int8_t>()) << "2 threads " << kernel;
     ++checked;
   }
   {
@@ -344,7 +366,7 @@ TEST(Int8DotTest, RequantisingAndBatchedOpsGiveTheSameBytesOnEveryPath) {
     EXPECT_EQ(y[0].ToVector<int32_t>(), y[1].ToVector<int32_t>()) << "MatMulInteger batched B";
     ++checked;
   }
-  EXPECT_EQ(checked, 4);
+  EXPECT_EQ(checked, 5);
 }
 
 }  // namespace
