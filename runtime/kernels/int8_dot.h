@@ -82,6 +82,12 @@ bool RequantizeVnni512(const int32_t* acc, int64_t n, int32_t bias, float mult, 
 bool RequantizeAvx2(const int32_t* acc, int64_t n, int32_t bias, float mult, int32_t lo,
                     int32_t hi, int32_t zp, uint8_t* out);
 
+// QuantizeLinear's bytes: out[i] = clamp(rint(x[i] / scale), lo - zp,
+// hi - zp) + zp, NaN as zp (quantize_internal::SaturateRoundBytes of the
+// quotients), eight lanes at a time with AVX2: false without AVX2.
+bool QuantizeAvx2(const float* x, int64_t n, float scale, int32_t lo, int32_t hi, int32_t zp,
+                  uint8_t* out);
+
 }  // namespace slimpack::runtime::kernels::int8dot
 
 #endif  // SLIMPACK_RUNTIME_KERNELS_INT8_DOT_H_

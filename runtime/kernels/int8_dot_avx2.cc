@@ -122,35 +122,36 @@ bool DotAvx2Madd(const Operands& o) {
   return true;
 }
 
-bool RequantizeAvx2(const int32_t* acc, int64_t n, int32_t bias, float mult, int32_t lo,
-                    int32_t hi, int32_t zp, uint8_t* out) {
-  if (!HaveAvx2Madd()) return false;
-  const __m256i vb = _mm256_set1_epi32(bias), vz = _mm256_set1_epi32(zp);
-  const __m256 vm = _mm256_set1_ps(mult);
+namespace {
+
+// out[i] = the byte of scaled(i, mask, full) (eight floats from element i
+// on; `mask` marks the lanes below n, the others must not be read; `full`:
+// all eight are): NaN lanes become
+// zp, values are clamped to the integer bounds before rounding half to
+// even (VCVTPS2DQ in the default rounding mode), as RequantizeVnni512 and
+// quantize_internal::SaturateRoundBytes do, so after adding zp every lane
+// is in the byte type's range and the saturating packs change nothing.
+template <typename Scaled>
+void SaturateRoundAvx2(int64_t n, int32_t lo, int32_t hi, int32_t zp, uint8_t* out,
+                       const Scaled& scaled) {
+  const __m256i vz = _mm256_set1_epi32(zp);
   const __m256 flo = _mm256_set1_ps(static_cast<float>(lo - zp));
   const __m256 fhi = _mm256_set1_ps(static_cast<float>(hi - zp));
   const bool u8 = lo == 0;
-  // As RequantizeVnni512 and quantize_internal::SaturateRoundBytes: NaN
-  // lanes become zp, values are clamped to the integer bounds before
-  // rounding half to even (VCVTPS2DQ in the default rounding mode), so after
-  // adding zp every lane is in the byte type's range and the saturating
-  // packs change nothing.
-  const auto one = [&](__m256i a) {
-    __m256 x = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a, vb)), vm);
+  const __m256i all = _mm256_set1_epi32(-1);
+  const auto one = [&](int64_t i, __m256i mask, bool full) {
+    __m256 x = scaled(i, mask, full);
     x = _mm256_and_ps(x, _mm256_cmp_ps(x, x, _CMP_ORD_Q));
     x = _mm256_min_ps(_mm256_max_ps(x, flo), fhi);
     return _mm256_add_epi32(_mm256_cvtps_epi32(x), vz);
-  };
-  const auto load = [](const int32_t* p) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
   };
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
     // The packs work within 128-bit halves: bytes come out as quarters of
     // the four inputs in the order 0a 1a 2a 3a 0b 1b 2b 3b, put back by
     // a permute of 32-bit lanes.
-    const __m256i w01 = _mm256_packs_epi32(one(load(acc + i)), one(load(acc + i + 8)));
-    const __m256i w23 = _mm256_packs_epi32(one(load(acc + i + 16)), one(load(acc + i + 24)));
+    const __m256i w01 = _mm256_packs_epi32(one(i, all, true), one(i + 8, all, true));
+    const __m256i w23 = _mm256_packs_epi32(one(i + 16, all, true), one(i + 24, all, true));
     const __m256i b = u8 ? _mm256_packus_epi16(w01, w23) : _mm256_packs_epi16(w01, w23);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + i),
                         _mm256_permutevar8x32_epi32(b, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7)));
@@ -159,13 +160,38 @@ bool RequantizeAvx2(const int32_t* acc, int64_t n, int32_t bias, float mult, int
     const int64_t m = n - i < 8 ? n - i : 8;
     const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(m)),
                                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    const __m256i r = one(_mm256_maskload_epi32(acc + i, mask));
+    const __m256i r = one(i, mask, false);
     const __m128i w = _mm_packs_epi32(_mm256_castsi256_si128(r), _mm256_extracti128_si256(r, 1));
     const __m128i b = u8 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
     alignas(16) uint8_t bytes[16];
     _mm_store_si128(reinterpret_cast<__m128i*>(bytes), b);
     std::memcpy(out + i, bytes, m);
   }
+}
+
+}  // namespace
+
+bool RequantizeAvx2(const int32_t* acc, int64_t n, int32_t bias, float mult, int32_t lo,
+                    int32_t hi, int32_t zp, uint8_t* out) {
+  if (!HaveAvx2Madd()) return false;
+  const __m256i vb = _mm256_set1_epi32(bias);
+  const __m256 vm = _mm256_set1_ps(mult);
+  SaturateRoundAvx2(n, lo, hi, zp, out, [&](int64_t i, __m256i mask, bool full) {
+    const __m256i a = full ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(acc + i))
+                           : _mm256_maskload_epi32(acc + i, mask);
+    return _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_add_epi32(a, vb)), vm);
+  });
+  return true;
+}
+
+bool QuantizeAvx2(const float* x, int64_t n, float scale, int32_t lo, int32_t hi, int32_t zp,
+                  uint8_t* out) {
+  if (!HaveAvx2Madd()) return false;
+  const __m256 vs = _mm256_set1_ps(scale);
+  SaturateRoundAvx2(n, lo, hi, zp, out, [&](int64_t i, __m256i mask, bool full) {
+    // Masked-off lanes read as 0 and are not stored (0 / scale is no trap).
+    return _mm256_div_ps(full ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, mask), vs);
+  });
   return true;
 }
 
@@ -178,6 +204,9 @@ bool HaveAvx2Madd() { return false; }
 bool DotAvx2Madd(const Operands&) { return false; }
 bool RequantizeAvx2(const int32_t*, int64_t, int32_t, float, int32_t, int32_t, int32_t,
                     uint8_t*) {
+  return false;
+}
+bool QuantizeAvx2(const float*, int64_t, float, int32_t, int32_t, int32_t, uint8_t*) {
   return false;
 }
 }  // namespace slimpack::runtime::kernels::int8dot

@@ -8,6 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/kernels/int8_dot.h"
 #include "runtime/kernels/quantize_util.h"
 #include "tests/runtime/op_test_util.h"
 #include "tests/testing/status_matchers.h"
@@ -51,6 +52,51 @@ TEST(SaturateRoundBytesTest, MatchesTheScalarRoundingEverywhere) {
         for (size_t i = 0; i < got.size(); ++i) {
           EXPECT_EQ(got[i], static_cast<uint8_t>(SaturateRound(v[off + i], zp, t)))
               << v[off + i] << " zp " << zp << (t == ir::DType::kU8 ? " u8" : " i8");
+        }
+      }
+    }
+  }
+}
+
+// QuantizeLinear's AVX2 loop (int8dot::QuantizeAvx2) gives SaturateRound's
+// value of each quotient x / scale: quotients that tie, saturate, overflow
+// to infinity, NaN, denormal scales, every lane and tail length; checked
+// where the CPU has AVX2, and the op itself against the definition on any
+// CPU.
+TEST(QuantizeLinearTest, EveryLaneGivesTheScalarQuotientsByte) {
+  using kernels::quantize_internal::SaturateRound;
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> v = {0.25f, 0.75f, 1.25f, -0.25f, -0.75f, 63.75f, 64.25f, -64.25f,
+                          127.25f, 127.75f, -0.0f, 1e30f, -1e30f, 3e38f, inf, -inf,
+                          std::numeric_limits<float>::quiet_NaN(), 1e-40f, -31.9f, 33.3f};
+  for (int i = 0; i < 61; ++i) v.push_back(std::ldexp(static_cast<float>(i * 37 % 23) - 11.3f, i % 7 - 2));
+  for (float scale : {0.5f, 0.1f, 3.0f, 1e-39f}) {
+    for (ir::DType t : {ir::DType::kU8, ir::DType::kI8}) {
+      const int32_t lo = t == ir::DType::kU8 ? 0 : -128, hi = t == ir::DType::kU8 ? 255 : 127;
+      for (int32_t zp : t == ir::DType::kU8 ? std::vector<int32_t>{0, 128, 255}
+                                            : std::vector<int32_t>{-128, -3, 127}) {
+        // Shifted starts put every value in every lane and leave tails of
+        // every length below eight past blocks of 32 and of 8.
+        for (size_t off : {0, 1, 2, 3, 5, 7, 13, 40}) {
+          const auto n = static_cast<int64_t>(v.size() - off);
+          std::vector<uint8_t> want(n);
+          for (int64_t i = 0; i < n; ++i) {
+            want[i] = static_cast<uint8_t>(SaturateRound(v[off + i] / scale, zp, t));
+          }
+          std::vector<uint8_t> got(n + 1, 0xA5);
+          if (kernels::int8dot::QuantizeAvx2(v.data() + off, n, scale, lo, hi, zp, got.data())) {
+            EXPECT_EQ(got[n], 0xA5) << "wrote past the end";
+            got.resize(n);
+            EXPECT_EQ(got, want) << "scale " << scale << " zp " << zp;
+          }
+          std::vector<float> x(v.begin() + off, v.end());
+          const RtTensor zpt = t == ir::DType::kU8
+                                   ? T_<uint8_t>({}, {static_cast<uint8_t>(zp)})
+                                   : T_<int8_t>({}, {static_cast<int8_t>(zp)});
+          OpTest op("QuantizeLinear", {{"x", T_<float>({n}, x)}, {"s", Scalar(scale)}, {"z", zpt}});
+          const RtTensor y = RunOne(op);
+          std::vector<uint8_t> bytes(y.data<uint8_t>(), y.data<uint8_t>() + y.num_elements());
+          EXPECT_EQ(bytes, want) << "QuantizeLinear, scale " << scale << " zp " << zp;
         }
       }
     }
