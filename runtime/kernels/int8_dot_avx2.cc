@@ -7,8 +7,9 @@
 // 2 * 255 * 128 in magnitude, exact, and the int32 additions wrap as the
 // instruction's do. VPMADDUBSW, the usual AVX2 route, saturates its 16-bit
 // pair sums and so cannot give ONNX's integer result. Tiles of up to
-// 4 rows x 16 columns: eight accumulators, the panel's widened halves and
-// a row's leave the rest of the sixteen ymm registers. Compiled with
+// 4 rows x 16 columns (int8_dot_ymm_tile.h): eight accumulators, the
+// panel's widened halves and a row's leave the rest of the sixteen ymm
+// registers. Compiled with
 // -mavx2 (runtime/CMakeLists.txt) and called only after support::CpuAllows;
 // nothing here may be an inline function shared with other objects (hence
 // no std::min: its instantiation could be the copy the linker keeps).
@@ -20,13 +21,10 @@
 
 #include <cstring>
 
+#include "runtime/kernels/int8_dot_ymm_tile.h"
+
 namespace slimpack::runtime::kernels::int8dot {
 namespace {
-
-constexpr int kMaxRows = 4;
-constexpr int kMaxVectors = 2;  // of 8 int32 columns
-
-using TileFn = void (*)(const Operands& o, int64_t r0, int64_t c0);
 
 // A vector of bytes split into 16-bit lanes: `even` holds bytes 0, 2, ...
 // and `odd` bytes 1, 3, ..., each zero- or sign-extended.
@@ -42,64 +40,25 @@ inline Halves Signed(__m256i v) {
   return {_mm256_srai_epi16(_mm256_slli_epi16(v, 8), 8), _mm256_srai_epi16(v, 8)};
 }
 
-inline __m256i AddProducts(__m256i acc, const Halves& a, const Halves& b) {
-  acc = _mm256_add_epi32(acc, _mm256_madd_epi16(a.even, b.even));
-  return _mm256_add_epi32(acc, _mm256_madd_epi16(a.odd, b.odd));
-}
-
-// Rows r0..r0+R-1 times columns c0..c0+8V-1, the last vector stored up to
-// o.cols. The panel is padded to 16 columns, so its loads need no mask.
-template <bool kSignedRows, int R, int V>
-void Tile(const Operands& o, int64_t r0, int64_t c0) {
-  __m256i acc[R][V];
-  #pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_si256();
+// The tile's multiply-add (int8_dot_ymm_tile.h): the panel widened once per
+// vector, the row once per broadcast; tiles of up to 4 rows x 2 vectors
+// (eight accumulators; the widened halves take the other registers).
+struct MaddMac {
+  static constexpr int kMaxVectors = 2;
+  template <bool kSignedRows>
+  static Halves Panel(__m256i bytes) {
+    return kSignedRows ? Unsigned(bytes) : Signed(bytes);
   }
-  const uint8_t* row = o.row + r0 * o.ldr;
-  const uint8_t* panel = o.panel + c0 * 4;
-  for (int64_t q = 0; q < o.kq; ++q) {
-    Halves p[V];
-    #pragma GCC unroll 4
-    for (int v = 0; v < V; ++v) {
-      const __m256i bytes = _mm256_loadu_si256(
-          reinterpret_cast<const __m256i*>(panel + (q * o.pcols + 8 * v) * 4));
-      p[v] = kSignedRows ? Unsigned(bytes) : Signed(bytes);
-    }
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      int32_t four;
-      std::memcpy(&four, row + r * o.ldr + 4 * q, 4);
-      const __m256i bytes = _mm256_set1_epi32(four);
-      const Halves b = kSignedRows ? Signed(bytes) : Unsigned(bytes);
-      #pragma GCC unroll 4
-      for (int v = 0; v < V; ++v) acc[r][v] = AddProducts(acc[r][v], b, p[v]);
-    }
+  template <bool kSignedRows>
+  static Halves Row(__m256i bytes) {
+    return kSignedRows ? Signed(bytes) : Unsigned(bytes);
   }
-  #pragma GCC unroll 4
-  for (int v = 0; v < V; ++v) {
-    const int64_t left = o.cols - c0 - 8 * v;
-    #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      int32_t* dst = o.out + (r0 + r) * o.ldo + c0 + 8 * v;
-      if (left >= 8) {
-        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), acc[r][v]);
-      } else if (left > 0) {
-        alignas(32) int32_t lanes[8];
-        _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[r][v]);
-        std::memcpy(dst, lanes, left * sizeof(int32_t));
-      }
-    }
+  template <bool kSignedRows>
+  static __m256i Add(__m256i acc, const Halves& a, const Halves& b) {
+    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(a.even, b.even));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(a.odd, b.odd));
   }
-}
-
-template <bool S, int R>
-constexpr TileFn kRowTiles[kMaxVectors] = {Tile<S, R, 1>, Tile<S, R, 2>};
-
-template <bool S>
-constexpr const TileFn* kTiles[kMaxRows] = {kRowTiles<S, 1>, kRowTiles<S, 2>, kRowTiles<S, 3>,
-                                            kRowTiles<S, 4>};
+};
 
 }  // namespace
 
@@ -110,15 +69,7 @@ bool HaveAvx2Madd() {
 
 bool DotAvx2Madd(const Operands& o) {
   if (!HaveAvx2Madd()) return false;
-  constexpr int64_t kBlock = 8 * kMaxVectors;
-  const TileFn* const* tiles = o.signed_rows ? kTiles<true> : kTiles<false>;
-  for (int64_t c0 = 0; c0 < o.cols; c0 += kBlock) {
-    const int64_t vectors = o.cols - c0 > 8 ? 2 : 1;  // kMaxVectors
-    for (int64_t r0 = 0; r0 < o.rows; r0 += kMaxRows) {
-      const int64_t rows = o.rows - r0 < kMaxRows ? o.rows - r0 : kMaxRows;
-      tiles[rows - 1][vectors - 1](o, r0, c0);
-    }
-  }
+  YmmDot<MaddMac>(o);
   return true;
 }
 

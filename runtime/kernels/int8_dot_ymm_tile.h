@@ -1,0 +1,115 @@
+// The register tile and driver int8dot's two 256-bit kernels share
+// (int8_dot_avxvnni.cc: VPDPBUSD; int8_dot_avx2.cc: VPMADDWD on widened
+// bytes). Included by those two files only, each compiled with its own
+// instruction-set flags: everything here is in an anonymous namespace, so
+// each object keeps its own copy and the linker cannot hand one object the
+// other's code (which an inline function of external linkage would allow).
+// The includer defines its multiply-add as a policy type Mac:
+//   static constexpr int kMaxVectors;   // 8-column vectors per tile
+//   template <bool kSignedRows> static P Panel(__m256i bytes);  // 4 k of 8 columns
+//   template <bool kSignedRows> static W Row(__m256i bytes);    // 4 k broadcast
+//   template <bool kSignedRows> static __m256i Add(__m256i acc, const W& row, const P& panel);
+// adding the products of the row's bytes (signed when kSignedRows) and
+// the panel's (then unsigned, else signed) for each 32-bit lane's four k.
+#ifndef SLIMPACK_RUNTIME_KERNELS_INT8_DOT_YMM_TILE_H_
+#define SLIMPACK_RUNTIME_KERNELS_INT8_DOT_YMM_TILE_H_
+
+#if !defined(__AVX2__)
+#error "int8_dot_ymm_tile.h is for objects compiled with AVX2 or later"
+#endif
+
+#include <immintrin.h>
+
+#include <cstdint>
+#include <cstring>
+
+#include "runtime/kernels/int8_dot.h"
+
+namespace slimpack::runtime::kernels::int8dot {
+namespace {
+
+constexpr int kYmmMaxRows = 4;
+
+using YmmTileFn = void (*)(const Operands& o, int64_t r0, int64_t c0);
+
+// Rows r0..r0+R-1 times columns c0..c0+8V-1, the last vector stored up to
+// o.cols. The panel is padded to 16 columns, so its loads need no mask.
+template <typename Mac, bool kSignedRows, int R, int V>
+void YmmTile(const Operands& o, int64_t r0, int64_t c0) {
+  __m256i acc[R][V];
+  #pragma GCC unroll 16
+  for (int r = 0; r < R; ++r) {
+    #pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_si256();
+  }
+  const uint8_t* row = o.row + r0 * o.ldr;
+  const uint8_t* panel = o.panel + c0 * 4;
+  for (int64_t q = 0; q < o.kq; ++q) {
+    decltype(Mac::template Panel<kSignedRows>(__m256i())) p[V];
+    #pragma GCC unroll 4
+    for (int v = 0; v < V; ++v) {
+      p[v] = Mac::template Panel<kSignedRows>(_mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(panel + (q * o.pcols + 8 * v) * 4)));
+    }
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      int32_t four;
+      std::memcpy(&four, row + r * o.ldr + 4 * q, 4);
+      const auto b = Mac::template Row<kSignedRows>(_mm256_set1_epi32(four));
+      #pragma GCC unroll 4
+      for (int v = 0; v < V; ++v) acc[r][v] = Mac::template Add<kSignedRows>(acc[r][v], b, p[v]);
+    }
+  }
+  #pragma GCC unroll 4
+  for (int v = 0; v < V; ++v) {
+    const int64_t left = o.cols - c0 - 8 * v;
+    #pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      int32_t* dst = o.out + (r0 + r) * o.ldo + c0 + 8 * v;
+      if (left >= 8) {
+        _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst), acc[r][v]);
+      } else if (left > 0) {
+        alignas(32) int32_t lanes[8];
+        _mm256_store_si256(reinterpret_cast<__m256i*>(lanes), acc[r][v]);
+        std::memcpy(dst, lanes, left * sizeof(int32_t));
+      }
+    }
+  }
+}
+
+// Tiles past Mac::kMaxVectors vectors are never called: their entries
+// repeat the widest, so no wider tile is compiled.
+template <typename Mac, int V>
+constexpr int kYmmVectors = V < Mac::kMaxVectors ? V : Mac::kMaxVectors;
+
+// kYmmTiles[rows - 1][vectors - 1] for up to kYmmMaxRows rows and 4 vectors.
+template <typename Mac, bool S, int R>
+constexpr YmmTileFn kYmmRowTiles[4] = {
+    YmmTile<Mac, S, R, kYmmVectors<Mac, 1>>, YmmTile<Mac, S, R, kYmmVectors<Mac, 2>>,
+    YmmTile<Mac, S, R, kYmmVectors<Mac, 3>>, YmmTile<Mac, S, R, kYmmVectors<Mac, 4>>};
+template <typename Mac, bool S>
+constexpr const YmmTileFn* kYmmTiles[kYmmMaxRows] = {
+    kYmmRowTiles<Mac, S, 1>, kYmmRowTiles<Mac, S, 2>, kYmmRowTiles<Mac, S, 3>,
+    kYmmRowTiles<Mac, S, 4>};
+
+// o's sums, column blocks of Mac::kMaxVectors vectors outermost (a block's
+// panel stays in L1 while every row runs over it). No std::min: its
+// instantiation would be an inline function shared with other objects.
+template <typename Mac>
+void YmmDot(const Operands& o) {
+  constexpr int64_t kBlock = 8 * Mac::kMaxVectors;
+  const YmmTileFn* const* tiles = o.signed_rows ? kYmmTiles<Mac, true> : kYmmTiles<Mac, false>;
+  for (int64_t c0 = 0; c0 < o.cols; c0 += kBlock) {
+    const int64_t need = (o.cols - c0 + 7) / 8;
+    const int64_t vectors = need < Mac::kMaxVectors ? need : Mac::kMaxVectors;
+    for (int64_t r0 = 0; r0 < o.rows; r0 += kYmmMaxRows) {
+      const int64_t rows = o.rows - r0 < kYmmMaxRows ? o.rows - r0 : kYmmMaxRows;
+      tiles[rows - 1][vectors - 1](o, r0, c0);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace slimpack::runtime::kernels::int8dot
+
+#endif  // SLIMPACK_RUNTIME_KERNELS_INT8_DOT_YMM_TILE_H_
