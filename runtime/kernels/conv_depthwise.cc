@@ -103,9 +103,9 @@ bool DepthwiseConv2DApplies(const Conv2DShape& s) {
 #if defined(__x86_64__)
 namespace {
 
-// The kernel, each channel's input packed by pack(nc, buf, zero_padding)
-// and its sums written to out(nc) (out_h x out_w floats), then handed to
-// done(nc, sums).
+// The kernel, each channel's input packed by pack(nc, l, buf,
+// zero_padding) and its sums written to out(nc) (out_h x out_w floats),
+// then handed to done(nc, sums).
 template <typename Pack, typename Out, typename Done>
 void RunDepthwise(const Conv2DShape& s, const float* w, const float* bias, ThreadPool* pool,
                   const Pack& pack, const Out& out, const Done& done) {

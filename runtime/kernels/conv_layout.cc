@@ -85,9 +85,10 @@ struct PlaneJob {
 // The plane loop, with the row helpers of one instruction set inlined into
 // it: rows are short (7 to 115 floats in a MobileNet), so a call per row
 // and scalar tails cost more than the copying (packing was a fifth of a
-// MobileNet-style run). Every helper writes exactly [dst, dst + n) and
-// reads nothing past src[(n - 1) * stride]: rows may end the tensor, and
-// threads pack neighbouring channels at once. ZP is empty for floats and
+// MobileNet-style run). Every helper writes exactly [dst, dst + n) (threads
+// pack neighbouring channels at once). The float helpers read nothing past
+// src[(n - 1) * stride] (rows may end the tensor); the byte helpers may
+// read further, up to j.readable_end. ZP is empty for floats and
 // SLP_WITH_ZP for bytes (the copiers' extra argument).
 #define SLP_WITH_ZP , j.zp, j.readable_end
 #define SLP_PACK_PLANE(ZERO, COPY, ZP)                                                 \

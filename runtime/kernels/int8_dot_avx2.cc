@@ -140,7 +140,8 @@ bool QuantizeAvx2(const float* x, int64_t n, float scale, int32_t lo, int32_t hi
   if (!HaveAvx2Madd()) return false;
   const __m256 vs = _mm256_set1_ps(scale);
   SaturateRoundAvx2(n, lo, hi, zp, out, [&](int64_t i, __m256i mask, bool full) {
-    // Masked-off lanes read as 0 and are not stored (0 / scale is no trap).
+    // Masked-off lanes read as 0 and are not stored (with scale 0 they
+    // raise the masked invalid flag, as the scalar loop's 0 / 0 would).
     return _mm256_div_ps(full ? _mm256_loadu_ps(x + i) : _mm256_maskload_ps(x + i, mask), vs);
   });
   return true;

@@ -256,7 +256,7 @@ void LayOutColumns(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t c
 // channel, PrepareDotConvWeights with `taps`): a quad of k is then four
 // channels at one tap, which read the same positions of four planes, so
 // each output row's stretch inside the input is four rows interleaved with
-// SSE2 (stride 1) and the stretches in the padding are fills; no table
+// SSE2 (strides 1 and 2) and the stretches in the padding are fills; no table
 // loads. A quad that straddles two taps (cg not a multiple of four) is laid
 // out byte by byte.
 void LayOutRows(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chunk,

@@ -15,7 +15,6 @@
 #endif
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
 namespace slimpack::runtime::kernels::int8dot {
@@ -89,9 +88,11 @@ bool DotVnni512(const Operands& o) {
   if (!HaveVnni512()) return false;
   constexpr int64_t kBlock = 16 * kMaxVectors;
   for (int64_t c0 = 0; c0 < o.cols; c0 += kBlock) {
-    const int64_t vectors = std::min<int64_t>(kMaxVectors, (o.cols - c0 + 15) / 16);
+    // No std::min (an inline function other objects share; see the top).
+    const int64_t need = (o.cols - c0 + 15) / 16;
+    const int64_t vectors = need < kMaxVectors ? need : kMaxVectors;
     for (int64_t r0 = 0; r0 < o.rows; r0 += kMaxRows) {
-      const int64_t rows = std::min<int64_t>(kMaxRows, o.rows - r0);
+      const int64_t rows = o.rows - r0 < kMaxRows ? o.rows - r0 : kMaxRows;
       (o.signed_rows ? kTiles<true> : kTiles<false>)[rows - 1][vectors - 1](o, r0, c0);
     }
   }

@@ -210,15 +210,6 @@ std::shared_ptr<const quantize_internal::CentredWeights> CentreConvWeights(const
   return out;
 }
 
-// IntegerConv's sums as exact floats in a [batch, m, out...] tensor from
-// ctx's allocator (the caller recycles it), or an undefined tensor when the
-// float convolution would not be faster (FloatProductsAreFast) or not exact
-// (quantize_util.h, kFloatExactBound): every channel's partial sums are
-// bounded by sum_k |w_k - wzp| times the largest |x - xzp| x's type allows.
-// Depthwise and most pointwise layers of an int8 CNN are far inside the
-// bound, and their products then run at the float kernels' speed instead of
-// the im2col + pmaddwd loop above. `constant_w`: W and its zero point are
-// initializers, so the centred weights are kept in the node's cache.
 // CentreConvWeights' result (kept in the node's cache when `constant_w`), or
 // nullptr when a float convolution of x by it would not be exact: every
 // channel's partial sums are bounded by sum_k |w_k - wzp| times the largest
@@ -237,6 +228,15 @@ std::shared_ptr<const quantize_internal::CentredWeights> ExactCentredWeights(
   return cw;
 }
 
+// IntegerConv's sums as exact floats in a [batch, m, out...] tensor from
+// ctx's allocator (the caller recycles it), or an undefined tensor when the
+// float convolution would not be faster (FloatProductsAreFast) or not exact
+// (quantize_util.h, kFloatExactBound): every channel's partial sums are
+// bounded by sum_k |w_k - wzp| times the largest |x - xzp| x's type allows.
+// Depthwise and most pointwise layers of an int8 CNN are far inside the
+// bound, and their products then run at the float kernels' speed instead of
+// the im2col + pmaddwd loop above. `constant_w`: W and its zero point are
+// initializers, so the centred weights are kept in the node's cache.
 absl::StatusOr<RtTensor> FloatExactConv(KernelContext& ctx, const RtTensor& x,
                                         const RtTensor& w, const ConvPlan& p, int32_t xzp,
                                         const QParams& wzp, bool constant_w) {
@@ -301,8 +301,9 @@ absl::StatusOr<ConvSums> ConvProducts(KernelContext& ctx, const RtTensor& x, con
     return absl::OkStatus();
   };
   // Layers with four or more channels per group take the byte path: their
-  // columns are four channels interleaved (with SSE2 at stride 1; 1-D and
-  // 3-D windows through the offset table, a byte at a time). Depthwise and
+  // columns are four channels interleaved (2-D windows with SSE2 at strides
+  // 1 and 2; other 1-D and 3-D windows through the offset table, a byte at
+  // a time; pointwise ones of any rank as runs). Depthwise and
   // 3-channel stem layers would be laid out a byte at a time, 2-5x slower
   // than the float kernels, which read their input planes in place; they
   // take the byte path only where the float one is not exact.

@@ -6,9 +6,6 @@
 // and reading nothing past the input (which ends at an unreadable page).
 #include "runtime/kernels/conv_layout.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -46,36 +43,6 @@ std::vector<PackIsa> IsasHere() {
   if (support::CpuAllows(support::CpuFeature::kAvx512f)) isas.push_back(PackIsa::kAvx512);
   return isas;
 }
-
-// An input plane followed by `readable_after` more values, the last of them
-// the last before a page the process may not read: a copier reading past
-// them ends the test with SIGSEGV. (Not under qemu-x86_64: its TCG faults
-// on the masked-off lanes of VMASKMOVPS, which CPUs do not;
-// cross_cpu_bytes_test.sh runs only the FixedOrder tests there.)
-template <typename T>
-class GuardedPlane {
- public:
-  explicit GuardedPlane(const std::vector<T>& values, int64_t readable_after = 0) {
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const size_t bytes = (values.size() + readable_after) * sizeof(T);
-    size_ = (bytes + page - 1) / page * page + page;
-    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    EXPECT_NE(p, MAP_FAILED);
-    base_ = static_cast<char*>(p);
-    EXPECT_EQ(mprotect(base_ + size_ - page, page, PROT_NONE), 0);
-    data_ = reinterpret_cast<T*>(base_ + size_ - page - bytes);
-    std::memcpy(data_, values.data(), values.size() * sizeof(T));
-    // What follows the plane: values no copy may store (its next rows).
-    std::memset(data_ + values.size(), 0x5a, readable_after * sizeof(T));
-  }
-  ~GuardedPlane() { munmap(base_, size_); }
-  const T* data() const { return data_; }
-
- private:
-  char* base_ = nullptr;
-  size_t size_ = 0;
-  T* data_ = nullptr;
-};
 
 std::string Name(const Conv2DShape& s) {
   return std::to_string(s.height) + "x" + std::to_string(s.width) + " k" +
@@ -138,9 +105,9 @@ TEST(ConvLayoutTest, EveryCopierPacksThePortableBuffer) {
     ++shapes;
     const int64_t width = s.width;
     const Layout l = kernels::conv_layout::MakeLayout(s);
-    const GuardedPlane<float> x(testing::Random(s.height * width, 7 + shapes));
-    const GuardedPlane<float> other(testing::Random(s.height * width, 9000 + shapes));
-    const GuardedPlane<float> ones(std::vector<float>(s.height * width, 1.0f));
+    const testing::GuardedBuffer<float> x(testing::Random(s.height * width, 7 + shapes));
+    const testing::GuardedBuffer<float> other(testing::Random(s.height * width, 9000 + shapes));
+    const testing::GuardedBuffer<float> ones(std::vector<float>(s.height * width, 1.0f));
     const std::vector<float> fresh(l.channel_stride + 2 * kGuard, guard);
     const std::vector<float> want = Pack(s, l, x.data(), true, PackIsa::kPortable, fresh);
     for (int64_t i = 0; i < kGuard; ++i) {
@@ -206,7 +173,7 @@ void CheckBytePacking(uint32_t seed) {
     all.insert(all.begin(), PackIsa::kPortable);
     for (PackIsa isa : all) {
       for (int64_t after : {0, 16}) {
-        const GuardedPlane<T> x(bytes, after);
+        const testing::GuardedBuffer<T> x(bytes, after);
         std::vector<float> got = fresh;
         kernels::conv_layout::PackChannel(s, l, x.data(), n + after, zp, got.data() + kGuard,
                                           true, isa);

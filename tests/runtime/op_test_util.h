@@ -3,9 +3,13 @@
 #ifndef SLIMPACK_TESTS_RUNTIME_OP_TEST_UTIL_H_
 #define SLIMPACK_TESTS_RUNTIME_OP_TEST_UTIL_H_
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <utility>
@@ -119,6 +123,47 @@ struct OpTest {
   }
 };
 
+// Values followed by `readable_after` more (set to 0x5a bytes), the last of
+// them the last before a page the process may not read: a kernel reading
+// past them ends the test with SIGSEGV. (Not under qemu-x86_64: its TCG
+// faults on the masked-off lanes of VMASKMOVPS, which CPUs do not;
+// cross_cpu_bytes_test.sh runs only the FixedOrder tests there.)
+template <typename T>
+class GuardedBuffer {
+ public:
+  explicit GuardedBuffer(const std::vector<T>& values, int64_t readable_after = 0) {
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t bytes = (values.size() + readable_after) * sizeof(T);
+    size_ = (bytes + page - 1) / page * page + page;
+    void* p = mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT_NE(p, MAP_FAILED);
+    base_ = static_cast<char*>(p);
+    EXPECT_EQ(mprotect(base_ + size_ - page, page, PROT_NONE), 0);
+    data_ = reinterpret_cast<T*>(base_ + size_ - page - bytes);
+    if (!values.empty()) std::memcpy(data_, values.data(), values.size() * sizeof(T));
+    std::memset(data_ + values.size(), 0x5a, readable_after * sizeof(T));
+  }
+  ~GuardedBuffer() { munmap(base_, size_); }
+  GuardedBuffer(const GuardedBuffer&) = delete;
+  GuardedBuffer& operator=(const GuardedBuffer&) = delete;
+  const T* data() const { return data_; }
+
+ private:
+  char* base_ = nullptr;
+  size_t size_ = 0;
+  T* data_ = nullptr;
+};
+
+// A tensor whose bytes end at an unreadable page (GuardedBuffer), for
+// kernels whose vector loads run past a row but must stop at the tensor's
+// end.
+template <typename T>
+RtTensor GuardedTensor(std::vector<int64_t> dims, const std::vector<T>& values) {
+  auto owner = std::make_shared<GuardedBuffer<T>>(values);
+  const auto* data = reinterpret_cast<const uint8_t*>(owner->data());
+  return RtTensor::Borrow(DTypeOf<T>(), std::move(dims), std::move(owner), data);
+}
+
 // A tensor of uniformly random bytes of type T (uint8_t or int8_t).
 template <typename T>
 RtTensor Bytes(std::vector<int64_t> dims, std::mt19937& rng) {
@@ -127,6 +172,16 @@ RtTensor Bytes(std::vector<int64_t> dims, std::mt19937& rng) {
   std::vector<T> v(n);
   for (T& x : v) x = static_cast<T>(rng());
   return RtTensor::FromVector<T>(dims, v);
+}
+
+// Bytes<T>'s values in a GuardedTensor.
+template <typename T>
+RtTensor GuardedBytes(std::vector<int64_t> dims, std::mt19937& rng) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  std::vector<T> v(n);
+  for (T& x : v) x = static_cast<T>(rng());
+  return GuardedTensor<T>(std::move(dims), v);
 }
 
 // Element i of a u8 or i8 tensor.
