@@ -152,8 +152,7 @@ void CheckBytePacking(uint32_t seed) {
     ++shapes;
     const int64_t n = s.height * s.width;
     const Layout l = kernels::conv_layout::MakeLayout(s);
-    std::vector<T> bytes(n);
-    for (T& b : bytes) b = static_cast<T>(rng());
+    const std::vector<T> bytes = testing::RandomBytes<T>(n, rng);
     const auto zp = static_cast<int32_t>(static_cast<T>(rng()));
     std::vector<float> centred(n);
     for (int64_t i = 0; i < n; ++i) centred[i] = static_cast<float>(bytes[i]) - zp;

@@ -164,24 +164,30 @@ RtTensor GuardedTensor(std::vector<int64_t> dims, const std::vector<T>& values) 
   return RtTensor::Borrow(DTypeOf<T>(), std::move(dims), std::move(owner), data);
 }
 
-// A tensor of uniformly random bytes of type T (uint8_t or int8_t).
+// n uniformly random bytes of type T (uint8_t or int8_t).
 template <typename T>
-RtTensor Bytes(std::vector<int64_t> dims, std::mt19937& rng) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
+std::vector<T> RandomBytes(int64_t n, std::mt19937& rng) {
   std::vector<T> v(n);
   for (T& x : v) x = static_cast<T>(rng());
-  return RtTensor::FromVector<T>(dims, v);
+  return v;
+}
+
+inline int64_t Elements(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+// A tensor of RandomBytes.
+template <typename T>
+RtTensor Bytes(std::vector<int64_t> dims, std::mt19937& rng) {
+  return RtTensor::FromVector<T>(dims, RandomBytes<T>(Elements(dims), rng));
 }
 
 // Bytes<T>'s values in a GuardedTensor.
 template <typename T>
 RtTensor GuardedBytes(std::vector<int64_t> dims, std::mt19937& rng) {
-  int64_t n = 1;
-  for (int64_t d : dims) n *= d;
-  std::vector<T> v(n);
-  for (T& x : v) x = static_cast<T>(rng());
-  return GuardedTensor<T>(std::move(dims), v);
+  return GuardedTensor<T>(dims, RandomBytes<T>(Elements(dims), rng));
 }
 
 // Element i of a u8 or i8 tensor.
