@@ -3,6 +3,8 @@
 // (positions in the lanes, conv_direct.h) and BlockedConv2D (output channels
 // in the lanes, weights packed once, conv_blocked.h). One thread; reports
 // GMAC/s. BlockedConv2DPreferred's threshold comes from these figures.
+// MobileNet's depthwise layers run through BM_Direct (DirectConv2D hands
+// them to the channels-in-lanes kernel, conv_depthwise.h).
 //   BUILD/bench/conv_blocked_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true
 #include <algorithm>
@@ -21,6 +23,7 @@ namespace {
 struct Layer {
   const char* name;
   int64_t channels, size, out_channels, kernel, stride, pad;
+  int64_t group = 1;
 };
 
 // Half-width ResNet-18 and MobileNetV3-style layers (bench/ort models).
@@ -43,6 +46,16 @@ constexpr Layer kLayers[] = {
     {"mobilenet_1x1_96_to_576_7", 96, 7, 576, 1, 1, 0},
     {"mobilenet_1x1_288_to_96_7", 288, 7, 96, 1, 1, 0},
     {"mobilenet_1x1_576_to_96_7", 576, 7, 96, 1, 1, 0},
+    {"mobilenet_stem_3x3_s2", 3, 224, 16, 3, 2, 1},
+    // Depthwise (group = channels): DirectConv2D hands these to
+    // DepthwiseConv2D (conv_depthwise.h); the blocked kernel refuses them.
+    {"mobilenet_dw3x3_s2_112", 16, 112, 16, 3, 2, 1, 16},
+    {"mobilenet_dw3x3_s2_56", 72, 56, 72, 3, 2, 1, 72},
+    {"mobilenet_dw3x3_28", 88, 28, 88, 3, 1, 1, 88},
+    {"mobilenet_dw5x5_s2_28", 96, 28, 96, 5, 2, 2, 96},
+    {"mobilenet_dw5x5_14", 240, 14, 240, 5, 1, 2, 240},
+    {"mobilenet_dw5x5_s2_14", 288, 14, 288, 5, 2, 2, 288},
+    {"mobilenet_dw5x5_7", 576, 7, 576, 5, 1, 2, 576},
 };
 
 Conv2DShape ShapeOf(const Layer& l) {
@@ -53,6 +66,7 @@ Conv2DShape ShapeOf(const Layer& l) {
   s.kernel_h = s.kernel_w = l.kernel;
   s.stride_h = s.stride_w = l.stride;
   s.pad_top = s.pad_left = l.pad;
+  s.group = l.group;
   s.out_h = s.out_w = (l.size + 2 * l.pad - l.kernel) / l.stride + 1;
   return s;
 }
@@ -74,7 +88,8 @@ void Run(benchmark::State& state, bool blocked) {
     return;
   }
   const std::vector<float> x = Random(s.channels * s.height * s.width, 1);
-  const std::vector<float> w = Random(s.out_channels * s.channels * s.kernel_h * s.kernel_w, 2);
+  const std::vector<float> w =
+      Random(s.out_channels * s.channels / s.group * s.kernel_h * s.kernel_w, 2);
   const std::vector<float> bias = Random(s.out_channels, 3);
   std::vector<float> y(s.out_channels * s.out_h * s.out_w);
   const std::shared_ptr<const BlockedConvWeights> packed =
@@ -89,7 +104,8 @@ void Run(benchmark::State& state, bool blocked) {
     }
     benchmark::DoNotOptimize(y.data());
   }
-  const double macs = static_cast<double>(y.size()) * s.channels * s.kernel_h * s.kernel_w;
+  const double macs =
+      static_cast<double>(y.size()) * s.channels / s.group * s.kernel_h * s.kernel_w;
   state.counters["GMAC/s"] =
       benchmark::Counter(macs * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }

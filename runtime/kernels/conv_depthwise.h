@@ -1,19 +1,18 @@
 // Depthwise 2-D convolution (one input and one output channel per group)
-// for AVX2 + FMA machines, in the direct kernels' summation order
-// (conv_direct.h): per output, one fused multiply-add per (kernel row,
-// kernel column) from +0, then + bias. Each channel is padded and split
-// into stride phases on its own (conv_layout.h) while it is in cache, and
-// a block of output rows x 8-float column vectors stays in registers over
-// all its terms, so a 7-wide output row wastes one lane in eight instead
-// of the implicit-GEMM tile's 32-position runs over padded columns.
+// for AVX2 + FMA and AVX-512 machines, in the direct kernels' summation
+// order (conv_direct.h): per output, one fused multiply-add per (kernel
+// row, kernel column) from +0, then + bias. Channels go in the vector
+// lanes (conv_depthwise_lanes.h): 16 with AVX-512, 8 with AVX2.
+// QLinearConv's depthwise layers run the same kernel on their bytes
+// (quantized_depthwise.h).
 #ifndef SLIMPACK_RUNTIME_KERNELS_CONV_DEPTHWISE_H_
 #define SLIMPACK_RUNTIME_KERNELS_CONV_DEPTHWISE_H_
 
 #include <cstdint>
 #include <functional>
 
+#include "runtime/kernels/conv_depthwise_lanes.h"
 #include "runtime/kernels/conv_direct.h"
-#include "runtime/kernels/conv_layout.h"
 #include "runtime/thread_pool.h"
 
 namespace slimpack::runtime::kernels {
@@ -22,25 +21,32 @@ namespace slimpack::runtime::kernels {
 // CPU has AVX2 + FMA. The caller has checked DirectConv2DSupported(s).
 bool DepthwiseConv2DApplies(const Conv2DShape& s);
 
+// The lane widths DepthwiseConv2D can run, giving the same bytes.
+enum class DepthwiseKernel { kLanes16, kLanes8 };
+
+// The widest this CPU and SLIMPACK_CPU_MAX allow.
+DepthwiseKernel BestDepthwiseKernel();
+
 // y = conv(x, w) + bias for a shape DepthwiseConv2DApplies accepts; the same
 // bits as DirectConv2D's tiles and as im2col + GEMM, whatever the thread
-// count. Needs no scratch (each task packs its channel into a buffer of
-// its own).
+// count and lane width. Needs no scratch (each thread keeps a buffer).
+// `kernel` must be one the CPU allows (tests pick).
 void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
                      const float* bias, float* y, ThreadPool* pool);
+void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
+                     const float* bias, float* y, ThreadPool* pool, DepthwiseKernel kernel);
 
-// The same kernel with each channel's input and output left to the caller
-// (QLinearConv's depthwise layers, quantized_depthwise.h): pack(nc, l, buf,
-// zero_padding) writes plane nc = n * channels + c of the input into buf in
-// layout l (conv_layout::PackChannel, padding only when zero_padding), and
-// done(nc, sums) receives its out_h x out_w sums, no bias, in a buffer of
-// the calling thread's that the next channel overwrites. Both run on the
-// pool's threads, several channels at once.
-using DepthwisePackFn =
-    std::function<void(int64_t nc, const conv_layout::Layout& l, float* buf, bool zero_padding)>;
-using DepthwiseDoneFn = std::function<void(int64_t nc, const float* sums)>;
-void DepthwiseConv2DChannels(const Conv2DShape& s, const float* w, const DepthwisePackFn& pack,
-                             const DepthwiseDoneFn& done, ThreadPool* pool);
+// The kernel's tasks (every image x block of lanes channels x band of
+// output rows, from the shape alone) on the pool's threads: run(n, c0, t)
+// gets t with its geometry, channel count, rows and a scratch buffer of
+// the thread's filled in; it sets the input, weights, bias and output of
+// image n's channels from c0 and calls RunDepthwiseLanes (QLinearConv's
+// depthwise layers hand it bytes and requantise what it wrote). 16 lanes
+// with avx512 (the CPU must allow AVX-512F), else 8 (AVX2 + FMA).
+void ForEachDepthwiseLanesTask(
+    const Conv2DShape& s, bool avx512, ThreadPool* pool,
+    const std::function<void(int64_t n, int64_t c0, depthwise_lanes::Task& t)>& run);
+void RunDepthwiseLanes(const Conv2DShape& s, const depthwise_lanes::Task& t);
 
 }  // namespace slimpack::runtime::kernels
 

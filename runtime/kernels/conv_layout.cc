@@ -2,7 +2,6 @@
 #include "runtime/kernels/conv_layout.h"
 
 #include <algorithm>
-#include <type_traits>
 
 #include "support/cpu_features.h"
 
@@ -68,30 +67,23 @@ namespace {
 // One stride phase's plane of one channel, and the part of it PackPlane
 // copies: plane row r reads input row r * stride_h + p - pad_top (zeros
 // outside the image); columns [lo, hi) read xc at t * sw + off, the rest
-// are padding. T is float, or the byte type of an integer convolution's
-// input, whose values are written as float(x) - zp.
-template <typename T>
+// are padding.
 struct PlaneJob {
-  const T* xc;
+  const float* xc;
   float* plane;
   int64_t hq, wq, height, width;
   int64_t stride_h, p, pad_top;
   int64_t sw, off, lo, hi;
   bool zero_padding;
-  float zp;
-  const T* readable_end;  // bytes: nothing at or past it is read
 };
 
 // The plane loop, with the row helpers of one instruction set inlined into
 // it: rows are short (7 to 115 floats in a MobileNet), so a call per row
 // and scalar tails cost more than the copying (packing was a fifth of a
-// MobileNet-style run). Every helper writes exactly [dst, dst + n) (threads
-// pack neighbouring channels at once). The float helpers read nothing past
-// src[(n - 1) * stride] (rows may end the tensor); the byte helpers may
-// read further, up to j.readable_end. ZP is empty for floats and
-// SLP_WITH_ZP for bytes (the copiers' extra argument).
-#define SLP_WITH_ZP , j.zp, j.readable_end
-#define SLP_PACK_PLANE(ZERO, COPY, ZP)                                                 \
+// MobileNet-style run). Every helper writes exactly [dst, dst + n) and
+// reads nothing past src[(n - 1) * stride]: rows may end the tensor, and
+// threads pack neighbouring channels at once.
+#define SLP_PACK_PLANE(ZERO, COPY)                                                   \
   for (int64_t r = 0; r < j.hq; ++r) {                                                \
     float* row = j.plane + r * j.wq;                                                  \
     const int64_t src_row = r * j.stride_h + j.p - j.pad_top;                        \
@@ -100,7 +92,7 @@ struct PlaneJob {
       continue;                                                                       \
     }                                                                                 \
     if (j.zero_padding) ZERO(row, j.lo);                                              \
-    COPY(j.xc + src_row * j.width + j.off + j.lo * j.sw, row + j.lo, j.hi - j.lo, j.sw ZP); \
+    COPY(j.xc + src_row * j.width + j.off + j.lo * j.sw, row + j.lo, j.hi - j.lo, j.sw); \
     if (j.zero_padding) ZERO(row + j.hi, j.wq - j.hi);                                \
   }
 
@@ -110,19 +102,7 @@ inline void CopyPortable(const float* src, float* dst, int64_t n, int64_t stride
   for (int64_t t = 0; t < n; ++t) dst[t] = src[t * stride];
 }
 
-// float(x) - zp is exact for bytes, whichever instructions compute it.
-template <typename T>
-inline void CopyBytesPortable(const T* src, float* dst, int64_t n, int64_t stride, float zp,
-                              const T* /*readable_end*/ = nullptr) {
-  for (int64_t t = 0; t < n; ++t) dst[t] = static_cast<float>(src[t * stride]) - zp;
-}
-
-void PackPlanePortable(const PlaneJob<float>& j) { SLP_PACK_PLANE(ZeroPortable, CopyPortable, ) }
-
-template <typename T>
-void PackBytePlanePortable(const PlaneJob<T>& j) {
-  SLP_PACK_PLANE(ZeroPortable, CopyBytesPortable, SLP_WITH_ZP)
-}
+void PackPlanePortable(const PlaneJob& j) { SLP_PACK_PLANE(ZeroPortable, CopyPortable) }
 
 #if defined(__x86_64__)
 #define SLP_AVX2 __attribute__((target("avx2")))
@@ -183,56 +163,7 @@ SLP_AVX2 inline void CopyAvx2(const float* src, float* dst, int64_t n, int64_t s
   CopyPortable(src, dst, n, stride);
 }
 
-SLP_AVX2 void PackPlaneAvx2(const PlaneJob<float>& j) { SLP_PACK_PLANE(ZeroAvx2, CopyAvx2, ) }
-
-// Eight bytes (the low half of `b`) as float(x) - zp.
-template <typename T>
-SLP_AVX2 inline __m256 CentredAvx2(__m128i b, __m256 zp) {
-  const __m256i i = std::is_signed_v<T> ? _mm256_cvtepi8_epi32(b) : _mm256_cvtepu8_epi32(b);
-  return _mm256_sub_ps(_mm256_cvtepi32_ps(i), zp);
-}
-
-// Eight values a vector from 8 bytes (stride 1) or the even ones of 16
-// (stride 2). Bytes have no AVX2 masked load, so a load may read past the
-// row's last value, into the next row or channel, as long as it stays
-// before readable_end (the input tensor's end); the values it was not asked
-// for land in lanes that are not stored. Loads that would pass
-// readable_end (the last rows of the last channel) and other strides take
-// the portable loop.
-template <typename T>
-SLP_AVX2 inline void CopyBytesAvx2(const T* src, float* dst, int64_t n, int64_t stride,
-                                   float zp, const T* readable_end) {
-  const __m256 z = _mm256_set1_ps(zp);
-  const int64_t avail = readable_end - src;  // bytes a load may touch
-  int64_t t = 0;
-  if (stride == 1) {
-    for (; t < n && t + 8 <= avail; t += 8) {
-      const __m256 v = CentredAvx2<T>(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(src + t)), z);
-      if (t + 8 <= n) {
-        _mm256_storeu_ps(dst + t, v);
-      } else {
-        _mm256_maskstore_ps(dst + t, TailMask(n - t), v);
-      }
-    }
-  } else if (stride == 2) {
-    const __m128i even = _mm_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, -1, -1, -1, -1, -1, -1, -1, -1);
-    for (; t < n && 2 * t + 16 <= avail; t += 8) {
-      const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + 2 * t));
-      const __m256 v = CentredAvx2<T>(_mm_shuffle_epi8(b, even), z);
-      if (t + 8 <= n) {
-        _mm256_storeu_ps(dst + t, v);
-      } else {
-        _mm256_maskstore_ps(dst + t, TailMask(n - t), v);
-      }
-    }
-  }
-  if (t < n) CopyBytesPortable(src + t * stride, dst + t, n - t, stride, zp);
-}
-
-template <typename T>
-SLP_AVX2 void PackBytePlaneAvx2(const PlaneJob<T>& j) {
-  SLP_PACK_PLANE(ZeroAvx2, CopyBytesAvx2, SLP_WITH_ZP)
-}
+SLP_AVX2 void PackPlaneAvx2(const PlaneJob& j) { SLP_PACK_PLANE(ZeroAvx2, CopyAvx2) }
 
 SLP_AVX512 inline __mmask16 Lanes16(int64_t n) {
   return static_cast<__mmask16>(n >= 16 ? 0xFFFF : (1u << std::max<int64_t>(n, 0)) - 1);
@@ -271,11 +202,10 @@ SLP_AVX512 inline void Copy512(const float* src, float* dst, int64_t n, int64_t 
   CopyPortable(src, dst, n, stride);
 }
 
-SLP_AVX512 void PackPlane512(const PlaneJob<float>& j) { SLP_PACK_PLANE(Zero512, Copy512, ) }
+SLP_AVX512 void PackPlane512(const PlaneJob& j) { SLP_PACK_PLANE(Zero512, Copy512) }
 #endif
 
 #undef SLP_PACK_PLANE
-#undef SLP_WITH_ZP
 
 }  // namespace
 
@@ -290,15 +220,16 @@ PackIsa BestPackIsa() {
 #endif
 }
 
-namespace {
+void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
+                 bool zero_padding) {
+  PackChannel(s, l, xc, dst, zero_padding, BestPackIsa());
+}
 
-// Calls pack(job) for each stride phase's plane of channel xc.
-template <typename T, typename Fn>
-void ForEachPlane(const Conv2DShape& s, const Layout& l, const T* xc, float* dst,
-                  bool zero_padding, float zp, const T* readable_end, Fn pack) {
+void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
+                 bool zero_padding, PackIsa isa) {
   for (int64_t p = 0; p < s.stride_h; ++p) {
     for (int64_t q = 0; q < s.stride_w; ++q) {
-      PlaneJob<T> j;
+      PlaneJob j;
       j.xc = xc;
       j.plane = dst + (p * s.stride_w + q) * l.phase_plane;
       j.hq = l.hq, j.wq = l.wq, j.height = s.height, j.width = s.width;
@@ -309,60 +240,20 @@ void ForEachPlane(const Conv2DShape& s, const Layout& l, const T* xc, float* dst
       const int64_t end = s.width - j.off <= 0 ? 0 : CeilDiv(s.width - j.off, j.sw);
       j.hi = std::max(j.lo, std::min(l.wq, end));
       j.zero_padding = zero_padding;
-      j.zp = zp;
-      j.readable_end = readable_end;
-      pack(j);
+      switch (isa) {
+#if defined(__x86_64__)
+        case PackIsa::kAvx512:
+          PackPlane512(j);
+          break;
+        case PackIsa::kAvx2:
+          PackPlaneAvx2(j);
+          break;
+#endif
+        default:
+          PackPlanePortable(j);
+      }
     }
   }
-}
-
-template <typename T>
-void PackByteChannel(const Conv2DShape& s, const Layout& l, const T* xc, int64_t readable,
-                     int32_t zp, float* dst, bool zero_padding, PackIsa isa) {
-  ForEachPlane(s, l, xc, dst, zero_padding, static_cast<float>(zp), xc + readable,
-               [isa](const PlaneJob<T>& j) {
-#if defined(__x86_64__)
-    // The AVX2 copiers serve AVX-512 CPUs too: a byte row is a quarter of
-    // a float row's loads.
-    if (isa != PackIsa::kPortable) return PackBytePlaneAvx2(j);
-#else
-    (void)isa;
-#endif
-    PackBytePlanePortable(j);
-  });
-}
-
-}  // namespace
-
-void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
-                 bool zero_padding) {
-  PackChannel(s, l, xc, dst, zero_padding, BestPackIsa());
-}
-
-void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
-                 bool zero_padding, PackIsa isa) {
-  ForEachPlane(s, l, xc, dst, zero_padding, 0.0f, xc, [isa](const PlaneJob<float>& j) {
-    switch (isa) {
-#if defined(__x86_64__)
-      case PackIsa::kAvx512:
-        return PackPlane512(j);
-      case PackIsa::kAvx2:
-        return PackPlaneAvx2(j);
-#endif
-      default:
-        return PackPlanePortable(j);
-    }
-  });
-}
-
-void PackChannel(const Conv2DShape& s, const Layout& l, const uint8_t* xc, int64_t readable,
-                 int32_t zp, float* dst, bool zero_padding, PackIsa isa) {
-  PackByteChannel(s, l, xc, readable, zp, dst, zero_padding, isa);
-}
-
-void PackChannel(const Conv2DShape& s, const Layout& l, const int8_t* xc, int64_t readable,
-                 int32_t zp, float* dst, bool zero_padding, PackIsa isa) {
-  PackByteChannel(s, l, xc, readable, zp, dst, zero_padding, isa);
 }
 
 bool SamePadding(const Conv2DShape& a, const Conv2DShape& b) {

@@ -1,5 +1,5 @@
 // The re-laid-out input the direct convolution kernels read (conv_direct.cc,
-// conv_depthwise.cc): each channel copied once into zero-padded planes split
+// conv_blocked.cc): each channel copied once into zero-padded planes split
 // by stride phase, so every (kernel row, kernel column) term of every output
 // reads one contiguous run.
 #ifndef SLIMPACK_RUNTIME_KERNELS_CONV_LAYOUT_H_
@@ -69,17 +69,6 @@ PackIsa BestPackIsa();
 // PackChannel with the given copiers (the CPU must have them).
 void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
                  bool zero_padding, PackIsa isa);
-
-// Channel c of an integer convolution's input (bytes, zero point zp) as
-// the floats float(x) - zp, exact, in the same planes: padding is then
-// zero, as ONNX pads with the zero point. `readable` bytes from xc may be
-// read (at least the plane's height * width; the rest of the tensor lets
-// the vector copiers load whole vectors at row ends). The AVX2 and AVX-512
-// choices both use AVX2 copiers.
-void PackChannel(const Conv2DShape& s, const Layout& l, const uint8_t* xc, int64_t readable,
-                 int32_t zp, float* dst, bool zero_padding, PackIsa isa);
-void PackChannel(const Conv2DShape& s, const Layout& l, const int8_t* xc, int64_t readable,
-                 int32_t zp, float* dst, bool zero_padding, PackIsa isa);
 
 // True when every value PackChannel writes as padding for `a` is padding,
 // at the same offset, for `b`: a buffer packed for `a` then needs no

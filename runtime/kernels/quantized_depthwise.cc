@@ -33,28 +33,28 @@ bool QuantizedDepthwiseApplies(const Conv2DShape& s) { return DepthwiseConv2DApp
 void QuantizedDepthwiseConv2D(const Conv2DShape& s, const QuantizedDepthwiseArgs& a,
                               ThreadPool* pool) {
   const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
-  const int64_t total = s.batch * s.channels * in_plane;
-  const conv_layout::PackIsa isa = conv_layout::BestPackIsa();
-  DepthwiseConv2DChannels(
-      s, a.w,
-      [&](int64_t nc, const conv_layout::Layout& l, float* buf, bool zero_padding) {
-        if (a.x_type == ir::DType::kU8) {
-          conv_layout::PackChannel(s, l, static_cast<const uint8_t*>(a.x) + nc * in_plane,
-                                   total - nc * in_plane, a.xzp, buf, zero_padding, isa);
-        } else {
-          conv_layout::PackChannel(s, l, static_cast<const int8_t*>(a.x) + nc * in_plane,
-                                   total - nc * in_plane, a.xzp, buf, zero_padding, isa);
-        }
-      },
-      [&](int64_t nc, const float* sums) {
-        thread_local std::vector<int32_t> ints;
-        if (static_cast<int64_t>(ints.size()) < out_plane) ints.resize(out_plane);
-        quantize_internal::ExactSumsToInts(sums, out_plane, ints.data());
-        const int64_t c = nc % s.channels;
-        RequantizeSums(ints.data(), out_plane, a.bias[c], a.mult[c], a.yzp, a.y_type,
-                       a.y + nc * out_plane);
-      },
-      pool);
+  const int64_t taps = s.kernel_h * s.kernel_w;
+  const bool avx512 = BestDepthwiseKernel() == DepthwiseKernel::kLanes16;
+  ForEachDepthwiseLanesTask(s, avx512, pool, [&](int64_t n, int64_t c0, depthwise_lanes::Task& t) {
+    const int64_t first = n * s.channels + c0, band = (t.oh1 - t.oh0) * s.out_w;
+    t.x = static_cast<const uint8_t*>(a.x) + first * in_plane;  // one byte per value
+    t.input = a.x_type == ir::DType::kU8 ? depthwise_lanes::Input::kU8
+                                         : depthwise_lanes::Input::kI8;
+    t.zero_point = static_cast<float>(a.xzp);
+    t.w = a.w + c0 * taps;
+    thread_local std::vector<float> sums;
+    thread_local std::vector<int32_t> ints;
+    if (static_cast<int64_t>(sums.size()) < t.count * band) sums.resize(t.count * band);
+    if (static_cast<int64_t>(ints.size()) < band) ints.resize(band);
+    t.y = sums.data();
+    t.y_stride = band;
+    RunDepthwiseLanes(s, t);
+    for (int64_t l = 0; l < t.count; ++l) {
+      quantize_internal::ExactSumsToInts(sums.data() + l * band, band, ints.data());
+      RequantizeSums(ints.data(), band, a.bias[c0 + l], a.mult[c0 + l], a.yzp, a.y_type,
+                     a.y + (first + l) * out_plane + t.oh0 * s.out_w);
+    }
+  });
 }
 
 }  // namespace slimpack::runtime::kernels

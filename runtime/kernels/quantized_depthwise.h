@@ -1,12 +1,12 @@
 // QLinearConv's depthwise layers (one input and one output channel per
-// group) in one pass per channel: its bytes packed as centred floats into
-// the depthwise kernel's padded planes (conv_layout.h), the float
-// convolution of conv_depthwise.h, and the sums requantised to bytes while
-// the channel is in cache. The float sums are exact integers (every partial
-// sum below 2^24, checked by the caller), so they equal the integer
-// definition's sums. Before, the layer went through three tensor-sized
-// float passes (centring, convolution, truncation), about two fifths of a
-// W8A8 MobileNet's time.
+// group) in one pass per band of rows of a block of channels: its bytes
+// read as centred floats into the float depthwise kernel's buffer
+// (conv_depthwise.h, channels in the vector lanes), and the sums
+// requantised to bytes while they are in cache. The float sums are exact
+// integers (every partial sum below 2^24, checked by the caller), so they
+// equal the integer definition's sums. Before stop 55 the layer went
+// through three tensor-sized float passes (centring, convolution,
+// truncation), about two fifths of a W8A8 MobileNet's time.
 #ifndef SLIMPACK_RUNTIME_KERNELS_QUANTIZED_DEPTHWISE_H_
 #define SLIMPACK_RUNTIME_KERNELS_QUANTIZED_DEPTHWISE_H_
 

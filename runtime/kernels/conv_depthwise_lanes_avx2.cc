@@ -1,0 +1,76 @@
+// The channels-in-lanes depthwise kernel (conv_depthwise_lanes.h) for AVX2
+// + FMA: 8 channels a vector. Compiled with -mavx2 -mfma
+// (runtime/CMakeLists.txt) and called only after support::CpuAllows.
+#include "runtime/kernels/conv_depthwise_lanes.h"
+
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+
+#include "runtime/kernels/conv_depthwise_lanes_impl.h"
+
+namespace slimpack::runtime::kernels::depthwise_lanes {
+namespace {
+
+struct Avx2 {
+  static constexpr int kLanes = 8;
+  using Vec = __m256;
+  static Vec Zero() { return _mm256_setzero_ps(); }
+  static Vec Set(float f) { return _mm256_set1_ps(f); }
+  static Vec Load(const float* p) { return _mm256_loadu_ps(p); }
+  static void Store(float* p, Vec v) { _mm256_storeu_ps(p, v); }
+  // A row's last partial vector through a stack copy, not VMASKMOVPS:
+  // qemu-x86_64's TCG faults on its masked-off lanes past a page (CPUs do
+  // not), and the cross-CPU test runs this kernel there.
+  static Vec LoadN(const float* p, int64_t n) {
+    alignas(32) float tail[8] = {};
+    for (int64_t i = 0; i < n; ++i) tail[i] = p[i];
+    return _mm256_load_ps(tail);
+  }
+  static void StoreN(float* p, Vec v, int64_t n) {
+    alignas(32) float tail[8];
+    _mm256_store_ps(tail, v);
+    for (int64_t i = 0; i < n; ++i) p[i] = tail[i];
+  }
+  static Vec Fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static Vec Add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
+  static Vec Sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
+  // kLanes bytes as floats (exact).
+  static Vec Bytes(const uint8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+  static Vec Bytes(const int8_t* p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+  }
+
+  // 8 x 8: pairs of rows interleaved, 4-float groups within 128-bit lanes,
+  // then the 128-bit lanes.
+  static void Transpose(Vec r[8]) {
+    Vec t[8], u[8];
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int g = 0; g < 8; g += 4) {
+      u[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+      u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
+      u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+      u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+    }
+    for (int a = 0; a < 4; ++a) {
+      r[a] = _mm256_permute2f128_ps(u[a], u[4 + a], 0x20);
+      r[4 + a] = _mm256_permute2f128_ps(u[a], u[4 + a], 0x31);
+    }
+  }
+};
+
+}  // namespace
+
+void RunAvx2(const Conv2DShape& s, const Task& t) { Run<Avx2>(s, t); }
+
+}  // namespace slimpack::runtime::kernels::depthwise_lanes
+
+#else
+namespace slimpack::runtime::kernels::depthwise_lanes {
+void RunAvx2(const Conv2DShape&, const Task&) {}
+}  // namespace slimpack::runtime::kernels::depthwise_lanes
+#endif
