@@ -18,7 +18,8 @@ int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 bool DepthwiseConv2DApplies(const Conv2DShape& s) {
 #if defined(__x86_64__)
-  static const bool cpu = support::CpuAllows(support::CpuFeature::kAvx2Fma);
+  static const bool cpu =
+      support::CpuAllows(support::CpuFeature::kAvx2Fma) && depthwise_lanes::Avx2Compiled();
   return cpu && s.group == s.channels && s.out_channels == s.channels;
 #else
   (void)s;
@@ -91,7 +92,8 @@ void RunDepthwiseLanes(const Conv2DShape& s, const depthwise_lanes::Task& t) {
 
 DepthwiseKernel BestDepthwiseKernel() {
 #if defined(__x86_64__)
-  static const DepthwiseKernel k = support::CpuAllows(support::CpuFeature::kAvx512f)
+  static const DepthwiseKernel k = support::CpuAllows(support::CpuFeature::kAvx512f) &&
+                                           depthwise_lanes::Avx512Compiled()
                                        ? DepthwiseKernel::kLanes16
                                        : DepthwiseKernel::kLanes8;
   return k;

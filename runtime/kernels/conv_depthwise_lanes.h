@@ -63,6 +63,12 @@ struct Task {
 void RunAvx512(const Conv2DShape& s, const Task& t);
 void RunAvx2(const Conv2DShape& s, const Task& t);
 
+// False where a kernel's object was built without its instruction set (a
+// compiler or build that did not pass the flags): the kernel is then empty
+// and must not be chosen.
+bool Avx512Compiled();
+bool Avx2Compiled();
+
 }  // namespace slimpack::runtime::kernels::depthwise_lanes
 
 #endif  // SLIMPACK_RUNTIME_KERNELS_CONV_DEPTHWISE_LANES_H_

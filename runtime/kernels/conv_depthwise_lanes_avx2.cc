@@ -66,11 +66,13 @@ struct Avx2 {
 }  // namespace
 
 void RunAvx2(const Conv2DShape& s, const Task& t) { Run<Avx2>(s, t); }
+bool Avx2Compiled() { return true; }
 
 }  // namespace slimpack::runtime::kernels::depthwise_lanes
 
 #else
 namespace slimpack::runtime::kernels::depthwise_lanes {
 void RunAvx2(const Conv2DShape&, const Task&) {}
+bool Avx2Compiled() { return false; }
 }  // namespace slimpack::runtime::kernels::depthwise_lanes
 #endif

@@ -9,6 +9,7 @@
 // every lane is written).
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #endif
 #include <immintrin.h>
 
@@ -72,11 +73,13 @@ struct Avx512 {
 }  // namespace
 
 void RunAvx512(const Conv2DShape& s, const Task& t) { Run<Avx512>(s, t); }
+bool Avx512Compiled() { return true; }
 
 }  // namespace slimpack::runtime::kernels::depthwise_lanes
 
 #else
 namespace slimpack::runtime::kernels::depthwise_lanes {
 void RunAvx512(const Conv2DShape&, const Task&) {}
+bool Avx512Compiled() { return false; }
 }  // namespace slimpack::runtime::kernels::depthwise_lanes
 #endif

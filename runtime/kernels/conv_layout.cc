@@ -74,7 +74,6 @@ struct PlaneJob {
   int64_t hq, wq, height, width;
   int64_t stride_h, p, pad_top;
   int64_t sw, off, lo, hi;
-  bool zero_padding;
 };
 
 // The plane loop, with the row helpers of one instruction set inlined into
@@ -88,12 +87,12 @@ struct PlaneJob {
     float* row = j.plane + r * j.wq;                                                  \
     const int64_t src_row = r * j.stride_h + j.p - j.pad_top;                        \
     if (src_row < 0 || src_row >= j.height) {                                         \
-      if (j.zero_padding) ZERO(row, j.wq);                                            \
+      ZERO(row, j.wq);                                                                \
       continue;                                                                       \
     }                                                                                 \
-    if (j.zero_padding) ZERO(row, j.lo);                                              \
+    ZERO(row, j.lo);                                                                  \
     COPY(j.xc + src_row * j.width + j.off + j.lo * j.sw, row + j.lo, j.hi - j.lo, j.sw); \
-    if (j.zero_padding) ZERO(row + j.hi, j.wq - j.hi);                                \
+    ZERO(row + j.hi, j.wq - j.hi);                                                    \
   }
 
 inline void ZeroPortable(float* dst, int64_t n) { std::fill(dst, dst + n, 0.0f); }
@@ -220,13 +219,12 @@ PackIsa BestPackIsa() {
 #endif
 }
 
-void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
-                 bool zero_padding) {
-  PackChannel(s, l, xc, dst, zero_padding, BestPackIsa());
+void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst) {
+  PackChannel(s, l, xc, dst, BestPackIsa());
 }
 
 void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
-                 bool zero_padding, PackIsa isa) {
+                 PackIsa isa) {
   for (int64_t p = 0; p < s.stride_h; ++p) {
     for (int64_t q = 0; q < s.stride_w; ++q) {
       PlaneJob j;
@@ -239,7 +237,6 @@ void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* 
       j.lo = std::min(l.wq, j.off >= 0 ? 0 : CeilDiv(-j.off, j.sw));
       const int64_t end = s.width - j.off <= 0 ? 0 : CeilDiv(s.width - j.off, j.sw);
       j.hi = std::max(j.lo, std::min(l.wq, end));
-      j.zero_padding = zero_padding;
       switch (isa) {
 #if defined(__x86_64__)
         case PackIsa::kAvx512:
@@ -254,16 +251,6 @@ void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* 
       }
     }
   }
-}
-
-bool SamePadding(const Conv2DShape& a, const Conv2DShape& b) {
-  // The padding PackChannel writes depends on these alone (MakeLayout's
-  // sizes follow from them too).
-  return a.height == b.height && a.width == b.width && a.kernel_h == b.kernel_h &&
-         a.kernel_w == b.kernel_w && a.stride_h == b.stride_h && a.stride_w == b.stride_w &&
-         a.dilation_h == b.dilation_h && a.dilation_w == b.dilation_w &&
-         a.pad_top == b.pad_top && a.pad_left == b.pad_left && a.out_h == b.out_h &&
-         a.out_w == b.out_w;
 }
 
 }  // namespace slimpack::runtime::kernels::conv_layout

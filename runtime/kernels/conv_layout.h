@@ -51,13 +51,9 @@ int64_t BufferFloats(const Conv2DShape& s, const Layout& l);
 bool InPlace(const Conv2DShape& s, const Layout& l);
 
 // Copies channel c of image x (xc: its height x width plane) into its
-// stride-phase planes with padding (dst: channel_stride floats). With
-// `zero_padding` false the padding is not written: for a buffer whose
-// padding a pack of a shape SamePadding accepts already zeroed and nothing
-// wrote since (the same Layout is not enough: pads differ within one), which
-// gives the same buffer for less work.
-void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
-                 bool zero_padding = true);
+// stride-phase planes with padding (dst: channel_stride floats, whatever
+// they held before).
+void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst);
 
 // The row copiers PackChannel can use; all write the same buffer. Tests
 // run each one the CPU has against the portable loops.
@@ -68,12 +64,7 @@ PackIsa BestPackIsa();
 
 // PackChannel with the given copiers (the CPU must have them).
 void PackChannel(const Conv2DShape& s, const Layout& l, const float* xc, float* dst,
-                 bool zero_padding, PackIsa isa);
-
-// True when every value PackChannel writes as padding for `a` is padding,
-// at the same offset, for `b`: a buffer packed for `a` then needs no
-// zeroing for `b`.
-bool SamePadding(const Conv2DShape& a, const Conv2DShape& b);
+                 PackIsa isa);
 
 }  // namespace slimpack::runtime::kernels::conv_layout
 

@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "runtime/kernels/conv_depthwise.h"
-#include "runtime/kernels/conv_layout.h"
 #include "runtime/kernels/int8_dot.h"
 #include "runtime/kernels/quantize_util.h"
 
@@ -32,9 +31,14 @@ bool QuantizedDepthwiseApplies(const Conv2DShape& s) { return DepthwiseConv2DApp
 
 void QuantizedDepthwiseConv2D(const Conv2DShape& s, const QuantizedDepthwiseArgs& a,
                               ThreadPool* pool) {
+  QuantizedDepthwiseConv2D(s, a, pool, BestDepthwiseKernel());
+}
+
+void QuantizedDepthwiseConv2D(const Conv2DShape& s, const QuantizedDepthwiseArgs& a,
+                              ThreadPool* pool, DepthwiseKernel kernel) {
   const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
   const int64_t taps = s.kernel_h * s.kernel_w;
-  const bool avx512 = BestDepthwiseKernel() == DepthwiseKernel::kLanes16;
+  const bool avx512 = kernel == DepthwiseKernel::kLanes16;
   ForEachDepthwiseLanesTask(s, avx512, pool, [&](int64_t n, int64_t c0, depthwise_lanes::Task& t) {
     const int64_t first = n * s.channels + c0, band = (t.oh1 - t.oh0) * s.out_w;
     t.x = static_cast<const uint8_t*>(a.x) + first * in_plane;  // one byte per value

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "ir/dtype.h"
+#include "runtime/kernels/conv_depthwise.h"
 #include "runtime/kernels/conv_direct.h"
 #include "runtime/thread_pool.h"
 
@@ -45,6 +46,9 @@ bool QuantizedDepthwiseApplies(const Conv2DShape& s);
 // largest |x - xzp| is below 2^24 (quantize_util.h, kFloatExactBound).
 void QuantizedDepthwiseConv2D(const Conv2DShape& s, const QuantizedDepthwiseArgs& a,
                               ThreadPool* pool);
+// With the given lane width, which the CPU must allow (tests run both).
+void QuantizedDepthwiseConv2D(const Conv2DShape& s, const QuantizedDepthwiseArgs& a,
+                              ThreadPool* pool, DepthwiseKernel kernel);
 
 }  // namespace slimpack::runtime::kernels
 

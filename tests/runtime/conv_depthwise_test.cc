@@ -56,6 +56,11 @@ const std::vector<Case>& Cases() {
       {"unread_last_row_and_column", 1, 18, 8, 8, 3, 3, 2, 2, 1, 1, 0, 0, 0, 0, true},
       {"valid_no_padding", 1, 8, 9, 37, 3, 3, 1, 1, 1, 1, 0, 0, 0, 0, true},
       {"one_d", 3, 6, 1, 33, 1, 5, 1, 1, 1, 1, 0, 2, 0, 2, true},
+      // Left padding past every buffered column (a 1-wide input, stride 3:
+      // outputs read padding only), and a stride above the kernel in one
+      // axis only (columns skipped between taps).
+      {"left_pad_past_buffer", 1, 19, 3, 1, 1, 1, 1, 3, 1, 1, 0, 5, 0, 0, true},
+      {"stride_above_kernel_w", 1, 11, 12, 29, 3, 2, 1, 4, 1, 1, 1, 0, 1, 1, true},
   };
   return cases;
 }
@@ -80,7 +85,8 @@ Conv2DShape ShapeOf(const Case& c) {
 }
 
 // Per output: one fused multiply-add per (kernel row, kernel column) in
-// that order from +0 (padding taps add w * 0, leaving the sum), then + bias.
+// that order from +0, padding taps included as w * 0 (as the kernels compute
+// them: an inf weight there gives NaN), then + bias.
 std::vector<float> FixedOrder(const Conv2DShape& s, const std::vector<float>& x,
                               const std::vector<float>& w, const std::vector<float>* bias) {
   std::vector<float> y;
@@ -94,9 +100,9 @@ std::vector<float> FixedOrder(const Conv2DShape& s, const std::vector<float>& x,
             for (int64_t j = 0; j < s.kernel_w; ++j) {
               const int64_t row = oh * s.stride_h - s.pad_top + i * s.dilation_h;
               const int64_t col = ow * s.stride_w - s.pad_left + j * s.dilation_w;
-              if (row < 0 || row >= s.height || col < 0 || col >= s.width) continue;
-              acc = std::fma(w[(c * s.kernel_h + i) * s.kernel_w + j], xc[row * s.width + col],
-                             acc);
+              const bool inside = row >= 0 && row < s.height && col >= 0 && col < s.width;
+              acc = std::fma(w[(c * s.kernel_h + i) * s.kernel_w + j],
+                             inside ? xc[row * s.width + col] : 0.0f, acc);
             }
           }
           y.push_back(bias != nullptr ? acc + (*bias)[c] : acc);
@@ -163,6 +169,11 @@ TEST_P(DepthwiseKernelsTest, BandsCoverTheRowsWithinTheBudget) {
     if (g.band_rows > 1) {
       EXPECT_LE(band_bytes, 64 * 1024) << GetParam().name;
     }
+    // Room for every write: the taps' weight vectors, the band's padded
+    // input rows, its sums.
+    EXPECT_GE(g.input_at - g.weights_at, s.kernel_h * s.kernel_w * lanes);
+    EXPECT_GE(g.sums_at - g.input_at, g.band_in_rows * g.padded_width * lanes);
+    EXPECT_EQ(g.padded_width, (s.out_w - 1) * s.stride_w + (s.kernel_w - 1) * s.dilation_w + 1);
     EXPECT_GE(g.scratch_floats, g.sums_at + g.band_rows * s.out_w * lanes);
     EXPECT_EQ(g.input_at % 16, 0);
     EXPECT_EQ(g.sums_at % 16, 0);

@@ -2,10 +2,11 @@
 // (conv_layout.h): each instruction set's row copiers against the portable
 // loops, over widths around every vector and tail length, strides 1-3,
 // dilations, rectangular kernels and asymmetric pads, writing nothing
-// outside the channel's planes, no padding when told it is already zero,
+// outside the channel's planes, zeroing the padding of a reused buffer,
 // and reading nothing past the input (which ends at an unreadable page).
 #include "runtime/kernels/conv_layout.h"
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <random>
@@ -54,9 +55,9 @@ std::string Name(const Conv2DShape& s) {
 }
 
 // Packs `x` with `isa` into buf[kGuard ..], the rest of buf as given.
-std::vector<float> Pack(const Conv2DShape& s, const Layout& l, const float* x,
-                        bool zero_padding, PackIsa isa, std::vector<float> buf) {
-  kernels::conv_layout::PackChannel(s, l, x, buf.data() + kGuard, zero_padding, isa);
+std::vector<float> Pack(const Conv2DShape& s, const Layout& l, const float* x, PackIsa isa,
+                        std::vector<float> buf) {
+  kernels::conv_layout::PackChannel(s, l, x, buf.data() + kGuard, isa);
   return buf;
 }
 
@@ -109,29 +110,35 @@ TEST(ConvLayoutTest, EveryCopierPacksThePortableBuffer) {
     const testing::GuardedBuffer<float> other(testing::Random(s.height * width, 9000 + shapes));
     const testing::GuardedBuffer<float> ones(std::vector<float>(s.height * width, 1.0f));
     const std::vector<float> fresh(l.channel_stride + 2 * kGuard, guard);
-    const std::vector<float> want = Pack(s, l, x.data(), true, PackIsa::kPortable, fresh);
+    const std::vector<float> want = Pack(s, l, x.data(), PackIsa::kPortable, fresh);
     for (int64_t i = 0; i < kGuard; ++i) {
       const int64_t after = kGuard + l.channel_stride + i;
       ASSERT_TRUE(std::memcmp(&want[i], &guard, sizeof guard) == 0 &&
                   std::memcmp(&want[after], &guard, sizeof guard) == 0)
           << Name(s) << ": the portable copy wrote outside its planes";
     }
-    // The padding: where a pack of all-ones holds zeros. A buffer packed
-    // from other values, its padding then marked: packing without zeroing
-    // must keep the marks and copy x's values.
-    const std::vector<float> ones_packed = Pack(s, l, ones.data(), true, PackIsa::kPortable, fresh);
-    std::vector<float> stale = Pack(s, l, other.data(), true, PackIsa::kPortable, fresh);
-    std::vector<float> want_kept = want;
-    for (size_t i = 0; i < stale.size(); ++i) {
-      if (ones_packed[i] == 0.0f) stale[i] = want_kept[i] = 7.0f;
+    // A buffer packed from other values, its padding (where a pack of
+    // all-ones holds zeros) then marked: packing over it must zero the
+    // padding again and copy x's values.
+    const std::vector<float> ones_packed = Pack(s, l, ones.data(), PackIsa::kPortable, fresh);
+    // The planes hold the input's values and +0 padding, nothing of the
+    // buffer's earlier contents (the fresh buffer is all sentinels).
+    for (int64_t i = kGuard; i < kGuard + l.channel_stride; ++i) {
+      const float v = ones_packed[i];
+      ASSERT_TRUE(v == 1.0f || (v == 0.0f && !std::signbit(v)))
+          << Name(s) << ": plane float " << i - kGuard << " is " << v;
     }
-    ASSERT_TRUE(SameBits(Pack(s, l, x.data(), false, PackIsa::kPortable, stale), want_kept))
-        << Name(s);
+    std::vector<float> stale = Pack(s, l, other.data(), PackIsa::kPortable, fresh);
+    for (size_t i = 0; i < stale.size(); ++i) {
+      const auto at = static_cast<int64_t>(i);
+      if (ones_packed[i] == 0.0f && at >= kGuard && at < kGuard + l.channel_stride) stale[i] = 7.0f;
+    }
+    ASSERT_TRUE(SameBits(Pack(s, l, x.data(), PackIsa::kPortable, stale), want)) << Name(s);
     for (PackIsa isa : isas) {
-      EXPECT_TRUE(SameBits(Pack(s, l, x.data(), true, isa, fresh), want))
+      EXPECT_TRUE(SameBits(Pack(s, l, x.data(), isa, fresh), want))
           << Name(s) << " with copier " << static_cast<int>(isa);
-      EXPECT_TRUE(SameBits(Pack(s, l, x.data(), false, isa, stale), want_kept))
-          << Name(s) << " without zeroing, copier " << static_cast<int>(isa);
+      EXPECT_TRUE(SameBits(Pack(s, l, x.data(), isa, stale), want))
+          << Name(s) << " over a stale buffer, copier " << static_cast<int>(isa);
     }
   }
   EXPECT_EQ(tried, 864);

@@ -180,15 +180,23 @@ void CheckDepthwise(const Case& c, std::mt19937& rng, bool extreme = false) {
             static_cast<float>(Value(w, ci * taps + k)) - static_cast<float>(Value(wz, ci));
       }
     }
-    for (int threads : {1, 2}) {
-      ThreadPool pool(threads);
-      std::vector<Y> got(want.size());
-      const kernels::QuantizedDepthwiseArgs a{x.raw(), x.dtype(), static_cast<int32_t>(Value(xz, 0)),
-                                              centred.data(), bias.data(), mult.data(),
-                                              static_cast<int32_t>(Value(yz, 0)), yt,
-                                              reinterpret_cast<uint8_t*>(got.data())};
-      kernels::QuantizedDepthwiseConv2D(*shape, a, &pool);
-      EXPECT_EQ(got, want) << Name(c) << ", the kernel on " << threads << " threads";
+    // Both lane widths where the CPU has AVX-512 (else the one it has).
+    std::vector<kernels::DepthwiseKernel> widths = {kernels::DepthwiseKernel::kLanes8};
+    if (kernels::BestDepthwiseKernel() == kernels::DepthwiseKernel::kLanes16) {
+      widths.push_back(kernels::DepthwiseKernel::kLanes16);
+    }
+    for (kernels::DepthwiseKernel width : widths) {
+      for (int threads : {1, 2}) {
+        ThreadPool pool(threads);
+        std::vector<Y> got(want.size());
+        const kernels::QuantizedDepthwiseArgs a{
+            x.raw(), x.dtype(), static_cast<int32_t>(Value(xz, 0)), centred.data(), bias.data(),
+            mult.data(), static_cast<int32_t>(Value(yz, 0)), yt,
+            reinterpret_cast<uint8_t*>(got.data())};
+        kernels::QuantizedDepthwiseConv2D(*shape, a, &pool, width);
+        EXPECT_EQ(got, want) << Name(c) << ", the kernel (" << static_cast<int>(width)
+                             << ") on " << threads << " threads";
+      }
     }
     ++kernel_checked;
   }
