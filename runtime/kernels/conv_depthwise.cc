@@ -7,14 +7,11 @@
 #include <vector>
 
 #include "runtime/kernels/conv_depthwise_lanes.h"
+#include "runtime/kernels/conv_layout.h"
 #include "support/cpu_features.h"
 
 namespace slimpack::runtime::kernels {
-namespace {
-
-int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-}  // namespace
+using conv_layout::CeilDiv;
 
 bool DepthwiseConv2DApplies(const Conv2DShape& s) {
 #if defined(__x86_64__)
@@ -54,10 +51,10 @@ Geometry MakeGeometry(const Conv2DShape& s, int64_t lanes) {
 }  // namespace depthwise_lanes
 
 void ForEachDepthwiseLanesTask(
-    const Conv2DShape& s, bool avx512, ThreadPool* pool,
+    const Conv2DShape& s, DepthwiseKernel kernel, ThreadPool* pool,
     const std::function<void(int64_t n, int64_t c0, depthwise_lanes::Task& t)>& run) {
   namespace dl = depthwise_lanes;
-  const int64_t lanes = avx512 ? 16 : 8;
+  const int64_t lanes = kernel == DepthwiseKernel::kLanes16 ? 16 : 8;
   const dl::Geometry g = dl::MakeGeometry(s, lanes);
   const int64_t blocks = CeilDiv(s.channels, lanes), bands = CeilDiv(s.out_h, g.band_rows);
   ParallelFor(pool, s.batch * blocks * bands, [&](int64_t i) {
@@ -112,7 +109,7 @@ void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
 #if defined(__x86_64__)
   const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
   const int64_t taps = s.kernel_h * s.kernel_w;
-  ForEachDepthwiseLanesTask(s, kernel == DepthwiseKernel::kLanes16, pool,
+  ForEachDepthwiseLanesTask(s, kernel, pool,
                             [&](int64_t n, int64_t c0, depthwise_lanes::Task& t) {
                               const int64_t first = n * s.channels + c0;
                               t.x = x + first * in_plane;

@@ -41,10 +41,10 @@ void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
 // gets t with its geometry, channel count, rows and a scratch buffer of
 // the thread's filled in; it sets the input, weights, bias and output of
 // image n's channels from c0 and calls RunDepthwiseLanes (QLinearConv's
-// depthwise layers hand it bytes and requantise what it wrote). 16 lanes
-// with avx512 (the CPU must allow AVX-512F), else 8 (AVX2 + FMA).
+// depthwise layers hand it bytes and requantise what it wrote), with
+// `kernel`'s lane width (one the CPU allows).
 void ForEachDepthwiseLanesTask(
-    const Conv2DShape& s, bool avx512, ThreadPool* pool,
+    const Conv2DShape& s, DepthwiseKernel kernel, ThreadPool* pool,
     const std::function<void(int64_t n, int64_t c0, depthwise_lanes::Task& t)>& run);
 void RunDepthwiseLanes(const Conv2DShape& s, const depthwise_lanes::Task& t);
 

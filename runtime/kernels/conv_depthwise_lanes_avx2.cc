@@ -36,10 +36,12 @@ struct Avx2 {
   static Vec Sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
   // kLanes bytes as floats (exact).
   static Vec Bytes(const uint8_t* p) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(b));
   }
   static Vec Bytes(const int8_t* p) {
-    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
+    const __m128i b = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
   }
 
   // 8 x 8: pairs of rows interleaved, 4-float groups within 128-bit lanes,

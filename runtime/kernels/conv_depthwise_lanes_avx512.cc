@@ -34,10 +34,12 @@ struct Avx512 {
   static Vec Sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
   // kLanes bytes as floats (exact).
   static Vec Bytes(const uint8_t* p) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(b));
   }
   static Vec Bytes(const int8_t* p) {
-    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p))));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b));
   }
 
   // 16 x 16 in four rounds of 16 shuffles: pairs of rows interleaved, then

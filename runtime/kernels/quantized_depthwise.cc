@@ -38,8 +38,7 @@ void QuantizedDepthwiseConv2D(const Conv2DShape& s, const QuantizedDepthwiseArgs
                               ThreadPool* pool, DepthwiseKernel kernel) {
   const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
   const int64_t taps = s.kernel_h * s.kernel_w;
-  const bool avx512 = kernel == DepthwiseKernel::kLanes16;
-  ForEachDepthwiseLanesTask(s, avx512, pool, [&](int64_t n, int64_t c0, depthwise_lanes::Task& t) {
+  ForEachDepthwiseLanesTask(s, kernel, pool, [&](int64_t n, int64_t c0, depthwise_lanes::Task& t) {
     const int64_t first = n * s.channels + c0, band = (t.oh1 - t.oh0) * s.out_w;
     t.x = static_cast<const uint8_t*>(a.x) + first * in_plane;  // one byte per value
     t.input = a.x_type == ir::DType::kU8 ? depthwise_lanes::Input::kU8
