@@ -46,9 +46,6 @@ constexpr int kMaxPositions = 16;
 // the thread count.
 constexpr int64_t kTaskPositions = 128;
 
-// What a tile's transposing store costs, in terms per output (see
-// BlockedConv2DPreferred).
-constexpr double kStoreTerms = 8.0;
 
 // Bytes of weights a slice of terms takes at most (see BlockedConv2D): a
 // good part of a 48 KB L1 data cache, the rest for the input rows.
@@ -67,6 +64,11 @@ struct TileArgs {
   int64_t rows;
   float* y;
   int64_t y_plane;
+  // Floats of each output channel's row from y on that this task writes
+  // (this tile's positions and those of its later tiles in the row): at
+  // least 8 per position group lets a tile store whole transposed vectors,
+  // whose positions past NP a later tile of the same task then overwrites.
+  int64_t room;
   bool relu;  // Relu at the store: keep lanes > 0 or NaN (not <= 0), else +0
 };
 
@@ -80,6 +82,98 @@ using TileFn = void (*)(const TileArgs& a, int64_t k0, int64_t k1, float* partia
 #if defined(__x86_64__)
 #define SLP_AVX512 __attribute__((target("avx512f")))
 #define SLP_AVX2 __attribute__((target("avx2,fma")))
+
+// r[i] = lane i of the eight input vectors (positions in, channels out):
+// pairs of vectors interleaved, 4-float groups within 128-bit lanes, then
+// the 128-bit lanes. Only moves values. Plain AVX2 so that both tiles'
+// targets can inline it.
+__attribute__((target("avx2"))) inline void Transpose8x8(__m256 r[8]) {
+  __m256 t[8], u[8];
+  #pragma GCC unroll 8
+  for (int i = 0; i < 8; i += 2) {
+    t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+    t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+  }
+  #pragma GCC unroll 8
+  for (int g = 0; g < 8; g += 4) {
+    u[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
+    u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
+    u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
+    u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
+  }
+  #pragma GCC unroll 8
+  for (int q = 0; q < 4; ++q) {
+    r[q] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x20);
+    r[4 + q] = _mm256_permute2f128_ps(u[q], u[4 + q], 0x31);
+  }
+}
+
+// Stores v[0..np) (np <= 8 positions, eight channels in the lanes) as the
+// first `valid` channels' rows, 8 floats each from y (channel i at
+// y + i * plane): positions past np get zeros, which the caller's later
+// tiles overwrite.
+__attribute__((target("avx2"))) inline void StoreTransposed(const __m256* v, int np,
+                                                            int64_t valid, float* y,
+                                                            int64_t plane) {
+  __m256 r[8];
+  #pragma GCC unroll 8
+  for (int p = 0; p < 8; ++p) r[p] = p < np ? v[p] : _mm256_setzero_ps();
+  Transpose8x8(r);
+  #pragma GCC unroll 8
+  for (int i = 0; i < 8; ++i) {
+    if (i < valid) _mm256_storeu_ps(y + i * plane, r[i]);
+  }
+}
+
+// As StoreTransposed for 16 channels in the lanes and np <= 16 positions,
+// a group of 8 positions at a time (every group's 8 floats are stored, so
+// the caller's room must cover them): the AVX2 transpose's first two steps
+// act within 128-bit lanes, so on zmm they transpose all four 4-channel
+// lanes at once; two 128-bit-lane shuffles then put channel c's 8 floats
+// in one 256-bit half. (Transposing the halves through StoreTransposed made
+// GCC 12 rebuild them from scalars in memory, slower than the copy loop.)
+template <int NP>
+SLP_AVX512 inline void StoreTransposed16(const __m512* v, int64_t valid, float* y,
+                                         int64_t plane) {
+  #pragma GCC unroll 2
+  for (int g = 0; g * 8 < NP; ++g) {
+    __m512 r[8], t[8], u[8];
+    #pragma GCC unroll 8
+    for (int p = 0; p < 8; ++p) r[p] = g * 8 + p < NP ? v[g * 8 + p] : _mm512_setzero_ps();
+    #pragma GCC unroll 8
+    for (int i = 0; i < 8; i += 2) {
+      t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
+      t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
+    }
+    #pragma GCC unroll 8
+    for (int q = 0; q < 8; q += 4) {
+      u[q] = _mm512_shuffle_ps(t[q], t[q + 2], 0x44);
+      u[q + 1] = _mm512_shuffle_ps(t[q], t[q + 2], 0xEE);
+      u[q + 2] = _mm512_shuffle_ps(t[q + 1], t[q + 3], 0x44);
+      u[q + 3] = _mm512_shuffle_ps(t[q + 1], t[q + 3], 0xEE);
+    }
+    // 128-bit lane j of u[q] holds channel 4j + q at positions 0..3, of
+    // u[4 + q] at positions 4..7.
+    float* yg = y + g * 8;
+    #pragma GCC unroll 4
+    for (int q = 0; q < 4; ++q) {
+      const __m512 lo = _mm512_shuffle_f32x4(u[q], u[4 + q], 0x44);  // lanes 0, 1
+      const __m512 hi = _mm512_shuffle_f32x4(u[q], u[4 + q], 0xEE);  // lanes 2, 3
+      const __m512 c01 = _mm512_shuffle_f32x4(lo, lo, 0xD8);  // channels q | 4 + q
+      const __m512 c23 = _mm512_shuffle_f32x4(hi, hi, 0xD8);  // channels 8 + q | 12 + q
+      const int64_t c[4] = {q, 4 + q, 8 + q, 12 + q};
+      const __m256 rows[4] = {
+          _mm512_castps512_ps256(c01),
+          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c01), 1)),
+          _mm512_castps512_ps256(c23),
+          _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(c23), 1))};
+      #pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        if (c[k] < valid) _mm256_storeu_ps(yg + c[k] * plane, rows[k]);
+      }
+    }
+  }
+}
 
 template <int NB, int NP>
 SLP_AVX512 void Tile512(const TileArgs& a, int64_t k0, int64_t k1, float* partial) {
@@ -122,14 +216,21 @@ SLP_AVX512 void Tile512(const TileArgs& a, int64_t k0, int64_t k1, float* partia
     // The bias is added last, as the other kernels do (conv_direct.cc).
     const __m512 bv = a.bias != nullptr ? _mm512_maskz_loadu_ps(mask, a.bias + b * 16)
                                         : _mm512_setzero_ps();
+    __m512 v[NP];
     #pragma GCC unroll 16
     for (int p = 0; p < NP; ++p) {
-      __m512 v = a.bias != nullptr ? _mm512_add_ps(acc[b][p], bv) : acc[b][p];
+      v[p] = a.bias != nullptr ? _mm512_add_ps(acc[b][p], bv) : acc[b][p];
       if (a.relu) {
-        v = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_NLE_UQ), v);
+        v[p] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v[p], _mm512_setzero_ps(), _CMP_NLE_UQ),
+                                   v[p]);
       }
-      _mm512_store_ps(tile[p], v);
     }
+    if (a.room >= (NP + 7) / 8 * 8) {  // in registers: 8 floats of a row per store
+      StoreTransposed16<NP>(v, valid, a.y + b * 16 * a.y_plane, a.y_plane);
+      continue;
+    }
+    #pragma GCC unroll 16
+    for (int p = 0; p < NP; ++p) _mm512_store_ps(tile[p], v[p]);
     for (int64_t i = 0; i < valid; ++i) {
       float* yi = a.y + (b * 16 + i) * a.y_plane;
       #pragma GCC unroll 16
@@ -184,12 +285,24 @@ SLP_AVX2 void TileAvx2(const TileArgs& a, int64_t k0, int64_t k1, float* partial
       std::memcpy(part, a.bias + b * 8, valid * sizeof(float));
       bv = _mm256_load_ps(part);
     }
+    __m256 v[NP];
     #pragma GCC unroll 16
     for (int p = 0; p < NP; ++p) {
-      __m256 v = a.bias != nullptr ? _mm256_add_ps(acc[b][p], bv) : acc[b][p];
-      if (a.relu) v = _mm256_and_ps(_mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_NLE_UQ), v);
-      _mm256_store_ps(tile[p], v);
+      v[p] = a.bias != nullptr ? _mm256_add_ps(acc[b][p], bv) : acc[b][p];
+      if (a.relu) {
+        v[p] = _mm256_and_ps(_mm256_cmp_ps(v[p], _mm256_setzero_ps(), _CMP_NLE_UQ), v[p]);
+      }
     }
+    if (a.room >= (NP + 7) / 8 * 8) {  // in registers: 8 floats of a row per store
+      #pragma GCC unroll 2
+      for (int g = 0; g * 8 < NP; ++g) {
+        StoreTransposed(v + g * 8, std::min(8, NP - g * 8), valid,
+                        a.y + b * 8 * a.y_plane + g * 8, a.y_plane);
+      }
+      continue;
+    }
+    #pragma GCC unroll 16
+    for (int p = 0; p < NP; ++p) _mm256_store_ps(tile[p], v[p]);
     for (int64_t i = 0; i < valid; ++i) {
       float* yi = a.y + (b * 8 + i) * a.y_plane;
       #pragma GCC unroll 16
@@ -220,20 +333,23 @@ constexpr TileRow kTilesAvx2[kMaxBlocksAvx2 + 1] = {TileRow{}, RowAvx2<1>(kAll),
                                                     RowAvx2<2>(kAll)};
 
 // What this CPU runs: lanes per block, the tile tables and their limits.
+// store_terms and direct_efficiency are BlockedConv2DPreferred's model.
 struct Isa {
   int lanes = 0;
   int max_blocks = 0;
   const int* max_positions = nullptr;
   const TileRow* tiles = nullptr;
+  double store_terms = 0;  // what a tile's transposing store costs, in terms per output
+  double direct_efficiency = 0;  // DirectConv2D's speed per useful term relative to ours
 };
 
 const Isa& CpuIsa() {
   static const Isa isa = []() {
     Isa i;
     if (support::CpuAllows(support::CpuFeature::kAvx512f)) {
-      i = {16, kMaxBlocks512, kMaxPositions512, kTiles512};
+      i = {16, kMaxBlocks512, kMaxPositions512, kTiles512, 8.0, 0.85};
     } else if (support::CpuAllows(support::CpuFeature::kAvx2Fma)) {
-      i = {8, kMaxBlocksAvx2, kMaxPositionsAvx2, kTilesAvx2};
+      i = {8, kMaxBlocksAvx2, kMaxPositionsAvx2, kTilesAvx2, 3.0, 0.85};
     }
     return i;
   }();
@@ -247,6 +363,23 @@ const Isa& CpuIsa() {
 int64_t PartStart(int64_t n, int64_t parts, int64_t i) {
   const int64_t base = n / parts, extra = n % parts;
   return i * base + std::min(i, extra);
+}
+
+// A 1 x 1, stride-1, unpadded convolution reads and writes each plane as one
+// run of positions, so its tiles need not stop at the end of an output row:
+// run as a single row of height x width positions. A 7-wide row otherwise
+// took AVX2 tiles of 4 and 3 positions (8 and 6 accumulator chains for the
+// two fused multiply-add pipes) instead of 6 (12 chains). Each output's
+// terms are the same, so are its bits.
+Conv2DShape FlattenPointwise(const Conv2DShape& s) {
+  const bool pointwise = s.kernel_h == 1 && s.kernel_w == 1 && s.stride_h == 1 &&
+                         s.stride_w == 1 && s.pad_top == 0 && s.pad_left == 0 &&
+                         s.out_h == s.height && s.out_w == s.width;
+  if (!pointwise) return s;
+  Conv2DShape f = s;
+  f.width = f.out_w = s.height * s.width;
+  f.height = f.out_h = 1;
+  return f;
 }
 
 }  // namespace
@@ -269,24 +402,28 @@ bool BlockedConv2DSupported(const Conv2DShape& s) {
 
 // Each kernel's share of useful work: DirectConv2D computes whole tiles of
 // 32 flattened positions, the padded layout's columns included, for blocks
-// of 8 output channels; BlockedConv2D computes only valid positions but
-// whole vectors of output channels, and pays for its store about as much
-// as kStoreTerms more terms. This model picks the faster kernel on every
-// layer of bench/conv_blocked_bench.cc where the two differ by more than
-// the noise (the ResNet's 3 x 3 layers and the MobileNet's 7-wide 1 x 1
-// layers go blocked; wide 1 x 1 layers with few terms, and channel counts
-// that fill a vector badly at 14 wide, stay direct).
+// of 8 output channels, at direct_efficiency of our speed per term (its
+// unaligned input loads; on AVX2, tiles of 8 accumulator chains);
+// BlockedConv2D computes only valid positions but whole vectors of output
+// channels, and pays for its store about as much as store_terms more
+// terms. Fitted to bench/conv_blocked_bench.cc on Zen 5 (AVX-512 and the
+// AVX2 path) after the stores became in-register transposes: it picks
+// within 7 % of the faster kernel on every layer there (most layers now go
+// blocked; the MobileNet's 56-wide 1 x 1 layer with 16 terms and the
+// ResNet's strided 1 x 1 stay direct on AVX-512).
 bool BlockedConv2DPreferred(const Conv2DShape& s) {
 #if defined(__x86_64__)
   if (!BlockedConv2DSupported(s)) return false;
   const double mg = static_cast<double>(s.out_channels / s.group);
   const double terms = static_cast<double>(s.channels / s.group * s.kernel_h * s.kernel_w);
-  const double lanes = static_cast<double>(CpuIsa().lanes);
+  const Isa& isa = CpuIsa();
+  const double lanes = static_cast<double>(isa.lanes);
   const Layout l = MakeLayout(s);
   const double outputs = static_cast<double>(s.out_h * s.out_w);
-  const double direct = outputs / static_cast<double>(l.padded_positions) * mg /
-                        (std::ceil(mg / 8.0) * 8.0);
-  const double blocked = mg / (std::ceil(mg / lanes) * lanes) * terms / (terms + kStoreTerms);
+  const double direct = isa.direct_efficiency * outputs /
+                        static_cast<double>(l.padded_positions) * mg / (std::ceil(mg / 8.0) * 8.0);
+  const double blocked =
+      mg / (std::ceil(mg / lanes) * lanes) * terms / (terms + isa.store_terms);
   return blocked > direct;
 #else
   (void)s;
@@ -354,11 +491,12 @@ int64_t BlockedConv2DScratchFloats(const Conv2DShape& s) {
   return InPlace(s, l) ? 0 : s.channels * l.channel_stride;
 }
 
-void BlockedConv2D(const Conv2DShape& s, const float* x, const BlockedConvWeights& pw,
+void BlockedConv2D(const Conv2DShape& shape, const float* x, const BlockedConvWeights& pw,
                    const float* bias, float* y, float* scratch, ThreadPool* pool,
                    bool relu) {
 #if defined(__x86_64__)
   const Isa& isa = CpuIsa();
+  const Conv2DShape s = FlattenPointwise(shape);
   const Layout l = MakeLayout(s);
   const int64_t cg = s.channels / s.group, mg = s.out_channels / s.group;
   const int64_t k_count = cg * s.kernel_h * s.kernel_w;
@@ -372,6 +510,10 @@ void BlockedConv2D(const Conv2DShape& s, const float* x, const BlockedConvWeight
   const int64_t chunks = CeilDiv(blocks, isa.max_blocks);
   const int64_t rows_per_task = std::max<int64_t>(1, CeilDiv(kTaskPositions, s.out_w));
   const int64_t row_tasks = CeilDiv(s.out_h, rows_per_task);
+  // Rows of many tasks' worth of positions (a flattened plane) are cut into
+  // column ranges as well.
+  const int64_t col_tasks = std::max<int64_t>(1, s.out_w / kTaskPositions);
+  const int64_t tasks_per_chunk = row_tasks * col_tasks;
   for (int64_t n = 0; n < s.batch; ++n) {
     const float* xn = x + n * s.channels * in_plane;
     float* yn = y + n * s.out_channels * out_plane;
@@ -382,9 +524,10 @@ void BlockedConv2D(const Conv2DShape& s, const float* x, const BlockedConvWeight
       });
       buffer = scratch;
     }
-    ParallelFor(pool, s.group * chunks * row_tasks, [&](int64_t t) {
-      const int64_t gi = t / (chunks * row_tasks);
-      const int64_t ci = t / row_tasks % chunks, rt = t % row_tasks;
+    ParallelFor(pool, s.group * chunks * tasks_per_chunk, [&](int64_t t) {
+      const int64_t gi = t / (chunks * tasks_per_chunk);
+      const int64_t ci = t / tasks_per_chunk % chunks;
+      const int64_t rt = t % tasks_per_chunk / col_tasks, ct = t % col_tasks;
       const int64_t b0 = PartStart(blocks, chunks, ci);
       const int64_t nb = PartStart(blocks, chunks, ci + 1) - b0;
       const int64_t m0 = gi * mg + b0 * lanes;
@@ -399,7 +542,9 @@ void BlockedConv2D(const Conv2DShape& s, const float* x, const BlockedConvWeight
       const float* xg = buffer + gi * cg * l.channel_stride;
       const TileRow& tiles = isa.tiles[nb];
       const int64_t max_np = isa.max_positions[nb];
-      const int64_t row_tiles = CeilDiv(s.out_w, max_np);
+      const int64_t col0 = PartStart(s.out_w, col_tasks, ct);
+      const int64_t cols = PartStart(s.out_w, col_tasks, ct + 1) - col0;
+      const int64_t row_tiles = CeilDiv(cols, max_np);
       const int64_t oh0 = rt * rows_per_task;
       const int64_t oh_end = std::min(s.out_h, oh0 + rows_per_task);
       // Terms in slices whose weights (nb blocks of them) fill at most
@@ -423,10 +568,11 @@ void BlockedConv2D(const Conv2DShape& s, const float* x, const BlockedConvWeight
         const int64_t k1 = PartStart(k_count, slices, sl + 1);
         for (int64_t oh = oh0; oh < oh_end; ++oh) {
           for (int64_t ti = 0; ti < row_tiles; ++ti) {
-            const int64_t ow0 = PartStart(s.out_w, row_tiles, ti);
-            const int64_t np = PartStart(s.out_w, row_tiles, ti + 1) - ow0;
+            const int64_t ow0 = col0 + PartStart(cols, row_tiles, ti);
+            const int64_t np = col0 + PartStart(cols, row_tiles, ti + 1) - ow0;
             a.x = xg + oh * l.wq + ow0;
             a.y = yn + m0 * out_plane + oh * s.out_w + ow0;
+            a.room = col0 + cols - ow0;
             float* partial = slices > 1
                                  ? partial0 + ((oh - oh0) * row_tiles + ti) * tile_floats
                                  : nullptr;
