@@ -61,6 +61,13 @@ const std::vector<Case>& Cases() {
       {"pointwise_in_place_ragged", {2, 24, 7, 11}, 40, 1, {1, 1}, {1, 1}, {1, 1},
        {0, 0, 0, 0}, true},
       {"valid_3x3_in_place", {1, 5, 10, 13}, 9, 1, {3, 3}, {1, 1}, {1, 1}, {0, 0, 0, 0}, false},
+      // The blocked kernel runs a 1 x 1 plane as one row of 437 positions,
+      // cut into three column tasks whose tiles store 8 floats per channel
+      // row (spare positions rewritten by the task's next tile); a partial
+      // last channel block. And a 1-D row of 600 outputs cut the same way.
+      {"pointwise_plane_in_column_tasks", {1, 20, 19, 23}, 24, 1, {1, 1}, {1, 1}, {1, 1},
+       {0, 0, 0, 0}, true},
+      {"one_d_long_row_column_tasks", {1, 4, 600}, 17, 1, {3}, {1}, {1}, {1, 1}, true},
       // Depthwise rows are channels (8 per tile, a partial last block).
       {"depthwise_valid_in_place", {1, 20, 9, 37}, 20, 20, {3, 3}, {1, 1}, {1, 1},
        {0, 0, 0, 0}, true},
