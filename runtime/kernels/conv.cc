@@ -117,9 +117,10 @@ std::shared_ptr<const BlockedConvWeights> ConstantBlockedWeights(KernelContext& 
   return packed.ok() ? *packed : nullptr;
 }
 
-// ConvF32's products; sets *relu_done when the kernel applied a.relu.
+// ConvF32's products; sets *activation_done when the kernel applied
+// a.activation.
 absl::Status ConvProducts(KernelContext& ctx, const ConvF32Args& a, float* py,
-                          bool* relu_done) {
+                          bool* activation_done) {
   const std::vector<int64_t>& xd = a.x_dims;
   const WindowGeometry& g = a.g;
   const int64_t batch = xd[0], channels = xd[1];
@@ -133,14 +134,16 @@ absl::Status ConvProducts(KernelContext& ctx, const ConvF32Args& a, float* py,
       ASSIGN_OR_RETURN(RtTensor scratch, ctx.AllocateUninitialized(
                                              DType::kF32, {BlockedConv2DScratchFloats(*s)}));
       BlockedConv2D(*s, a.x, *packed, a.bias, py, scratch.mutable_data<float>(), ctx.pool(),
-                    a.relu);
-      *relu_done = a.relu;
+                    a.activation);
+      *activation_done = true;
       ctx.Recycle(std::move(scratch));
       return absl::OkStatus();
     }
     ASSIGN_OR_RETURN(RtTensor scratch, ctx.AllocateUninitialized(
                                            DType::kF32, {DirectConv2DScratchFloats(*s)}));
-    DirectConv2D(*s, a.x, a.w, a.bias, py, scratch.mutable_data<float>(), ctx.pool());
+    DirectConv2D(*s, a.x, a.w, a.bias, py, scratch.mutable_data<float>(), ctx.pool(),
+                 a.activation);
+    *activation_done = true;
     ctx.Recycle(std::move(scratch));
     return absl::OkStatus();
   }
@@ -262,21 +265,24 @@ std::optional<Conv2DShape> DirectConvShape(const std::vector<int64_t>& xd, int64
 }
 
 absl::Status ConvF32(KernelContext& ctx, const ConvF32Args& a, float* py) {
-  bool relu_done = false;
-  RETURN_IF_ERROR(ConvProducts(ctx, a, py, &relu_done));
-  if (a.relu && !relu_done) {
-    const int64_t n = a.x_dims[0] * a.out_channels * DimsProduct(a.g.out);
+  bool activation_done = false;
+  RETURN_IF_ERROR(ConvProducts(ctx, a, py, &activation_done));
+  const int64_t n = a.x_dims[0] * a.out_channels * DimsProduct(a.g.out);
+  if (a.activation == ConvActivation::kRelu && !activation_done) {
     for (int64_t i = 0; i < n; ++i) {
       const float v = py[i];
       py[i] = v > 0.0f ? v : (v == v ? 0.0f : v);
     }
+  }
+  if (a.activation == ConvActivation::kHardSwish && !activation_done) {
+    HardSwishArray(py, py, n);
   }
   return absl::OkStatus();
 }
 
 namespace {
 
-absl::Status ConvImpl(KernelContext& ctx, bool relu) {
+absl::Status ConvImpl(KernelContext& ctx, ConvActivation activation) {
   ASSIGN_OR_RETURN(ConvInputs ci, ReadConvInputs(ctx));
   const auto& xd = ci.x->dims();
   const int64_t batch = xd[0], channels = xd[1];
@@ -296,7 +302,7 @@ absl::Status ConvImpl(KernelContext& ctx, bool relu) {
   ASSIGN_OR_RETURN(RtTensor y, ctx.AllocateUninitialized(DType::kF32, out_dims));
   const ConvF32Args a{ci.x->data<float>(), xd, ci.w->data<float>(), m, ci.group,
                       ci.b != nullptr ? ci.b->data<float>() : nullptr, g,
-                      ctx.input_is_constant(1), relu};
+                      ctx.input_is_constant(1), activation};
   RETURN_IF_ERROR(ConvF32(ctx, a, y.mutable_data<float>()));
   ctx.SetOutput(0, std::move(y));
   return absl::OkStatus();
@@ -304,8 +310,12 @@ absl::Status ConvImpl(KernelContext& ctx, bool relu) {
 
 }  // namespace
 
-absl::Status Conv(KernelContext& ctx) { return ConvImpl(ctx, false); }
+absl::Status Conv(KernelContext& ctx) { return ConvImpl(ctx, ConvActivation::kNone); }
 
-absl::Status ConvRelu(KernelContext& ctx) { return ConvImpl(ctx, true); }
+absl::Status ConvRelu(KernelContext& ctx) { return ConvImpl(ctx, ConvActivation::kRelu); }
+
+absl::Status ConvHardSwish(KernelContext& ctx) {
+  return ConvImpl(ctx, ConvActivation::kHardSwish);
+}
 
 }  // namespace slimpack::runtime::kernels

@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/kernels/conv_activation_simd.h"
 #include "runtime/kernels/conv_depthwise.h"
 #include "runtime/kernels/conv_layout.h"
 #include "support/cpu_features.h"
@@ -69,7 +70,7 @@ struct TileArgs {
   // least 8 per position group lets a tile store whole transposed vectors,
   // whose positions past NP a later tile of the same task then overwrites.
   int64_t room;
-  bool relu;  // Relu at the store: keep lanes > 0 or NaN (not <= 0), else +0
+  ConvActivation act;  // applied at the store
 };
 
 // Runs terms [k0, k1) of a tile. A tile whose terms are split (so that a
@@ -219,11 +220,7 @@ SLP_AVX512 void Tile512(const TileArgs& a, int64_t k0, int64_t k1, float* partia
     __m512 v[NP];
     #pragma GCC unroll 16
     for (int p = 0; p < NP; ++p) {
-      v[p] = a.bias != nullptr ? _mm512_add_ps(acc[b][p], bv) : acc[b][p];
-      if (a.relu) {
-        v[p] = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(v[p], _mm512_setzero_ps(), _CMP_NLE_UQ),
-                                   v[p]);
-      }
+      v[p] = Activate16(a.bias != nullptr ? _mm512_add_ps(acc[b][p], bv) : acc[b][p], a.act);
     }
     if (a.room >= (NP + 7) / 8 * 8) {  // in registers: 8 floats of a row per store
       StoreTransposed16<NP>(v, valid, a.y + b * 16 * a.y_plane, a.y_plane);
@@ -288,10 +285,7 @@ SLP_AVX2 void TileAvx2(const TileArgs& a, int64_t k0, int64_t k1, float* partial
     __m256 v[NP];
     #pragma GCC unroll 16
     for (int p = 0; p < NP; ++p) {
-      v[p] = a.bias != nullptr ? _mm256_add_ps(acc[b][p], bv) : acc[b][p];
-      if (a.relu) {
-        v[p] = _mm256_and_ps(_mm256_cmp_ps(v[p], _mm256_setzero_ps(), _CMP_NLE_UQ), v[p]);
-      }
+      v[p] = Activate8(a.bias != nullptr ? _mm256_add_ps(acc[b][p], bv) : acc[b][p], a.act);
     }
     if (a.room >= (NP + 7) / 8 * 8) {  // in registers: 8 floats of a row per store
       #pragma GCC unroll 2
@@ -493,7 +487,7 @@ int64_t BlockedConv2DScratchFloats(const Conv2DShape& s) {
 
 void BlockedConv2D(const Conv2DShape& shape, const float* x, const BlockedConvWeights& pw,
                    const float* bias, float* y, float* scratch, ThreadPool* pool,
-                   bool relu) {
+                   ConvActivation act) {
 #if defined(__x86_64__)
   const Isa& isa = CpuIsa();
   const Conv2DShape s = FlattenPointwise(shape);
@@ -538,7 +532,7 @@ void BlockedConv2D(const Conv2DShape& shape, const float* x, const BlockedConvWe
       a.bias = bias != nullptr ? bias + m0 : nullptr;
       a.rows = std::min(mg - b0 * lanes, nb * lanes);
       a.y_plane = out_plane;
-      a.relu = relu;
+      a.act = act;
       const float* xg = buffer + gi * cg * l.channel_stride;
       const TileRow& tiles = isa.tiles[nb];
       const int64_t max_np = isa.max_positions[nb];
@@ -583,7 +577,7 @@ void BlockedConv2D(const Conv2DShape& shape, const float* x, const BlockedConvWe
     });
   }
 #else
-  (void)s, (void)x, (void)pw, (void)bias, (void)y, (void)scratch, (void)pool, (void)relu;
+  (void)s, (void)x, (void)pw, (void)bias, (void)y, (void)scratch, (void)pool, (void)act;
 #endif
 }
 

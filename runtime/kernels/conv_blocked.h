@@ -72,12 +72,11 @@ int64_t BlockedConvWeightsPackCount();
 // conv_layout.h; 0 when the kernel reads the input in place).
 int64_t BlockedConv2DScratchFloats(const Conv2DShape& s);
 
-// y = conv(x, w) + bias, bit for bit DirectConv2D's result, whatever
-// `pool`'s thread count; with `relu`, Relu of it (x > 0 or NaN ? x : +0,
-// the Relu kernel's bits) as each tile is stored.
+// y = act(conv(x, w) + bias), bit for bit DirectConv2D's result, whatever
+// `pool`'s thread count; the activation is applied as each tile is stored.
 void BlockedConv2D(const Conv2DShape& s, const float* x, const BlockedConvWeights& w,
                    const float* bias, float* y, float* scratch, ThreadPool* pool,
-                   bool relu = false);
+                   ConvActivation act = ConvActivation::kNone);
 
 }  // namespace slimpack::runtime::kernels
 

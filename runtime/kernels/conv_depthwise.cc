@@ -100,12 +100,13 @@ DepthwiseKernel BestDepthwiseKernel() {
 }
 
 void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
-                     const float* bias, float* y, ThreadPool* pool) {
-  DepthwiseConv2D(s, x, w, bias, y, pool, BestDepthwiseKernel());
+                     const float* bias, float* y, ThreadPool* pool, ConvActivation act) {
+  DepthwiseConv2D(s, x, w, bias, y, pool, BestDepthwiseKernel(), act);
 }
 
 void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
-                     const float* bias, float* y, ThreadPool* pool, DepthwiseKernel kernel) {
+                     const float* bias, float* y, ThreadPool* pool, DepthwiseKernel kernel,
+                     ConvActivation act) {
 #if defined(__x86_64__)
   const int64_t in_plane = s.height * s.width, out_plane = s.out_h * s.out_w;
   const int64_t taps = s.kernel_h * s.kernel_w;
@@ -117,10 +118,11 @@ void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
                               t.bias = bias != nullptr ? bias + c0 : nullptr;
                               t.y = y + first * out_plane + t.oh0 * s.out_w;
                               t.y_stride = out_plane;
+                              t.act = act;
                               RunDepthwiseLanes(s, t);
                             });
 #else
-  (void)s, (void)x, (void)w, (void)bias, (void)y, (void)pool, (void)kernel;
+  (void)s, (void)x, (void)w, (void)bias, (void)y, (void)pool, (void)kernel, (void)act;
 #endif
 }
 

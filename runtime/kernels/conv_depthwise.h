@@ -27,14 +27,16 @@ enum class DepthwiseKernel { kLanes16, kLanes8 };
 // The widest this CPU and SLIMPACK_CPU_MAX allow.
 DepthwiseKernel BestDepthwiseKernel();
 
-// y = conv(x, w) + bias for a shape DepthwiseConv2DApplies accepts; the same
-// bits as DirectConv2D's tiles and as im2col + GEMM, whatever the thread
-// count and lane width. Needs no scratch (each thread keeps a buffer).
-// `kernel` must be one the CPU allows (tests pick).
+// y = act(conv(x, w) + bias) for a shape DepthwiseConv2DApplies accepts;
+// the same bits as DirectConv2D's tiles and as im2col + GEMM, whatever the
+// thread count and lane width. Needs no scratch (each thread keeps a
+// buffer). `kernel` must be one the CPU allows (tests pick).
 void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
-                     const float* bias, float* y, ThreadPool* pool);
+                     const float* bias, float* y, ThreadPool* pool,
+                     ConvActivation act = ConvActivation::kNone);
 void DepthwiseConv2D(const Conv2DShape& s, const float* x, const float* w,
-                     const float* bias, float* y, ThreadPool* pool, DepthwiseKernel kernel);
+                     const float* bias, float* y, ThreadPool* pool, DepthwiseKernel kernel,
+                     ConvActivation act = ConvActivation::kNone);
 
 // The kernel's tasks (every image x block of lanes channels x band of
 // output rows, from the shape alone) on the pool's threads: run(n, c0, t)

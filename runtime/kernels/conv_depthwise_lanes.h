@@ -54,6 +54,7 @@ struct Task {
   const float* bias = nullptr;  // channel c0's bias, or nullptr
   float* y = nullptr;     // channel c0's output row oh0
   int64_t y_stride = 0;   // floats from one channel's output to the next's
+  ConvActivation act = ConvActivation::kNone;  // on each output as it is stored
   int64_t count = 0;      // channels in the block: 1 .. lanes
   int64_t oh0 = 0, oh1 = 0;
   float* scratch = nullptr;  // g->scratch_floats floats, 64-byte aligned

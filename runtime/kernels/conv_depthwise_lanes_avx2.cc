@@ -6,6 +6,7 @@
 #if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 
+#include "runtime/kernels/conv_activation_simd.h"
 #include "runtime/kernels/conv_depthwise_lanes_impl.h"
 
 namespace slimpack::runtime::kernels::depthwise_lanes {
@@ -32,6 +33,7 @@ struct Avx2 {
     for (int64_t i = 0; i < n; ++i) p[i] = tail[i];
   }
   static Vec Fma(Vec a, Vec b, Vec c) { return _mm256_fmadd_ps(a, b, c); }
+  static Vec Activate(Vec v, ConvActivation act) { return Activate8(v, act); }
   static Vec Add(Vec a, Vec b) { return _mm256_add_ps(a, b); }
   static Vec Sub(Vec a, Vec b) { return _mm256_sub_ps(a, b); }
   // kLanes bytes as floats (exact).

@@ -13,6 +13,7 @@
 #endif
 #include <immintrin.h>
 
+#include "runtime/kernels/conv_activation_simd.h"
 #include "runtime/kernels/conv_depthwise_lanes_impl.h"
 
 namespace slimpack::runtime::kernels::depthwise_lanes {
@@ -30,6 +31,7 @@ struct Avx512 {
   static Vec LoadN(const float* p, int64_t n) { return _mm512_maskz_loadu_ps(Mask(n), p); }
   static void StoreN(float* p, Vec v, int64_t n) { _mm512_mask_storeu_ps(p, Mask(n), v); }
   static Vec Fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
+  static Vec Activate(Vec v, ConvActivation act) { return Activate16(v, act); }
   static Vec Add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
   static Vec Sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
   // kLanes bytes as floats (exact).

@@ -160,7 +160,9 @@ void UnpackSums(const Conv2DShape& s, const Task& t, const float* sums) {
   typename V::Vec v[L];
   for (int64_t f = 0; f < total; f += L) {
     const int64_t n = Lesser(L, total - f);
-    for (int64_t p = 0; p < L; ++p) v[p] = p < n ? V::Load(sums + (f + p) * L) : V::Zero();
+    for (int64_t p = 0; p < L; ++p) {
+      v[p] = p < n ? V::Activate(V::Load(sums + (f + p) * L), t.act) : V::Zero();
+    }
     V::Transpose(v);
     for (int64_t l = 0; l < t.count; ++l) {
       if (n == L) {

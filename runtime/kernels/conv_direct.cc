@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "runtime/kernels/conv_activation_simd.h"
 #include "runtime/kernels/conv_depthwise.h"
 #include "runtime/kernels/conv_layout.h"
 #include "support/checked_math.h"
@@ -52,7 +53,7 @@ constexpr int64_t kTaskNBlocks = 4;
 template <int MR>
 SLP_AVX512 void Tile(const float* w, int64_t ldw, int64_t k_count,
                      const int32_t* off, const float* b, int64_t ldb, const float* bias,
-                     float* out, int64_t ldo) {
+                     float* out, int64_t ldo, ConvActivation act) {
   __m512 a0[MR], a1[MR];
   #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
@@ -91,13 +92,13 @@ SLP_AVX512 void Tile(const float* w, int64_t ldw, int64_t k_count,
       a0[r] = _mm512_add_ps(a0[r], bv);
       a1[r] = _mm512_add_ps(a1[r], bv);
     }
-    _mm512_storeu_ps(out + r * ldo, a0[r]);
-    _mm512_storeu_ps(out + r * ldo + 16, a1[r]);
+    _mm512_storeu_ps(out + r * ldo, Activate16(a0[r], act));
+    _mm512_storeu_ps(out + r * ldo + 16, Activate16(a1[r], act));
   }
 }
 
 using TileFn = void (*)(const float*, int64_t, int64_t, const int32_t*, const float*,
-                        int64_t, const float*, float*, int64_t);
+                        int64_t, const float*, float*, int64_t, ConvActivation);
 constexpr TileFn kTiles[kMr + 1] = {nullptr,  Tile<1>, Tile<2>, Tile<3>, Tile<4>,
                                     Tile<5>, Tile<6>, Tile<7>, Tile<8>};
 
@@ -110,7 +111,7 @@ constexpr TileFn kTiles[kMr + 1] = {nullptr,  Tile<1>, Tile<2>, Tile<3>, Tile<4>
 template <int MR>
 SLP_AVX2 void RowsAvx2(const float* w, int64_t ldw, int64_t k_count,
                        const int32_t* off, const float* b, int64_t ldb, const float* bias,
-                       float* out, int64_t ldo) {
+                       float* out, int64_t ldo, ConvActivation act) {
   __m256 acc[MR][4];
   #pragma GCC unroll 16
   for (int r = 0; r < MR; ++r) {
@@ -149,7 +150,7 @@ SLP_AVX2 void RowsAvx2(const float* w, int64_t ldw, int64_t k_count,
     #pragma GCC unroll 16
     for (int q = 0; q < 4; ++q) {
       if (bias != nullptr) acc[r][q] = _mm256_add_ps(acc[r][q], _mm256_set1_ps(bias[r]));
-      _mm256_storeu_ps(out + r * ldo + q * 8, acc[r][q]);
+      _mm256_storeu_ps(out + r * ldo + q * 8, Activate8(acc[r][q], act));
     }
   }
 }
@@ -157,13 +158,15 @@ SLP_AVX2 void RowsAvx2(const float* w, int64_t ldw, int64_t k_count,
 template <int ROWS>
 SLP_AVX2 void TileAvx2(const float* w, int64_t ldw, int64_t k_count,
                        const int32_t* off, const float* b, int64_t ldb, const float* bias,
-                       float* out, int64_t ldo) {
+                       float* out, int64_t ldo, ConvActivation act) {
   for (int r0 = 0; r0 < ROWS; r0 += 2) {
     const float* br = bias != nullptr ? bias + r0 : nullptr;
     if (ROWS - r0 >= 2) {
-      RowsAvx2<2>(w + r0 * ldw, ldw, k_count, off, b + r0 * ldb, ldb, br, out + r0 * ldo, ldo);
+      RowsAvx2<2>(w + r0 * ldw, ldw, k_count, off, b + r0 * ldb, ldb, br, out + r0 * ldo, ldo,
+                  act);
     } else {
-      RowsAvx2<1>(w + r0 * ldw, ldw, k_count, off, b + r0 * ldb, ldb, br, out + r0 * ldo, ldo);
+      RowsAvx2<1>(w + r0 * ldw, ldw, k_count, off, b + r0 * ldb, ldb, br, out + r0 * ldo, ldo,
+                  act);
     }
   }
 }
@@ -261,10 +264,11 @@ int64_t DirectConv2DScratchFloats(const Conv2DShape& s) {
 }
 
 void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
-                  const float* bias, float* y, float* scratch, ThreadPool* pool) {
+                  const float* bias, float* y, float* scratch, ThreadPool* pool,
+                  ConvActivation act) {
 #if defined(__x86_64__)
   if (DepthwiseConv2DApplies(s)) {
-    DepthwiseConv2D(s, x, w, bias, y, pool);
+    DepthwiseConv2D(s, x, w, bias, y, pool, act);
     return;
   }
   const TileFn* tiles = CpuTiles();
@@ -329,7 +333,8 @@ void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
           float* out = store ? yn + m0 * out_plane + n0 : tile;
           const int64_t ldo = store ? out_plane : kNr;
           if (start + (rows - 1) * ldb + n0 + max_off + kNr <= total) {
-            tiles[rows](wm, k_count, k_count, off.data(), buffer + start + n0, ldb, bm, out, ldo);
+            tiles[rows](wm, k_count, k_count, off.data(), buffer + start + n0, ldb, bm, out, ldo,
+                        act);
           } else {
             // Terms that would read past the buffer (an in-place image's
             // last tiles) come from a copy, row r's term k at
@@ -353,7 +358,7 @@ void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
               local_n0 = n0;
             }
             tiles[rows](wm, k_count, k_count, local_off.data(), local.data(),
-                        ldb == 0 ? 0 : k_count * kNr, bm, out, ldo);
+                        ldb == 0 ? 0 : k_count * kNr, bm, out, ldo, act);
           }
           if (!store) StoreTile(s, l, tile, rows, n0, yn + m0 * out_plane, out_plane);
         }
@@ -361,7 +366,7 @@ void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
     });
   }
 #else
-  (void)s, (void)x, (void)w, (void)bias, (void)y, (void)scratch, (void)pool;
+  (void)s, (void)x, (void)w, (void)bias, (void)y, (void)scratch, (void)pool, (void)act;
 #endif
 }
 

@@ -23,6 +23,13 @@ struct Conv2DShape {
   int64_t out_h = 1, out_w = 1;
 };
 
+// An activation a convolution kernel applies to each output as it stores
+// it (FusedConv's, saving a pass over the output), with the bits of that
+// activation's own kernel: Relu (x > 0 or NaN ? x : +0) and HardSwish
+// (x * min(1, max(0, x / 6 + 1/2)), a NaN's product NaN; the division, the
+// addition and the multiplication each rounded once).
+enum class ConvActivation { kNone, kRelu, kHardSwish };
+
 // True when DirectConv2D can run `s` here: the CPU has AVX-512F or AVX2 + FMA, and every
 // offset into the scratch buffer fits 32 bits.
 bool DirectConv2DSupported(const Conv2DShape& s);
@@ -31,12 +38,13 @@ bool DirectConv2DSupported(const Conv2DShape& s);
 // re-laid-out with its padding and stride phases).
 int64_t DirectConv2DScratchFloats(const Conv2DShape& s);
 
-// y = conv(x, w) + bias (bias may be null). Each output is one fused
+// y = act(conv(x, w) + bias) (bias may be null). Each output is one fused
 // multiply-add per (c, kh, kw) in that order, then + bias, whatever `pool`'s
 // thread count: results are bitwise identical for any number of threads. `scratch`
 // holds DirectConv2DScratchFloats(s) floats. Requires DirectConv2DSupported.
 void DirectConv2D(const Conv2DShape& s, const float* x, const float* w,
-                  const float* bias, float* y, float* scratch, ThreadPool* pool);
+                  const float* bias, float* y, float* scratch, ThreadPool* pool,
+                  ConvActivation act = ConvActivation::kNone);
 
 }  // namespace slimpack::runtime::kernels
 

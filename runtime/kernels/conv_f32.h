@@ -33,10 +33,11 @@ struct ConvF32Args {
   // channel-blocked kernel (conv_blocked.h) then keeps its packed copy in
   // the node's cache.
   bool w_is_constant_input = false;
-  // Relu on every output (x > 0 or NaN ? x : +0, as the Relu kernel): in
-  // the channel-blocked kernel's store, where that kernel runs, else over
-  // y once the convolution is done. FusedConv's Relu saves its own pass.
-  bool relu = false;
+  // FusedConv's activation on every output, with its own kernel's bits: in
+  // the direct, channel-blocked and depthwise kernels' stores, else over y
+  // once the im2col + GEMM convolution is done. Saves the activation's own
+  // pass over the output.
+  ConvActivation activation = ConvActivation::kNone;
 };
 
 // The direct kernels' description of a 1-D or 2-D convolution of X
@@ -53,8 +54,10 @@ std::optional<Conv2DShape> DirectConvShape(const std::vector<int64_t>& x_dims, i
 // count.
 absl::Status ConvF32(KernelContext& ctx, const ConvF32Args& a, float* y);
 
-// Conv followed by Relu, one kernel (FusedConv with activation Relu).
+// Conv followed by Relu or HardSwish, one kernel (FusedConv with that
+// activation).
 absl::Status ConvRelu(KernelContext& ctx);
+absl::Status ConvHardSwish(KernelContext& ctx);
 
 }  // namespace slimpack::runtime::kernels
 

@@ -291,6 +291,14 @@ int64_t HardSigmoidVector(const float* px, float* py, int64_t n, bool swish, flo
   return i + HardSigmoidLanes<4>(px + i, py + i, n - i, swish, alpha, beta);
 }
 
+void HardSigmoidArray(const float* px, float* py, int64_t n, bool swish, float alpha,
+                      float beta) {
+  int64_t i = HardSigmoidVector(px, py, n, swish, alpha, beta);
+  for (; i < n; ++i) {
+    py[i] = swish ? px[i] * Clamp01(px[i] / 6.0f + 0.5f) : Clamp01(alpha * px[i] + beta);
+  }
+}
+
 // HardSigmoid, y = Clamp01(alpha * x + beta), or with `swish` HardSwish,
 // y = x * Clamp01(x / 6 + 1/2). GCC leaves two chained selects as a
 // compare-and-branch per element (it will not if-convert trapping float
@@ -305,15 +313,16 @@ absl::Status HardSigmoidF32(KernelContext& ctx, bool swish, float alpha, float b
   const float* px = x->data<float>();
   float* py = out.mutable_data<float>();
   const int64_t n = x->num_elements();
-  int64_t i = HardSigmoidVector(px, py, n, swish, alpha, beta);
-  for (; i < n; ++i) {
-    py[i] = swish ? px[i] * Clamp01(px[i] / 6.0f + 0.5f) : Clamp01(alpha * px[i] + beta);
-  }
+  HardSigmoidArray(px, py, n, swish, alpha, beta);
   ctx.SetOutput(0, std::move(out));
   return absl::OkStatus();
 }
 
 }  // namespace
+
+void HardSwishArray(const float* x, float* y, int64_t n) {
+  HardSigmoidArray(x, y, n, true, 0.0f, 0.0f);
+}
 
 absl::Status HardSigmoid(KernelContext& ctx) {
   ASSIGN_OR_RETURN(float alpha, ctx.FloatAttr("alpha", 0.2f));

@@ -95,11 +95,13 @@ absl::StatusOr<ir::Node> ActivationNode(const KernelContext& ctx) {
   return node;
 }
 
-// `base_with_relu`, when given, is base_fn with Relu applied by the base
-// kernel itself (as it stores its output): for activation Relu it runs
-// alone, saving a pass over the output.
+// `with_activation`, when given, names base_fn's variant that applies the
+// activation itself as it stores its output (nullptr where it has none):
+// that variant then runs alone, saving a pass over the output.
+using WithActivationFn = KernelFn (*)(const std::string& activation);
+
 absl::Status FusedWithActivation(KernelContext& ctx, const std::string& base_op,
-                                 KernelFn base_fn, KernelFn base_with_relu = nullptr) {
+                                 KernelFn base_fn, WithActivationFn with_activation = nullptr) {
   ASSIGN_OR_RETURN(ir::Node act_node, ActivationNode(ctx));
   ASSIGN_OR_RETURN(KernelFn act_fn, ActivationKernel(act_node.op_type));
   ir::Node base = ctx.node();
@@ -107,11 +109,11 @@ absl::Status FusedWithActivation(KernelContext& ctx, const std::string& base_op,
   base.attributes.erase("activation_params");
   std::vector<const RtTensor*> inputs;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) inputs.push_back(ctx.input(i));
-  const bool relu_inside = base_with_relu != nullptr && act_node.op_type == "Relu";
-  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, base_op, relu_inside ? base_with_relu : base_fn,
+  const KernelFn inside = with_activation != nullptr ? with_activation(act_node.op_type) : nullptr;
+  ASSIGN_OR_RETURN(RtTensor y, RunInner(ctx, base_op, inside != nullptr ? inside : base_fn,
                                         std::move(base), std::move(inputs), false,
                                         InnerCache::kOuters));
-  if (relu_inside) {
+  if (inside != nullptr) {
     ctx.SetOutput(0, std::move(y));
     return absl::OkStatus();
   }
@@ -125,8 +127,14 @@ absl::Status FusedWithActivation(KernelContext& ctx, const std::string& base_op,
   return absl::OkStatus();
 }
 
+KernelFn ConvWithActivation(const std::string& activation) {
+  if (activation == "Relu") return runtime::kernels::ConvRelu;
+  if (activation == "HardSwish") return runtime::kernels::ConvHardSwish;
+  return nullptr;
+}
+
 absl::Status FusedConv(KernelContext& ctx) {
-  return FusedWithActivation(ctx, "Conv", runtime::kernels::Conv, runtime::kernels::ConvRelu);
+  return FusedWithActivation(ctx, "Conv", runtime::kernels::Conv, ConvWithActivation);
 }
 
 absl::Status FusedGemm(KernelContext& ctx) {

@@ -48,6 +48,9 @@ absl::Status Softplus(KernelContext& ctx);
 absl::Status LeakyRelu(KernelContext& ctx);
 absl::Status Elu(KernelContext& ctx);
 absl::Status HardSigmoid(KernelContext& ctx);
+// y[i] = HardSwish(x[i]) for i < n with the HardSwish kernel's bits (x and
+// y may be one buffer): what a convolution's fused HardSwish falls back to.
+void HardSwishArray(const float* x, float* y, int64_t n);
 absl::Status HardSwish(KernelContext& ctx);
 absl::Status Gelu(KernelContext& ctx);
 absl::Status Clip(KernelContext& ctx);

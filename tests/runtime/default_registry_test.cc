@@ -212,6 +212,93 @@ TEST(DefaultRegistryTest, FusedConvReluInTheBlockedStoreTurnsMinusZeroToPlusZero
   }
 }
 
+// FusedConv's Relu and HardSwish are applied as each convolution kernel
+// stores its outputs: the channel-blocked kernel (constant W), the direct
+// one (W fed at run time), the depthwise one, and after im2col + GEMM (a
+// 3-D convolution, which no direct kernel takes). Each must give the bits
+// of a plain Conv followed by the activation's own node, at one and three
+// threads: outputs span HardSwish's three pieces (sums of up to 216
+// products of values in [-2, 2]), and a NaN input reaches the outputs whose
+// windows hold it (NaN stays NaN; negative HardSwish outputs are -0 or
+// negative, Relu's +0).
+TEST(DefaultRegistryTest, FusedConvActivationInEveryKernelMatchesConvThenActivation) {
+  struct Path {
+    const char* name;
+    std::vector<int64_t> xd, wd;
+    int64_t group;
+    bool w_constant;
+  };
+  const std::vector<Path> paths = {
+      {"blocked", {1, 24, 9, 9}, {32, 24, 3, 3}, 1, true},
+      {"direct", {1, 24, 9, 9}, {32, 24, 3, 3}, 1, false},
+      {"depthwise", {1, 40, 11, 13}, {40, 1, 3, 3}, 40, true},
+      {"im2col_3d", {1, 6, 5, 6, 7}, {20, 6, 3, 3, 3}, 1, true},
+  };
+  for (const Path& path : paths) {
+    const size_t rank = path.xd.size() - 2;
+    int64_t x_count = 1, w_count = 1;
+    for (int64_t d : path.xd) x_count *= d;
+    for (int64_t d : path.wd) w_count *= d;
+    std::vector<float> x_values = testing::Random(x_count, 41, -2.0f, 2.0f);
+    x_values[x_count / 2] = std::numeric_limits<float>::quiet_NaN();
+    const RtTensor x = testing::F32(path.xd, x_values);
+    const std::vector<float> w_values = testing::Random(w_count, 42, -2.0f, 2.0f);
+    const RtTensor w = testing::F32(path.wd, w_values);
+    const int64_t m = path.wd[0];
+    for (const char* act : {"Relu", "HardSwish"}) {
+      auto graph = [&](bool fused) {
+        std::vector<ir::Node> nodes;
+        ir::Node n = fused ? MakeNode("FusedConv", kSlimpackDomain, {"x", "w", "b"}, {"y"})
+                           : MakeNode("Conv", "", {"x", "w", "b"}, {"c"});
+        n.attributes["pads"] = ir::Attribute::Ints(std::vector<int64_t>(2 * rank, 1));
+        n.attributes["group"] = ir::Attribute::Int(path.group);
+        if (fused) n.attributes["activation"] = ir::Attribute::String(act);
+        nodes.push_back(std::move(n));
+        if (!fused) nodes.push_back(MakeNode(act, "", {"c"}, {"y"}));
+        ir::Graph g = OneInputGraph(std::move(nodes), path.xd);
+        if (path.w_constant) {
+          EXPECT_TRUE(g.AddInitializer(testing::IrTensor<float>("w", path.wd, w_values)).ok());
+        } else {
+          g.inputs.push_back({"w", ir::DType::kF32, ir::Shape::FromDims(path.wd)});
+        }
+        EXPECT_TRUE(
+            g.AddInitializer(testing::IrTensor<float>("b", {m}, testing::Random(m, 43))).ok());
+        return g;
+      };
+      for (int threads : {1, 3}) {
+        InterpreterOptions options;
+        options.num_threads = threads;
+        std::vector<std::vector<float>> outs;
+        for (bool fused : {true, false}) {
+          auto interp = Interpreter::Create(graph(fused), options);
+          ASSERT_TRUE(interp.ok()) << interp.status();
+          std::map<std::string, RtTensor> feeds = {{"x", x}};
+          if (!path.w_constant) feeds.emplace("w", w);
+          auto out = interp->Run(feeds);
+          ASSERT_TRUE(out.ok()) << out.status();
+          outs.push_back((*out)[0].ToVector<float>());
+        }
+        const std::string where =
+            std::string(path.name) + " " + act + " at " + std::to_string(threads) + " threads";
+        ASSERT_EQ(outs[0].size(), outs[1].size()) << where;
+        EXPECT_EQ(std::memcmp(outs[0].data(), outs[1].data(), outs[0].size() * sizeof(float)), 0)
+            << where;
+        int64_t nans = 0, negative_or_zero = 0, between = 0, above = 0;
+        for (float v : outs[0]) {
+          nans += std::isnan(v);
+          negative_or_zero += v <= 0.0f;
+          between += v > 0.0f && v < 3.0f;
+          above += v >= 3.0f;
+        }
+        EXPECT_GT(nans, 0) << where;
+        EXPECT_GT(negative_or_zero, 0) << where;
+        EXPECT_GT(between, 0) << where;
+        EXPECT_GT(above, 0) << where;
+      }
+    }
+  }
+}
+
 // A Conv whose W is a constant of the plan runs the channel-blocked kernel
 // on weights packed on the first run and kept in the node's cache, also as
 // a FusedConv's inner Conv: packed once per interpreter, every run gives the
