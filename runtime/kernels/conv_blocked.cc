@@ -126,6 +126,14 @@ __attribute__((target("avx2"))) inline void StoreTransposed(const __m256* v, int
   }
 }
 
+// GCC 12 warns that the 256-bit halves of zmm registers (_mm512_castps512_ps256,
+// _mm512_extractf64x4_pd) "may be used uninitialized": its intrinsics start them
+// from an undefined value that every lane then overwrites.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#endif
 // As StoreTransposed for 16 channels in the lanes and np <= 16 positions,
 // a group of 8 positions at a time (every group's 8 floats are stored, so
 // the caller's room must cover them): the AVX2 transpose's first two steps
@@ -235,6 +243,9 @@ SLP_AVX512 void Tile512(const TileArgs& a, int64_t k0, int64_t k1, float* partia
     }
   }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
 template <int NB, int NP>
 SLP_AVX2 void TileAvx2(const TileArgs& a, int64_t k0, int64_t k1, float* partial) {

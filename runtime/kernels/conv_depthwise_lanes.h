@@ -43,6 +43,20 @@ Geometry MakeGeometry(const Conv2DShape& s, int64_t lanes);
 // exact floats x - zero_point (quantized_depthwise.h).
 enum class Input { kF32, kU8, kI8 };
 
+// QLinearConv's requantisation of a task's sums, done as they are
+// unpacked instead of writing float planes: channel l's output byte is
+// clamp(rint(f32(int(sum) + bias[l]) * mult[l]), lo - zp, hi - zp) + zp
+// (the sum truncated to int32, the addition wrapping mod 2^32, NaN as 0
+// before the clamp), the bits of ExactSumsToInts then RequantizeSums
+// (quantized_depthwise.h).
+struct Requant {
+  const int32_t* bias = nullptr;  // channel c0's
+  const float* mult = nullptr;    // channel c0's
+  int32_t zp = 0, lo = 0, hi = 255;  // output zero point, the byte type's range
+  uint8_t* y = nullptr;  // channel c0's output row oh0
+  int64_t y_stride = 0;  // bytes from one channel's output to the next's
+};
+
 // Output rows [oh0, oh1) of channels [c0, c0 + count) of one image, for a
 // depthwise shape (group == channels == out_channels).
 struct Task {
@@ -55,6 +69,7 @@ struct Task {
   float* y = nullptr;     // channel c0's output row oh0
   int64_t y_stride = 0;   // floats from one channel's output to the next's
   ConvActivation act = ConvActivation::kNone;  // on each output as it is stored
+  const Requant* requant = nullptr;  // bytes out instead of y (act unused)
   int64_t count = 0;      // channels in the block: 1 .. lanes
   int64_t oh0 = 0, oh1 = 0;
   float* scratch = nullptr;  // g->scratch_floats floats, 64-byte aligned

@@ -32,6 +32,28 @@ struct Avx512 {
   static void StoreN(float* p, Vec v, int64_t n) { _mm512_mask_storeu_ps(p, Mask(n), v); }
   static Vec Fma(Vec a, Vec b, Vec c) { return _mm512_fmadd_ps(a, b, c); }
   static Vec Activate(Vec v, ConvActivation act) { return Activate16(v, act); }
+  using VecI = __m512i;
+  static VecI Ints(const int32_t* p, int64_t n) { return _mm512_maskz_loadu_epi32(Mask(n), p); }
+  static VecI SetInt(int32_t i) { return _mm512_set1_epi32(i); }
+  // As int8dot::RequantizeVnni512, after ExactSumsToInts' truncation.
+  static Vec Requantize(Vec sum, VecI bias, Vec mult, Vec flo, Vec fhi, VecI zp) {
+    const __m512i a = _mm512_add_epi32(_mm512_cvttps_epi32(sum), bias);
+    __m512 x = _mm512_mul_ps(_mm512_cvtepi32_ps(a), mult);
+    x = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, x, _CMP_ORD_Q), x);
+    x = _mm512_min_ps(_mm512_max_ps(x, flo), fhi);
+    return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_cvtps_epi32(x), zp));
+  }
+  // Every lane is within the byte type's range, so truncation is exact.
+  static void StoreBytes(uint8_t* p, Vec v, int64_t n) {
+    const __m128i b = _mm512_cvtepi32_epi8(_mm512_castps_si512(v));
+    if (n == 16) {
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(p), b);
+      return;
+    }
+    alignas(16) uint8_t bytes[16];  // (a masked byte store needs AVX512BW)
+    _mm_store_si128(reinterpret_cast<__m128i*>(bytes), b);
+    for (int64_t i = 0; i < n; ++i) p[i] = bytes[i];
+  }
   static Vec Add(Vec a, Vec b) { return _mm512_add_ps(a, b); }
   static Vec Sub(Vec a, Vec b) { return _mm512_sub_ps(a, b); }
   // kLanes bytes as floats (exact).

@@ -10,7 +10,11 @@
 // (lanes at or past n read as zero, nothing past p + n touched); StoreN(p,
 // v, n) (lanes below n stored); Bytes(p) (kLanes uint8_t or int8_t as
 // floats); Fma(a, b, c) = a * b + c rounded once; Add(a, b); Sub(a, b);
-// Transpose(Vec r[kLanes]) (r[i] lane j <-> r[j] lane i).
+// Transpose(Vec r[kLanes]) (r[i] lane j <-> r[j] lane i); Activate(v, act);
+// for Requant (conv_depthwise_lanes.h): VecI; Ints(p, n) (n <= kLanes
+// int32 from p, zeros after); SetInt(i); Requantize(sum, bias, mult, flo,
+// fhi, zp) (the requantised int32 lanes, their bits as a Vec);
+// StoreBytes(p, v, n) (the low byte of v's first n int32 lanes).
 #ifndef SLIMPACK_RUNTIME_KERNELS_CONV_DEPTHWISE_LANES_IMPL_H_
 #define SLIMPACK_RUNTIME_KERNELS_CONV_DEPTHWISE_LANES_IMPL_H_
 
@@ -154,8 +158,33 @@ constexpr PixelsFn<V> kPixels[kMaxPixels] = {Pixels<V, 1>, Pixels<V, 2>, Pixels<
 // rows oh0 .. oh1 - 1 are) transposed into the block's outputs (channel l's
 // rows at t.y + l * t.y_stride).
 template <class V>
+void UnpackRequantized(const Conv2DShape& s, const Task& t, const float* sums) {
+  constexpr int L = V::kLanes;
+  const Requant& r = *t.requant;
+  const int64_t total = (t.oh1 - t.oh0) * s.out_w;
+  const typename V::VecI bias = V::Ints(r.bias, t.count), zp = V::SetInt(r.zp);
+  const typename V::Vec mult = LoadRow<V>(r.mult, t.count, V::Zero());
+  const typename V::Vec flo = V::Set(static_cast<float>(r.lo - r.zp));
+  const typename V::Vec fhi = V::Set(static_cast<float>(r.hi - r.zp));
+  typename V::Vec v[L];
+  for (int64_t f = 0; f < total; f += L) {
+    const int64_t n = Lesser(L, total - f);
+    for (int64_t p = 0; p < L; ++p) {
+      v[p] = p < n ? V::Requantize(V::Load(sums + (f + p) * L), bias, mult, flo, fhi, zp)
+                   : V::Zero();
+    }
+    V::Transpose(v);  // moves the int32 lanes' bits
+    for (int64_t l = 0; l < t.count; ++l) V::StoreBytes(r.y + l * r.y_stride + f, v[l], n);
+  }
+}
+
+template <class V>
 void UnpackSums(const Conv2DShape& s, const Task& t, const float* sums) {
   constexpr int L = V::kLanes;
+  if (t.requant != nullptr) {
+    UnpackRequantized<V>(s, t, sums);
+    return;
+  }
   const int64_t total = (t.oh1 - t.oh0) * s.out_w;
   typename V::Vec v[L];
   for (int64_t f = 0; f < total; f += L) {
