@@ -2,7 +2,8 @@
 // group) in one pass per band of rows of a block of channels: its bytes
 // read as centred floats into the float depthwise kernel's buffer
 // (conv_depthwise.h, channels in the vector lanes), and the sums
-// requantised to bytes while they are in cache. The float sums are exact
+// requantised to bytes as the kernel transposes them back into planes
+// (depthwise_lanes::Requant; no float plane is written). The float sums are exact
 // integers (every partial sum below 2^24, checked by the caller), so they
 // equal the integer definition's sums. Before stop 55 the layer went
 // through three tensor-sized float passes (centring, convolution,

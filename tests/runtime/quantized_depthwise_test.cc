@@ -1,6 +1,6 @@
 // QLinearConv's depthwise layers (runtime/kernels/quantized_depthwise.h:
-// bytes packed as centred floats, the float depthwise kernel, requantised
-// a channel at a time) against the operator's definition computed here in
+// bytes packed as centred floats, the float depthwise kernel, the sums
+// requantised as they are unpacked) against the operator's definition computed here in
 // int64: every u8 / i8 pairing of x, w and y, per-channel weight zero
 // points and scales, biases that wrap the int32 sum, strides, dilations,
 // asymmetric pads, rectangular kernels, 1-D and batched inputs, rows
