@@ -5,6 +5,7 @@
 #include "runtime/kernels/conv_direct.h"
 
 #include "runtime/kernels/conv_blocked.h"
+#include "runtime/kernels/kernels.h"
 
 #include <cmath>
 #include <cstring>
@@ -365,16 +366,30 @@ TEST_P(ConvShapesTest, BlockedKernelMatchesTheFixedOrderBitForBit) {
   ASSERT_EQ(kernels::BlockedConv2DSupported(s), expected) << c.name;
   if (!expected) return;  // the refusal is what this case checks
   const Data d = MakeData(c);
-  const std::vector<float> want = FixedOrder(c, d);
+  const std::vector<float> sums = FixedOrder(c, d);
   const auto packed = kernels::PackBlockedConvWeights(s, d.w.data());
-  for (int threads : {1, 3}) {
-    std::vector<float> scratch(kernels::BlockedConv2DScratchFloats(s), -7.0f);
-    std::vector<float> y(want.size(), -1.0f);
-    ThreadPool pool(threads);
-    kernels::BlockedConv2D(s, d.x.data(), *packed, c.bias ? d.b.data() : nullptr, y.data(),
-                           scratch.data(), &pool);
-    EXPECT_EQ(std::memcmp(y.data(), want.data(), want.size() * sizeof(float)), 0)
-        << c.name << " at " << threads << " threads";
+  // Each activation in the store against the activation kernels' own
+  // functions over the fixed order's outputs.
+  for (const kernels::ConvActivation act :
+       {kernels::ConvActivation::kNone, kernels::ConvActivation::kRelu,
+        kernels::ConvActivation::kHardSwish}) {
+    std::vector<float> want = sums;
+    if (act == kernels::ConvActivation::kRelu) {
+      for (float& v : want) v = v > 0.0f ? v : (v == v ? 0.0f : v);
+    }
+    if (act == kernels::ConvActivation::kHardSwish) {
+      kernels::HardSwishArray(want.data(), want.data(), static_cast<int64_t>(want.size()));
+    }
+    for (int threads : {1, 3}) {
+      std::vector<float> scratch(kernels::BlockedConv2DScratchFloats(s), -7.0f);
+      std::vector<float> y(want.size(), -1.0f);
+      ThreadPool pool(threads);
+      kernels::BlockedConv2D(s, d.x.data(), *packed, c.bias ? d.b.data() : nullptr, y.data(),
+                             scratch.data(), &pool, act);
+      EXPECT_EQ(std::memcmp(y.data(), want.data(), want.size() * sizeof(float)), 0)
+          << c.name << " at " << threads << " threads, activation "
+          << static_cast<int>(act);
+    }
   }
 }
 
