@@ -47,7 +47,6 @@ constexpr int kMaxPositions = 16;
 // the thread count.
 constexpr int64_t kTaskPositions = 128;
 
-
 // Bytes of weights a slice of terms takes at most (see BlockedConv2D): a
 // good part of a 48 KB L1 data cache, the rest for the input rows.
 constexpr int64_t kSliceBytes = 24 * 1024;
@@ -215,8 +214,9 @@ SLP_AVX512 void Tile512(const TileArgs& a, int64_t k0, int64_t k1, float* partia
     }
     return;
   }
-  // Through memory, position-major, then each channel's NP outputs copied
-  // out: the same work as AVX2's, and cheaper than a scatter per position.
+  // In registers where the task's later tiles in the row overwrite the
+  // spare positions of whole 8-float stores; a row's last tile through
+  // memory, position-major, then each channel's NP outputs copied out.
   alignas(64) float tile[NP][16];
   #pragma GCC unroll 16
   for (int b = 0; b < NB; ++b) {
@@ -278,7 +278,7 @@ SLP_AVX2 void TileAvx2(const TileArgs& a, int64_t k0, int64_t k1, float* partial
     }
     return;
   }
-  // Through memory, position-major, as Tile512's store. Unrolled, as every
+  // In registers or through memory, as Tile512's store. Unrolled, as every
   // loop over acc must be: a loop indexing it at run time makes GCC keep the
   // accumulators in memory, storing all of them on every term.
   alignas(32) float tile[NP][8];

@@ -1,8 +1,10 @@
 // Direct 2-D convolution with output channels in the vector lanes, for
 // constant weights packed once per plan (runtime/node_cache.h): each
 // register tile is up to three blocks of 16 (AVX-512) or two of 8 (AVX2) output
-// channels x a few positions of one output row, and every term is one
-// weight vector load and one broadcast of an input value per position.
+// channels x a few positions of one output row (of a whole plane for a
+// 1 x 1 stride-1 layer), every term is one weight vector load and one
+// broadcast of an input value per position, and the tile goes back into
+// the channels' planes through in-register transposes.
 //
 // Why beside DirectConv2D (conv_direct.h), whose tiles put 32 flattened
 // positions in the lanes: those positions run over the padded layout's
