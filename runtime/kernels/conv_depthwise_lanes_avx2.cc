@@ -8,6 +8,7 @@
 
 #include "runtime/kernels/conv_activation_simd.h"
 #include "runtime/kernels/conv_depthwise_lanes_impl.h"
+#include "runtime/kernels/transpose_avx2.h"
 
 namespace slimpack::runtime::kernels::depthwise_lanes {
 namespace {
@@ -78,25 +79,7 @@ struct Avx2 {
     return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
   }
 
-  // 8 x 8: pairs of rows interleaved, 4-float groups within 128-bit lanes,
-  // then the 128-bit lanes.
-  static void Transpose(Vec r[8]) {
-    Vec t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-      t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
-      t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int g = 0; g < 8; g += 4) {
-      u[g] = _mm256_shuffle_ps(t[g], t[g + 2], 0x44);
-      u[g + 1] = _mm256_shuffle_ps(t[g], t[g + 2], 0xEE);
-      u[g + 2] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0x44);
-      u[g + 3] = _mm256_shuffle_ps(t[g + 1], t[g + 3], 0xEE);
-    }
-    for (int a = 0; a < 4; ++a) {
-      r[a] = _mm256_permute2f128_ps(u[a], u[4 + a], 0x20);
-      r[4 + a] = _mm256_permute2f128_ps(u[a], u[4 + a], 0x31);
-    }
-  }
+  static void Transpose(Vec r[8]) { Transpose8x8(r); }
 };
 
 }  // namespace
