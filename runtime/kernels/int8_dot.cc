@@ -1,6 +1,8 @@
 #include "runtime/kernels/int8_dot.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 
 namespace slimpack::runtime::kernels::int8dot {
 namespace {
@@ -8,6 +10,17 @@ namespace {
 std::atomic<bool>& FastFlag() {
   static std::atomic<bool> fast{HaveByteDot() || HaveAvx2Madd()};
   return fast;
+}
+
+// Requant's byte for row r, column c of sum s, by its definition.
+uint8_t RequantizeOne(uint32_t s, int64_t r, int64_t c, const Requant& q) {
+  s += static_cast<uint32_t>(q.add[r]);
+  if (q.zp != nullptr) s -= static_cast<uint32_t>(q.zp[r]) * static_cast<uint32_t>(q.colsum[c]);
+  const float v = static_cast<float>(static_cast<int32_t>(s)) * q.mult[r];
+  if (std::isnan(v)) return static_cast<uint8_t>(q.out_zp);
+  const float bounded = std::clamp(v, static_cast<float>(q.lo - q.out_zp),
+                                   static_cast<float>(q.hi - q.out_zp));
+  return static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(bounded)) + q.out_zp);
 }
 
 }  // namespace
@@ -25,7 +38,11 @@ void DotPortable(const Operands& o) {
           sum += static_cast<uint32_t>(a * b);
         }
       }
-      o.out[r * o.ldo + c] = static_cast<int32_t>(sum);
+      if (o.requant != nullptr) {
+        o.requant->out[r * o.requant->ldo + c] = RequantizeOne(sum, r, c, *o.requant);
+      } else {
+        o.out[r * o.ldo + c] = static_cast<int32_t>(sum);
+      }
     }
   }
 }

@@ -22,6 +22,27 @@
 
 namespace slimpack::runtime::kernels::int8dot {
 
+// A requantising store for Dot (Operands::requant): instead of its int32
+// sum s, out[r][c] becomes the byte
+//   b = SaturateRound(f32(s + add[r] - zp[r] * colsum[c]) * mult[r])
+// at out[r * ldo + c], the integer terms mod 2^32 (no zp term when zp is
+// null), where SaturateRound(v) is out_zp for NaN, else clamp(rint(v),
+// lo - out_zp, hi - out_zp) + out_zp (half to even):
+// quantize_internal::SaturateRoundBytes' rule, so a QLinearConv's bytes
+// come out as its separate requantisation gives them. [lo, hi] is [0, 255]
+// or [-128, 127]. The sums never leave the registers: storing them and
+// reading them back for a second pass had been a fifth of a W8A8 CNN's
+// pointwise layers.
+struct Requant {
+  const int32_t* add = nullptr;     // [rows]
+  const int32_t* zp = nullptr;      // [rows], or null
+  const int32_t* colsum = nullptr;  // [cols], read only with zp
+  const float* mult = nullptr;      // [rows]
+  int32_t lo = 0, hi = 255, out_zp = 0;
+  uint8_t* out = nullptr;
+  int64_t ldo = 0;
+};
+
 struct Operands {
   int64_t rows = 0, cols = 0, kq = 0;
   const uint8_t* row = nullptr;  // the rows' bytes
@@ -31,6 +52,8 @@ struct Operands {
   bool signed_rows = false;  // rows are int8 and the panel uint8, or the reverse
   int32_t* out = nullptr;
   int64_t ldo = 0;
+  // When set, the sums are requantised to its bytes (out and ldo unused).
+  const Requant* requant = nullptr;
 };
 
 // The product with this CPU's fastest kernel (AVX512-VNNI, else AVX-VNNI,

@@ -31,8 +31,18 @@ struct VnniMac {
   }
   template <bool kSignedRows>
   static __m256i Add(__m256i acc, __m256i row, __m256i panel) {
-    return kSignedRows ? _mm256_dpbusd_avx_epi32(acc, panel, row)
-                       : _mm256_dpbusd_avx_epi32(acc, row, panel);
+    return kSignedRows ? Dpbusd(acc, panel, row) : Dpbusd(acc, row, panel);
+  }
+  // acc + VPDPBUSD(u, s), u's bytes unsigned and s's signed; in inline
+  // assembly on GCC, as int8_dot_vnni.cc does and for the same reason (the
+  // intrinsic leaves the accumulator untied: a register copy per k).
+  static __m256i Dpbusd(__m256i acc, __m256i u, __m256i s) {
+#if defined(__GNUC__)
+    asm("%{vex%} vpdpbusd %[s], %[u], %[acc]" : [acc] "+x"(acc) : [u] "x"(u), [s] "x"(s));
+    return acc;
+#else
+    return _mm256_dpbusd_avx_epi32(acc, u, s);
+#endif
   }
 };
 

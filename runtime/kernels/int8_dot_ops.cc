@@ -328,7 +328,8 @@ void LayOutRows(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chun
 }  // namespace
 
 void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t group,
-             const Im2colTable& t, ThreadPool* pool, int32_t* acc, const DotConvRowFn* rows) {
+             const Im2colTable& t, ThreadPool* pool, int32_t* acc,
+             const DotConvRequant* requant) {
   const bool x_signed = x.dtype() == DType::kI8;
   const auto xz = static_cast<uint8_t>(x_signed ? xzp + 128 : xzp);
   const int64_t batch = x.dim(0), channels = x.dim(1);
@@ -336,10 +337,13 @@ void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t gr
   const int64_t kdim = cg * t.kprod, ldr = 4 * w.kq;
   // Per output channel, what does not depend on the position:
   // K xzp' wzp' - xzp' sum w'.
-  std::vector<uint32_t> fixed(w.m);
+  // With `requant`, its bias joins them (the additions commute mod 2^32).
+  std::vector<int32_t> fixed(w.m);
   for (int64_t mi = 0; mi < w.m; ++mi) {
-    fixed[mi] = U(kdim) * U(xz) * U(w.zp[mi]) - U(xz) * U(w.sum[mi]);
+    const uint32_t bias = requant != nullptr ? U(requant->bias[mi]) : 0;
+    fixed[mi] = static_cast<int32_t>(U(kdim) * U(xz) * U(w.zp[mi]) - U(xz) * U(w.sum[mi]) + bias);
   }
+  const int64_t plane = t.out_size;
   const auto* xb = x.data<uint8_t>();
   const uint8_t* x_end = xb + x.num_elements();
   const uint8_t flip = x_signed ? 0x80 : 0;
@@ -384,29 +388,38 @@ void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t gr
       int8dot::Dot({1, len, w.kq, w.ones.data(), ldr, panel.data(), pcols, true, xsum.data(),
                     len});
     }
-    // With an epilogue, a row block's sums stay in this buffer ([rn][len]).
-    thread_local std::vector<int32_t> block;
-    if (rows != nullptr) block.resize(std::max<size_t>(block.size(), kRowBlock * len));
     for (int64_t r0 = r_begin; r0 < r_end; r0 += kRowBlock) {
       const int64_t rn = std::min(kRowBlock, r_end - r0);
-      const int64_t ldo = rows != nullptr ? len : t.out_size;
-      int32_t* out = rows != nullptr ? block.data()
-                                     : acc + (n * w.m + grp * mg + r0) * t.out_size + o0;
-      int8dot::Dot({rn, len, w.kq, w.rows.data() + (grp * mg + r0) * ldr, ldr, panel.data(),
-                    pcols, /*signed_rows=*/true, out, ldo});
+      const int64_t mi0 = grp * mg + r0;
+      int8dot::Operands o{rn, len, w.kq, w.rows.data() + mi0 * ldr, ldr, panel.data(),
+                          pcols, /*signed_rows=*/true, nullptr, plane};
+      if (requant != nullptr) {
+        const int8dot::Requant q{fixed.data() + mi0,
+                                 w.any_zp ? w.zp.data() + mi0 : nullptr,
+                                 xsum.data(),
+                                 requant->mult + mi0,
+                                 requant->lo,
+                                 requant->hi,
+                                 requant->zp,
+                                 requant->y + (n * w.m + mi0) * plane + o0,
+                                 plane};
+        o.requant = &q;
+        int8dot::Dot(o);
+        continue;
+      }
+      o.out = acc + (n * w.m + mi0) * plane + o0;
+      int8dot::Dot(o);
       for (int64_t r = 0; r < rn; ++r) {
-        const int64_t mi = grp * mg + r0 + r;
-        int32_t* row = out + r * ldo;
-        const uint32_t f = fixed[mi];
+        int32_t* row = o.out + r * plane;
+        const uint32_t f = U(fixed[mi0 + r]);
         if (w.any_zp) {
-          const uint32_t z = U(w.zp[mi]);
-          for (int64_t o = 0; o < len; ++o) {
-            row[o] = static_cast<int32_t>(U(row[o]) + f - z * U(xsum[o]));
+          const uint32_t z = U(w.zp[mi0 + r]);
+          for (int64_t i = 0; i < len; ++i) {
+            row[i] = static_cast<int32_t>(U(row[i]) + f - z * U(xsum[i]));
           }
         } else {
-          for (int64_t o = 0; o < len; ++o) row[o] = static_cast<int32_t>(U(row[o]) + f);
+          for (int64_t i = 0; i < len; ++i) row[i] = static_cast<int32_t>(U(row[i]) + f);
         }
-        if (rows != nullptr) (*rows)(n, mi, o0, row, len);
       }
     }
   });

@@ -13,7 +13,6 @@
 #define SLIMPACK_RUNTIME_KERNELS_INT8_DOT_OPS_H_
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <vector>
 
@@ -61,18 +60,24 @@ struct DotConvWeights {
 std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(
     const RtTensor& w, int64_t m, const quantize_internal::QParams& wzp, int64_t taps);
 
-// Receives the sums of output channel mi of image n at positions
-// [o0, o0 + len) (DotConv's epilogue), on the pool's threads.
-using DotConvRowFn = std::function<void(int64_t n, int64_t mi, int64_t o0, const int32_t* sums,
-                                        int64_t len)>;
+// QLinearConv's requantisation for DotConv: output channel mi's sums s
+// become the bytes SaturateRound(f32(s + bias[mi]) * mult[mi]) of y
+// [batch, m, positions] (int8dot::Requant's rule, [lo, hi] the byte
+// type's range, zp y's zero point), inside the product's register tiles.
+struct DotConvRequant {
+  const int32_t* bias = nullptr;  // [m]
+  const float* mult = nullptr;    // [m]
+  int32_t lo = 0, hi = 255, zp = 0;
+  uint8_t* y = nullptr;
+};
 
 // acc[n, m, position] for x [batch, channels, spatial...] (u8 or i8, zero
 // point xzp) and `group` groups: what IntegerConv in quantized_conv.cc sums.
-// With `rows` set, the sums go to it while they are in cache instead of
-// to acc (which may then be null): QLinearConv requantises them there.
+// With `requant` set, the sums are requantised into its y instead (acc may
+// then be null).
 void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t group,
              const Im2colTable& t, ThreadPool* pool, int32_t* acc,
-             const DotConvRowFn* rows = nullptr);
+             const DotConvRequant* requant = nullptr);
 
 // A matmul's B [k, n] (one or more matrices) as unsigned-by-signed panels.
 struct DotMatMulWeights {

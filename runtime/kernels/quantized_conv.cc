@@ -261,8 +261,8 @@ absl::StatusOr<RtTensor> FloatExactConv(KernelContext& ctx, const RtTensor& x,
 // where it is exact, else IntegerConv. All give the same int32 values; the
 // float path returns them as floats in `yf` (acc left undefined). Both
 // come from ctx's allocator; the caller recycles them.
-// With `epilogue` set, the byte path hands its sums to it instead (and
-// leaves both undefined: `delivered`).
+// With `requant` set, the byte path requantises its sums into requant->y
+// instead (and leaves both undefined: `delivered`).
 struct ConvSums {
   RtTensor acc;  // i32 [batch, m, out...]
   RtTensor yf;
@@ -271,7 +271,7 @@ struct ConvSums {
 absl::StatusOr<ConvSums> ConvProducts(KernelContext& ctx, const RtTensor& x, const RtTensor& w,
                                       const ConvPlan& p, int32_t xzp, const QParams& wzp,
                                       bool constant_w,
-                                      const DotConvRowFn* epilogue = nullptr) {
+                                      const DotConvRequant* requant = nullptr) {
   ConvSums s;
   // The im2col table costs as much as a small layer's float products: it is
   // built only for the paths that read it.
@@ -291,8 +291,8 @@ absl::StatusOr<ConvSums> ConvProducts(KernelContext& ctx, const RtTensor& x, con
     const std::shared_ptr<const DotConvWeights> dw = quantize_internal::Prepared(
         ctx, constant_w,
         [&] { return PrepareDotConvWeights(w, p.m, wzp, tt.planar ? kprod : 1); });
-    if (epilogue != nullptr) {
-      DotConv(x, xzp, *dw, p.group, tt, ctx.pool(), nullptr, epilogue);
+    if (requant != nullptr) {
+      DotConv(x, xzp, *dw, p.group, tt, ctx.pool(), nullptr, requant);
       s.delivered = true;
       return absl::OkStatus();
     }
@@ -398,13 +398,14 @@ absl::Status QLinearConv(KernelContext& ctx) {
   uint8_t* out = y.mutable_data<uint8_t>();
   // The sums: requantised by the byte path as it makes them, else as exact
   // floats (yf) or int32 (acc) to requantise below. ConvProducts picks the path.
-  const DotConvRowFn requantise = [&](int64_t n, int64_t mi, int64_t o0, const int32_t* sums,
-                                      int64_t len) {
-    RequantizeSums(sums, len, bias[mi], mult[mi], qy.z(0), out_type,
-                   out + (n * p.m + mi) * plane + o0);
-  };
+  const DotConvRequant requant{bias.data(),
+                               mult.data(),
+                               static_cast<int32_t>(quantize_internal::QMin(out_type)),
+                               static_cast<int32_t>(quantize_internal::QMax(out_type)),
+                               qy.z(0),
+                               out};
   ASSIGN_OR_RETURN(ConvSums sums,
-                   ConvProducts(ctx, *x, *w, p, qx.z(0), qw, constant_w, &requantise));
+                   ConvProducts(ctx, *x, *w, p, qx.z(0), qw, constant_w, &requant));
   if (sums.delivered) {
     ctx.SetOutput(0, std::move(y));
     return absl::OkStatus();

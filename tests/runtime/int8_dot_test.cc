@@ -196,6 +196,91 @@ TEST(Int8DotTest, RequantizeGivesTheScalarBytes) {
   EXPECT_EQ(checked, 182);
 }
 
+// Dot's requantising store (Operands::requant) against its definition
+// applied to the naive sums: every tile shape of every kernel this CPU has
+// (and the portable loop), both operand signs, with and without the
+// zero-point term (zp x colsum), both byte types, per-row multipliers that
+// round ties, saturate, are zero, negative, NaN or infinite, and add terms
+// that make the sum wrap. Bytes past each row's columns stay untouched.
+TEST(Int8DotTest, RequantizedStoreGivesTheDefinedBytesOnEveryKernel) {
+  namespace int8dot = kernels::int8dot;
+  std::mt19937 rng(12);
+  const float kMults[] = {0.5f,  1.3e-3f, -2.7e-2f, 40.0f, 0.0f,
+                          std::numeric_limits<float>::quiet_NaN(),
+                          std::numeric_limits<float>::infinity(), 7.1e-4f, 2.2e-3f};
+  int checked = 0;
+  for (bool signed_rows : {false, true}) {
+    for (bool with_zp : {false, true}) {
+      for (bool u8 : {true, false}) {
+        for (int64_t rows : {1, 3, 4, 5, 9}) {
+          for (int64_t cols : {1, 7, 8, 9, 16, 17, 33, 64, 65, 130}) {
+            const int64_t kq = 1 + static_cast<int64_t>(rng() % 30);
+            const int64_t ldr = 4 * kq, pcols = (cols + 15) / 16 * 16, ldo = cols + 3;
+            std::vector<uint8_t> row(rows * ldr), panel(kq * pcols * 4);
+            for (auto& v : row) v = static_cast<uint8_t>(rng());
+            for (auto& v : panel) v = static_cast<uint8_t>(rng());
+            std::vector<int32_t> add(rows), zp(rows), colsum(cols);
+            std::vector<float> mult(rows);
+            for (int64_t r = 0; r < rows; ++r) {
+              add[r] = static_cast<int32_t>(rng());
+              zp[r] = static_cast<int32_t>(rng() % 256) - 128;
+              mult[r] = kMults[(r + cols) % 9];
+              // Row 0 lands on ties: its sum (with add) becomes 2k + 1
+              // at mult 0.5.
+              if (r == 0) mult[r] = 0.5f;
+            }
+            for (auto& v : colsum) v = static_cast<int32_t>(rng() % 200000);
+            const int32_t lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
+            const int32_t out_zp = u8 ? 131 : -9;
+            std::vector<int32_t> sums(rows * cols);
+            const Operands plain{rows, cols, kq, row.data(), ldr, panel.data(), pcols,
+                                 signed_rows, sums.data(), cols};
+            const std::vector<int32_t> naive = Naive(plain);
+            add[0] = static_cast<int32_t>(
+                1u - static_cast<uint32_t>(naive[0]) +
+                (with_zp ? static_cast<uint32_t>(zp[0]) * static_cast<uint32_t>(colsum[0]) : 0u));
+            std::vector<uint8_t> want(rows * ldo, 0xA5);
+            const ir::DType type = u8 ? ir::DType::kU8 : ir::DType::kI8;
+            for (int64_t r = 0; r < rows; ++r) {
+              for (int64_t c = 0; c < cols; ++c) {
+                uint32_t s = static_cast<uint32_t>(naive[r * cols + c]) +
+                             static_cast<uint32_t>(add[r]);
+                if (with_zp) {
+                  s -= static_cast<uint32_t>(zp[r]) * static_cast<uint32_t>(colsum[c]);
+                }
+                const float v = static_cast<float>(static_cast<int32_t>(s)) * mult[r];
+                want[r * ldo + c] = static_cast<uint8_t>(
+                    kernels::quantize_internal::SaturateRound(v, out_zp, type));
+              }
+            }
+            EXPECT_EQ(want[0], static_cast<uint8_t>(out_zp)) << "1 * 0.5 rounds to even 0";
+            std::vector<uint8_t> got(rows * ldo);
+            const int8dot::Requant q{add.data(), with_zp ? zp.data() : nullptr, colsum.data(),
+                                     mult.data(), lo, hi, out_zp, got.data(), ldo};
+            Operands o = plain;
+            o.out = nullptr;
+            o.requant = &q;
+            const std::string what = std::to_string(rows) + "x" + std::to_string(cols) + " kq " +
+                                     std::to_string(kq) + (signed_rows ? " signed rows" : "") +
+                                     (with_zp ? " zp" : "") + (u8 ? " u8" : " i8");
+            const auto check = [&](const char* kernel, auto run) {
+              std::fill(got.begin(), got.end(), 0xA5);
+              if (run()) EXPECT_EQ(got, want) << kernel << " " << what;
+            };
+            check("Dot", [&] { int8dot::Dot(o); return true; });
+            check("portable", [&] { int8dot::DotPortable(o); return true; });
+            check("AVX512-VNNI", [&] { return int8dot::DotVnni512(o); });
+            check("AVX-VNNI", [&] { return int8dot::DotAvxVnni(o); });
+            check("AVX2 madd", [&] { return int8dot::DotAvx2Madd(o); });
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 400);
+}
+
 template <typename A, typename B>
 void CheckMatMulInteger(int64_t m, int64_t k, int64_t n, std::mt19937& rng) {
   const RtTensor a = Bytes<A>({2, m, k}, rng), b = Bytes<B>({k, n}, rng);
