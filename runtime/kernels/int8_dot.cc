@@ -57,6 +57,16 @@ void Dot(const Operands& o) {
 
 bool HaveByteDot() { return HaveVnni512() || HaveAvxVnni(); }
 
+bool WantsRowHalves() { return Fast() && !HaveByteDot() && HaveAvx2Madd(); }
+
+void RowHalves(const uint8_t* quad, uint32_t out[2]) {
+  const auto half = [](uint8_t b) {
+    return static_cast<uint32_t>(static_cast<uint16_t>(static_cast<int16_t>(static_cast<int8_t>(b))));
+  };
+  out[0] = half(quad[0]) | half(quad[2]) << 16;
+  out[1] = half(quad[1]) | half(quad[3]) << 16;
+}
+
 bool Fast() { return FastFlag().load(std::memory_order_relaxed); }
 
 void SetFast(bool enabled) { FastFlag().store(enabled); }

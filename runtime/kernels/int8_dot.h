@@ -54,7 +54,20 @@ struct Operands {
   int64_t ldo = 0;
   // When set, the sums are requantised to its bytes (out and ldo unused).
   const Requant* requant = nullptr;
+  // Optional, with signed rows: the rows' bytes widened for the AVX2
+  // kernel, [rows][kq][2] (RowHalves); other kernels ignore it.
+  const uint32_t* row_halves = nullptr;
 };
+
+// Whether Dot runs the AVX2 kernel here (no byte dot instruction), which
+// reads Operands::row_halves: callers that reuse rows (a convolution's
+// weights) widen them once instead of on every tile.
+bool WantsRowHalves();
+
+// Row bytes 4q..4q+3 (signed) as the AVX2 kernel's 16-bit halves: bytes 0
+// and 2 sign-extended in the low and high half of the first value, 1 and 3
+// of the second.
+void RowHalves(const uint8_t* quad, uint32_t out[2]);
 
 // The product with this CPU's fastest kernel (AVX512-VNNI, else AVX-VNNI,
 // else AVX2, else a portable loop: the same sums).

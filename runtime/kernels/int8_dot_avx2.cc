@@ -50,13 +50,28 @@ struct MaddMac {
     return kSignedRows ? Unsigned(bytes) : Signed(bytes);
   }
   template <bool kSignedRows>
-  static Halves Row(__m256i bytes) {
+  static Halves Row(const Operands& o, int64_t r, int64_t q) {
+    const __m256i bytes = YmmRowQuad(o, r, q);
     return kSignedRows ? Signed(bytes) : Unsigned(bytes);
   }
   template <bool kSignedRows>
   static __m256i Add(__m256i acc, const Halves& a, const Halves& b) {
     acc = _mm256_add_epi32(acc, _mm256_madd_epi16(a.even, b.even));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(a.odd, b.odd));
+  }
+};
+
+// MaddMac with signed rows already widened (Operands::row_halves): a row's
+// halves are two broadcast loads instead of a broadcast and three shifts
+// per tile and k, which also freed the registers the tile had spilled
+// accumulators to (a W8A8 MobileNet's pointwise layers on AVX2).
+struct MaddHalvesMac : MaddMac {
+  template <bool kSignedRows>
+  static Halves Row(const Operands& o, int64_t r, int64_t q) {
+    static_assert(kSignedRows, "row halves are of signed rows");
+    const uint32_t* h = o.row_halves + (r * o.kq + q) * 2;
+    return {_mm256_set1_epi32(static_cast<int32_t>(h[0])),
+            _mm256_set1_epi32(static_cast<int32_t>(h[1]))};
   }
 };
 
@@ -69,7 +84,11 @@ bool HaveAvx2Madd() {
 
 bool DotAvx2Madd(const Operands& o) {
   if (!HaveAvx2Madd()) return false;
-  YmmDot<MaddMac>(o);
+  if (o.row_halves != nullptr && o.signed_rows) {
+    YmmDotSignedRows<MaddHalvesMac>(o);
+  } else {
+    YmmDot<MaddMac>(o);
+  }
   return true;
 }
 

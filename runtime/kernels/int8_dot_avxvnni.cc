@@ -26,8 +26,8 @@ struct VnniMac {
     return bytes;
   }
   template <bool kSignedRows>
-  static __m256i Row(__m256i bytes) {
-    return bytes;
+  static __m256i Row(const Operands& o, int64_t r, int64_t q) {
+    return YmmRowQuad(o, r, q);
   }
   template <bool kSignedRows>
   static __m256i Add(__m256i acc, __m256i row, __m256i panel) {

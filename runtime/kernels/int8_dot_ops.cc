@@ -183,6 +183,12 @@ std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(
     out->zp[mi] = is_signed ? wzp.z(mi) : wzp.z(mi) - 128;
     out->any_zp = out->any_zp || out->zp[mi] != 0;
   }
+  if (int8dot::WantsRowHalves()) {
+    out->halves.resize(m * out->kq * 2);
+    for (int64_t i = 0; i < m * out->kq; ++i) {
+      int8dot::RowHalves(out->rows.data() + 4 * i, out->halves.data() + 2 * i);
+    }
+  }
   return out;
 }
 
@@ -393,6 +399,7 @@ void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t gr
       const int64_t mi0 = grp * mg + r0;
       int8dot::Operands o{rn, len, w.kq, w.rows.data() + mi0 * ldr, ldr, panel.data(),
                           pcols, /*signed_rows=*/true, nullptr, plane};
+      if (!w.halves.empty()) o.row_halves = w.halves.data() + mi0 * w.kq * 2;
       if (requant != nullptr) {
         const int8dot::Requant q{fixed.data() + mi0,
                                  w.any_zp ? w.zp.data() + mi0 : nullptr,

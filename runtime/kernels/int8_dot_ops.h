@@ -53,8 +53,11 @@ struct DotConvWeights {
   std::vector<uint8_t> ones;      // [4 kq]: 1 for k < kdim: a row that sums x'
   std::vector<int32_t> zp, sum;   // per channel: wzp' and sum_k w' (mod 2^32)
   bool any_zp = false;            // some wzp' != 0: the per-position sums are needed
+  // rows widened for the AVX2 kernel (int8dot::RowHalves), [m][kq][2],
+  // where Dot runs it (int8dot::WantsRowHalves), else empty.
+  std::vector<uint32_t> halves;
   int64_t bytes() const {
-    return static_cast<int64_t>(rows.size() + ones.size() + 8 * zp.size());
+    return static_cast<int64_t>(rows.size() + ones.size() + 8 * zp.size() + 4 * halves.size());
   }
 };
 std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(

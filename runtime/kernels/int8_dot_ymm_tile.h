@@ -7,7 +7,8 @@
 // The includer defines its multiply-add as a policy type Mac:
 //   static constexpr int kMaxVectors;   // 8-column vectors per tile
 //   template <bool kSignedRows> static P Panel(__m256i bytes);  // 4 k of 8 columns
-//   template <bool kSignedRows> static W Row(__m256i bytes);    // 4 k broadcast
+//   template <bool kSignedRows> static W Row(const Operands& o, int64_t r, int64_t q);
+//                                    // row r's k 4q..4q+3, broadcast
 //   template <bool kSignedRows> static __m256i Add(__m256i acc, const W& row, const P& panel);
 // adding the products of the row's bytes (signed when kSignedRows) and
 // the panel's (then unsigned, else signed) for each 32-bit lane's four k.
@@ -49,6 +50,13 @@ inline __m128i YmmRequantizeLanes(__m256i a, __m256 mult, const Requant& q) {
   return q.lo == 0 ? _mm_packus_epi16(w, w) : _mm_packs_epi16(w, w);
 }
 
+// Row r's bytes 4q..4q+3 broadcast to every 32-bit lane.
+inline __m256i YmmRowQuad(const Operands& o, int64_t r, int64_t q) {
+  int32_t four;
+  std::memcpy(&four, o.row + r * o.ldr + 4 * q, 4);
+  return _mm256_set1_epi32(four);
+}
+
 // Rows r0..r0+R-1 times columns c0..c0+8V-1, the last vector stored up to
 // o.cols, as int32 or, with kBytes, through o.requant. The panel is padded
 // to 16 columns, so its loads need no mask. The two stores are separate
@@ -62,7 +70,6 @@ void YmmTile(const Operands& o, int64_t r0, int64_t c0) {
     #pragma GCC unroll 4
     for (int v = 0; v < V; ++v) acc[r][v] = _mm256_setzero_si256();
   }
-  const uint8_t* row = o.row + r0 * o.ldr;
   const uint8_t* panel = o.panel + c0 * 4;
   for (int64_t q = 0; q < o.kq; ++q) {
     decltype(Mac::template Panel<kSignedRows>(__m256i())) p[V];
@@ -73,9 +80,7 @@ void YmmTile(const Operands& o, int64_t r0, int64_t c0) {
     }
     #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      int32_t four;
-      std::memcpy(&four, row + r * o.ldr + 4 * q, 4);
-      const auto b = Mac::template Row<kSignedRows>(_mm256_set1_epi32(four));
+      const auto b = Mac::template Row<kSignedRows>(o, r0 + r, q);
       #pragma GCC unroll 4
       for (int v = 0; v < V; ++v) acc[r][v] = Mac::template Add<kSignedRows>(acc[r][v], b, p[v]);
     }
@@ -144,16 +149,13 @@ constexpr const YmmTileFn* kYmmTiles[kYmmMaxRows] = {
     kYmmRowTiles<Mac, S, B, 1>, kYmmRowTiles<Mac, S, B, 2>, kYmmRowTiles<Mac, S, B, 3>,
     kYmmRowTiles<Mac, S, B, 4>};
 
-// o's sums, column blocks of Mac::kMaxVectors vectors outermost (a block's
-// panel stays in L1 while every row runs over it). No std::min: its
-// instantiation would be an inline function shared with other objects.
+// o's sums through `tiles` (kYmmTiles of o's signs), column blocks of
+// Mac::kMaxVectors vectors outermost (a block's panel stays in L1 while
+// every row runs over it). No std::min: its instantiation would be an
+// inline function shared with other objects.
 template <typename Mac>
-void YmmDot(const Operands& o) {
+void YmmDotWith(const Operands& o, const YmmTileFn* const* tiles) {
   constexpr int64_t kBlock = 8 * Mac::kMaxVectors;
-  const bool bytes = o.requant != nullptr;
-  const YmmTileFn* const* tiles =
-      o.signed_rows ? (bytes ? kYmmTiles<Mac, true, true> : kYmmTiles<Mac, true, false>)
-                    : (bytes ? kYmmTiles<Mac, false, true> : kYmmTiles<Mac, false, false>);
   for (int64_t c0 = 0; c0 < o.cols; c0 += kBlock) {
     const int64_t need = (o.cols - c0 + 7) / 8;
     const int64_t vectors = need < Mac::kMaxVectors ? need : Mac::kMaxVectors;
@@ -162,6 +164,21 @@ void YmmDot(const Operands& o) {
       tiles[rows - 1][vectors - 1](o, r0, c0);
     }
   }
+}
+
+template <typename Mac>
+void YmmDot(const Operands& o) {
+  const bool bytes = o.requant != nullptr;
+  YmmDotWith<Mac>(o, o.signed_rows
+                         ? (bytes ? kYmmTiles<Mac, true, true> : kYmmTiles<Mac, true, false>)
+                         : (bytes ? kYmmTiles<Mac, false, true> : kYmmTiles<Mac, false, false>));
+}
+
+// YmmDot for a Mac that takes signed rows only (o.signed_rows).
+template <typename Mac>
+void YmmDotSignedRows(const Operands& o) {
+  YmmDotWith<Mac>(o, o.requant != nullptr ? kYmmTiles<Mac, true, true>
+                                          : kYmmTiles<Mac, true, false>);
 }
 
 }  // namespace

@@ -52,6 +52,17 @@ std::vector<int32_t> Naive(const Operands& o) {
   return out;
 }
 
+// The rows of o widened as Operands::row_halves ([rows][kq][2]).
+std::vector<uint32_t> Halves(const Operands& o) {
+  std::vector<uint32_t> h(o.rows * o.kq * 2);
+  for (int64_t r = 0; r < o.rows; ++r) {
+    for (int64_t q = 0; q < o.kq; ++q) {
+      kernels::int8dot::RowHalves(o.row + r * o.ldr + 4 * q, h.data() + (r * o.kq + q) * 2);
+    }
+  }
+  return h;
+}
+
 TEST(Int8DotTest, EveryTileShapeEqualsTheNaiveSum) {
   std::mt19937 rng(5);
   int checked = 0;
@@ -82,6 +93,15 @@ TEST(Int8DotTest, EveryTileShapeEqualsTheNaiveSum) {
         std::fill(out.begin(), out.end(), -1);
         if (kernels::int8dot::DotAvx2Madd(o)) {
           EXPECT_THAT(out, ElementsAreArray(want)) << "AVX2 madd";
+        }
+        if (signed_rows) {
+          const std::vector<uint32_t> halves = Halves(o);
+          Operands h = o;
+          h.row_halves = halves.data();
+          std::fill(out.begin(), out.end(), -1);
+          if (kernels::int8dot::DotAvx2Madd(h)) {
+            EXPECT_THAT(out, ElementsAreArray(want)) << "AVX2 madd, widened rows";
+          }
         }
         ++checked;
       }
@@ -265,13 +285,21 @@ TEST(Int8DotTest, RequantizedStoreGivesTheDefinedBytesOnEveryKernel) {
                                      (with_zp ? " zp" : "") + (u8 ? " u8" : " i8");
             const auto check = [&](const char* kernel, auto run) {
               std::fill(got.begin(), got.end(), 0xA5);
-              if (run()) EXPECT_EQ(got, want) << kernel << " " << what;
+              if (run()) {
+                EXPECT_EQ(got, want) << kernel << " " << what;
+              }
             };
             check("Dot", [&] { int8dot::Dot(o); return true; });
             check("portable", [&] { int8dot::DotPortable(o); return true; });
             check("AVX512-VNNI", [&] { return int8dot::DotVnni512(o); });
             check("AVX-VNNI", [&] { return int8dot::DotAvxVnni(o); });
             check("AVX2 madd", [&] { return int8dot::DotAvx2Madd(o); });
+            if (signed_rows) {
+              const std::vector<uint32_t> halves = Halves(o);
+              o.row_halves = halves.data();
+              check("AVX2 madd, widened rows", [&] { return int8dot::DotAvx2Madd(o); });
+              o.row_halves = nullptr;
+            }
             ++checked;
           }
         }
