@@ -18,6 +18,9 @@
 # commit) that binary is timed too, interleaved, for before/after figures.
 # PASSES=default runs slimpack's default passes on the graph first (ORT's
 # side always optimises at level 'all'); unset, the graph runs as imported.
+# ORT_DIR=DIR runs ORT from another copy of bench/ort: with one made by
+# bench/ort/ort_avx2_copy.sh and SLIMPACK_CPU_MAX=avx2 exported, both
+# runtimes run their AVX2 kernels on an AVX-512 machine.
 #
 # usage: scripts/ort_latency.sh BUILD_DIR [REPEATS] [THREADS...]
 #   e.g. nice -n 19 scripts/ort_latency.sh /work/build-ort-rel 5 1 2
@@ -32,6 +35,7 @@ threads_list=("$@")
 bin=$build/bench/ort/model_latency
 py=/usr/bin/python3
 work=$root/bench/ort/work
+ort_dir=${ORT_DIR:-$root/bench/ort}
 warmup=${WARMUP:-3}
 iters=${ITERS:-20}
 # slimpack's passes on the imported graph (model_latency --passes SPEC):
@@ -55,13 +59,13 @@ for m in "${models[@]}"; do
     break
   fi
 done
-ort_version=$(node -p "require('$root/bench/ort/node_modules/onnxruntime-node/package.json').version")
+ort_version=$(node -p "require('$ort_dir/node_modules/onnxruntime-node/package.json').version")
 
 echo "== outputs vs PyTorch (1 thread)"
 for m in "${models[@]}"; do
   "$bin" "$work/$m.onnx" --inputs "$work/$m.inputs.npz" --warmup 0 --iters 1 \
     --out "$work/$m.slimpack.npz" >/dev/null
-  node "$root/bench/ort/ort_run.mjs" "$work/$m.onnx" --inputs "$work/$m.inputs.npz" \
+  node "$ort_dir/ort_run.mjs" "$work/$m.onnx" --inputs "$work/$m.inputs.npz" \
     --out-dir "$work/$m.ort" >/dev/null
   "$py" -c "
 import numpy as np
@@ -75,7 +79,7 @@ done
 
 median() { sort -g | awk '{a[NR] = $1} END {print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2}'; }
 field() { sed -n "s/.*\"$1\":\([0-9.]*\).*/\1/p"; }
-echo "== latency: median of $repeats repeats x $iters runs (after $warmup warm-up runs), onnxruntime-node $ort_version, slimpack passes: ${passes:-none}"
+echo "== latency: median of $repeats repeats x $iters runs (after $warmup warm-up runs), onnxruntime-node $ort_version from $ort_dir, slimpack passes: ${passes:-none}, SLIMPACK_CPU_MAX=${SLIMPACK_CPU_MAX:-unset}"
 echo "$(nproc) cores, load average at start: $(cut -d' ' -f1-3 /proc/loadavg)"
 baseline=${BASELINE:-}
 printf '%-15s %7s %10s %13s %7s' model threads ORT_ms slimpack_ms ratio
@@ -85,7 +89,7 @@ for m in "${models[@]}"; do
   for t in "${threads_list[@]}"; do
     ort_ms=() sp_ms=() base_ms=()
     for (( r = 0; r < repeats; ++r )); do
-      ort_ms+=("$(node "$root/bench/ort/ort_bench.mjs" "$work/$m.onnx" --inputs "$work/$m.inputs.npz" \
+      ort_ms+=("$(node "$ort_dir/ort_bench.mjs" "$work/$m.onnx" --inputs "$work/$m.inputs.npz" \
         --threads "$t" --warmup "$warmup" --iters "$iters" | field median_ms)")
       sp_ms+=("$("$bin" "$work/$m.onnx" --inputs "$work/$m.inputs.npz" --threads "$t" \
         --warmup "$warmup" --iters "$iters" "${passes_args[@]}" | field median_ms)")
