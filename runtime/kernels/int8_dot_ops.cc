@@ -163,11 +163,18 @@ std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(
   out->kdim = w.num_elements() / std::max<int64_t>(1, m);
   out->taps = taps;
   const int64_t cg = out->kdim / std::max<int64_t>(1, taps);
-  out->kq = (out->kdim + 3) / 4;
+  out->lane_channels = taps > 1 ? RoundUp(cg, 4) : cg;
+  // Where ONNX's k = channel * taps + tap goes: tap-major, tap * lane
+  // channels + channel, for planar layouts; else k itself.
+  const auto at = [&](int64_t k) {
+    return taps > 1 ? (k % taps) * out->lane_channels + k / taps : k;
+  };
+  const int64_t slots = taps > 1 ? taps * out->lane_channels : out->kdim;
+  out->kq = (slots + 3) / 4;
   const int64_t ldr = 4 * out->kq;
   out->rows.assign(m * ldr, 0);
   out->ones.assign(ldr, 0);
-  std::fill_n(out->ones.begin(), out->kdim, uint8_t{1});
+  for (int64_t k = 0; k < out->kdim; ++k) out->ones[at(k)] = 1;
   out->zp.resize(m);
   out->sum.resize(m);
   const auto* src = w.data<uint8_t>();
@@ -175,8 +182,7 @@ std::shared_ptr<const DotConvWeights> PrepareDotConvWeights(
     uint32_t sum = 0;
     for (int64_t k = 0; k < out->kdim; ++k) {
       const uint8_t b = AsSigned(src[mi * out->kdim + k], is_signed);
-      // ONNX's k = channel * taps + tap; tap-major puts it at tap * cg + channel.
-      out->rows[mi * ldr + (taps > 1 ? (k % taps) * cg + k / taps : k)] = b;
+      out->rows[mi * ldr + at(k)] = b;
       sum += U(static_cast<int8_t>(b));
     }
     out->sum[mi] = static_cast<int32_t>(sum);
@@ -250,17 +256,20 @@ void LayOutColumns(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t c
   }
 }
 
-// LayOutColumns for a planar table, whose K runs tap-major (k = tap * cg +
-// channel, PrepareDotConvWeights with `taps`): a quad of k is then four
-// channels at one tap, which read the same positions of four planes, so
-// each output row's stretch inside the input is four rows interleaved with
-// SSE2 (strides 1 and 2) and the stretches in the padding are fills; no table
-// loads. A quad that straddles two taps (cg not a multiple of four) is laid
-// out byte by byte.
-void LayOutRows(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chunk,
+// LayOutColumns for a planar table, whose K runs tap-major (k = tap * cgl +
+// channel, PrepareDotConvWeights with `taps`; cgl, its lane_channels, is cg
+// padded to a multiple of four when there are several taps): a quad of k
+// is then four channels at one tap, which read the same positions of four
+// planes, so each output row's stretch inside the input is four rows
+// interleaved with SSE2 (strides 1 and 2) and the stretches in the padding
+// are fills; no table loads. Padding channels (cg <= channel < cgl) read
+// the quad's first channel again: their weights are zero and the x' sums
+// skip them. A quad that straddles two taps (a 1 x 1 window's last quad
+// when cg is not a multiple of four) is laid out byte by byte.
+void LayOutRows(const uint8_t* x, int64_t cg, int64_t cgl, const Im2colTable& t, int64_t chunk,
                 int64_t pcols, uint8_t flip, uint8_t xz, const uint8_t* x_end, uint8_t* panel) {
   const int64_t o0 = chunk * t.chunk, len = std::min(t.chunk, t.out_size - o0);
-  const int64_t ih = t.ih, iw = t.iw, ow = t.ow, sw = t.sw, kdim = cg * t.kprod;
+  const int64_t ih = t.ih, iw = t.iw, ow = t.ow, sw = t.sw, kdim = cgl * t.kprod;
   // The chunk's stretches of output rows (the same for every quad), and per
   // kernel column the first and last output column reading inside the
   // input row, relative to a stretch's first column: a stretch's [lo, hi)
@@ -290,10 +299,10 @@ void LayOutRows(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chun
   for (int64_t q = 0; q < (kdim + 3) / 4; ++q) {
     uint8_t* quad = panel + q * pcols * 4;
     const int64_t lanes = std::min<int64_t>(4, kdim - 4 * q);
-    const int64_t tap = 4 * q / cg;
-    const bool together = lanes == 4 && (4 * q + 3) / cg == tap;
+    const int64_t tap = 4 * q / cgl;
+    const bool together = lanes == 4 && (4 * q + 3) / cgl == tap;
     for (int64_t j = 0; j < (together ? 1 : lanes); ++j) {
-      const int64_t kk = 4 * q + j, tp = kk / cg, c = kk % cg;
+      const int64_t kk = 4 * q + j, tp = kk / cgl, c = kk % cgl;
       const int64_t ky = tp / t.kw, kx = tp % t.kw, base = kx * t.dw - t.pw;
       const uint8_t* planes = x + c * t.in_size;
       for (const Stretch& st : stretches) {
@@ -312,7 +321,7 @@ void LayOutRows(const uint8_t* x, int64_t cg, const Im2colTable& t, int64_t chun
           if (lo > 0) std::memset(d, xz, 4 * lo);
           if (hi < n) std::memset(d + 4 * hi, xz, 4 * (n - hi));
           const uint8_t* r[4];
-          for (int l = 0; l < 4; ++l) r[l] = planes + l * t.in_size + at;
+          for (int l = 0; l < 4; ++l) r[l] = planes + (c + l < cg ? l : 0) * t.in_size + at;
           int64_t i = lo + InterleaveFour(r, hi - lo, sw, flip, x_end, d + 4 * lo);
           for (; i < hi; ++i) {
             for (int l = 0; l < 4; ++l) {
@@ -386,8 +395,12 @@ void DotConv(const RtTensor& x, int32_t xzp, const DotConvWeights& w, int64_t gr
     // without clearing (a layer runs many small tasks).
     thread_local std::vector<uint8_t> panel;
     panel.resize(std::max<size_t>(panel.size(), w.kq * pcols * 4));
-    (t.planar ? LayOutRows : LayOutColumns)(xb + (n * channels + grp * cg) * t.in_size, cg, t,
-                                            chunk, pcols, flip, xz, x_end, panel.data());
+    const uint8_t* xg = xb + (n * channels + grp * cg) * t.in_size;
+    if (t.planar) {
+      LayOutRows(xg, cg, w.lane_channels, t, chunk, pcols, flip, xz, x_end, panel.data());
+    } else {
+      LayOutColumns(xg, cg, t, chunk, pcols, flip, xz, x_end, panel.data());
+    }
     thread_local std::vector<int32_t> xsum;
     if (w.any_zp) {
       xsum.resize(std::max<size_t>(xsum.size(), len));

@@ -45,12 +45,18 @@ Im2colTable BuildIm2colTable(const std::vector<int64_t>& in, const WindowGeometr
 // A convolution weight [m, kdim] as signed byte rows (k padded to a
 // multiple of four with zeros), with what the zero-point terms need. With
 // `taps` > 1 (a planar Im2colTable's kprod) k runs tap-major, as
-// DotConv lays out planar columns; with 1, in ONNX's order.
+// DotConv lays out planar columns, each tap's channels padded to a
+// multiple of four (`lane_channels`) so that every quad of k is four
+// channels at one tap (a 3-channel stem's taps had straddled quads and
+// been laid out a byte at a time); with 1, in ONNX's order. Padded k have
+// zero weights and are left out of the x' sums, so the bytes the layout
+// puts there do not matter.
 struct DotConvWeights {
   static constexpr int kCacheKey = 1;
   int64_t m = 0, kdim = 0, kq = 0, taps = 1;
+  int64_t lane_channels = 0;      // with taps > 1: channels per tap, padded to a multiple of 4
   std::vector<uint8_t> rows;      // [m][4 kq] int8 bit patterns
-  std::vector<uint8_t> ones;      // [4 kq]: 1 for k < kdim: a row that sums x'
+  std::vector<uint8_t> ones;      // [4 kq]: 1 for the real k: a row that sums x'
   std::vector<int32_t> zp, sum;   // per channel: wzp' and sum_k w' (mod 2^32)
   bool any_zp = false;            // some wzp' != 0: the per-position sums are needed
   // rows widened for the AVX2 kernel (int8dot::RowHalves), [m][kq][2],

@@ -307,7 +307,14 @@ absl::StatusOr<ConvSums> ConvProducts(KernelContext& ctx, const RtTensor& x, con
   // 3-channel stem layers would be laid out a byte at a time, 2-5x slower
   // than the float kernels, which read their input planes in place; they
   // take the byte path only where the float one is not exact.
-  if (bytes && p.channels / p.group >= 4) {
+  // 2-D layers of two or three channels per group (a CNN's stem) take it
+  // too where the CPU has a byte dot instruction: their taps' channels are
+  // padded to four (DotConvWeights::lane_channels), which keeps the rows'
+  // layout four bytes at a time.
+  const int64_t cg = p.channels / p.group;
+  const bool padded_stem =
+      int8dot::HaveByteDot() && p.in.size() == 2 && (cg == 2 || cg == 3) && kprod > 1;
+  if (bytes && (cg >= 4 || padded_stem)) {
     RETURN_IF_ERROR(dot());
     return s;
   }

@@ -405,13 +405,21 @@ TEST(Int8DotTest, ConvIntegerOfEveryOperandTypeEqualsTheNaiveSum) {
   // A strided 1x1 (row-wise) and a pointwise one (no offset table).
   CheckConvInteger<uint8_t, int8_t>(8, 33, 8, 1, 1, rng, 2);
   CheckConvInteger<int8_t, uint8_t>(12, 20, 66, 1, 1, rng);
+  // Taps whose channels are padded to four (DotConvWeights::lane_channels):
+  // 3-channel stems (3 x 3 and 7 x 7 at stride 2, zero points on both
+  // sides), two channels per group, and five (padded to eight).
+  CheckConvInteger<uint8_t, int8_t>(3, 23, 16, 1, 3, rng, 2);
+  CheckConvInteger<int8_t, uint8_t>(3, 17, 5, 1, 7, rng, 2);
+  CheckConvInteger<uint8_t, uint8_t>(6, 13, 9, 3, 3, rng);
+  CheckConvInteger<int8_t, int8_t>(5, 11, 20, 1, 3, rng);
 }
 
 // The requantising ops and batched matmuls give the same bytes through the
 // byte path as through the others (each checked against the definition
 // elsewhere): QLinearConv with per-channel i8 weights, bias and i8 output,
-// 3x3 with padding, a strided, padded 1x1 and a strided 3x3 into 70
-// channels (two blocks), on one and two threads; QLinearMatMul with per-row
+// 3x3 with padding, a strided, padded 1x1, a strided 3x3 into 70
+// channels (two blocks) and 3-channel stems (3x3 and 7x7 at stride 2), on one
+// and two threads; QLinearMatMul with per-row
 // a/y parameters and per-column b; MatMulInteger with a batched B and a
 // broadcast A.
 TEST(Int8DotTest, RequantisingAndBatchedOpsGiveTheSameBytesOnEveryPath) {
@@ -428,9 +436,9 @@ TEST(Int8DotTest, RequantisingAndBatchedOpsGiveTheSameBytesOnEveryPath) {
     return out;
   };
   int checked = 0;
-  for (const auto& [kernel, stride, pad, m] :
-       {std::tuple{3, 1, 1, 12}, std::tuple{1, 2, 1, 12}, std::tuple{3, 2, 1, 70}}) {
-    const int64_t c = 8;
+  for (const auto& [kernel, stride, pad, m, c] :
+       {std::tuple{3, 1, 1, 12, 8}, std::tuple{1, 2, 1, 12, 8}, std::tuple{3, 2, 1, 70, 8},
+        std::tuple{3, 2, 1, 16, 3}, std::tuple{7, 2, 3, 16, 3}}) {
     std::vector<float> ws(m);
     for (float& v : ws) v = 0.001f + static_cast<float>(rng() % 100) * 1e-4f;
     std::vector<int32_t> bias(m);
@@ -480,7 +488,7 @@ TEST(Int8DotTest, RequantisingAndBatchedOpsGiveTheSameBytesOnEveryPath) {
     EXPECT_EQ(y[0].ToVector<int32_t>(), y[1].ToVector<int32_t>()) << "MatMulInteger batched B";
     ++checked;
   }
-  EXPECT_EQ(checked, 5);
+  EXPECT_EQ(checked, 7);
 }
 
 }  // namespace
