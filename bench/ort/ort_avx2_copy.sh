@@ -16,6 +16,10 @@ dest=${1:?usage: $0 DEST}
 [[ -d $here/node_modules/onnxruntime-node ]] ||
   { echo "no $here/node_modules/onnxruntime-node: run npm ci --ignore-scripts in $here" >&2; exit 1; }
 [[ ! -e $dest ]] || { echo "$dest exists; remove it first" >&2; exit 1; }
+# cp -al copies a symbolic link as a link: the rm below would then remove
+# the original library.
+[[ ! -L $here/node_modules/onnxruntime-node && ! -L $here/node_modules ]] ||
+  { echo "$here/node_modules/onnxruntime-node is a symbolic link; copy it first" >&2; exit 1; }
 rel=node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1
 tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT

@@ -35,9 +35,12 @@ struct VnniMac {
   }
   // acc + VPDPBUSD(u, s), u's bytes unsigned and s's signed; in inline
   // assembly on GCC, as int8_dot_vnni.cc does and for the same reason (the
-  // intrinsic leaves the accumulator untied: a register copy per k).
+  // intrinsic leaves the accumulator untied: a register copy per k). The
+  // {vex} prefix keeps the AVX-VNNI encoding (the EVEX one would fault on
+  // a CPU without AVX-512); GNU as understands it from binutils 2.36
+  // (Debian 12 has 2.40).
   static __m256i Dpbusd(__m256i acc, __m256i u, __m256i s) {
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__clang__)
     asm("%{vex%} vpdpbusd %[s], %[u], %[acc]" : [acc] "+x"(acc) : [u] "x"(u), [s] "x"(s));
     return acc;
 #else

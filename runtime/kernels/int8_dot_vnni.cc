@@ -30,9 +30,10 @@ using TileFn = void (*)(const Operands& o, int64_t r0, int64_t c0);
 // inline assembly on GCC: its intrinsic does not tie the accumulator to
 // the instruction's destination, and GCC 12 copied each of the tile's
 // sixteen accumulators to another register on every k (half the loop's
-// instructions).
+// instructions). Clang keeps the intrinsic (and may fold a broadcast into
+// the instruction's memory operand).
 inline __m512i Dpbusd(__m512i acc, __m512i u, __m512i s) {
-#if defined(__GNUC__)
+#if defined(__GNUC__) && !defined(__clang__)
   asm("vpdpbusd %[s], %[u], %[acc]" : [acc] "+v"(acc) : [u] "v"(u), [s] "v"(s));
   return acc;
 #else

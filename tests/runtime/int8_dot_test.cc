@@ -249,7 +249,7 @@ TEST(Int8DotTest, RequantizedStoreGivesTheDefinedBytesOnEveryKernel) {
               // at mult 0.5.
               if (r == 0) mult[r] = 0.5f;
             }
-            for (auto& v : colsum) v = static_cast<int32_t>(rng() % 200000);
+            for (auto& v : colsum) v = static_cast<int32_t>(rng());  // zp x colsum wraps
             const int32_t lo = u8 ? 0 : -128, hi = u8 ? 255 : 127;
             const int32_t out_zp = u8 ? 131 : -9;
             std::vector<int32_t> sums(rows * cols);
@@ -422,6 +422,53 @@ TEST(Int8DotTest, ConvIntegerOfEveryOperandTypeEqualsTheNaiveSum) {
 // and two threads; QLinearMatMul with per-row
 // a/y parameters and per-column b; MatMulInteger with a batched B and a
 // broadcast A.
+// QLinearConv's requantising byte path against the other paths where the
+// weights have per-channel zero points (the x' sums' term), in groups, on a
+// batch of two, with u8 input, weights and output: each task's output
+// channels, images and groups are offsets into y, the bias and the zero
+// points, which a mix-up of would shift.
+TEST(Int8DotTest, QLinearConvWithWeightZeroPointsGroupsAndBatchOnEveryPath) {
+  std::mt19937 rng(14);
+  int checked = 0;
+  // (channels, groups, kernel, stride, output channels): pointwise, a
+  // 3 x 3 in two groups of 8, a padded-channel stem in two groups of 3.
+  for (const auto& [c, group, kernel, stride, m] :
+       {std::tuple{16, 1, 1, 1, 70}, std::tuple{16, 2, 3, 1, 20}, std::tuple{6, 2, 3, 2, 10}}) {
+    std::vector<float> ws(m);
+    for (float& v : ws) v = 0.001f + static_cast<float>(rng() % 100) * 1e-4f;
+    std::vector<int32_t> bias(m);
+    for (int32_t& v : bias) v = static_cast<int32_t>(rng() % 20001) - 10000;
+    const int64_t pad = kernel / 2;
+    OpTest t("QLinearConv",
+             {{"x", Bytes<uint8_t>({2, c, 13, 11}, rng)},
+              {"xs", RtTensor::FromVector<float>({}, {0.02f})},
+              {"xz", RtTensor::FromVector<uint8_t>({}, {121})},
+              {"w", Bytes<uint8_t>({m, c / group, kernel, kernel}, rng)},
+              {"ws", RtTensor::FromVector<float>({m}, ws)},
+              {"wz", Bytes<uint8_t>({m}, rng)},
+              {"ys", RtTensor::FromVector<float>({}, {0.3f})},
+              {"yz", RtTensor::FromVector<uint8_t>({}, {97})},
+              {"b", RtTensor::FromVector<int32_t>({m}, bias)}},
+             {{"group", ir::Attribute::Int(group)},
+              {"pads", ir::Attribute::Ints({pad, pad, pad, pad})},
+              {"strides", ir::Attribute::Ints({stride, stride})}});
+    std::vector<std::vector<uint8_t>> out;
+    for (bool bytes : {true, false}) {
+      BytePath path(bytes);
+      for (int threads : {1, 2}) {
+        t.num_threads = threads;
+        out.push_back(RunOne(t).ToVector<uint8_t>());
+      }
+    }
+    for (size_t i = 1; i < out.size(); ++i) {
+      EXPECT_EQ(out[i], out[0]) << c << " channels, group " << group << ", kernel " << kernel
+                                << ", run " << i;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 3);
+}
+
 TEST(Int8DotTest, RequantisingAndBatchedOpsGiveTheSameBytesOnEveryPath) {
   std::mt19937 rng(10);
   const auto f32 = [](std::vector<int64_t> dims, std::vector<float> v) {
