@@ -1,8 +1,8 @@
 #include "runtime/kernels/int8_dot.h"
 
-#include <algorithm>
 #include <atomic>
-#include <cmath>
+
+#include "runtime/kernels/quantize_util.h"
 
 namespace slimpack::runtime::kernels::int8dot {
 namespace {
@@ -12,15 +12,14 @@ std::atomic<bool>& FastFlag() {
   return fast;
 }
 
-// Requant's byte for row r, column c of sum s, by its definition.
+// Requant's byte for row r, column c of sum s, by its definition: the
+// scalar rule of QLinearConv's requantisation ([lo, hi] is u8's or i8's).
 uint8_t RequantizeOne(uint32_t s, int64_t r, int64_t c, const Requant& q) {
   s += static_cast<uint32_t>(q.add[r]);
   if (q.zp != nullptr) s -= static_cast<uint32_t>(q.zp[r]) * static_cast<uint32_t>(q.colsum[c]);
   const float v = static_cast<float>(static_cast<int32_t>(s)) * q.mult[r];
-  if (std::isnan(v)) return static_cast<uint8_t>(q.out_zp);
-  const float bounded = std::clamp(v, static_cast<float>(q.lo - q.out_zp),
-                                   static_cast<float>(q.hi - q.out_zp));
-  return static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(bounded)) + q.out_zp);
+  return static_cast<uint8_t>(quantize_internal::SaturateRound(
+      v, q.out_zp, q.lo == 0 ? ir::DType::kU8 : ir::DType::kI8));
 }
 
 }  // namespace
