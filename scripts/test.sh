@@ -79,7 +79,7 @@ cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Debug -DSLIMPACK_SANITIZE=ON \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1" -DCMAKE_C_FLAGS_DEBUG="-O1 -g1" \
   -DSLIMPACK_FAST_LINK=ON -DSLIMPACK_NO_PIE=ON -DSLIMPACK_TEST_PCH=ON -DSLIMPACK_JSON_PCH=ON -DSLIMPACK_BUILD_BENCH=OFF \
-  -DSLIMPACK_FUZZ_HOOKS=ON \
+  -DSLIMPACK_FUZZ_HOOKS=ON -DSLIMPACK_TEST_PER_SUITE=ON \
   -DSLIMPACK_O0_DIRS="tests;cli;converter;export;hf;report;passes;fuzz;formats/onnx;formats/safetensors;formats/numpy;formats/shard/writer;formats/shard/reader" \
   >/dev/null
 cmake --build "$BUILD" -j "$JOBS"
@@ -92,21 +92,42 @@ echo "== tests (ASan+UBSan) after $(( $(date +%s) - start ))s"
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 CTEST_LOG="$BUILD/ctest.log"
+# Each gtest suite is one ctest test (SLIMPACK_TEST_PER_SUITE,
+# cmake/SlimpackTestPerSuite.cmake) and leaves gtest's JSON report here.
+RESULTS="$BUILD/gtest-results"
+rm -rf "$RESULTS"
 ctest --test-dir "$BUILD" -j "$JOBS" --output-on-failure 2>&1 | tee "$CTEST_LOG"
 # The suite must not shrink without a word: a dropped folder, fixture or
 # discovery failure lowers the count below the committed floor (raise the
-# floor in tests/test_count_floor.txt when adding tests).
-count=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$CTEST_LOG" | tail -1)
+# floor in tests/test_count_floor.txt when adding tests). It counts gtest
+# cases and the script tests beside them, as when each case was a ctest test.
+ctests=$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$CTEST_LOG" | tail -1)
+suites=$(find "$RESULTS" -name '*.json' | wc -l)
+# (a report's first "tests" is its whole run's; find may split the files
+# over several awk processes, whose sums are added.)
+cases=$(find "$RESULTS" -name '*.json' -exec awk '
+  FNR == 1 { seen = 0 }
+  !seen && /"tests":/ { v = $0; gsub(/[^0-9]/, "", v); n += v; seen = 1 }
+  END { print n + 0 }' {} + | awk '{ n += $1 } END { print n + 0 }')
+count=$(( ${ctests:-0} - suites + cases ))
 floor=$(tr -dc 0-9 < "$ROOT/tests/test_count_floor.txt")
-if [ -z "$count" ] || [ "$count" -lt "$floor" ]; then
-  echo "test.sh: ctest ran ${count:-no} tests, fewer than the floor of $floor (tests/test_count_floor.txt)"
+if [ -z "$ctests" ] || [ "$count" -lt "$floor" ]; then
+  echo "test.sh: ctest ran ${ctests:-no} tests ($suites gtest suites holding $cases cases), $count in all, fewer than the floor of $floor (tests/test_count_floor.txt)"
   exit 1
 fi
 # Hardware-dependent cases skip with a reason (GTEST_SKIP) instead of passing
 # unexamined: list them so a reader sees what this CPU did not check.
+# (gtest's JSON names a case, then its result, then its suite: "classname".)
+skipped_cases=$(find "$RESULTS" -name '*.json' -exec awk '
+  /"name":/ { name = $0; sub(/.*"name": *"/, "", name); sub(/".*/, "", name); skip = 0 }
+  /"result": *"SKIPPED"/ { skip = 1 }
+  /"classname":/ && skip { suite = $0; sub(/.*"classname": *"/, "", suite); sub(/".*/, "", suite)
+                           print "  skipped: " suite "." name; skip = 0 }' {} +)
 skipped=$(grep -c '(Skipped)' "$CTEST_LOG" || true)
-echo "== $count tests (floor $floor), $skipped skipped on this machine"
+skipped=$(( skipped + $(printf '%s' "$skipped_cases" | grep -c 'skipped:' || true) ))
+echo "== $count tests ($cases gtest cases in $suites suites, $((ctests - suites)) scripts; floor $floor), $skipped skipped on this machine"
 grep '(Skipped)' "$CTEST_LOG" || true
+[ -z "$skipped_cases" ] || printf '%s\n' "$skipped_cases"
 
 # The optimised build users run (scripts/build.sh's RelWithDebInfo: -O2, here
 # without -g): the SIMD kernels, the quantizers and the loader as shipped
@@ -131,6 +152,7 @@ cmake -S "$ROOT" -B "$REL" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DCMAKE_C_COMPILER=clang-14 -DCMAKE_CXX_COMPILER=clang++-14 \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O2 -DNDEBUG" \
   -DSLIMPACK_FAST_LINK=ON -DSLIMPACK_TEST_PCH=ON -DSLIMPACK_JSON_PCH=ON -DSLIMPACK_BUILD_BENCH=OFF \
+  -DSLIMPACK_TEST_PER_SUITE=ON \
   -DSLIMPACK_O0_DIRS="tests;cli;converter;export;hf;report;passes;formats/onnx;formats/safetensors;formats/numpy;formats/shard/reader" \
   >/dev/null
 cmake --build "$REL" -j "$JOBS" --target slimpack gemm_test conv_direct_test support_test \
