@@ -15,6 +15,10 @@
 // int32 from p, zeros after); SetInt(i); Requantize(sum, bias, mult, flo,
 // fhi, zp) (the requantised int32 lanes, their bits as a Vec);
 // StoreBytes(p, v, n) (the low byte of v's first n int32 lanes).
+// Optionally (kByteBlock > 0, else 0): BytesTransposed(src, stride, zp,
+// v[kByteBlock]) (v[p] lane l = float(src[l * stride + p]) - zp, all
+// kLanes rows) and StoreBytesTransposed(v[kLanes], y, stride) (y[l *
+// stride + p] = the low byte of v[p] lane l, all lanes).
 #ifndef SLIMPACK_RUNTIME_KERNELS_CONV_DEPTHWISE_LANES_IMPL_H_
 #define SLIMPACK_RUNTIME_KERNELS_CONV_DEPTHWISE_LANES_IMPL_H_
 
@@ -103,16 +107,34 @@ void PackBand(const Conv2DShape& s, const Task& t, int64_t ih0, int64_t in_rows,
   const int64_t plane = s.height * s.width, end = r1 * s.width;
   const T* x = static_cast<const T*>(t.x);
   const typename V::Vec zp = V::Set(t.zero_point);
-  typename V::Vec v[L];
   int64_t ih = r0, col = 0;
-  for (int64_t f = r0 * s.width; f < end; f += L) {
-    const int64_t n = Lesser(L, end - f);
-    TransposeIn<V>(x, plane, t.count, f, n, zp, v);
+  // Pixel vectors v[0 .. n) of the next n flattened positions into their
+  // padded rows.
+  auto put = [&](const typename V::Vec* v, int64_t n) {
     for (int64_t p = 0; p < n; ++p) {
       const int64_t jp = s.pad_left + col;
       if (jp < wp) V::Store(band + ((ih - ih0) * wp + jp) * L, v[p]);
       if (++col == s.width) col = 0, ++ih;
     }
+  };
+  int64_t f = r0 * s.width;
+  if constexpr (!std::is_same_v<T, float> && V::kByteBlock > 0) {
+    // A full block of channels: the bytes transposed before they are
+    // widened (V::BytesTransposed), fewer shuffles than widening each
+    // channel's row and transposing floats.
+    if (t.count == L) {
+      typename V::Vec v[V::kByteBlock];
+      for (; f + V::kByteBlock <= end; f += V::kByteBlock) {
+        V::BytesTransposed(x + f, plane, zp, v);
+        put(v, V::kByteBlock);
+      }
+    }
+  }
+  typename V::Vec v[L];
+  for (; f < end; f += L) {
+    const int64_t n = Lesser(L, end - f);
+    TransposeIn<V>(x, plane, t.count, f, n, zp, v);
+    put(v, n);
   }
 }
 
@@ -172,6 +194,12 @@ void UnpackRequantized(const Conv2DShape& s, const Task& t, const float* sums) {
     for (int64_t p = 0; p < L; ++p) {
       v[p] = p < n ? V::Requantize(V::Load(sums + (f + p) * L), bias, mult, flo, fhi, zp)
                    : V::Zero();
+    }
+    if constexpr (V::kByteBlock > 0) {
+      if (n == L && t.count == L) {  // bytes transposed after narrowing
+        V::StoreBytesTransposed(v, r.y + f, r.y_stride);
+        continue;
+      }
     }
     V::Transpose(v);  // moves the int32 lanes' bits
     for (int64_t l = 0; l < t.count; ++l) V::StoreBytes(r.y + l * r.y_stride + f, v[l], n);
