@@ -22,7 +22,10 @@ set(_SLIMPACK_SUITES_IMPL "${CMAKE_CURRENT_LIST_DIR}/SlimpackTestPerSuiteImpl.cm
 
 if(SLIMPACK_TEST_PER_SUITE)
   # Defined after include(GoogleTest), this replaces the module's function
-  # for every room; include(GoogleTest) is guarded against a second load.
+  # for every room. GoogleTest.cmake has no include guard: a second
+  # include(GoogleTest) would bring the per-case function back. The only
+  # other one, in formats/shard/loader/CMakeLists.txt, runs in cross builds
+  # of the loader alone, which do not set this option.
   function(gtest_discover_tests target)
     cmake_parse_arguments(arg "" "DISCOVERY_TIMEOUT" "PROPERTIES" ${ARGN})
     if(arg_UNPARSED_ARGUMENTS)

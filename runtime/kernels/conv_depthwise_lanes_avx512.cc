@@ -21,7 +21,9 @@ namespace {
 
 struct Avx512 {
   static constexpr int kLanes = 16;
-  static constexpr int kByteBlock = 0;  // (zmm transposes are as cheap)
+  // No byte transposes (conv_depthwise_lanes_impl.h): on zmm they need
+  // AVX512BW, which this AVX-512F kernel does not assume.
+  static constexpr int kByteBlock = 0;
   using Vec = __m512;
   static __mmask16 Mask(int64_t n) { return static_cast<__mmask16>((1u << n) - 1); }
   static Vec Zero() { return _mm512_setzero_ps(); }
