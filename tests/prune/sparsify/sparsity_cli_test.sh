@@ -15,7 +15,7 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 OUT="$TMP/out.txt"
 fail=0
-source "$(dirname "${BASH_SOURCE[0]}")/../testing/cli_lib.sh"
+source "$(dirname "${BASH_SOURCE[0]}")/../../testing/cli_lib.sh" || { echo "FAIL: tests/testing/cli_lib.sh not found"; exit 1; }
 py() { /usr/bin/python3 -c "$@"; }
 
 expect 2 "ratio out of range" -- convert "$LLAMA" -o "$TMP/x" --sparsity 1.5
