@@ -138,6 +138,7 @@ absl::StatusOr<shard_writer::ArtifactSummary> Convert(ConvertRequest request,
   write.encoder.produce = staged.produce;
   write.encoder.produce_streamed = staged.produce_streamed;
   write.encoder.produce_ahead = staged.produce_ahead;
+  write.encoder.sparse_zeros = staged.sparse_zeros;
   write.recipe = RecipeToJson(request.recipe);
   if (request.stages.prune.active()) {
     write.recipe["prune"] = prune::PruneOptionsToJson(request.stages.prune);

@@ -145,8 +145,20 @@ absl::StatusOr<std::map<std::string, ir::SparsityInfo>> SparsifyStage(
   sparsify::SparsifyOptions so = *options.sparsify;
   so.calib_paths = options.calib;
   so.threads = options.threads;
+  // Without a quantizer after it, nothing reads the sparsified weights
+  // before the writer: they are made as they are written (bounded memory).
+  so.defer = options.defer_weight_quant && !options.quant.w8a8 && !options.quant.active();
   auto sparse = sparsify::SparsifyWeights(model, so);
   if (!sparse.ok()) return Annotate(sparse.status(), "sparsify");
+  if (sparse->produce) {
+    result.produce = [produce = sparse->produce](const ir::Tensor& t) { return produce(t.name); };
+    auto zeros = std::make_shared<std::map<std::string, uint64_t>>();
+    for (const sparsify::TensorStats& s : sparse->tensors) (*zeros)[s.name] = s.zeros;
+    result.sparse_zeros = [zeros](const ir::Tensor& t) -> std::optional<uint64_t> {
+      auto it = zeros->find(t.name);
+      return it == zeros->end() ? std::nullopt : std::optional<uint64_t>(it->second);
+    };
+  }
   std::map<std::string, ir::SparsityInfo> records;
   for (const ir::Tensor& t : model.graph.initializers()) {
     if (t.sparsity.sparse()) records[t.name] = t.sparsity;
@@ -155,11 +167,12 @@ absl::StatusOr<std::map<std::string, ir::SparsityInfo>> SparsifyStage(
   result.records.push_back({{"name", "sparsify"},
                             {"options", sparsify::SparsifyOptionsToJson(*options.sparsify)},
                             {"stats", sparse->ToJson()}});
-  log.Info("sparsify: %d tensors, %d of %d weights zero (%.1f %%)", sparse->tensors.size(),
+  log.Info("sparsify: %d tensors, %d of %d weights zero (%.1f %%)%s", sparse->tensors.size(),
            sparse->zeros, sparse->numel,
            sparse->numel ? 100.0 * static_cast<double>(sparse->zeros) /
                                static_cast<double>(sparse->numel)
-                         : 0.0);
+                         : 0.0,
+           sparse->produce ? " (sparsified again as the shards are written)" : "");
   return records;
 }
 
@@ -244,7 +257,10 @@ absl::Status WeightQuantStage(ir::Model& model, const StageOptions& options, con
   q.threads = options.threads;
   if (log.verbose()) q.log = log.sink();
   q.progress = options.progress;
-  q.defer_rtn = options.defer_weight_quant;
+  // A sparse weight's record states the zeros of its stored codes, which
+  // only quantizing tells, and every part of a split conversion plans the
+  // same manifest: so sparse weights are quantized before writing.
+  q.defer_rtn = options.defer_weight_quant && !options.sparsify;
   q.part_tensors = options.part_tensors;
   if (!options.imatrix.empty()) {
     auto stats = ReadImatrixStats(model, options.imatrix);

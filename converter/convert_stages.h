@@ -87,6 +87,9 @@ struct StageResult {
       produce_streamed;
   // A deferred tensor made ahead of its writer (TensorEncoder::produce_ahead).
   std::function<void(const ir::Tensor&)> produce_ahead;
+  // Set when sparsified weights were deferred (no quantizer after the
+  // sparsity): the zeros each holds (TensorEncoder::sparse_zeros).
+  std::function<std::optional<uint64_t>(const ir::Tensor&)> sparse_zeros;
   // `all_written`: false for one part of a split conversion.
   std::function<absl::Status(bool all_written)> finish_deferred;
 };

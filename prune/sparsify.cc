@@ -6,15 +6,19 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <numeric>
 
 #include "calibration/dataset.h"
 #include "calibration/token_ids.h"
 #include "hf/llama_graph_builder.h"
+#include "ir/float_convert.h"
 #include "quantize/linear_capture.h"
 #include "quantize/quant_rules.h"
 #include "quantize/weight_matrix.h"
+#include "support/input_pages.h"
 #include "support/status_macros.h"
+#include "support/threads.h"
 
 namespace slimpack::sparsify {
 namespace {
@@ -76,20 +80,76 @@ absl::StatusOr<std::map<std::string, std::vector<double>>> InputNorms(
   return norms;
 }
 
-// `t` with the elements where `w` is zero (and t was not) zeroed, in t's own
-// dtype: the kept elements keep their exact bytes.
-absl::StatusOr<ir::Tensor> ZeroedLike(const ir::Tensor& t, const std::vector<float>& w) {
+// Rows widened and sparsified at a time: about a million elements, so the
+// f32 working set stays a few MiB whatever the weight's size.
+constexpr uint64_t kBlockElements = uint64_t{1} << 20;
+
+// One eligible weight, as planned: its tensor (sharing the source's bytes),
+// the view the pattern works on and the wanda input norms (empty:
+// magnitude).
+struct WeightJob {
+  ir::Tensor source;
+  ir::SparseView view;
+  std::vector<double> scale;
+};
+
+// Sparsifies `job.source`, putting the number of elements that end as zero
+// in *zeros and, when `out` is set (source.data.size() bytes), the bytes in
+// the tensor's own dtype with the pruned elements zeroed (the kept ones
+// keep their exact bytes). A row-major view of an f32/f16/bf16 tensor goes
+// a block of rows at a time, read through `pages` (so a mapped input's
+// bytes never enter the RSS) and given back; the pattern works row by row,
+// so the blocks give the bytes of the whole. A transposed view (an ONNX
+// [in, out] weight) or another dtype is widened whole.
+absl::Status SparsifyInto(const WeightJob& job, const SparsifyOptions& o,
+                          const support::InputPages& pages, uint8_t* out, uint64_t* zeros) {
+  const ir::Tensor& t = job.source;
   const uint64_t esize = static_cast<uint64_t>(ir::DTypeBits(t.dtype) / 8);
-  if (t.data.size() != w.size() * esize) {
-    return absl::InternalError("tensor '" + t.name + "': size changed while sparsifying");
+  const uint64_t numel = static_cast<uint64_t>(job.view.rows) * static_cast<uint64_t>(job.view.cols);
+  if (esize == 0 || t.data.size() != numel * esize) {
+    return absl::InternalError("tensor '" + t.name + "': " + std::to_string(t.data.size()) +
+                               " bytes for " + std::to_string(numel) + " elements");
   }
-  std::vector<uint8_t> bytes(t.data.data(), t.data.data() + t.data.size());
-  for (size_t i = 0; i < w.size(); ++i) {
-    if (w[i] == 0.0f) std::memset(bytes.data() + i * esize, 0, esize);
+  *zeros = 0;
+  auto emit = [&](const std::vector<float>& w, const uint8_t* src, uint64_t first) {
+    for (float x : w) *zeros += x == 0.0f;
+    if (out == nullptr) return;
+    uint8_t* dst = out + first * esize;
+    std::memcpy(dst, src, w.size() * esize);
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (w[i] == 0.0f) std::memset(dst + i * esize, 0, esize);
+    }
+  };
+  const std::string ctx = "tensor '" + t.name + "'";
+  if (job.view.transposed || !ir::IsConvertibleFloat(t.dtype)) {
+    ASSIGN_OR_RETURN(std::vector<float> w, quantize::ToF32(t));
+    absl::StatusOr<uint64_t> done = SparsifyMatrix(w, job.view, o.pattern, o.ratio, job.scale);
+    if (!done.ok()) return Annotate(done.status(), ctx);
+    emit(w, t.data.data(), 0);
+    return absl::OkStatus();
   }
-  ir::Tensor out = t;
-  out.data = ir::TensorData::Owned(std::move(bytes));
-  return out;
+  const int64_t cols = job.view.cols;
+  const int64_t block_rows =
+      std::max<int64_t>(1, static_cast<int64_t>(kBlockElements) / std::max<int64_t>(cols, 1));
+  std::vector<uint8_t> raw;
+  std::vector<float> w;
+  for (int64_t r = 0; r < job.view.rows; r += block_rows) {
+    const int64_t rows = std::min(block_rows, job.view.rows - r);
+    const uint64_t n = static_cast<uint64_t>(rows) * static_cast<uint64_t>(cols);
+    const uint64_t first = static_cast<uint64_t>(r) * static_cast<uint64_t>(cols);
+    const uint8_t* src = t.data.data() + first * esize;
+    raw.resize(n * esize);
+    pages.Copy(src, n * esize, raw.data());
+    w.resize(n);
+    RETURN_IF_ERROR(ir::ConvertFloats(t.dtype, raw.data(), ir::DType::kF32,
+                                      reinterpret_cast<uint8_t*>(w.data()), n));
+    const ir::SparseView block{rows, cols, false};
+    absl::StatusOr<uint64_t> done = SparsifyMatrix(w, block, o.pattern, o.ratio, job.scale);
+    if (!done.ok()) return Annotate(done.status(), ctx);
+    emit(w, raw.data(), first);
+    pages.Release(src, n * esize);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -129,13 +189,16 @@ absl::StatusOr<uint64_t> SparsifyMatrix(std::vector<float>& w, const ir::SparseV
   if (pattern == ir::SparsityPattern::k2of4) {
     for (int64_t r = 0; r < v.rows; ++r) {
       for (int64_t c = 0; c < v.cols; c += 4) {
-        int idx[4] = {0, 1, 2, 3};
         double s[4];
         for (int k = 0; k < 4; ++k) s[k] = score(r, c + k);
-        // Highest first; ties: lower index first (kept).
-        std::sort(idx, idx + 4, [&](int a, int b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
-        zero(r, c + idx[2]);
-        zero(r, c + idx[3]);
+        // Ordered highest first, ties lower index first, the last two are
+        // zeroed: an element goes when two others come before it. (The
+        // order is strict, so this is a sort's outcome without the sort.)
+        for (int k = 0; k < 4; ++k) {
+          int before = 0;
+          for (int j = 0; j < 4; ++j) before += j != k && (s[j] > s[k] || (s[j] == s[k] && j < k));
+          if (before >= 2) zero(r, c + k);
+        }
       }
     }
     return zeroed;
@@ -204,6 +267,15 @@ absl::StatusOr<SparsifyResult> SparsifyWeights(ir::Model& model, const SparsifyO
       ASSIGN_OR_RETURN(norms, InputNorms(model, captured, o));
     }
   }
+  const support::InputPages pages = support::InputPages::Snapshot(model.input_files);
+  struct Planned {
+    WeightJob job;
+    int axis = 1;
+    TensorStats stats;
+    ir::Tensor out;
+    absl::Status status;
+  };
+  std::vector<Planned> planned;
   for (const quantize::WeightUse& use : uses) {
     const ir::Tensor& t = *model.graph.FindInitializer(use.tensor);
     const int axis = use.transposed ? 0 : 1;
@@ -215,30 +287,70 @@ absl::StatusOr<SparsifyResult> SparsifyWeights(ir::Model& model, const SparsifyO
                                " inputs per row, 2:4 needs a multiple of 4");
       continue;
     }
-    TensorStats stats;
-    stats.name = t.name;
-    std::vector<double> scale;
+    Planned p;
+    p.job = WeightJob{t, view, {}};
+    p.axis = axis;
+    p.stats.name = t.name;
     if (o.criterion == Criterion::kWanda) {
       auto it = norms.find(t.name);
       if (it != norms.end()) {
-        scale = it->second;
+        p.job.scale = it->second;
       } else {
-        stats.note = "magnitude (wanda needs a MatMul/Gemm input capture)";
+        p.stats.note = "magnitude (wanda needs a MatMul/Gemm input capture)";
       }
     }
-    ASSIGN_OR_RETURN(std::vector<float> w, quantize::ToF32(t));
-    absl::StatusOr<uint64_t> done = SparsifyMatrix(w, view, o.pattern, o.ratio, scale);
-    if (!done.ok()) return Annotate(done.status(), "tensor '" + t.name + "'");
-    ASSIGN_OR_RETURN(ir::Tensor out, ZeroedLike(t, w));
-    out.sparsity.pattern = o.pattern;
-    out.sparsity.axis = axis;
-    out.sparsity.criterion = std::string(CriterionName(o.criterion));
-    stats.numel = w.size();
-    stats.zeros = static_cast<uint64_t>(std::count(w.begin(), w.end(), 0.0f));
-    result.numel += stats.numel;
-    result.zeros += stats.zeros;
-    RETURN_IF_ERROR(quantize::ReplaceInitializer(model.graph, std::move(out)));
-    result.tensors.push_back(std::move(stats));
+    planned.push_back(std::move(p));
+  }
+  // Weights are independent: spread over the threads, each weight's bytes
+  // and count are the same whichever thread makes them.
+  const int64_t threads = std::max(1, support::ThreadsOrCores(o.threads));
+  support::RunOnThreads(threads, [&](int64_t thread) {
+    for (size_t i = static_cast<size_t>(thread); i < planned.size();
+         i += static_cast<size_t>(threads)) {
+      Planned& p = planned[i];
+      const ir::Tensor& t = p.job.source;
+      p.out = t;
+      uint64_t zeros = 0;
+      if (o.defer && t.data.size() > 0) {
+        // Counted now, made again when written.
+        p.status = SparsifyInto(p.job, o, pages, nullptr, &zeros);
+        p.out.data = ir::TensorData::Deferred(t.data.size());
+      } else {
+        uint8_t* bytes = nullptr;
+        p.out.data = ir::TensorData::OwnedUninitialized(t.data.size(), &bytes);
+        p.status = SparsifyInto(p.job, o, pages, bytes, &zeros);
+      }
+      p.stats.numel =
+          static_cast<uint64_t>(p.job.view.rows) * static_cast<uint64_t>(p.job.view.cols);
+      p.stats.zeros = zeros;
+    }
+  });
+  auto deferred = std::make_shared<std::map<std::string, WeightJob>>();
+  for (Planned& p : planned) {
+    RETURN_IF_ERROR(p.status);
+    p.out.sparsity.pattern = o.pattern;
+    p.out.sparsity.axis = p.axis;
+    p.out.sparsity.criterion = std::string(CriterionName(o.criterion));
+    result.numel += p.stats.numel;
+    result.zeros += p.stats.zeros;
+    if (p.out.data.deferred()) (*deferred)[p.stats.name] = std::move(p.job);
+    RETURN_IF_ERROR(quantize::ReplaceInitializer(model.graph, std::move(p.out)));
+    result.tensors.push_back(std::move(p.stats));
+  }
+  if (!deferred->empty()) {
+    result.produce = [deferred, o, pages](const std::string& name)
+        -> absl::StatusOr<ir::TensorData> {
+      auto it = deferred->find(name);
+      if (it == deferred->end()) {
+        return absl::NotFoundError("sparsify: tensor '" + name + "' was not deferred");
+      }
+      uint8_t* bytes = nullptr;
+      ir::TensorData data =
+          ir::TensorData::OwnedUninitialized(it->second.source.data.size(), &bytes);
+      uint64_t zeros = 0;
+      RETURN_IF_ERROR(SparsifyInto(it->second, o, pages, bytes, &zeros));
+      return data;
+    };
   }
   return result;
 }

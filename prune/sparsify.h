@@ -29,6 +29,7 @@
 #define SLIMPACK_PRUNE_SPARSIFY_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -53,6 +54,13 @@ struct SparsifyOptions {
   std::vector<std::string> calib_paths;  // wanda
   int64_t calib_samples = 16;            // calibration runs (wanda)
   int threads = 1;                       // capture only; results do not depend on it
+  // For a model that goes straight to the shard writer (convert without
+  // quantization): each weight is sparsified here only to count its zeros
+  // (the stats), a block of rows at a time read through the file, and is
+  // replaced by an ir::TensorData::Deferred placeholder whose bytes
+  // SparsifyResult::produce makes again when the writer asks. So no
+  // sparsified weight waits in memory for the others. Same bytes and stats.
+  bool defer = false;
 };
 
 struct TensorStats {
@@ -69,6 +77,12 @@ struct SparsifyResult {
   // that is not a multiple of 4).
   std::vector<std::string> skipped;
   nlohmann::json ToJson() const;     // producer.passes stats
+  // With SparsifyOptions::defer, when any weight was deferred: the bytes of
+  // the deferred weight named `name` (its own dtype, pruned elements zero),
+  // the bytes the eager path stores. Thread-safe; each call sparsifies
+  // anew and gives the source's mapped pages back. NotFound for a name that
+  // was not deferred.
+  std::function<absl::StatusOr<ir::TensorData>(const std::string& name)> produce;
 };
 
 // Row-level numerics, exposed for tests: zeroes entries of the row-major

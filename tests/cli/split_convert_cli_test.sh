@@ -2,7 +2,7 @@
 # A conversion split across machines (issue 17): `convert --part I/N` on
 # each, `merge` of the parts gives the artifact one run writes, byte for
 # byte (f32 in 3 parts over 4 shards; int4 imatrix with calibration in 2
-# parts), in any order; parts that do not belong together, a missing or
+# parts; 2:4 sparse in 2 parts), in any order; parts that do not belong together, a missing or
 # repeated part and a damaged shard are refused naming the part, and nothing
 # is written.
 #   split_convert_cli_test.sh SLIMPACK ROOT
@@ -46,6 +46,16 @@ expect 0 "int4 part 1/2" -- convert "$LLAMA" -o "$TMP/q1" "${Q[@]}" --part 1/2
 expect 0 "int4 part 2/2" -- convert "$LLAMA" -o "$TMP/q2" "${Q[@]}" --part 2/2
 expect 0 "int4 merge" -- merge "$TMP/q1" "$TMP/q2" -o "$TMP/qm"
 same_tree "$TMP/q" "$TMP/qm" "int4 imatrix 2-part merge vs one run"
+
+# 2:4 sparsity, sparsified and packed as the shards are written: every part
+# states every tensor's zero count, also of the tensors it does not write.
+S=(--sparsity-pattern 2:4 --shard-size 1M)
+expect 0 "2:4 single" -- convert "$LLAMA" -o "$TMP/s" "${S[@]}"
+says "sparsified again as the shards are written" "2:4 single"
+expect 0 "2:4 part 1/2" -- convert "$LLAMA" -o "$TMP/s1" "${S[@]}" --part 1/2
+expect 0 "2:4 part 2/2" -- convert "$LLAMA" -o "$TMP/s2" "${S[@]}" --part 2/2
+expect 0 "2:4 merge" -- merge "$TMP/s2" "$TMP/s1" -o "$TMP/sm"
+same_tree "$TMP/s" "$TMP/sm" "2:4 sparse 2-part merge vs one run"
 
 # Refusals: nothing is written.
 expect 1 "a missing part" -- merge "$TMP/p1" "$TMP/p3" -o "$TMP/bad1"

@@ -64,7 +64,7 @@ absl::StatusOr<std::vector<PlannedTensor>> StoredTensors(
     SparseStorage* sparse) {
   ASSIGN_OR_RETURN(std::vector<ArtifactTensor> tensors,
                    CollectArtifactTensors(model));
-  RETURN_IF_ERROR(PrepareSparseTensors(tensors, pack_sparse, sparse));
+  RETURN_IF_ERROR(PrepareSparseTensors(tensors, pack_sparse, encoder.sparse_zeros, sparse));
   std::vector<PlannedTensor> out;
   out.reserve(tensors.size());
   for (ArtifactTensor& t : tensors) {
@@ -217,10 +217,11 @@ class ArtifactJob {
     ProgressTracker tracker(
         options_, summary_.shard_bytes + summary_.carried_bytes,
         static_cast<uint32_t>(summary_.shards + (FirstPart() ? carried_.size() : 0)));
+    const TensorEncoder encoder = WithDeferredSparse(options_.encoder);
     ShardWriteContext ctx;
     ctx.dir_fd = staging.fd();
     ctx.dir_for_errors = staging.path();
-    ctx.encoder = &options_.encoder;
+    ctx.encoder = &encoder;
     ctx.pages = &pages;
     ctx.on_bytes = [&tracker](uint64_t n) { tracker.AddBytes(n); };
     shard_digests_.resize(plan_.shards.size());
@@ -289,13 +290,45 @@ class ArtifactJob {
         if (!ahead[i].compare_exchange_strong(claimed, at + 1)) continue;
         const PlannedTensor& next = tensors_[items[at + 1]];
         const ir::Tensor& t = *next.source.tensor;
-        if (t.data.deferred()) options_.encoder.produce_ahead(t);
+        if (t.data.deferred()) encoder.produce_ahead(t);
         return true;
       }
       return false;
     };
     return RunTasks(support::ThreadsOrCores(options_.threads), tasks,
-                    options_.encoder.produce_ahead ? std::function<bool()>(help) : nullptr);
+                    encoder.produce_ahead ? std::function<bool()>(help) : nullptr);
+  }
+
+  // `inner` with deferred sparse tensors (sparse_tensors.h) made through
+  // ProduceSparse: packed and checked as their bytes come, handed over
+  // whole (their parts may be asked for in any order), never made ahead.
+  TensorEncoder WithDeferredSparse(const TensorEncoder& inner) const {
+    if (sparse_.deferred.empty()) return inner;
+    TensorEncoder e = inner;
+    const SparseStorage* sparse = &sparse_;
+    auto produce = inner.produce;
+    e.produce = [sparse, produce](const ir::Tensor& t) -> absl::StatusOr<ir::TensorData> {
+      if (sparse->deferred.count(t.name)) return ProduceSparse(*sparse, t.name, produce);
+      if (!produce) {
+        return absl::InternalError("tensor '" + t.name +
+                                   "' has no bytes yet and the writer was given no producer");
+      }
+      return produce(t);
+    };
+    if (auto streamed = inner.produce_streamed) {
+      e.produce_streamed = [sparse, produce, streamed](const ir::Tensor& t,
+                                                       const TensorEncoder::Sink& sink) {
+        if (!sparse->deferred.count(t.name)) return streamed(t, sink);
+        ASSIGN_OR_RETURN(ir::TensorData bytes, ProduceSparse(*sparse, t.name, produce));
+        return sink(bytes.data(), bytes.size());
+      };
+    }
+    if (auto ahead = inner.produce_ahead) {
+      e.produce_ahead = [sparse, ahead](const ir::Tensor& t) {
+        if (!sparse->deferred.count(t.name)) ahead(t);
+      };
+    }
+    return e;
   }
 
   absl::StatusOr<std::string> Manifest() const {

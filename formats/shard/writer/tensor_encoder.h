@@ -45,6 +45,10 @@ struct TensorEncoder {
   // for the tensor after the one another writer is writing; it may skip a
   // tensor already being made. At most once per tensor.
   std::function<void(const ir::Tensor& t)> produce_ahead;
+  // How many elements of deferred sparse tensor `t` (t.sparsity set) its
+  // producer makes zero: its sparsity record is planned before its bytes
+  // exist, and the writer checks the bytes against it. nullopt: unknown.
+  std::function<std::optional<uint64_t>(const ir::Tensor& t)> sparse_zeros;
 };
 
 // The writer hook for `--dtype`: f32/f16/bf16 tensors are stored as

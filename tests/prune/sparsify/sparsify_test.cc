@@ -213,6 +213,68 @@ TEST(SparsifyWeightsTest, WandaIsIdenticalForOneAndTwoThreadsAndBeatsMagnitude) 
   EXPECT_GT(wanda, dense);
 }
 
+// A weight of more than a million elements is sparsified a block of rows at
+// a time (and, deferred, again when written): its bytes must be those of
+// sparsifying the whole matrix at once, -0, exact zeros and NaN included,
+// and the deferred placeholder's produced bytes those of the eager path.
+TEST(SparsifyWeightsTest, BlocksOfRowsGiveTheWholeMatrixBytesEagerOrDeferred) {
+  const int64_t rows = 1030, cols = 1024;  // 1024 rows per block: two blocks
+  std::vector<float> w = RandomMatrix(rows, cols, 7);
+  w[5] = 0.0f;
+  w[9] = -0.0f;
+  w[static_cast<size_t>(1029 * cols + 3)] = std::nanf("");
+  ir::Model base = ::slimpack::testing::TinyLlamaCheckpoint();
+  std::string name;
+  for (const ir::Tensor& t : base.graph.initializers()) {
+    if (t.role == ir::WeightRole::kUpProj) {
+      name = t.name;
+      break;
+    }
+  }
+  ASSERT_FALSE(name.empty());
+  ir::Tensor big = quantize::F32Like(*base.graph.FindInitializer(name), w);
+  big.dims = {rows, cols};
+  ASSERT_THAT(quantize::ReplaceInitializer(base.graph, big), IsOk());
+  for (const ir::SparsityPattern pattern :
+       {ir::SparsityPattern::k2of4, ir::SparsityPattern::kUnstructured}) {
+    SCOPED_TRACE(std::string(ir::SparsityPatternName(pattern)));
+    SparsifyOptions o;
+    o.pattern = pattern;
+    o.ratio = pattern == ir::SparsityPattern::k2of4 ? 0.5 : 0.37;
+    // The definition: the whole matrix at once.
+    std::vector<float> want = w;
+    ASSERT_THAT(SparsifyMatrix(want, {rows, cols, false}, pattern, o.ratio, {}), IsOk());
+    std::vector<uint8_t> want_bytes(w.size() * 4);
+    std::memcpy(want_bytes.data(), w.data(), want_bytes.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      if (want[i] == 0.0f) std::memset(want_bytes.data() + i * 4, 0, 4);
+    }
+    ir::Model eager = base;
+    auto r = SparsifyWeights(eager, o);
+    ASSERT_THAT(r, IsOk());
+    EXPECT_FALSE(r->produce);
+    const ir::Tensor& got = *eager.graph.FindInitializer(name);
+    ASSERT_EQ(got.data.size(), want_bytes.size());
+    EXPECT_EQ(0, std::memcmp(got.data.data(), want_bytes.data(), want_bytes.size()));
+
+    ir::Model later = base;
+    o.defer = true;
+    auto d = SparsifyWeights(later, o);
+    ASSERT_THAT(d, IsOk());
+    ASSERT_TRUE(d->produce);
+    EXPECT_TRUE(later.graph.FindInitializer(name)->data.deferred());
+    EXPECT_EQ(later.graph.FindInitializer(name)->sparsity, got.sparsity);
+    EXPECT_EQ(d->zeros, r->zeros);
+    EXPECT_EQ(d->numel, r->numel);
+    auto made = d->produce(name);
+    ASSERT_THAT(made, IsOk());
+    ASSERT_EQ(made->size(), want_bytes.size());
+    EXPECT_EQ(0, std::memcmp(made->data(), want_bytes.data(), want_bytes.size()));
+    EXPECT_THAT(d->produce("not.a.weight"),
+                StatusIs(absl::StatusCode::kNotFound, HasSubstr("not.a.weight")));
+  }
+}
+
 TEST(SparsifyWeightsTest, Errors) {
   ir::Model m = ::slimpack::testing::TinyLlamaCheckpoint();
   SparsifyOptions o;

@@ -2,10 +2,13 @@
 // Deferred, TensorEncoder::produce and produce_streamed): the artifact
 // equals one written from the same bytes in memory, each tensor is asked
 // for once, and a missing producer or a wrong size is an Internal error
-// that leaves no output.
+// that leaves no output. Sparse ones are packed and checked against their
+// records as they are made.
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "formats/shard/writer/artifact_writer.h"
@@ -193,6 +196,118 @@ TEST(DeferredTensorsTest, NoProducerOrWrongSizeIsInternalAndWritesNothing) {
   EXPECT_THAT(WriteArtifact(ModelOf(tensors), dir.File("c"), options),
               StatusIs(absl::StatusCode::kInvalidArgument, HasSubstr("'w3': bad scale")));
   EXPECT_FALSE(Exists(dir.File("c")));
+  std::vector<std::string> left = testing::ListDir(dir.path());
+  EXPECT_TRUE(left.empty()) << left.size() << " entries left, first " << left[0];
+}
+
+// Sparse tensors whose bytes are made when written (sparse_tensors.h
+// ProduceSparse): `n` f32 [32, 40] tensors with 2:4 sparsity (positions 1
+// and 3 of every group zero, and 0 and 3 in row 5), one unstructured
+// (every third element zero) and a dense one.
+std::vector<ir::Tensor> SparseTensors() {
+  std::vector<ir::Tensor> out;
+  for (int i = 0; i < 3; ++i) {
+    ir::Tensor t = F32Tensor("s" + std::to_string(i), {32, 40}, 21 + i);
+    std::vector<float> w(32 * 40);
+    std::memcpy(w.data(), t.data.data(), w.size() * 4);
+    for (int64_t k = 0; k < 32 * 40; ++k) {
+      const int64_t pos = k % 4;
+      const bool zero = i == 2 ? k % 3 == 0
+                               : (k / 40 == 5 ? (pos == 0 || pos == 3) : (pos == 1 || pos == 3));
+      if (zero) w[static_cast<size_t>(k)] = 0.0f;
+    }
+    std::vector<uint8_t> raw(w.size() * 4);
+    std::memcpy(raw.data(), w.data(), raw.size());
+    t.data = ir::TensorData::Owned(std::move(raw));
+    t.sparsity.pattern = i == 2 ? ir::SparsityPattern::kUnstructured : ir::SparsityPattern::k2of4;
+    t.sparsity.criterion = "magnitude";
+    t.layer = i;
+    out.push_back(std::move(t));
+  }
+  out.push_back(F32Tensor("dense", {16, 8}, 5));
+  return out;
+}
+
+uint64_t ZerosOf(const ir::TensorData& d) {
+  const float* w = reinterpret_cast<const float*>(d.data());
+  return static_cast<uint64_t>(std::count(w, w + d.size() / 4, 0.0f));
+}
+
+TEST(DeferredTensorsTest, SparseTensorsArePackedAndCheckedAsTheyAreMade) {
+  TempDir dir;
+  const std::vector<ir::Tensor> real = SparseTensors();
+  ArtifactOptions options;
+  options.threads = 2;
+  ASSERT_THAT(WriteArtifact(ModelOf(real), dir.File("in_memory"), options), IsOk());
+
+  std::map<std::string, ir::TensorData> bytes;
+  const std::vector<ir::Tensor> placeholders = Deferred(real, &bytes);
+  std::mutex mu;
+  std::map<std::string, int> asked;
+  options.encoder.produce = [&](const ir::Tensor& t) -> absl::StatusOr<ir::TensorData> {
+    std::lock_guard<std::mutex> lock(mu);
+    ++asked[t.name];
+    return bytes.at(t.name);
+  };
+  // The dense tensor streams; the sparse ones must not reach this.
+  options.encoder.produce_streamed = [&](const ir::Tensor& t, const TensorEncoder::Sink& sink) {
+    EXPECT_EQ(t.name, "dense");
+    const ir::TensorData& d = bytes.at(t.name);
+    return sink(d.data(), d.size());
+  };
+  options.encoder.sparse_zeros = [&](const ir::Tensor& t) -> std::optional<uint64_t> {
+    return ZerosOf(bytes.at(t.name));
+  };
+  ASSERT_THAT(WriteArtifact(ModelOf(placeholders), dir.File("deferred"), options), IsOk());
+  EXPECT_EQ(HashFiles(dir.File("deferred")), HashFiles(dir.File("in_memory")));
+  // Each sparse tensor made once for its values and indices.
+  EXPECT_EQ(asked, (std::map<std::string, int>{{"s0", 1}, {"s1", 1}, {"s2", 1}}));
+
+  // Stored dense (no packing) too.
+  ArtifactOptions dense = options;
+  dense.pack_sparse_2_4 = false;
+  ArtifactOptions dense_real;
+  dense_real.pack_sparse_2_4 = false;
+  ASSERT_THAT(WriteArtifact(ModelOf(real), dir.File("dense_in_memory"), dense_real), IsOk());
+  ASSERT_THAT(WriteArtifact(ModelOf(placeholders), dir.File("dense_deferred"), dense), IsOk());
+  EXPECT_EQ(HashFiles(dir.File("dense_deferred")), HashFiles(dir.File("dense_in_memory")));
+}
+
+TEST(DeferredTensorsTest, SparseTensorsThatBreakTheirRecordWriteNothing) {
+  TempDir dir;
+  const std::vector<ir::Tensor> real = SparseTensors();
+  std::map<std::string, ir::TensorData> bytes;
+  const std::vector<ir::Tensor> placeholders = Deferred(real, &bytes);
+  ArtifactOptions options;
+  options.threads = 2;
+  options.encoder.produce = [&](const ir::Tensor& t) { return bytes.at(t.name); };
+  // No zero count for the record: refused before anything is written.
+  EXPECT_THAT(WriteArtifact(ModelOf(placeholders), dir.File("a"), options),
+              StatusIs(absl::StatusCode::kInternal, HasSubstr("'s0': sparse, its bytes made")));
+  // A count the bytes do not have.
+  options.encoder.sparse_zeros = [&](const ir::Tensor& t) -> std::optional<uint64_t> {
+    return ZerosOf(bytes.at(t.name)) + (t.name == "s2" ? 1 : 0);
+  };
+  EXPECT_THAT(WriteArtifact(ModelOf(placeholders), dir.File("b"), options),
+              StatusIs(absl::StatusCode::kInternal,
+                       HasSubstr("'s2': " + std::to_string(ZerosOf(bytes.at("s2"))) +
+                                 " zeros written, its sparsity record states")));
+  // Bytes with three nonzeros in a group of a 2:4 tensor.
+  options.encoder.sparse_zeros = [&](const ir::Tensor& t) -> std::optional<uint64_t> {
+    return ZerosOf(bytes.at(t.name));
+  };
+  std::vector<uint8_t> broken(bytes.at("s1").data(), bytes.at("s1").data() + bytes.at("s1").size());
+  float one = 1.0f;
+  std::memcpy(broken.data() + 4 * (7 * 40 + 1), &one, 4);  // row 7, group 0: 3 nonzeros
+  std::map<std::string, ir::TensorData> bad = bytes;
+  bad["s1"] = ir::TensorData::Owned(broken);
+  options.encoder.produce = [&](const ir::Tensor& t) { return bad.at(t.name); };
+  options.encoder.sparse_zeros = [&](const ir::Tensor& t) -> std::optional<uint64_t> {
+    return ZerosOf(bad.at(t.name));
+  };
+  EXPECT_THAT(WriteArtifact(ModelOf(placeholders), dir.File("c"), options),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       HasSubstr("'s1': recorded as 2:4 sparse but a group of 4 inputs holds 3")));
   std::vector<std::string> left = testing::ListDir(dir.path());
   EXPECT_TRUE(left.empty()) << left.size() << " entries left, first " << left[0];
 }
