@@ -1,6 +1,8 @@
 #include "quantize/awq_fold.h"
 
 #include <algorithm>
+#include <map>
+#include <memory>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -98,6 +100,9 @@ class Folder {
  public:
   Folder(ir::Model& ckpt, const AwqFoldOptions& o) : ckpt_(ckpt), opts_(o) {}
 
+  // options.lazy: what each rescaled weight's values go through.
+  std::map<std::string, ValueFold>& folds() { return folds_; }
+
   // `scheme` is read only without round trips. Null `x`: unit scales, no
   // search (a group another part writes: AwqFoldOptions::written).
   absl::StatusOr<std::string> Apply(const Group& g, const CapturedInput* x,
@@ -126,34 +131,58 @@ class Folder {
     const std::vector<float>& s = found.scales;
     // Members: W[:, c] *= s[c].
     for (size_t i = 0; i < ws.size(); ++i) {
+      const ir::Tensor* t = ckpt_.graph.FindInitializer(g.members[i]);
+      if (opts_.lazy) {
+        ValueFold& fold = folds_[g.members[i]];
+        // ValueFold scales columns before it divides rows, as the groups'
+        // order does (q/k/v before o, gate/up before down).
+        if (!fold.col_scale.empty() || !fold.row_divisor.empty()) {
+          return absl::InternalError("AWQ group " + g.label + ": " + g.members[i] +
+                                     " was rescaled by an earlier group");
+        }
+        fold.col_scale = s;
+        ir::Tensor same = *t;  // moved to the end, as the eager fold moves it
+        RETURN_IF_ERROR(ReplaceInitializer(ckpt_.graph, std::move(same)));
+        continue;
+      }
       Matrix& m = ws[i];
       for (int64_t r = 0; r < m.rows; ++r) {
         for (int64_t c = 0; c < cols; ++c) m.w[r * cols + c] *= s[c];
       }
-      const ir::Tensor* t = ckpt_.graph.FindInitializer(g.members[i]);
       RETURN_IF_ERROR(ReplaceInitializer(ckpt_.graph, F32Like(*t, m.w)));
     }
     // The producer of the shared input divides by s.
     const ir::Tensor* f = ckpt_.graph.FindInitializer(g.fold_into);
     if (f == nullptr) return absl::NotFoundError("AWQ group " + g.label + ": no tensor " + g.fold_into);
-    ASSIGN_OR_RETURN(std::vector<float> fv, ToF32(*f));
-    if (g.fold_rows) {
-      const int64_t in = f->dims.size() == 2 ? f->dims[1] : 0;
-      if (f->dims.size() != 2 || f->dims[0] != cols) {
-        return absl::InvalidArgumentError("AWQ group " + g.label + ": " + g.fold_into +
-                                          " rows do not match the scaled input width");
+    if (g.fold_rows && (f->dims.size() != 2 || f->dims[0] != cols)) {
+      return absl::InvalidArgumentError("AWQ group " + g.label + ": " + g.fold_into +
+                                        " rows do not match the scaled input width");
+    }
+    if (g.fold_rows && opts_.lazy) {
+      ValueFold& fold = folds_[g.fold_into];
+      if (!fold.row_divisor.empty()) {
+        return absl::InternalError("AWQ group " + g.label + ": " + g.fold_into +
+                                   " rows were divided by an earlier group");
       }
+      fold.row_divisor = s;
+      ir::Tensor same = *f;
+      RETURN_IF_ERROR(ReplaceInitializer(ckpt_.graph, std::move(same)));
+    } else if (g.fold_rows) {
+      ASSIGN_OR_RETURN(std::vector<float> fv, ToF32(*f));
+      const int64_t in = f->dims[1];
       for (int64_t r = 0; r < cols; ++r) {
         for (int64_t c = 0; c < in; ++c) fv[r * in + c] /= s[r];
       }
+      RETURN_IF_ERROR(ReplaceInitializer(ckpt_.graph, F32Like(*f, fv)));
     } else {
+      ASSIGN_OR_RETURN(std::vector<float> fv, ToF32(*f));
       if (static_cast<int64_t>(fv.size()) != cols) {
         return absl::InvalidArgumentError("AWQ group " + g.label + ": " + g.fold_into +
                                           " length does not match the scaled input width");
       }
       for (int64_t c = 0; c < cols; ++c) fv[c] /= s[c];
+      RETURN_IF_ERROR(ReplaceInitializer(ckpt_.graph, F32Like(*f, fv)));
     }
-    RETURN_IF_ERROR(ReplaceInitializer(ckpt_.graph, F32Like(*f, fv)));
     if (!g.fold_bias.empty()) {
       const ir::Tensor* b = ckpt_.graph.FindInitializer(g.fold_bias);
       ASSIGN_OR_RETURN(std::vector<float> bv, ToF32(*b));
@@ -209,6 +238,7 @@ class Folder {
 
   ir::Model& ckpt_;
   const AwqFoldOptions& opts_;
+  std::map<std::string, ValueFold> folds_;  // options.lazy
 };
 
 absl::Status CheckArchitecture(const ir::Model& checkpoint) {
@@ -281,6 +311,9 @@ absl::StatusOr<AwqFoldResult> ApplyAwqScalesFrom(ir::Model& checkpoint,
     result.log.push_back(std::move(line));
     ++result.groups;
     result.searched += searched ? 1 : 0;
+  }
+  for (auto& [name, fold] : folder.folds()) {
+    result.folds[name] = std::make_shared<const ValueFold>(std::move(fold));
   }
   return result;
 }

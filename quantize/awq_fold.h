@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -28,6 +29,7 @@
 #include "quantize/linear_capture.h"
 #include "quantize/numerics/awq.h"
 #include "quantize/quant_rules.h"
+#include "quantize/value_fold.h"
 #include "support/progress.h"
 
 namespace slimpack::quantize {
@@ -51,12 +53,23 @@ struct AwqFoldOptions {
   // their values unchanged, and no byte this part writes reads them.
   // Unset: every group is searched.
   std::optional<std::set<std::string>> written;
+  // Leave the 2-D weights the fold rescales (the members' columns, a
+  // weight whose rows take 1/s) as they are and return each one's rescaling
+  // in AwqFoldResult::folds, for a caller that applies it as it reads them
+  // (rtn_tensor's blocks): the folded f32 copies of every layer's weights
+  // are then never held. Norm gains and biases are rewritten either way.
+  // The initializers change order as the eager fold leaves them.
+  bool lazy = false;
 };
 
 struct AwqFoldResult {
   std::vector<std::string> log;  // one line per group: alpha, errors
   int groups = 0;                // rewritten
   int searched = 0;              // of them, searched (all unless options.written)
+  // With options.lazy: by weight, what the eager fold would have applied
+  // to it (its values, read through the fold, are the folded tensor's f32
+  // values).
+  std::map<std::string, std::shared_ptr<const ValueFold>> folds;
 };
 
 // `checkpoint` is the HF model (no nodes; tensors with roles and layers),

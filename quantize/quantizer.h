@@ -8,6 +8,7 @@
 #define SLIMPACK_QUANTIZE_QUANTIZER_H_
 
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "quantize/quant_rules.h"
 #include "quantize/quantize_weights.h"
 #include "quantize/rtn_tensor.h"
+#include "quantize/value_fold.h"
 #include "support/input_pages.h"
 
 namespace slimpack::quantize::internal {
@@ -55,10 +57,20 @@ class Quantizer {
   absl::Status CaptureImportance(const ir::Model& runnable, calibration::Dataset& data,
                                  const std::vector<size_t>& idx);
 
+  // `gptq_walk`: GPTQ's layer-by-layer walk runs after (LazyAwq).
   absl::Status RunAwq(const ir::Model& runnable, calibration::Dataset& data,
-                      const std::vector<size_t>& idx);
+                      const std::vector<size_t>& idx, bool gptq_walk);
 
-  absl::Status RunAwqFrom(const std::vector<size_t>& idx);
+  absl::Status RunAwqFrom(const std::vector<size_t>& idx, bool gptq_walk);
+
+  // AWQ folds applied as the weights are read (AwqFoldOptions::lazy) when
+  // every weight of the model that the fold rescales is quantized by RTN
+  // as the writer writes it: deferred, and no GPTQ walk reading the folded
+  // model (`gptq_walk`) runs.
+  bool LazyAwq(bool gptq_walk) const { return req_.defer_rtn && !gptq_walk; }
+  // The folds of a lazy AWQ run: a weight deferred to RTN keeps its fold
+  // for Defer; any other is folded in place now (its position kept).
+  absl::Status TakeFolds(std::map<std::string, std::shared_ptr<const ValueFold>> folds);
 
   // GPTQ group by group (quantize/gptq_layers.h): an HF decoder layer's
   // linears see the outputs of the layers before it as quantized.
@@ -117,6 +129,8 @@ class Quantizer {
   std::vector<TensorPlan> plans_;
   std::map<std::string, std::vector<float>> importance_;
   std::map<std::string, QuantizedWeight> gptq_;  // GPTQ results until stored
+  // AWQ's rescalings of the weights Defer quantizes (TakeFolds).
+  std::map<std::string, std::shared_ptr<const ValueFold>> folds_;
   QuantizeResult result_;
   std::string plan_summary_;
   std::optional<OutputSensitivity> sensitivity_;  // --target-size with --calib

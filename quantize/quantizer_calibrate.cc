@@ -113,7 +113,7 @@ absl::Status Quantizer::PrepareCalibration() {
   }
   if (req_.awq_inputs && !awq.empty()) {
     // Searched and folded from the file: no calibration run.
-    RETURN_IF_ERROR(RunAwqFrom(awq));
+    RETURN_IF_ERROR(RunAwqFrom(awq, !gptq.empty()));
     awq.clear();
   }
   std::vector<size_t> need_importance;
@@ -136,7 +136,7 @@ absl::Status Quantizer::PrepareCalibration() {
   ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
   ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibration(runnable, req_));
   if (!need_importance.empty()) RETURN_IF_ERROR(CaptureImportance(runnable, data, need_importance));
-  if (!awq.empty()) RETURN_IF_ERROR(RunAwq(runnable, data, awq));
+  if (!awq.empty()) RETURN_IF_ERROR(RunAwq(runnable, data, awq, !gptq.empty()));
   if (!gptq.empty()) RETURN_IF_ERROR(RunGptq(data, gptq));
   return absl::OkStatus();
 }
@@ -177,7 +177,7 @@ absl::Status Quantizer::CaptureImportance(const ir::Model& runnable,
 }
 
 absl::Status Quantizer::RunAwq(const ir::Model& runnable, calibration::Dataset& data,
-                               const std::vector<size_t>& idx) {
+                               const std::vector<size_t>& idx, bool gptq_walk) {
   std::set<std::string> names;
   for (size_t i : idx) names.insert(plans_[i].use.tensor);
   std::map<std::string, WeightScheme> schemes;
@@ -188,13 +188,33 @@ absl::Status Quantizer::RunAwq(const ir::Model& runnable, calibration::Dataset& 
   opts.threads = req_.threads;
   opts.progress = req_.progress;
   opts.written = req_.part_tensors;
+  opts.lazy = LazyAwq(gptq_walk);
   ASSIGN_OR_RETURN(AwqFoldResult folded, ApplyAwqScales(model_, runnable, names, schemes,
                                                         data, opts));
   for (const std::string& line : folded.log) Log("quantize: awq: " + line);
+  return TakeFolds(std::move(folded.folds));
+}
+
+absl::Status Quantizer::TakeFolds(std::map<std::string, std::shared_ptr<const ValueFold>> folds) {
+  std::map<std::string, const TensorPlan*> plan_of;
+  for (const TensorPlan& p : plans_) plan_of[p.use.tensor] = &p;
+  for (auto& [name, fold] : folds) {
+    auto p = plan_of.find(name);
+    if (p != plan_of.end() && IsInt(*p->second) && p->second->algorithm != Algorithm::kGptq &&
+        !p->second->use.transposed) {
+      folds_[name] = std::move(fold);
+      continue;
+    }
+    ir::Tensor* t = model_.graph.FindMutableInitializer(name);
+    if (t == nullptr) return absl::InternalError("awq: no tensor '" + name + "' to fold");
+    ASSIGN_OR_RETURN(Matrix m, AsMatrix(*t, false));
+    fold->Apply(m.w.data(), 0, m.rows, m.cols);
+    *t = F32Like(*t, m.w);
+  }
   return absl::OkStatus();
 }
 
-absl::Status Quantizer::RunAwqFrom(const std::vector<size_t>& idx) {
+absl::Status Quantizer::RunAwqFrom(const std::vector<size_t>& idx, bool gptq_walk) {
   std::set<std::string> names;
   std::map<std::string, WeightScheme> schemes;
   for (size_t i : idx) {
@@ -205,13 +225,14 @@ absl::Status Quantizer::RunAwqFrom(const std::vector<size_t>& idx) {
   opts.grid = req_.config.awq_grid;
   opts.threads = req_.threads;
   opts.written = req_.part_tensors;
+  opts.lazy = LazyAwq(gptq_walk);
   auto folded = ApplyAwqScalesFrom(model_, names, schemes, *req_.awq_inputs, opts);
   if (!folded.ok()) {
     return absl::Status(folded.status().code(),
                         req_.awq_inputs_file + ": " + std::string(folded.status().message()));
   }
   for (const std::string& line : folded->log) Log("quantize: awq: " + line);
-  return absl::OkStatus();
+  return TakeFolds(std::move(folded->folds));
 }
 
 absl::Status Quantizer::RunGptq(calibration::Dataset& data, const std::vector<size_t>& idx) {

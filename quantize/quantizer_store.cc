@@ -48,6 +48,12 @@ absl::Status Quantizer::Store(size_t i) {
   rec.rule = p.rule;
   rec.note = p.note;
   rec.bytes_before = BytesOf(original);
+  if (auto fold = folds_.find(p.use.tensor); fold != folds_.end()) {
+    // AWQ's rescaling applied as it is read: the weight it quantizes is the
+    // folded one, f32 (as the eager fold stores it).
+    ASSIGN_OR_RETURN(const uint64_t numel, original.NumElements());
+    rec.bytes_before = numel * sizeof(float);
+  }
   if (p.scheme.kind == WeightScheme::Kind::kKeep) {
     rec.bytes_after = rec.bytes_before;
     return Record(std::move(rec));
@@ -94,6 +100,7 @@ absl::Status Quantizer::Install(quant::PackedTensors packed, TensorRecord rec) {
 absl::Status Quantizer::Defer(const TensorPlan& p, const ir::Tensor& original,
                               TensorRecord rec) {
   RtnTensorOptions o = RtnOptionsFor(p, rec.algorithm);
+  if (auto fold = folds_.find(p.use.tensor); fold != folds_.end()) o.fold = fold->second;
   // The artifact writer makes deferred weights on its own threads (each
   // shard's writer, and threads with no file left working one weight
   // ahead): rtn_tensor.h's blocks_on_caller_thread says what that costs.

@@ -20,6 +20,22 @@ void Append(std::vector<uint8_t>& out, const ir::TensorData& d) {
   out.insert(out.end(), d.data(), d.data() + d.size());
 }
 
+// A fold whose lengths do not match the [rows, cols] matrix, or one asked
+// of a transposed tensor: InvalidArgument naming the tensor.
+absl::Status CheckFold(const RtnTensorOptions& o, const ir::Tensor& t, int64_t rows,
+                       int64_t cols) {
+  if (!o.fold) return absl::OkStatus();
+  const ValueFold& f = *o.fold;
+  if (o.transposed || (!f.col_scale.empty() && static_cast<int64_t>(f.col_scale.size()) != cols) ||
+      (!f.row_divisor.empty() && static_cast<int64_t>(f.row_divisor.size()) != rows)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "tensor '", t.name, "': a fold of ", f.col_scale.size(), " column scales and ",
+        f.row_divisor.size(), " row divisors for a ", rows, " x ", cols, " matrix",
+        o.transposed ? " stored transposed" : ""));
+  }
+  return absl::OkStatus();
+}
+
 // The stored tensors of `q`, in `original`'s dims.
 absl::StatusOr<quant::PackedTensors> PackStored(const quant::QuantizedMatrix& q,
                                                 const ir::Tensor& original, bool transposed,
@@ -38,6 +54,8 @@ absl::StatusOr<quant::PackedTensors> PackStored(const quant::QuantizedMatrix& q,
 // path would not refuse the same way (empty, non-float).
 absl::StatusOr<QuantizedWeight> QuantizeWhole(const ir::Tensor& original, const RtnTensorOptions& o) {
   ASSIGN_OR_RETURN(Matrix m, AsMatrix(original, o.transposed));
+  RETURN_IF_ERROR(CheckFold(o, original, m.rows, m.cols));
+  if (o.fold) o.fold->Apply(m.w.data(), 0, m.rows, m.cols);
   auto q = quant::QuantizeRtn(m.w.data(), m.rows, m.cols, o.scheme, o.rtn);
   if (!q.ok()) return AnnotateTensor(q.status(), original);
   if (!o.measure_error) {
@@ -102,6 +120,7 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
   // block is read.
   ASSIGN_OR_RETURN(quant::PackedTensors shapes,
                    quant::PackedShapes(o.scheme, rows, cols, original, false, o.algorithm));
+  RETURN_IF_ERROR(CheckFold(o, original, rows, cols));
   // Even block heights keep every block's 4-bit codes and zero points on
   // whole bytes, so the blocks' packed bytes concatenate to the whole's.
   int64_t block = o.block_rows > 0 ? o.block_rows : kBlockWeights / cols;
@@ -143,6 +162,7 @@ absl::StatusOr<QuantizedWeight> QuantizeBlocks(const ir::Tensor& original,
                                                      reinterpret_cast<uint8_t*>(w.data()), n),
                                    original));
     if (o.release) o.release->Release(source, n * element);
+    if (o.fold) o.fold->Apply(w.data(), r0, r, cols);
     if (absl::Status s = quant::QuantizeRtnInto(w.data(), r, cols, o.scheme, rtn, &q); !s.ok()) {
       return AnnotateTensor(s, original);
     }

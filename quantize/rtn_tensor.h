@@ -8,6 +8,7 @@
 #define SLIMPACK_QUANTIZE_RTN_TENSOR_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "quantize/numerics/error_stats.h"
 #include "quantize/numerics/pack.h"
 #include "quantize/numerics/rtn.h"
+#include "quantize/value_fold.h"
 #include "support/byte_sink.h"
 #include "support/input_pages.h"
 
@@ -50,6 +52,11 @@ struct RtnTensorOptions {
   // weight ahead per shard (a one- or two-shard model with --threads 8)
   // leave the rest idle. Same bytes either way.
   bool blocks_on_caller_thread = false;
+  // Set: the values quantized are the tensor's rescaled by it as each block
+  // is read (AWQ's scales folded lazily), the error measured against them.
+  // Its lengths must match the matrix (InvalidArgument naming the tensor);
+  // not for transposed tensors.
+  std::shared_ptr<const ValueFold> fold;
 };
 
 inline constexpr int64_t kBlockWeights = int64_t{1} << 20;  // 4 MiB of f32

@@ -5,6 +5,7 @@
 #include "quantize/rtn_tensor.h"
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -148,6 +149,62 @@ TEST(RtnTensorTest, RefusalsNameTheTensor) {
   ints.dtype = ir::DType::kI32;
   EXPECT_THAT(QuantizeRtnTensor(ints, o),
               StatusIs(absl::StatusCode::kUnimplemented, ::testing::HasSubstr("'layer.weight'")));
+}
+
+// A fold (AWQ's scales applied as the weight is read) quantizes what
+// folding the tensor first and quantizing it gives, byte for byte and with
+// the same error, whatever the blocks; lengths that do not fit are refused.
+TEST(RtnTensorTest, FoldGivesTheBytesOfTheFoldedTensor) {
+  const ir::Tensor w = Weight(ir::DType::kF16, {13, 64}, 3);
+  auto fold = std::make_shared<ValueFold>();
+  for (int c = 0; c < 64; ++c) fold->col_scale.push_back(0.5f + 0.03f * static_cast<float>(c));
+  for (int r = 0; r < 13; ++r) fold->row_divisor.push_back(1.7f - 0.1f * static_cast<float>(r));
+  // The folded tensor as awq_fold.cc stores it: columns scaled, then rows
+  // divided, in f32.
+  std::vector<float> v(13 * 64);
+  ASSERT_THAT(ir::ConvertFloats(w.dtype, w.data.data(), ir::DType::kF32,
+                                reinterpret_cast<uint8_t*>(v.data()), v.size()),
+              IsOk());
+  for (int r = 0; r < 13; ++r) {
+    for (int c = 0; c < 64; ++c) v[r * 64 + c] *= fold->col_scale[c];
+  }
+  for (int r = 0; r < 13; ++r) {
+    for (int c = 0; c < 64; ++c) v[r * 64 + c] /= fold->row_divisor[r];
+  }
+  ir::Tensor folded = w;
+  folded.dtype = ir::DType::kF32;
+  std::vector<uint8_t> bytes(v.size() * 4);
+  std::memcpy(bytes.data(), v.data(), bytes.size());
+  folded.data = ir::TensorData::Owned(std::move(bytes));
+  RtnTensorOptions o;
+  o.scheme.bits = 4;
+  o.scheme.group_size = 32;
+  o.algorithm = "awq";
+  auto want = QuantizeRtnTensor(folded, o);
+  ASSERT_THAT(want, IsOk());
+  for (int64_t block : {0, 2, 6}) {
+    RtnTensorOptions lazy = o;
+    lazy.block_rows = block;
+    lazy.fold = fold;
+    auto got = QuantizeRtnTensor(w, lazy);
+    ASSERT_THAT(got, IsOk());
+    ExpectSame(*want, *got, "block " + std::to_string(block));
+  }
+  // Columns only, and the scales' length checked.
+  auto cols_only = std::make_shared<ValueFold>();
+  cols_only->col_scale = fold->col_scale;
+  RtnTensorOptions c = o;
+  c.fold = cols_only;
+  EXPECT_THAT(QuantizeRtnTensor(w, c), IsOk());
+  cols_only->col_scale.pop_back();
+  EXPECT_THAT(QuantizeRtnTensor(w, c),
+              StatusIs(absl::StatusCode::kInvalidArgument,
+                       ::testing::HasSubstr("'layer.weight': a fold of 63 column scales")));
+  RtnTensorOptions t = o;
+  t.fold = fold;
+  t.transposed = true;
+  EXPECT_THAT(QuantizeRtnTensor(Weight(ir::DType::kF32, {64, 13}, 1), t),
+              StatusIs(absl::StatusCode::kInvalidArgument, ::testing::HasSubstr("transposed")));
 }
 
 }  // namespace
