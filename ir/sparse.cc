@@ -70,7 +70,7 @@ absl::StatusOr<SparseView> SparsityView(const Tensor& t, int axis) {
 
 std::string SparseIndicesName(const std::string& name) { return name + ".sparse_indices"; }
 
-absl::StatusOr<Packed2of4> Pack2of4(const Tensor& dense) {
+absl::StatusOr<Packed2of4> Pack2of4Layout(const Tensor& dense) {
   const std::string ctx = Ctx(dense.name);
   if (!IsPackableFloat(dense.dtype) || dense.quant.quantized()) {
     return absl::InvalidArgumentError(
@@ -82,6 +82,29 @@ absl::StatusOr<Packed2of4> Pack2of4(const Tensor& dense) {
     return absl::InvalidArgumentError(ctx + ": 2:4 packing needs a multiple of 4 columns, found " +
                                       std::to_string(v.cols));
   }
+  const uint64_t groups = static_cast<uint64_t>(v.rows) * static_cast<uint64_t>(v.cols / 4);
+  Packed2of4 out;
+  out.values.name = dense.name;
+  out.values.dtype = dense.dtype;
+  out.values.dims = dense.dims;
+  out.values.data = TensorData::Deferred(groups * 2 * ElementBytes(dense.dtype));
+  out.values.provenance = dense.provenance;
+  out.values.role = dense.role;
+  out.values.layer = dense.layer;
+  out.values.sparsity = dense.sparsity;
+  out.indices.name = SparseIndicesName(dense.name);
+  out.indices.dtype = DType::kU4;
+  out.indices.dims = {v.rows, v.cols / 4};
+  out.indices.data = TensorData::Deferred((groups + 1) / 2);
+  out.indices.provenance = dense.provenance;
+  out.indices.layer = dense.layer;
+  return out;
+}
+
+absl::StatusOr<Packed2of4> Pack2of4(const Tensor& dense) {
+  const std::string ctx = Ctx(dense.name);
+  ASSIGN_OR_RETURN(Packed2of4 out, Pack2of4Layout(dense));
+  ASSIGN_OR_RETURN(SparseView v, SparsityView(dense, 1));
   ASSIGN_OR_RETURN(uint64_t expected, dense.ExpectedBytes());
   if (dense.data.size() != expected) {
     return absl::InvalidArgumentError(ctx + ": has " + std::to_string(dense.data.size()) +
@@ -117,21 +140,8 @@ absl::StatusOr<Packed2of4> Pack2of4(const Tensor& dense) {
     const uint8_t nib = static_cast<uint8_t>(pos[0] | (pos[1] << 2));
     nibbles[g / 2] |= static_cast<uint8_t>(g % 2 == 0 ? nib : nib << 4);
   }
-  Packed2of4 out;
-  out.values.name = dense.name;
-  out.values.dtype = dense.dtype;
-  out.values.dims = dense.dims;
   out.values.data = TensorData::Owned(std::move(values));
-  out.values.provenance = dense.provenance;
-  out.values.role = dense.role;
-  out.values.layer = dense.layer;
-  out.values.sparsity = dense.sparsity;
-  out.indices.name = SparseIndicesName(dense.name);
-  out.indices.dtype = DType::kU4;
-  out.indices.dims = {v.rows, v.cols / 4};
   out.indices.data = TensorData::Owned(std::move(nibbles));
-  out.indices.provenance = dense.provenance;
-  out.indices.layer = dense.layer;
   return out;
 }
 

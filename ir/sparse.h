@@ -54,6 +54,10 @@ struct Packed2of4 {
   Tensor indices;
 };
 absl::StatusOr<Packed2of4> Pack2of4(const Tensor& dense);
+// Pack2of4's two tensors without their bytes (TensorData::Deferred of the
+// sizes Pack2of4 fills), for a dense tensor whose bytes are not made yet;
+// the same refusals except the data size and group checks.
+absl::StatusOr<Packed2of4> Pack2of4Layout(const Tensor& dense);
 
 // The inverse of Pack2of4 into `out` (numel * element bytes, zero-filled
 // here). InvalidArgument naming `name` when a nibble's positions are not

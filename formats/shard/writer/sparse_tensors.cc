@@ -15,25 +15,6 @@ bool Packable(const ir::Tensor& t, bool pack) {
          (t.dtype == ir::DType::kF32 || t.dtype == ir::DType::kF16 || t.dtype == ir::DType::kBF16);
 }
 
-// Pack2of4's two tensors for `dense` (named `name`), deferred: the same
-// names, dtypes, dims and sizes, no bytes yet.
-absl::StatusOr<ir::Packed2of4> DeferredPacked(const ir::Tensor& dense, const std::string& name) {
-  ASSIGN_OR_RETURN(ir::SparseView v, ir::SparsityView(dense, 1));
-  const uint64_t groups = static_cast<uint64_t>(v.rows) * static_cast<uint64_t>(v.cols / 4);
-  const uint64_t esize = static_cast<uint64_t>(ir::DTypeBits(dense.dtype) / 8);
-  ir::Packed2of4 p;
-  p.values = dense;
-  p.values.name = name;
-  p.values.data = ir::TensorData::Deferred(groups * 2 * esize);
-  p.indices.name = ir::SparseIndicesName(name);
-  p.indices.dtype = ir::DType::kU4;
-  p.indices.dims = {v.rows, v.cols / 4};
-  p.indices.data = ir::TensorData::Deferred((groups + 1) / 2);
-  p.indices.provenance = dense.provenance;
-  p.indices.layer = dense.layer;
-  return p;
-}
-
 std::string BrokenTwoOfFour(const std::string& name) {
   return "tensor '" + name +
          "': recorded as 2:4 sparse but a group of 4 inputs holds 3 or more nonzeros";
@@ -81,14 +62,9 @@ absl::Status PrepareSparseTensors(std::vector<ArtifactTensor>& tensors, bool pac
       rec.numel = m.numel;
     }
     if (packable) {
-      ir::Packed2of4 p;
-      if (later) {
-        ASSIGN_OR_RETURN(p, DeferredPacked(t, tensors[i].name));
-      } else {
-        ir::Tensor named = t;  // the artifact name may differ (attributes never get here)
-        named.name = tensors[i].name;
-        ASSIGN_OR_RETURN(p, ir::Pack2of4(named));
-      }
+      ir::Tensor named = t;  // the artifact name may differ (attributes never get here)
+      named.name = tensors[i].name;
+      ASSIGN_OR_RETURN(ir::Packed2of4 p, later ? ir::Pack2of4Layout(named) : ir::Pack2of4(named));
       if (!names.insert(p.indices.name).second) {
         return absl::InvalidArgumentError(ctx + ": its 2:4 index tensor name '" +
                                           p.indices.name + "' is already used");
