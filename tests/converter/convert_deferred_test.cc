@@ -82,11 +82,11 @@ std::vector<Case> Cases() {
   const std::string llama = kRoot + "/examples/tiny-llama";
   const std::string calib = llama + "/calib_tokens.npy";
   return {
-      {"int4_g32_asym_rtn", llama, "int4", "rtn", true, 32, {}},
-      {"int4_g128_imatrix", llama, "int4", "imatrix", false, 128, {calib}},
-      {"int4_g64_rtn_mse", llama, "int4", "rtn-mse", false, 64, {}},
-      {"int8_rtn", llama, "int8", "rtn", false, 0, {}},
-      {"int4_awq", llama, "int4", "awq", false, 128, {calib}},
+      {"int4_g32_asym_rtn", llama, "int4", "rtn", true, 32, {}, ""},
+      {"int4_g128_imatrix", llama, "int4", "imatrix", false, 128, {calib}, ""},
+      {"int4_g64_rtn_mse", llama, "int4", "rtn-mse", false, 64, {}, ""},
+      {"int8_rtn", llama, "int8", "rtn", false, 0, {}, ""},
+      {"int4_awq", llama, "int4", "awq", false, 128, {calib}, ""},
       // AWQ groups whose members are stored otherwise: k_proj as f16 (its
       // fold applied in place before writing), up_proj by int8 RTN (its
       // gate/up column scales and down's row divisors applied as read).
@@ -94,9 +94,9 @@ std::vector<Case> Cases() {
        R"({"quant": {"scheme": "int4-g32", "algorithm": "awq", "awq": {"grid": 4},
            "rules": [{"match": "k_proj", "scheme": "f16"},
                      {"match": "up_proj", "scheme": "int8", "algorithm": "rtn"}]}})"},
-      {"cnn_int8", kRoot + "/examples/digits-cnn/model.onnx", "int8", "rtn", false, 0, {}},
+      {"cnn_int8", kRoot + "/examples/digits-cnn/model.onnx", "int8", "rtn", false, 0, {}, ""},
       {"encoder_int4", kRoot + "/tests/testdata/models/torch_encoder_block.onnx", "int4", "rtn",
-       true, 32, {}},
+       true, 32, {}, ""},
   };
 }
 

@@ -293,9 +293,6 @@ TEST(DeferredTensorsTest, SparseTensorsThatBreakTheirRecordWriteNothing) {
                        HasSubstr("'s2': " + std::to_string(ZerosOf(bytes.at("s2"))) +
                                  " zeros written, its sparsity record states")));
   // Bytes with three nonzeros in a group of a 2:4 tensor.
-  options.encoder.sparse_zeros = [&](const ir::Tensor& t) -> std::optional<uint64_t> {
-    return ZerosOf(bytes.at(t.name));
-  };
   std::vector<uint8_t> broken(bytes.at("s1").data(), bytes.at("s1").data() + bytes.at("s1").size());
   float one = 1.0f;
   std::memcpy(broken.data() + 4 * (7 * 40 + 1), &one, 4);  // row 7, group 0: 3 nonzeros
