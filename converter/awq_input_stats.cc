@@ -57,7 +57,7 @@ absl::StatusOr<AwqInputStatsSummary> WriteAwqInputStats(const ir::Model& model,
   ASSIGN_OR_RETURN(ir::Model runnable, quantize::RunnableModel(model));
   ASSIGN_OR_RETURN(calibration::Dataset ds, quantize::OpenCalibrationData(runnable, data));
   ASSIGN_OR_RETURN(const quantize::AwqInputs inputs,
-                   quantize::CaptureAwqInputs(model, runnable, all, ds, options));
+                   quantize::CaptureAwqInputs(model, all, ds, options));
   if (inputs.empty()) {
     return absl::InvalidArgumentError(model.source_path +
                                       ": has no decoder layer whose linears AWQ scales");

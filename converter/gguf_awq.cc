@@ -55,7 +55,7 @@ absl::Status ApplyAwqOnGgmlGrids(ir::Model& model, const GgufAwqRequest& request
   } else {
     ASSIGN_OR_RETURN(calibration::Dataset data,
                      quantize::OpenCalibrationData(decoder, request.calib));
-    done = quantize::ApplyAwqScales(model, decoder, weights, {}, data, fold);
+    done = quantize::ApplyAwqScales(model, weights, {}, data, fold);
     RETURN_IF_ERROR(done.status());
   }
   const quantize::AwqFoldResult& folded = *done;

@@ -13,7 +13,7 @@
 #include "calibration/token_ids.h"
 #include "hf/llama_graph_builder.h"
 #include "ir/float_convert.h"
-#include "quantize/linear_capture.h"
+#include "quantize/float_walk.h"
 #include "quantize/quant_rules.h"
 #include "quantize/weight_matrix.h"
 #include "support/input_pages.h"
@@ -69,14 +69,20 @@ absl::StatusOr<std::map<std::string, std::vector<double>>> InputNorms(
   ASSIGN_OR_RETURN(calibration::Dataset data,
                    calibration::Dataset::Open(o.calib_paths,
                                               calibration::FeedInputs(runnable.graph), dopts));
-  ASSIGN_OR_RETURN(auto captured, quantize::CaptureLinearInputs(runnable, weights, data,
-                                                                o.calib_samples, {}, o.threads));
+  // Layer by layer (quantize/float_walk.h): one layer's weights widened at
+  // a time, the float model's inputs either way.
+  quantize::FloatWalkOptions walk;
+  walk.max_runs = o.calib_samples;
+  walk.threads = o.threads;
+  walk.stage = "wanda";
   std::map<std::string, std::vector<double>> norms;
-  for (const auto& [name, c] : captured) {
-    std::vector<double> v(c.mean_sq.size());
-    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sqrt(c.mean_sq[i]);
-    norms[name] = std::move(v);
-  }
+  RETURN_IF_ERROR(quantize::WalkFloatModel(
+      model, weights, data, walk, [&norms](const std::string& name, quantize::CapturedInput& c) {
+        std::vector<double> v(c.mean_sq.size());
+        for (size_t i = 0; i < v.size(); ++i) v[i] = std::sqrt(c.mean_sq[i]);
+        norms[name] = std::move(v);
+        return absl::OkStatus();
+      }));
   return norms;
 }
 

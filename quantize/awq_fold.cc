@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "absl/strings/str_cat.h"
+#include "quantize/float_walk.h"
 #include "quantize/linear_capture.h"
 #include "quantize/numerics/awq.h"
 #include "quantize/weight_matrix.h"
@@ -268,7 +269,7 @@ absl::StatusOr<std::vector<std::string>> AwqInputWeights(
   return SearchedInputs(checkpoint, awq_weights, AwqFoldOptions());
 }
 
-absl::StatusOr<AwqInputs> CaptureAwqInputs(const ir::Model& checkpoint, const ir::Model& runnable,
+absl::StatusOr<AwqInputs> CaptureAwqInputs(const ir::Model& checkpoint,
                                            const std::set<std::string>& awq_weights,
                                            calibration::Dataset& data,
                                            const AwqFoldOptions& options) {
@@ -276,11 +277,19 @@ absl::StatusOr<AwqInputs> CaptureAwqInputs(const ir::Model& checkpoint, const ir
                    SearchedInputs(checkpoint, awq_weights, options));
   // A part that writes no AWQ group's tensor runs nothing.
   if (inputs.empty()) return AwqInputs();
-  CaptureRequest cr;
-  cr.keep_rows = options.keep_rows;
-  cr.progress = options.progress;
-  cr.context = "awq";
-  return CaptureLinearInputs(runnable, inputs, data, options.max_runs, cr, options.threads);
+  FloatWalkOptions walk;
+  walk.max_runs = options.max_runs;
+  walk.threads = options.threads;
+  walk.capture.keep_rows = options.keep_rows;
+  walk.stage = "awq-inputs";
+  walk.progress = options.progress;
+  AwqInputs out;
+  RETURN_IF_ERROR(WalkFloatModel(checkpoint, inputs, data, walk,
+                                 [&out](const std::string& weight, CapturedInput& c) {
+                                   out[weight] = std::move(c);
+                                   return absl::OkStatus();
+                                 }));
+  return out;
 }
 
 absl::StatusOr<AwqFoldResult> ApplyAwqScalesFrom(ir::Model& checkpoint,
@@ -318,13 +327,13 @@ absl::StatusOr<AwqFoldResult> ApplyAwqScalesFrom(ir::Model& checkpoint,
   return result;
 }
 
-absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint, const ir::Model& runnable,
+absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint,
                                              const std::set<std::string>& awq_weights,
                                              const std::map<std::string, WeightScheme>& schemes,
                                              calibration::Dataset& data,
                                              const AwqFoldOptions& options) {
   ASSIGN_OR_RETURN(const AwqInputs inputs,
-                   CaptureAwqInputs(checkpoint, runnable, awq_weights, data, options));
+                   CaptureAwqInputs(checkpoint, awq_weights, data, options));
   return ApplyAwqScalesFrom(checkpoint, awq_weights, schemes, inputs, options);
 }
 

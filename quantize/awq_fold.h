@@ -39,7 +39,7 @@ struct AwqFoldOptions {
   int64_t max_runs = 64;     // calibration runs
   int64_t keep_rows = 512;   // input rows the search measures error on
   int threads = 1;
-  support::ProgressSink progress;  // calibration runs (context "awq")
+  support::ProgressSink progress;  // CaptureAwqInputs' and the search's
   // When not empty, the grid each weight is stored on (a GGUF export's
   // ggml types): every group's search rounds each member with its own
   // round trip (a member without one is stored unrounded, e.g. f16) and
@@ -73,13 +73,13 @@ struct AwqFoldResult {
 };
 
 // `checkpoint` is the HF model (no nodes; tensors with roles and layers),
-// `runnable` its decoder graph (hf::BuildDecoderGraph) used to capture
-// inputs. A group is scaled when any member is in `awq_weights`; every
+// whose decoder graph runs layer by layer to capture the inputs
+// (CaptureAwqInputs). A group is scaled when any member is in `awq_weights`; every
 // member of a scaled group is rewritten (the fold touches their shared
 // input). `schemes` gives each AWQ weight's target scheme (the first
 // member's scheme drives the search), unless options.round_trips gives the
 // grids. FailedPrecondition for a model without a known architecture.
-absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint, const ir::Model& runnable,
+absl::StatusOr<AwqFoldResult> ApplyAwqScales(ir::Model& checkpoint,
                                              const std::set<std::string>& awq_weights,
                                              const std::map<std::string, WeightScheme>& schemes,
                                              calibration::Dataset& data,
@@ -99,9 +99,12 @@ using AwqInputs = std::map<std::string, CapturedInput>;
 absl::StatusOr<std::vector<std::string>> AwqInputWeights(
     const ir::Model& checkpoint, const std::set<std::string>& awq_weights);
 
-// Runs `runnable` on `data` and captures those inputs (ApplyAwqScales'
-// first half), only the searched groups' under options.written.
-absl::StatusOr<AwqInputs> CaptureAwqInputs(const ir::Model& checkpoint, const ir::Model& runnable,
+// Runs `checkpoint`'s decoder graph on `data` one layer at a time
+// (quantize/float_walk.h: one layer's weights widened at a time, not the
+// model's) and captures those inputs (ApplyAwqScales' first half), only
+// the searched groups' under options.written. Progress: stage
+// "awq-inputs" per layer, "calibration" per run.
+absl::StatusOr<AwqInputs> CaptureAwqInputs(const ir::Model& checkpoint,
                                            const std::set<std::string>& awq_weights,
                                            calibration::Dataset& data,
                                            const AwqFoldOptions& options);

@@ -1,6 +1,7 @@
 #include "quantize/float_hessians.h"
 
 #include "calibration/linear_stats.h"
+#include "quantize/float_walk.h"
 #include "quantize/gptq_layers.h"
 #include "quantize/importance_matrix.h"
 #include "support/status_macros.h"
@@ -39,23 +40,15 @@ absl::StatusOr<int64_t> ComputeFloatHessians(
   std::vector<std::string> weights;
   for (const LinearInput& l : LinearsOf(runnable)) weights.push_back(l.weight);
   ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibrationData(runnable, calib_paths));
-  LayerwiseGptqOptions lo;
-  lo.max_runs = options.max_runs;
-  lo.threads = options.threads;
-  lo.cache_bytes = options.cache_bytes;
-  lo.progress = options.progress;
-  lo.log = options.log;
-  lo.stage = "hessians";
-  // GPTQ's walk with every weight handed back unchanged: each group's inputs
-  // are the float model's.
-  RETURN_IF_ERROR(RunLayerwiseGptq(
-      model, weights, data, lo,
-      [&](const std::string& name, const CapturedInput& c) -> absl::StatusOr<ir::Tensor> {
-        RETURN_IF_ERROR(sink(name, c));
-        const ir::Tensor* t = model.graph.FindInitializer(name);
-        if (t == nullptr) return absl::InternalError("no weight '" + name + "' in the model");
-        return *t;
-      }));
+  FloatWalkOptions walk;
+  walk.max_runs = options.max_runs;
+  walk.threads = options.threads;
+  walk.cache_bytes = options.cache_bytes;
+  walk.capture.hessian = true;
+  walk.stage = "hessians";
+  walk.progress = options.progress;
+  walk.log = options.log;
+  RETURN_IF_ERROR(WalkFloatModel(model, weights, data, walk, sink));
   // The samples those runs held (a run batches up to 8).
   return data.CountSamples(options.max_runs);
 }

@@ -20,19 +20,25 @@ absl::StatusOr<ir::Model> RunnableModel(const ir::Model& model) {
   return hf::BuildDecoderGraph(model);
 }
 
-absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::string>& weights,
-                              calibration::Dataset& data, const LayerwiseGptqOptions& options,
-                              const QuantizeLinearFn& quantize) {
-  auto log = [&options](const std::string& line) {
-    if (options.log) options.log(line);
-  };
-  std::map<int, std::vector<std::string>> groups;  // layer -> weights; INT_MAX: no layer
+std::map<int, std::vector<std::string>> WeightGroupsByLayer(const ir::Model& model,
+                                                            const std::vector<std::string>& weights) {
+  std::map<int, std::vector<std::string>> groups;
   for (const std::string& w : weights) {
     const ir::Tensor* t = model.graph.FindInitializer(w);
     const int layer = model.graph.nodes.empty() && t != nullptr && t->layer >= 0 ? t->layer
                                                                                   : INT_MAX;
     groups[layer].push_back(w);
   }
+  return groups;
+}
+
+absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::string>& weights,
+                              calibration::Dataset& data, const LayerwiseGptqOptions& options,
+                              const QuantizeLinearFn& quantize) {
+  auto log = [&options](const std::string& line) {
+    if (options.log) options.log(line);
+  };
+  const std::map<int, std::vector<std::string>> groups = WeightGroupsByLayer(model, weights);
   std::vector<std::vector<std::string>> weight_groups;
   for (const auto& entry : groups) weight_groups.push_back(entry.second);
   std::vector<std::vector<std::string>> cut;

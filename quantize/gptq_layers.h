@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,12 @@ namespace slimpack::quantize {
 // The graph calibration runs: the ONNX graph itself, or the decoder graph
 // built over an HF checkpoint's tensors.
 absl::StatusOr<ir::Model> RunnableModel(const ir::Model& model);
+
+// `weights` by the HF decoder layer of their tensor (ir::Tensor::layer) in
+// a checkpoint, in the order given; INT_MAX holds those of no layer and
+// every weight of an ONNX graph (which runs as one group).
+std::map<int, std::vector<std::string>> WeightGroupsByLayer(const ir::Model& model,
+                                                            const std::vector<std::string>& weights);
 
 struct LayerwiseGptqOptions {
   int64_t max_runs = 0;  // calibration runs per group

@@ -4,8 +4,8 @@
 
 #include "calibration/linear_stats.h"
 #include "calibration/token_ids.h"
-#include "hf/llama_graph_builder.h"
-#include "quantize/linear_capture.h"
+#include "quantize/float_walk.h"
+#include "quantize/gptq_layers.h"
 #include "support/status_macros.h"
 
 namespace slimpack::quantize {
@@ -22,27 +22,24 @@ absl::StatusOr<calibration::Dataset> OpenCalibrationData(const ir::Model& runnab
 absl::StatusOr<ImportanceMatrix> ComputeImportanceMatrix(
     const ir::Model& model, const std::vector<std::string>& calib_paths, int64_t max_runs,
     int threads, const support::ProgressSink& progress) {
-  ir::Model decoder;
-  const bool checkpoint = model.graph.nodes.empty();
-  if (checkpoint) {
-    ASSIGN_OR_RETURN(decoder, hf::BuildDecoderGraph(model));
-  }
-  const ir::Model& runnable = checkpoint ? decoder : model;
+  ASSIGN_OR_RETURN(const ir::Model runnable, RunnableModel(model));
   std::vector<std::string> weights;
   for (const calibration::LinearLayer& l : calibration::FindLinearLayers(runnable.graph)) {
     weights.push_back(l.weight);
   }
   ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibrationData(runnable, calib_paths));
-  CaptureRequest request;
-  request.progress = progress;
-  request.context = "imatrix";
-  ASSIGN_OR_RETURN(auto captured,
-                   CaptureLinearInputs(runnable, weights, data, max_runs, request, threads));
+  FloatWalkOptions walk;
+  walk.max_runs = max_runs;
+  walk.threads = threads;
+  walk.stage = "imatrix";
+  walk.progress = progress;
   ImportanceMatrix out;
-  for (auto& [name, c] : captured) {
-    out.columns[name].assign(c.mean_sq.begin(), c.mean_sq.end());
-    out.rows = c.rows;
-  }
+  RETURN_IF_ERROR(WalkFloatModel(model, weights, data, walk,
+                                 [&out](const std::string& weight, CapturedInput& c) {
+                                   out.columns[weight].assign(c.mean_sq.begin(), c.mean_sq.end());
+                                   out.rows = c.rows;
+                                   return absl::OkStatus();
+                                 }));
   // The samples those runs held (a run batches up to 8).
   ASSIGN_OR_RETURN(out.samples, data.CountSamples(max_runs));
   return out;

@@ -49,7 +49,9 @@ absl::StatusOr<std::map<std::string, CapturedInput>> CaptureLinearInputs(
   std::vector<std::unique_ptr<Collector>> collectors;
   std::map<std::string, std::vector<Collector*>> by_input;
   const std::set<std::string> wanted(weights.begin(), weights.end());
-  for (const calibration::LinearLayer& l : calibration::FindLinearLayers(model.graph)) {
+  const std::vector<calibration::LinearLayer> layers =
+      request.layers != nullptr ? *request.layers : calibration::FindLinearLayers(model.graph);
+  for (const calibration::LinearLayer& l : layers) {
     if (!wanted.count(l.weight) || out.count(l.weight)) continue;
     CapturedInput& ci = out[l.weight];
     ci.layer = l;
@@ -107,6 +109,20 @@ absl::StatusOr<std::map<std::string, CapturedInput>> CaptureLinearInputs(
     request.progress(event);
   }
   data.Rewind();
+  // Where each kept value is among the run's outputs.
+  std::vector<size_t> keep_at;
+  if (request.kept != nullptr) {
+    const std::vector<std::string>& outs = interp.output_names();
+    for (const std::string& name : request.keep) {
+      auto it = std::find(outs.begin(), outs.end(), name);
+      if (it == outs.end()) {
+        return absl::InternalError("value '" + name + "' to keep is not an output of the graph");
+      }
+      keep_at.push_back(static_cast<size_t>(it - outs.begin()));
+    }
+    request.kept->emplace();
+  }
+  uint64_t kept_bytes = 0;
   int64_t runs = 0;
   while (runs < max_runs) {
     ASSIGN_OR_RETURN(std::optional<calibration::Sample> sample, data.Next());
@@ -129,6 +145,14 @@ absl::StatusOr<std::map<std::string, CapturedInput>> CaptureLinearInputs(
     for (const auto& [name, t] : inputs) RETURN_IF_ERROR(feed(name, t));
     auto r = interp.Run(inputs);
     if (!r.ok()) return Annotate(r.status(), "calibration sample " + sample->source);
+    if (request.kept != nullptr && request.kept->has_value()) {
+      std::map<std::string, runtime::RtTensor>& values = (*request.kept)->emplace_back();
+      for (size_t k = 0; k < keep_at.size(); ++k) {
+        kept_bytes += (*r)[keep_at[k]].byte_size();
+        values.emplace(request.keep[k], std::move((*r)[keep_at[k]]));
+      }
+      if (kept_bytes > request.keep_max_bytes) request.kept->reset();
+    }
     ++runs;
     if (request.progress) {
       event.done = runs;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,16 @@ struct CaptureRequest {
   // sliced to start from them (ir/graph_slice.h) reads only some of a
   // sample's inputs: with `fed` set, only those the graph declares are fed.
   const std::vector<std::map<std::string, runtime::RtTensor>>* fed = nullptr;
+  // The linears to capture: those of the graph `model`'s was sliced from,
+  // when the slice stops at their inputs (float_walk.h). Null: those of
+  // model.graph.
+  const std::vector<calibration::LinearLayer>* layers = nullptr;
+  // Graph outputs handed back per run in (*kept)[i] (a float walk's next
+  // cached values, quantize/float_walk.h), set when `kept` is. Once they
+  // pass `keep_max_bytes` none are kept: *kept becomes nullopt.
+  std::vector<std::string> keep;
+  uint64_t keep_max_bytes = 0;
+  std::optional<std::vector<std::map<std::string, runtime::RtTensor>>>* kept = nullptr;
 };
 
 struct CapturedInput {

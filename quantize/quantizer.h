@@ -54,11 +54,11 @@ class Quantizer {
   // Every weight GPTQ quantizes has an entry of its input columns' size.
   absl::Status CheckHessians(const std::vector<size_t>& idx) const;
 
-  absl::Status CaptureImportance(const ir::Model& runnable, calibration::Dataset& data,
-                                 const std::vector<size_t>& idx);
+  // imatrix's input statistics, captured layer by layer (float_walk.h).
+  absl::Status CaptureImportance(calibration::Dataset& data, const std::vector<size_t>& idx);
 
   // `gptq_walk`: GPTQ's layer-by-layer walk runs after (LazyAwq).
-  absl::Status RunAwq(const ir::Model& runnable, calibration::Dataset& data,
+  absl::Status RunAwq(calibration::Dataset& data,
                       const std::vector<size_t>& idx, bool gptq_walk);
 
   absl::Status RunAwqFrom(const std::vector<size_t>& idx, bool gptq_walk);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "quantize/awq_fold.h"
+#include "quantize/float_walk.h"
 #include "quantize/gptq_layers.h"
 #include "quantize/hessian_source.h"
 #include "quantize/importance_matrix.h"
@@ -36,7 +37,7 @@ absl::Status Quantizer::PlanSizes() {
     }
     ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
     ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibration(runnable, req_));
-    RETURN_IF_ERROR(CaptureImportance(runnable, data, linears));
+    RETURN_IF_ERROR(CaptureImportance(data, linears));
     ASSIGN_OR_RETURN(OutputSensitivity measured,
                      OutputSensitivity::Measure(std::move(runnable), data, req_.threads));
     sensitivity_.emplace(std::move(measured));
@@ -135,8 +136,8 @@ absl::Status Quantizer::PrepareCalibration() {
   }
   ASSIGN_OR_RETURN(ir::Model runnable, Runnable());
   ASSIGN_OR_RETURN(calibration::Dataset data, OpenCalibration(runnable, req_));
-  if (!need_importance.empty()) RETURN_IF_ERROR(CaptureImportance(runnable, data, need_importance));
-  if (!awq.empty()) RETURN_IF_ERROR(RunAwq(runnable, data, awq, !gptq.empty()));
+  if (!need_importance.empty()) RETURN_IF_ERROR(CaptureImportance(data, need_importance));
+  if (!awq.empty()) RETURN_IF_ERROR(RunAwq(data, awq, !gptq.empty()));
   if (!gptq.empty()) RETURN_IF_ERROR(RunGptq(data, gptq));
   return absl::OkStatus();
 }
@@ -158,25 +159,25 @@ absl::Status Quantizer::CheckHessians(const std::vector<size_t>& idx) const {
   return absl::OkStatus();
 }
 
-absl::Status Quantizer::CaptureImportance(const ir::Model& runnable,
-                                          calibration::Dataset& data,
+absl::Status Quantizer::CaptureImportance(calibration::Dataset& data,
                                           const std::vector<size_t>& idx) {
   Log(absl::StrCat("quantize: imatrix: capturing input statistics of ", idx.size(),
                    " linear layers"));
-  CaptureRequest cr;
-  cr.progress = req_.progress;
-  cr.context = "imatrix";
-  ASSIGN_OR_RETURN(auto captured,
-                   CaptureLinearInputs(runnable, WeightsOf(idx), data,
-                                       req_.config.calib_samples, cr, req_.threads));
-  for (size_t i : idx) {
-    const CapturedInput& c = captured.at(plans_[i].use.tensor);
-    importance_[plans_[i].use.tensor].assign(c.mean_sq.begin(), c.mean_sq.end());
-  }
-  return absl::OkStatus();
+  FloatWalkOptions walk;
+  walk.max_runs = req_.config.calib_samples;
+  walk.threads = req_.threads;
+  walk.cache_bytes = req_.gptq_cache_bytes;
+  walk.stage = "imatrix";
+  walk.progress = req_.progress;
+  walk.log = req_.log;
+  return WalkFloatModel(model_, WeightsOf(idx), data, walk,
+                        [this](const std::string& weight, CapturedInput& c) {
+                          importance_[weight].assign(c.mean_sq.begin(), c.mean_sq.end());
+                          return absl::OkStatus();
+                        });
 }
 
-absl::Status Quantizer::RunAwq(const ir::Model& runnable, calibration::Dataset& data,
+absl::Status Quantizer::RunAwq(calibration::Dataset& data,
                                const std::vector<size_t>& idx, bool gptq_walk) {
   std::set<std::string> names;
   for (size_t i : idx) names.insert(plans_[i].use.tensor);
@@ -189,7 +190,7 @@ absl::Status Quantizer::RunAwq(const ir::Model& runnable, calibration::Dataset& 
   opts.progress = req_.progress;
   opts.written = req_.part_tensors;
   opts.lazy = LazyAwq(gptq_walk);
-  ASSIGN_OR_RETURN(AwqFoldResult folded, ApplyAwqScales(model_, runnable, names, schemes,
+  ASSIGN_OR_RETURN(AwqFoldResult folded, ApplyAwqScales(model_, names, schemes,
                                                         data, opts));
   for (const std::string& line : folded.log) Log("quantize: awq: " + line);
   return TakeFolds(std::move(folded.folds));

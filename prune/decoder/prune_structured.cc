@@ -14,7 +14,7 @@
 #include "calibration/token_ids.h"
 #include "hf/layer_sizes.h"
 #include "hf/llama_graph_builder.h"
-#include "quantize/linear_capture.h"
+#include "quantize/float_walk.h"
 #include "prune/decoder/prune_budget.h"
 #include "prune/decoder/prune_loss.h"
 #include "quantize/weight_matrix.h"
@@ -206,10 +206,18 @@ absl::StatusOr<PruneResult> PruneDecoder(ir::Model& m, const PruneOptions& o) {
       if (kind_active[kMlp]) weights.insert(weights.end(), {lt.gate, lt.down});
       if (kind_active[kKv]) weights.insert(weights.end(), {lt.q, lt.o});
     }
-    quantize::CaptureRequest cr;
-    cr.hessian = o.refit || o.criterion == Criterion::kLoss;
-    ASSIGN_OR_RETURN(captured, quantize::CaptureLinearInputs(runnable, weights, data,
-                                                             o.calib_samples, cr, o.threads));
+    // Layer by layer (quantize/float_walk.h): one layer's weights widened
+    // at a time; the statistics are the float model's either way.
+    quantize::FloatWalkOptions walk;
+    walk.max_runs = o.calib_samples;
+    walk.threads = o.threads;
+    walk.capture.hessian = o.refit || o.criterion == Criterion::kLoss;
+    walk.stage = "prune";
+    RETURN_IF_ERROR(quantize::WalkFloatModel(
+        m, weights, data, walk, [&captured](const std::string& w, quantize::CapturedInput& c) {
+          captured[w] = std::move(c);
+          return absl::OkStatus();
+        }));
   }
   InputNorms norms;
   for (const auto& [name, c] : captured) {

@@ -34,11 +34,16 @@ expect_says 0 "our imatrix, 2 threads" "imatrix: 29 matrices" -- \
   convert "$LLAMA" -o "$TMP/b2.gguf" --format gguf --quant q4_k_m --algo imatrix \
   --calib "$DATA/windows.npy" --threads 2
 cmp -s "$TMP/b1.gguf" "$TMP/b2.gguf" || { echo "FAIL: our imatrix GGUF differs between 1 and 2 threads"; fail=1; }
-# --progress json reports the calibration passes (8 runs of 8 windows).
+# --progress json reports the calibration layer by layer (quantize/float_walk.h):
+# 8 runs of 8 windows for each of the 4 layers and lm_head, then the 5 groups.
 "$SLIMPACK" convert "$LLAMA" -o "$TMP/b3.gguf" --format gguf --quant q4_k_m --algo imatrix \
   --calib "$DATA/windows.npy" --progress json 2>"$TMP/progress.err" >/dev/null
-grep -c '"context":"imatrix"' "$TMP/progress.err" | grep -qx 9 ||
-  { echo "FAIL: expected 9 imatrix calibration events (0..8 of 8 runs):"; cat "$TMP/progress.err"; fail=1; }
+for context in "imatrix layer 0" "imatrix layer 3" "imatrix"; do
+  grep '"stage":"calibration"' "$TMP/progress.err" | grep -c "\"context\":\"$context\"" | grep -qx 9 ||
+    { echo "FAIL: expected 9 calibration events (0..8 of 8 runs) for $context:"; cat "$TMP/progress.err"; fail=1; }
+done
+grep '"stage":"imatrix"' "$TMP/progress.err" | grep -q '"done":5,.*"total":5' ||
+  { echo "FAIL: expected the imatrix stage to count 5 of 5 layers:"; cat "$TMP/progress.err"; fail=1; }
 cmp -s "$TMP/b1.gguf" "$TMP/b3.gguf" || { echo "FAIL: --progress json changed the GGUF"; fail=1; }
 expect_says 0 "plain q4_k_m" "" -- convert "$LLAMA" -o "$TMP/c.gguf" --format gguf --quant q4_k_m
 cmp -s "$TMP/a.gguf" "$TMP/c.gguf" && { echo "FAIL: the imatrix changed nothing"; fail=1; }

@@ -69,8 +69,8 @@ print("progress json: planner, report and sensitivity stages counted")
 PY
 
 # calibrate: the range table's runs (their number known at the end), the
-# imatrix's and AWQ inputs' runs, the Hessians layer by layer; -v lines
-# still printed beside the events.
+# imatrix, the Hessians and AWQ's inputs layer by layer; -v lines still
+# printed beside the events.
 for kind in ranges imatrix hessians awq-inputs; do
   flag=(); [ "$kind" = ranges ] || flag=(--"$kind")
   "$SLIMPACK" calibrate "$LLAMA" --data "$LLAMA/calib_tokens.npy" "${flag[@]}" --calib-samples 2 \
@@ -89,16 +89,21 @@ ev, text = events("ranges")
 # The bundled calibration file holds 64 windows: --max-batch 8 makes 8 runs.
 assert steps(ev, "calibration") == [(0, 0, "ranges")] + [(i, 0, "ranges") for i in range(1, 9)] + [(8, 8, "ranges")], steps(ev, "calibration")
 assert "run 8" in text, text
-ev, _ = events("imatrix")
-assert steps(ev, "calibration") == [(0, 2, "imatrix"), (1, 2, "imatrix"), (2, 2, "imatrix")], steps(ev, "calibration")
-ev, text = events("hessians")
-assert {e["stage"] for e in ev} == {"hessians", "calibration"}, ev
-contexts = ["hessians layer 0", "hessians layer 1", "hessians layer 2", "hessians layer 3", "hessians"]
-assert steps(ev, "hessians") == [(0, 5, "")] + [(i + 1, 5, c) for i, c in enumerate(contexts)], steps(ev, "hessians")
-assert [c for _, _, c in steps(ev, "calibration")] == [c for c in contexts for _ in range(3)]
-assert any("hessians: capturing X^T X" in l for l in text), text
-ev, _ = events("awq-inputs")
-assert steps(ev, "calibration") == [(0, 2, "awq"), (1, 2, "awq"), (2, 2, "awq")], steps(ev, "calibration")
+# imatrix, the Hessians and AWQ's inputs walk the float model layer by layer
+# (quantize/float_walk.h): the layers counted, each layer's runs counted.
+def walked(kind, stage, layers, last, line):
+    ev, text = events(kind)
+    assert {e["stage"] for e in ev} == {stage, "calibration"}, ev
+    contexts = [f"{stage} layer {i}" for i in range(layers)] + ([stage] if last else [])
+    n = len(contexts)
+    assert steps(ev, stage) == [(0, n, "")] + [(i + 1, n, c) for i, c in enumerate(contexts)], steps(ev, stage)
+    assert steps(ev, "calibration") == [(i, 2, c) for c in contexts for i in range(3)], steps(ev, "calibration")
+    assert line is None or any(f"{stage}: {line}" in l for l in text), text
+# lm_head is a linear of no layer: its input comes last. AWQ's groups read
+# only the layers' inputs.
+walked("imatrix", "imatrix", 4, True, None)
+walked("hessians", "hessians", 4, True, "capturing X^T X")
+walked("awq-inputs", "awq-inputs", 4, False, None)
 print("progress json: calibrate's ranges, imatrix, Hessians and AWQ inputs counted")
 PY
 "$SLIMPACK" calibrate "$LLAMA" --data "$LLAMA/calib_tokens.npy" --hessians --calib-samples 1 \
@@ -109,7 +114,7 @@ fi
 # -v off a terminal: a text line per step instead.
 "$SLIMPACK" calibrate "$LLAMA" --data "$LLAMA/calib_tokens.npy" --imatrix --calib-samples 2 \
   -o "$TMP/calib-v" -v 2>"$TMP/calib-v.err" >/dev/null || { echo "FAIL: calibrate -v exited $?"; fail=1; }
-grep -qx 'calibration (imatrix): 2/2 runs' "$TMP/calib-v.err" ||
+grep -qx 'calibration (imatrix layer 3): 2/2 runs' "$TMP/calib-v.err" ||
   { echo "FAIL: calibrate --imatrix -v printed no step lines:"; cat "$TMP/calib-v.err"; fail=1; }
 "$SLIMPACK" calibrate "$LLAMA" --data "$LLAMA/calib_tokens.npy" -o "$TMP/calib-bad" --progress loud \
   >"$TMP/calib-bad.out" 2>&1

@@ -147,7 +147,7 @@ TEST(AwqFoldTest, ScalingIsAnExactRewrite) {
   AwqFoldOptions opts;
   opts.max_runs = 2;
   opts.keep_rows = 128;
-  auto r = ApplyAwqScales(folded, *runnable, awq, c.schemes, *data, opts);
+  auto r = ApplyAwqScales(folded, awq, c.schemes, *data, opts);
   ASSERT_THAT(r, IsOk());
   EXPECT_EQ(r->groups, 4 * 3);  // q/k/v, gate/up, down per layer; o skipped (GQA)
   // Weights did change (the search may keep some groups unscaled, so count
@@ -201,7 +201,7 @@ TEST(AwqFoldTest, APartSearchesOnlyTheGroupsItWrites) {
   opts.max_runs = 2;
   opts.keep_rows = 128;
   opts.grid = 4;
-  auto inputs = CaptureAwqInputs(whole, *runnable, awq, *data, opts);
+  auto inputs = CaptureAwqInputs(whole, awq, *data, opts);
   ASSERT_THAT(inputs, IsOk());
   auto all = ApplyAwqScalesFrom(whole, awq, schemes, *inputs, opts);
   ASSERT_THAT(all, IsOk());
