@@ -18,38 +18,6 @@
 
 namespace slimpack::quantize {
 
-namespace {
-
-// The values a group's run computes: its linears' inputs, not their
-// outputs. The capture reads only X, and the last linears need not run:
-// lm_head's logits (tokens x vocab floats) and packed weight were most of
-// a small model's calibration memory. A linear whose input no node
-// computes (a graph input or a cached value, fed to the run) is run as
-// before.
-std::vector<std::string> CaptureTargets(const ir::Graph& graph,
-                                        const std::vector<calibration::LinearLayer>& linears,
-                                        const ir::UseDefIndex& index,
-                                        const std::vector<std::string>& members) {
-  std::vector<std::string> targets;
-  std::set<std::string> seen;
-  auto add = [&](const std::string& v) {
-    if (seen.insert(v).second) targets.push_back(v);
-  };
-  for (const std::string& w : members) {
-    auto l = std::find_if(linears.begin(), linears.end(),
-                          [&](const calibration::LinearLayer& x) { return x.weight == w; });
-    if (l != linears.end() && index.producer.count(l->input)) {
-      add(l->input);
-      continue;
-    }
-    // Not a linear's weight: CaptureLinearInputs names it.
-    for (const std::string& v : OutputsOfNodesReading(graph, {w})) add(v);
-  }
-  return targets;
-}
-
-}  // namespace
-
 absl::Status WalkFloatModel(
     const ir::Model& model, const std::vector<std::string>& weights, calibration::Dataset& data,
     const FloatWalkOptions& options,
@@ -66,7 +34,6 @@ absl::Status WalkFloatModel(
   ASSIGN_OR_RETURN(const int64_t runs, CountRuns(data, options.max_runs));
   const std::vector<calibration::LinearLayer> linears =
       calibration::FindLinearLayers(runnable.graph);
-  const ir::UseDefIndex producers = runnable.graph.BuildUseDefIndex();
   const support::InputPages pages = support::InputPages::Snapshot(model.input_files);
   RunValues cache(runs);  // cut[g] per run; empty maps: run from the inputs
   bool caching = true;
@@ -76,7 +43,7 @@ absl::Status WalkFloatModel(
   size_t g = 0;
   for (const auto& [layer, members] : groups) {
     const std::vector<std::string> fed = caching ? cut[g] : std::vector<std::string>();
-    std::vector<std::string> targets = CaptureTargets(runnable.graph, linears, producers, members);
+    std::vector<std::string> targets = CaptureTargets(runnable.graph, linears, members);
     // The values group g+1 starts from come out of this run too.
     const bool advance = caching && g + 1 < groups.size() && !cut[g + 1].empty();
     if (advance) {

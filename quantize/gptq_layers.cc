@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "calibration/linear_stats.h"
 #include "hf/llama_graph_builder.h"
 #include "ir/graph_slice.h"
 #include "quantize/layer_cache.h"
@@ -73,9 +74,12 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
       }
     }
     const std::vector<std::string> fed_names = caching ? cut[g] : std::vector<std::string>();
+    // The linears of the whole graph: the slice stops at their inputs.
+    const std::vector<calibration::LinearLayer> linears =
+        calibration::FindLinearLayers(runnable.graph);
     ASSIGN_OR_RETURN(runnable.graph,
                      ir::SliceGraph(runnable.graph,
-                                    OutputsOfNodesReading(runnable.graph, weight_groups[g]),
+                                    CaptureTargets(runnable.graph, linears, weight_groups[g]),
                                     std::set<std::string>(fed_names.begin(), fed_names.end())));
     log(absl::StrCat("quantize: ", options.stage, ": capturing X^T X for ", members.size(), " linear layers",
                      layer == INT_MAX ? "" : absl::StrCat(" of layer ", layer), " (",
@@ -88,6 +92,7 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
     cr.progress = options.progress;
     cr.context = layer == INT_MAX ? options.stage : absl::StrCat(options.stage, " layer ", layer);
     cr.fed = &cache;
+    cr.layers = &linears;
     ASSIGN_OR_RETURN(auto captured, CaptureLinearInputs(runnable, weight_groups[g], data,
                                                         options.max_runs, cr, options.threads));
     ++g;

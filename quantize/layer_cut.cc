@@ -109,4 +109,26 @@ absl::StatusOr<std::vector<std::vector<std::string>>> CachedValuesPerGroup(
   return cached;
 }
 
+std::vector<std::string> CaptureTargets(const ir::Graph& graph,
+                                        const std::vector<calibration::LinearLayer>& linears,
+                                        const std::vector<std::string>& weights) {
+  const ir::UseDefIndex index = graph.BuildUseDefIndex();
+  std::vector<std::string> targets;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& v) {
+    if (seen.insert(v).second) targets.push_back(v);
+  };
+  for (const std::string& w : weights) {
+    auto l = std::find_if(linears.begin(), linears.end(),
+                          [&](const calibration::LinearLayer& x) { return x.weight == w; });
+    if (l != linears.end() && index.producer.count(l->input)) {
+      add(l->input);
+      continue;
+    }
+    // Fed to the run, or no linear's weight (the capture names it).
+    for (const std::string& v : OutputsOfNodesReading(graph, {w})) add(v);
+  }
+  return targets;
+}
+
 }  // namespace slimpack::quantize

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "calibration/linear_stats.h"
 #include "ir/graph.h"
 
 namespace slimpack::quantize {
@@ -34,6 +35,19 @@ absl::StatusOr<std::vector<std::vector<std::string>>> CachedValuesPerGroup(
 // a group's capture run computes.
 std::vector<std::string> OutputsOfNodesReading(const ir::Graph& graph,
                                                const std::vector<std::string>& weights);
+
+// The values a group's capture run computes: the inputs of the linears
+// reading `weights` (the first of each weight's in `linears`, found on
+// `graph`), not their outputs. The capture reads only X, so the group's
+// last linears need not run: lm_head's logits (tokens x vocab floats) and
+// packed weight were most of a small model's calibration memory and time.
+// A linear whose input no node computes (a graph input or a cached value,
+// fed to the run), or a weight that is no linear's, gets the outputs of the
+// nodes reading it as before. The capture is then given `linears`
+// (CaptureRequest::layers): the slice lacks some of them.
+std::vector<std::string> CaptureTargets(const ir::Graph& graph,
+                                        const std::vector<calibration::LinearLayer>& linears,
+                                        const std::vector<std::string>& weights);
 
 }  // namespace slimpack::quantize
 
