@@ -13,6 +13,7 @@
 #include "quantize/layer_cache.h"
 #include "quantize/layer_cut.h"
 #include "quantize/weight_matrix.h"
+#include "support/input_pages.h"
 #include "support/status_macros.h"
 
 namespace slimpack::quantize {
@@ -50,6 +51,8 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
   ASSIGN_OR_RETURN(const int64_t runs, CountRuns(data, options.max_runs));
   RunValues cache(runs);  // cut[g] per run; empty maps: run from the inputs
   bool caching = true;
+  bool released = false;
+  const support::InputPages pages = support::InputPages::Snapshot(model.input_files);  // stand-ins of groups behind the cache dropped
   // Dequantized stand-ins for already-quantized weights, by name.
   std::map<std::string, ir::Tensor> stand_ins;
   support::ProgressEvent layers{options.stage, 0, static_cast<int64_t>(groups.size()), "layers", ""};
@@ -69,8 +72,24 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
       caching = next.has_value();
       cache = caching ? *std::move(next) : RunValues(runs);
       if (!caching) {
+        if (released) {
+          // Every layer's cached values have the residual stream's shape,
+          // so this follows a first advance that fitted only if the
+          // budget was met by one layer and not the next.
+          return absl::InternalError(absl::StrCat(
+              "quantize: ", options.stage, ": values between layers exceeded ",
+              options.cache_bytes, " bytes at layer ", layer,
+              " after earlier layers' did not, and the quantized weights before it "
+              "were already released"));
+        }
         log(absl::StrCat("quantize: ", options.stage, ": values between layers exceed ", options.cache_bytes,
                          " bytes; each later layer runs from the model inputs"));
+      } else {
+        // Later runs start from the values just cached, past group g-1:
+        // its stand-ins (f32 copies, the model's size over all groups)
+        // are read no more.
+        for (const std::string& name : weight_groups[g - 1]) stand_ins.erase(name);
+        released = true;
       }
     }
     const std::vector<std::string> fed_names = caching ? cut[g] : std::vector<std::string>();
@@ -99,6 +118,14 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
     for (const std::string& name : members) {
       ASSIGN_OR_RETURN(ir::Tensor stand_in, quantize(name, captured.at(name)));
       stand_ins[name] = std::move(stand_in);
+    }
+    // The group's weights are read and quantized: their file pages leave
+    // this process's memory (float_walk.cc does the same).
+    for (const ir::Tensor& t : runnable.graph.initializers()) pages.Release(t.data.data(), t.data.size());
+    for (const std::string& name : members) {
+      if (const ir::Tensor* t = model.graph.FindInitializer(name)) {
+        pages.Release(t->data.data(), t->data.size());
+      }
     }
     ++layers.done;
     layers.context = cr.context;
