@@ -37,7 +37,7 @@ absl::StatusOr<Matrix> AsMatrix(const ir::Tensor& t, bool transposed) {
 }
 
 // Values of a [rows, cols] matrix in the tensor's own orientation.
-std::vector<float> InTensorOrder(const std::vector<float>& w, int64_t rows, int64_t cols,
+std::vector<float> InTensorOrder(std::vector<float> w, int64_t rows, int64_t cols,
                                  bool transposed) {
   if (!transposed) return w;
   std::vector<float> out(w.size());

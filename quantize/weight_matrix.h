@@ -24,7 +24,7 @@ absl::StatusOr<std::vector<float>> ToF32(const ir::Tensor& t);
 // is rows and the remaining dims are flattened into cols (Conv kernels).
 absl::StatusOr<Matrix> AsMatrix(const ir::Tensor& t, bool transposed);
 // A [rows, cols] matrix's values in the tensor's orientation.
-std::vector<float> InTensorOrder(const std::vector<float>& w, int64_t rows, int64_t cols,
+std::vector<float> InTensorOrder(std::vector<float> w, int64_t rows, int64_t cols,
                                  bool transposed);
 // `like` with f32 `values` (owned) and no quantization layout.
 ir::Tensor F32Like(const ir::Tensor& like, const std::vector<float>& values);
