@@ -13,6 +13,7 @@
 
 #include "converter/convert.h"
 #include "converter/convert_request.h"
+#include "tests/converter/convert_logged.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/shard/writer/writer_test_util.h"
@@ -22,7 +23,6 @@ namespace slimpack::converter {
 namespace {
 
 using ::slimpack::shard_writer::testing::HashFiles;
-using ::slimpack::testing::IsOk;
 using ::slimpack::testing::TempDir;
 
 const std::string kRoot = SLIMPACK_SOURCE_DIR;
@@ -58,14 +58,7 @@ std::vector<std::string> ConvertTo(const Case& c, const std::string& out, bool w
     f.recipe_path = out + ".recipe.json";
     std::ofstream(f.recipe_path) << c.recipe;
   }
-  auto request = BuildConvertRequest(f);
-  EXPECT_THAT(request, IsOk()) << c.name;
-  if (!request.ok()) return {};
-  std::vector<std::string> lines;
-  request->stages.log = [&lines](const std::string& l) { lines.push_back(l); };
-  request->quantize_while_writing = while_writing;
-  EXPECT_THAT(Convert(*std::move(request), {}), IsOk()) << c.name;
-  return lines;
+  return testing::ConvertLogged(f, while_writing, c.name);
 }
 
 std::vector<std::string> TensorLines(const std::vector<std::string>& lines) {
