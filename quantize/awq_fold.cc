@@ -300,7 +300,12 @@ absl::StatusOr<AwqFoldResult> ApplyAwqScalesFrom(ir::Model& checkpoint,
   RETURN_IF_ERROR(CheckArchitecture(checkpoint));
   Folder folder(checkpoint, options);
   AwqFoldResult result;
-  for (const Group& g : GroupFinder(checkpoint).Groups(awq_weights)) {
+  const std::vector<Group> groups = GroupFinder(checkpoint).Groups(awq_weights);
+  // The search is most of an AWQ conversion's time (minutes at width
+  // 1024): stage "awq", one event per group rewritten.
+  support::ProgressEvent event{"awq", 0, static_cast<int64_t>(groups.size()), "groups", ""};
+  if (options.progress) options.progress(event);
+  for (const Group& g : groups) {
     const bool searched = g.Searched(options);
     auto x = inputs.find(g.input_of);
     if (searched && x == inputs.end()) {
@@ -320,6 +325,9 @@ absl::StatusOr<AwqFoldResult> ApplyAwqScalesFrom(ir::Model& checkpoint,
     result.log.push_back(std::move(line));
     ++result.groups;
     result.searched += searched ? 1 : 0;
+    ++event.done;
+    event.context = g.label;
+    if (options.progress) options.progress(event);
   }
   for (auto& [name, fold] : folder.folds()) {
     result.folds[name] = std::make_shared<const ValueFold>(std::move(fold));

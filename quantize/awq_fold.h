@@ -39,7 +39,8 @@ struct AwqFoldOptions {
   int64_t max_runs = 64;     // calibration runs
   int64_t keep_rows = 512;   // input rows the search measures error on
   int threads = 1;
-  support::ProgressSink progress;  // CaptureAwqInputs' and the search's
+  // CaptureAwqInputs' layers and runs; the search's groups (stage "awq").
+  support::ProgressSink progress;
   // When not empty, the grid each weight is stored on (a GGUF export's
   // ggml types): every group's search rounds each member with its own
   // round trip (a member without one is stored unrounded, e.g. f16) and

@@ -227,6 +227,7 @@ absl::Status Quantizer::RunAwqFrom(const std::vector<size_t>& idx, bool gptq_wal
   opts.threads = req_.threads;
   opts.written = req_.part_tensors;
   opts.lazy = LazyAwq(gptq_walk);
+  opts.progress = req_.progress;
   auto folded = ApplyAwqScalesFrom(model_, names, schemes, *req_.awq_inputs, opts);
   if (!folded.ok()) {
     return absl::Status(folded.status().code(),

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --progress: json lines that a CI log parser can read, each stage counting
 # up to its total, for a GPTQ conversion (calibration passes, GPTQ layer by
-# layer, files written), the size planner and `report` (compared runs,
+# layer, files written), AWQ (its inputs layer by layer, its search group
+# by group), the size planner and `report` (compared runs,
 # sensitivity layers) and `calibrate` (runs, Hessian layers); nothing from
 # auto off a terminal or from none; an unknown mode refused.
 #   progress_json_cli_test.sh SLIMPACK ROOT
@@ -66,6 +67,27 @@ assert plan["planner"] == [(0, 1, "tensors"), (1, 1, "tensors")], plan.get("plan
 assert report["report"] == [(0, 2, "runs"), (1, 2, "runs"), (2, 2, "runs")], report.get("report")
 assert report["sensitivity"] == [(0, 1, "layers"), (1, 1, "layers")], report.get("sensitivity")
 print("progress json: planner, report and sensitivity stages counted")
+PY
+
+# AWQ: its inputs captured layer by layer, then the scale search group by
+# group (12: q/k/v, gate/up and down of 4 layers; o_proj is not scaled
+# under GQA), then the files.
+"$SLIMPACK" convert "$LLAMA" --quant int4 --algo awq --calib "$LLAMA/calib_tokens.npy" \
+  --calib-samples 1 -o "$TMP/awq" --progress json 2>"$TMP/awq.err" >/dev/null ||
+  { echo "FAIL: convert --algo awq --progress json exited $?"; cat "$TMP/awq.err"; fail=1; }
+/usr/bin/python3 - "$TMP/awq.err" <<'PY' || fail=1
+import json, sys
+events = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+stages = [e["stage"] for e in events]
+assert set(stages) == {"awq-inputs", "calibration", "awq", "write"}, sorted(set(stages))
+awq = [e for e in events if e["stage"] == "awq"]
+assert [(e["done"], e["total"], e["unit"]) for e in awq] == [(i, 12, "groups") for i in range(13)], awq
+assert awq[1]["context"] == "layer 0 q/k/v", awq[1]
+# The search comes after the capture and before the writing.
+first = {s: stages.index(s) for s in set(stages)}
+last = {s: len(stages) - 1 - stages[::-1].index(s) for s in set(stages)}
+assert last["awq-inputs"] < first["awq"] and last["awq"] < first["write"], stages
+print("progress json: AWQ's capture layers, search groups and files counted")
 PY
 
 # calibrate: the range table's runs (their number known at the end), the
