@@ -51,8 +51,8 @@ absl::Status RunLayerwiseGptq(const ir::Model& model, const std::vector<std::str
   ASSIGN_OR_RETURN(const int64_t runs, CountRuns(data, options.max_runs));
   RunValues cache(runs);  // cut[g] per run; empty maps: run from the inputs
   bool caching = true;
-  bool released = false;
-  const support::InputPages pages = support::InputPages::Snapshot(model.input_files);  // stand-ins of groups behind the cache dropped
+  bool released = false;  // stand-ins of groups behind the cache dropped
+  const support::InputPages pages = support::InputPages::Snapshot(model.input_files);
   // Dequantized stand-ins for already-quantized weights, by name.
   std::map<std::string, ir::Tensor> stand_ins;
   support::ProgressEvent layers{options.stage, 0, static_cast<int64_t>(groups.size()), "layers", ""};
